@@ -1,0 +1,175 @@
+"""Record batch v2 (magic 2) headers: Kafka's layout, byte for byte.
+
+This is the broker's hot path: it reads and checks the 61-byte header and the
+CRC-32C, and stamps baseOffset and partitionLeaderEpoch (both outside the CRC's
+range) into the bytes. It never decodes records.
+
+    0  baseOffset int64        27 baseTimestamp int64
+    8  batchLength int32       35 maxTimestamp int64
+   12  partitionLeaderEpoch    43 producerId int64
+   16  magic int8              51 producerEpoch int16
+   17  crc uint32 (CRC-32C over attributes..end)
+   21  attributes int16        53 baseSequence int32
+   23  lastOffsetDelta int32   57 recordsCount int32, records from 61
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Iterator
+
+import crc32c
+
+from .errors import CorruptRecordError, InvalidRecordError, UnsupportedForMessageFormatError
+
+HEADER = struct.Struct(">qiibIhiqqqhii")
+HEADER_SIZE = HEADER.size  # 61
+LOG_OVERHEAD = 12  # baseOffset + batchLength: the part batchLength does not count
+MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
+MAGIC = 2
+CRC_OFFSET = 17
+ATTRIBUTES_OFFSET = 21
+PARTITION_LEADER_EPOCH_OFFSET = 12
+NO_TIMESTAMP = -1
+NO_PRODUCER_ID = -1
+NO_SEQUENCE = -1
+NO_PARTITION_LEADER_EPOCH = -1
+
+COMPRESSION_MASK = 0x07
+TIMESTAMP_TYPE_MASK = 0x08  # 0 = CreateTime, 1 = LogAppendTime
+TRANSACTIONAL_MASK = 0x10
+CONTROL_MASK = 0x20
+DELETE_HORIZON_MASK = 0x40  # KIP-534: baseTimestamp holds the delete horizon
+
+_INT64 = struct.Struct(">q")
+_INT32 = struct.Struct(">i")
+
+
+@dataclass(frozen=True, slots=True)
+class BatchHeader:
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @property
+    def size(self) -> int:
+        """Bytes the whole batch takes in a log file."""
+        return self.batch_length + LOG_OVERHEAD
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.last_offset + 1
+
+    @property
+    def codec(self) -> int:
+        return self.attributes & COMPRESSION_MASK
+
+    @property
+    def is_log_append_time(self) -> bool:
+        return bool(self.attributes & TIMESTAMP_TYPE_MASK)
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_MASK)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_MASK)
+
+    @property
+    def delete_horizon_ms(self) -> int:
+        return self.base_timestamp if self.attributes & DELETE_HORIZON_MASK else NO_TIMESTAMP
+
+    @property
+    def last_sequence(self) -> int:
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return (self.base_sequence + self.last_offset_delta) & 0x7FFFFFFF
+
+
+def parse_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
+    """Read a batch header at `pos` without checking the CRC."""
+    if len(buf) - pos < HEADER_SIZE:
+        raise CorruptRecordError(
+            f"batch header at byte {pos} is truncated: {len(buf) - pos} of {HEADER_SIZE} bytes"
+        )
+    return BatchHeader(*HEADER.unpack_from(buf, pos))
+
+
+def check_header(h: BatchHeader, available: int, pos: int = 0) -> None:
+    """Structural checks that need no CRC: magic, lengths, offset delta."""
+    if h.magic != MAGIC:
+        raise UnsupportedForMessageFormatError(f"batch at byte {pos} has magic {h.magic}, only magic 2 is supported")
+    if h.batch_length < MIN_BATCH_LENGTH:
+        raise CorruptRecordError(f"batch at byte {pos} has batchLength {h.batch_length} < {MIN_BATCH_LENGTH}")
+    if h.size > available:
+        raise CorruptRecordError(
+            f"batch at byte {pos} is truncated: batchLength says {h.size} bytes, {available} present"
+        )
+    if h.last_offset_delta < 0 or h.records_count < 0:
+        raise CorruptRecordError(
+            f"batch at byte {pos} has lastOffsetDelta {h.last_offset_delta}, recordsCount {h.records_count}"
+        )
+    if h.records_count > h.last_offset_delta + 1:
+        raise CorruptRecordError(
+            f"batch at byte {pos} holds {h.records_count} records in {h.last_offset_delta + 1} offsets"
+        )
+
+
+def compute_crc(buf: bytes | bytearray | memoryview, pos: int, size: int) -> int:
+    view = memoryview(buf)[pos + ATTRIBUTES_OFFSET:pos + size]
+    return crc32c.crc32c(view)
+
+
+def validate_batch(buf: bytes | bytearray | memoryview, pos: int = 0, end: int | None = None,
+                   *, require_dense: bool = False) -> BatchHeader:
+    """Check one batch at `pos`: header, lengths and CRC-32C.
+
+    `require_dense` is for batches straight from producers, which must number
+    their records 0..n-1; compacted batches may have gaps.
+    """
+    end = len(buf) if end is None else end
+    h = parse_header(buf, pos)
+    check_header(h, end - pos, pos)
+    if require_dense and h.records_count != h.last_offset_delta + 1:
+        raise InvalidRecordError(
+            f"batch at byte {pos}: recordsCount {h.records_count} does not match lastOffsetDelta {h.last_offset_delta}"
+        )
+    actual = compute_crc(buf, pos, h.size)
+    if actual != h.crc:
+        raise CorruptRecordError(f"batch at byte {pos} fails its CRC: stored {h.crc:#010x}, computed {actual:#010x}")
+    return h
+
+
+def iter_headers(buf: bytes | bytearray | memoryview, *, validate: bool = True,
+                 require_dense: bool = False) -> Iterator[tuple[int, BatchHeader]]:
+    """Yield (position, header) for each batch of concatenated batches."""
+    pos, end = 0, len(buf)
+    while pos < end:
+        if validate:
+            h = validate_batch(buf, pos, end, require_dense=require_dense)
+        else:
+            h = parse_header(buf, pos)
+            check_header(h, end - pos, pos)
+        yield pos, h
+        pos += h.size
+
+
+def stamp(buf: bytearray, pos: int, base_offset: int, partition_leader_epoch: int) -> None:
+    """Write baseOffset and partitionLeaderEpoch in place; the CRC stays valid."""
+    _INT64.pack_into(buf, pos, base_offset)
+    _INT32.pack_into(buf, pos + PARTITION_LEADER_EPOCH_OFFSET, partition_leader_epoch)
