@@ -1,0 +1,3 @@
+module kraftlog/checker
+
+go 1.19

@@ -1,0 +1,98 @@
+package history
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"strconv"
+)
+
+// maxLine bounds one JSON line; a longer line is reported, not truncated.
+const maxLine = 16 << 20
+
+// record is one line of our JSON-lines format (see README.md). Fields other
+// than these are allowed and ignored, so recorders may add notes such as an
+// error text.
+type record struct {
+	Process *json.Number    `json:"process"`
+	Type    *string         `json:"type"`
+	F       *string         `json:"f"`
+	Key     json.RawMessage `json:"key"`
+	Value   json.RawMessage `json:"value"`
+	Time    *json.Number    `json:"time"`
+}
+
+// ReadJSONL reads a history in our JSON-lines format. Blank lines are
+// skipped. The first malformed line stops the read with a *LineError.
+func ReadJSONL(r io.Reader) ([]Op, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), maxLine)
+	p := newPairer()
+	line := 0
+	for sc.Scan() {
+		line++
+		text := bytes.TrimSpace(sc.Bytes())
+		if len(text) == 0 {
+			continue
+		}
+		e, err := parseRecord(line, text)
+		if err != nil {
+			return nil, err
+		}
+		if err := p.add(e); err != nil {
+			return nil, err
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, lineErrorf(line+1, "%v", err)
+	}
+	return p.finish(), nil
+}
+
+func parseRecord(line int, text []byte) (event, error) {
+	var rec record
+	dec := json.NewDecoder(bytes.NewReader(text))
+	dec.UseNumber()
+	if err := dec.Decode(&rec); err != nil {
+		return event{}, lineErrorf(line, "not a JSON object: %v", err)
+	}
+	if dec.More() {
+		return event{}, lineErrorf(line, "more than one JSON value on the line")
+	}
+	if rec.Process == nil || rec.Type == nil || rec.F == nil || rec.Time == nil {
+		return event{}, lineErrorf(line, `"process", "type", "f" and "time" are all required`)
+	}
+	process, err := strconv.Atoi(rec.Process.String())
+	if err != nil {
+		return event{}, lineErrorf(line, "process %s is not an integer", rec.Process)
+	}
+	time, err := strconv.ParseInt(rec.Time.String(), 10, 64)
+	if err != nil {
+		return event{}, lineErrorf(line, "time %s is not an integer (nanoseconds)", rec.Time)
+	}
+	kind := Kind(*rec.Type)
+	switch kind {
+	case Invoke, Ok, Fail, Unknown:
+	default:
+		return event{}, lineErrorf(line, `type %q is not one of "invoke", "ok", "fail", "info"`, *rec.Type)
+	}
+	return event{
+		line:    line,
+		process: process,
+		kind:    kind,
+		f:       *rec.F,
+		key:     nullToNil(rec.Key),
+		value:   nullToNil(rec.Value),
+		time:    time,
+	}, nil
+}
+
+// nullToNil treats an explicit JSON null like an absent field for keys and
+// values, so "value": null and no value mean the same thing.
+func nullToNil(raw json.RawMessage) json.RawMessage {
+	if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return nil
+	}
+	return raw
+}

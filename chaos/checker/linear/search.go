@@ -1,0 +1,134 @@
+package linear
+
+import "context"
+
+// Verdict is the answer for a history or one part of it.
+type Verdict string
+
+const (
+	Ok      Verdict = "ok"
+	Illegal Verdict = "illegal"
+	// Unknown: the time limit passed before the search finished.
+	Unknown Verdict = "unknown"
+)
+
+// pollEvery is how many search steps pass between looks at the deadline;
+// a step is far cheaper than asking the context.
+const pollEvery = 1024
+
+// frame remembers one linearized call and the state before it, so that the
+// search can undo it.
+type frame struct {
+	call  *entry
+	state any
+}
+
+// search decides whether ops (one part of a history) are linearizable.
+//
+// It walks the time-ordered list of calls and returns. Any call met before
+// the first remaining return may be linearized next: the model steps it,
+// the call and its return are lifted out of the list, and the walk restarts
+// at the head. Meeting a return means that operation had to be linearized
+// already, so the last choice is undone (backtracking) and the walk goes on
+// after it. Lowe's memoization prunes the walk: a (set of linearized
+// operations, model state) pair that was reached once leads to the same
+// future every time, so it is never explored twice.
+//
+// On Illegal it also returns the longest linearizable prefix it found, as
+// indexes into ops in linearization order.
+func search(ctx context.Context, m Model, ops []Operation) (Verdict, []int) {
+	head := buildList(ops)
+	// Only operations with a known return must be linearized; the others
+	// may also never take effect, so the search is done once none is left.
+	pending := 0
+	for _, op := range ops {
+		if op.Return != Infinity {
+			pending++
+		}
+	}
+	linearized := newBitset(len(ops))
+	var setHash uint64
+	seen := cache{}
+	state := m.Init()
+	var stack []frame
+	var best []int
+	// deeper is set while the stack is deeper than best; the longest prefix
+	// is copied only when the search turns back from it, not at every push.
+	deeper := false
+
+	e := head.next
+	for steps := 0; pending > 0; steps++ {
+		if steps%pollEvery == 0 && ctx.Err() != nil {
+			return Unknown, nil
+		}
+		// e is never nil here: a return of an operation still pending lies
+		// further on, and the walk stops at the first return it meets.
+		if e.call {
+			op := ops[e.op]
+			if ok, next := m.Step(state, op.Input, op.Output); ok {
+				linearized.set(e.op)
+				hash := setHash ^ bitHash(e.op)
+				if seen.add(m, hash^m.Hash(next), linearized, next) {
+					stack = append(stack, frame{call: e, state: state})
+					state, setHash = next, hash
+					lift(e)
+					if e.match != nil {
+						pending--
+					}
+					deeper = deeper || len(stack) > len(best)
+					e = head.next
+					continue
+				}
+				linearized.clear(e.op)
+			}
+			e = e.next
+			continue
+		}
+		if deeper {
+			best = prefix(stack)
+			deeper = false
+		}
+		if len(stack) == 0 {
+			return Illegal, best
+		}
+		top := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		state = top.state
+		linearized.clear(top.call.op)
+		setHash ^= bitHash(top.call.op)
+		unlift(top.call)
+		if top.call.match != nil {
+			pending++
+		}
+		e = top.call.next
+	}
+	return Ok, nil
+}
+
+func prefix(stack []frame) []int {
+	ids := make([]int, len(stack))
+	for i, f := range stack {
+		ids[i] = f.call.op
+	}
+	return ids
+}
+
+// cache is Lowe's memo of configurations already explored, bucketed by a
+// hash of both the linearized set and the model state.
+type cache map[uint64][]cacheEntry
+
+type cacheEntry struct {
+	linearized bitset
+	state      any
+}
+
+// add records a configuration and reports whether it was new.
+func (c cache) add(m Model, hash uint64, linearized bitset, state any) bool {
+	for _, ce := range c[hash] {
+		if ce.linearized.equal(linearized) && m.Equal(ce.state, state) {
+			return false
+		}
+	}
+	c[hash] = append(c[hash], cacheEntry{linearized: linearized.clone(), state: state})
+	return true
+}
