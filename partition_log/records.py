@@ -51,13 +51,19 @@ def encode_batch(
     transactional: bool = False,
     control: bool = False,
     delete_horizon_ms: int | None = None,
+    last_offset_delta: int | None = None,
+    max_timestamp: int | None = None,
 ) -> bytes:
     """Build one batch. With `delete_horizon_ms` (KIP-534) the base timestamp
-    carries the horizon and record timestamps stay exact through the deltas."""
-    if not records:
+    carries the horizon and record timestamps stay exact through the deltas.
+
+    The cleaner passes `last_offset_delta` (and `max_timestamp`) to keep a
+    batch's original offset span when records were removed from it, down to
+    an empty batch."""
+    if not records and last_offset_delta is None:
         raise InvalidRecordError("a batch needs at least one record")
-    timestamps = [r.timestamp for r in records]
-    max_ts = max(timestamps)
+    timestamps = [r.timestamp for r in records] or [b.NO_TIMESTAMP]
+    max_ts = max(timestamps) if max_timestamp is None else max_timestamp
     base_ts = min(timestamps) if delete_horizon_ms is None else delete_horizon_ms
     body = bytearray()
     last_delta = -1
@@ -67,6 +73,10 @@ def encode_batch(
             raise InvalidRecordError(f"record offsets must increase within a batch (delta {delta} after {last_delta})")
         last_delta = delta
         _write_record(body, r, r.timestamp - base_ts, delta)
+    if last_offset_delta is not None:
+        if last_offset_delta < last_delta:
+            raise InvalidRecordError(f"last_offset_delta {last_offset_delta} is below the last record's {last_delta}")
+        last_delta = last_offset_delta
     payload = compress(codec, bytes(body))
     attributes = int(codec)
     if log_append_time:

@@ -1,0 +1,225 @@
+"""Sparse segment indexes in Kafka's file formats.
+
+`.index`: (relative offset int32, file position int32) big-endian.
+`.timeindex`: (timestamp int64, relative offset int32) big-endian.
+
+The active segment's index files are preallocated to `segment.index.bytes`
+(sparse files cost nothing) and trimmed to their entries when the segment is
+rolled or closed, as Kafka does. Entries also live in memory as two arrays for
+binary search; they are loaded lazily, on first use, so a broker with many
+partitions does not read every index at start-up.
+"""
+from __future__ import annotations
+
+import abc
+import bisect
+import os
+import struct
+from array import array
+from pathlib import Path
+
+from .errors import KafkaStorageError
+
+
+class IndexCorruptError(Exception):
+    """An index file does not hold what its segment says; it must be rebuilt."""
+
+
+class _SparseIndex(abc.ABC):
+    ENTRY: struct.Struct
+
+    def __init__(self, path: Path, base_offset: int, max_bytes: int) -> None:
+        self.path = path
+        self.base_offset = base_offset
+        self.max_entries = max(1, max_bytes // self.ENTRY.size)
+        self._keys: array | None = None  # offsets (offset index) or timestamps (time index)
+        self._values: array | None = None  # positions (offset index) or offsets (time index)
+        self._fd: int | None = None
+
+    # -- loading -------------------------------------------------------------
+    def _load(self) -> None:
+        if self._keys is not None:
+            return
+        keys, values = array("q"), array("q")
+        try:
+            with open(self.path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            data = b""
+        except OSError as exc:
+            raise KafkaStorageError(f"cannot read {self.path}: {exc.strerror}") from exc
+        # A preallocated file that was never trimmed ends in zeros; no real entry
+        # is all zeros, so the entries are the bytes before that zero tail.
+        used = len(data.rstrip(b"\0"))
+        used += -used % self.ENTRY.size
+        for raw_key, raw_value in self.ENTRY.iter_unpack(data[:used]):
+            key, value = self._decode(raw_key, raw_value)
+            keys.append(key)
+            values.append(value)
+        self._keys, self._values = keys, values
+
+    @property
+    def entries(self) -> int:
+        self._load()
+        assert self._keys is not None
+        return len(self._keys)
+
+    @property
+    def is_full(self) -> bool:
+        return self.entries >= self.max_entries
+
+    def last_entry(self) -> tuple[int, int] | None:
+        self._load()
+        assert self._keys is not None and self._values is not None
+        if not self._keys:
+            return None
+        return self._keys[-1], self._values[-1]
+
+    def lookup(self, target: int) -> tuple[int, int] | None:
+        """The entry with the largest key <= target, or None."""
+        self._load()
+        assert self._keys is not None and self._values is not None
+        i = bisect.bisect_right(self._keys, target) - 1
+        if i < 0:
+            return None
+        return self._keys[i], self._values[i]
+
+    # -- writing -------------------------------------------------------------
+    def _open_for_append(self) -> int:
+        if self._fd is None:
+            try:
+                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+                if os.fstat(self._fd).st_size < self.max_entries * self.ENTRY.size:
+                    os.ftruncate(self._fd, self.max_entries * self.ENTRY.size)
+            except OSError as exc:
+                raise KafkaStorageError(f"cannot open {self.path}: {exc.strerror}") from exc
+        return self._fd
+
+    def _append(self, key: int, value: int) -> None:
+        self._load()
+        assert self._keys is not None and self._values is not None
+        fd = self._open_for_append()
+        n = len(self._keys)
+        os.pwrite(fd, self.ENTRY.pack(*self._encode(key, value)), n * self.ENTRY.size)
+        self._keys.append(key)
+        self._values.append(value)
+
+    def truncate_entries(self, keep: int) -> None:
+        """Keep the first `keep` entries (in memory and on disk)."""
+        self._load()
+        assert self._keys is not None and self._values is not None
+        del self._keys[keep:]
+        del self._values[keep:]
+        fd = self._open_for_append()
+        os.pwrite(fd, bytes(self.ENTRY.size * (self.max_entries - keep)), keep * self.ENTRY.size)
+
+    def reset(self) -> None:
+        """Drop every entry; the caller rebuilds the index from the log."""
+        self._keys, self._values = array("q"), array("q")
+        fd = self._open_for_append()
+        os.ftruncate(fd, 0)
+        os.ftruncate(fd, self.max_entries * self.ENTRY.size)
+
+    def trim(self) -> None:
+        """Shrink the file to its entries: done when the segment stops being active."""
+        n = self.entries
+        fd = self._open_for_append()
+        os.ftruncate(fd, n * self.ENTRY.size)
+        self.max_entries = n
+        self.close()
+
+    def flush(self) -> None:
+        if self._fd is not None:
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def delete(self) -> None:
+        self.close()
+        self.path.unlink(missing_ok=True)
+
+    def rename(self, path: Path) -> None:
+        os.replace(self.path, path)
+        self.path = path
+
+    @abc.abstractmethod
+    def _decode(self, raw_key: int, raw_value: int) -> tuple[int, int]:
+        """File entry -> (key, value) with absolute offsets."""
+
+    @abc.abstractmethod
+    def _encode(self, key: int, value: int) -> tuple[int, int]:
+        """(key, value) -> file entry with offsets relative to the segment."""
+
+
+class OffsetIndex(_SparseIndex):
+    """Offset -> file position of the batch chunk ending at that offset."""
+
+    ENTRY = struct.Struct(">ii")
+
+    def _decode(self, rel_offset: int, position: int) -> tuple[int, int]:
+        return self.base_offset + rel_offset, position
+
+    def _encode(self, offset: int, position: int) -> tuple[int, int]:
+        return offset - self.base_offset, position
+
+    def append(self, offset: int, position: int) -> None:
+        last = self.last_entry()
+        if last is not None and (offset <= last[0] or position <= last[1]):
+            return  # entries must strictly increase; a duplicate adds nothing
+        self._append(offset, position)
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove entries for offsets >= `offset`."""
+        self._load()
+        assert self._keys is not None
+        self.truncate_entries(bisect.bisect_left(self._keys, offset))
+
+    def sanity_check(self, next_offset: int, log_size: int) -> None:
+        self._load()
+        assert self._keys is not None and self._values is not None
+        for i in range(len(self._keys)):
+            off, pos = self._keys[i], self._values[i]
+            if off <= self.base_offset or off >= next_offset or pos <= 0 or pos >= log_size:
+                raise IndexCorruptError(f"{self.path}: entry {i} ({off}, {pos}) lies outside the segment")
+            if i and (off <= self._keys[i - 1] or pos <= self._values[i - 1]):
+                raise IndexCorruptError(f"{self.path}: entry {i} is not after entry {i - 1}")
+
+
+class TimeIndex(_SparseIndex):
+    """Largest timestamp so far -> offset of the record that carried it."""
+
+    ENTRY = struct.Struct(">qi")
+
+    def _decode(self, timestamp: int, rel_offset: int) -> tuple[int, int]:
+        return timestamp, self.base_offset + rel_offset
+
+    def _encode(self, timestamp: int, offset: int) -> tuple[int, int]:
+        return timestamp, offset - self.base_offset
+
+    def maybe_append(self, timestamp: int, offset: int) -> None:
+        last = self.last_entry()
+        if last is not None and timestamp <= last[0]:
+            return  # only a new maximum timestamp is worth an entry
+        self._append(timestamp, offset)
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove entries that point at offsets >= `offset`."""
+        self._load()
+        assert self._values is not None
+        keep = 0
+        while keep < len(self._values) and self._values[keep] < offset:
+            keep += 1
+        self.truncate_entries(keep)
+
+    def sanity_check(self, next_offset: int) -> None:
+        self._load()
+        assert self._keys is not None and self._values is not None
+        for i in range(len(self._keys)):
+            ts, off = self._keys[i], self._values[i]
+            if off < self.base_offset or off >= next_offset:
+                raise IndexCorruptError(f"{self.path}: entry {i} points at offset {off} outside the segment")
+            if i and ts <= self._keys[i - 1]:
+                raise IndexCorruptError(f"{self.path}: entry {i} timestamp does not increase")

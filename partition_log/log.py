@@ -1,0 +1,460 @@
+"""A partition's log: a directory of segments with Kafka's layout and rules.
+
+    append_as_leader   validate header + CRC, stamp offsets and leader epoch, write bytes
+    append_as_follower validate, keep the leader's offsets, write bytes
+    read               whole batches, as file bytes, below an optional high watermark
+    truncate_to        follower divergence; truncate_fully_and_start_at
+    delete_old_segments  retention by time and size
+"""
+from __future__ import annotations
+
+import bisect
+import logging
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from . import batch as b
+from .config import LogConfig
+from .errors import (InvalidRecordError, KafkaStorageError, MessageTooLargeError,
+                     OffsetOutOfRangeError)
+from .index import IndexCorruptError
+from .leader_epoch import LeaderEpochCache
+from .records import decode_batch
+from .segment import BatchPosition, LogSegment
+
+log = logging.getLogger(__name__)
+
+_SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex)(\.(?:swap|cleaned|deleted))?$")
+INT32_MAX = 2**31 - 1
+
+Clock = Callable[[], int]
+
+
+def wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def parse_partition_dir(name: str) -> tuple[str, int]:
+    """`my-topic-3` -> ("my-topic", 3)."""
+    topic, sep, partition = name.rpartition("-")
+    if not sep or not topic or not partition.isdigit():
+        raise ValueError(f"{name!r} is not a <topic>-<partition> directory name")
+    return topic, int(partition)
+
+
+@dataclass(frozen=True, slots=True)
+class AppendInfo:
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    batches: int
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class LoadReport:
+    """What opening the log found and did; recovery never drops data silently."""
+
+    recovered_segments: int = 0
+    truncated_bytes: int = 0
+    deleted_segments_after_corruption: int = 0
+    rebuilt_indexes: int = 0
+    completed_swaps: int = 0
+    reasons: list[str] = field(default_factory=list)
+
+
+class Log:
+    def __init__(self, directory: Path, config: LogConfig, *, recovery_point: int = 0,
+                 log_start_offset: int = 0, clean_shutdown: bool = False, clock: Clock = wall_clock_ms) -> None:
+        self.directory = Path(directory)
+        self.topic, self.partition = parse_partition_dir(self.directory.name)
+        self.config = config
+        self.clock = clock
+        self.segments: list[LogSegment] = []
+        self._bases: list[int] = []
+        self.log_start_offset = log_start_offset
+        self.recovery_point = recovery_point
+        self.high_watermark = 0
+        self._unflushed_batches = 0
+        self._last_flush_ms = clock()
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            if not os.access(self.directory, os.R_OK | os.W_OK | os.X_OK):
+                raise PermissionError(13, "permission denied")
+        except OSError as exc:
+            raise KafkaStorageError(f"log directory {self.directory} is unusable: {exc.strerror or exc}") from exc
+        self.leader_epochs = LeaderEpochCache(self.directory)
+        self.load_report = self._load(clean_shutdown)
+        self.high_watermark = self.log_start_offset
+
+    # -- properties ----------------------------------------------------------
+    @property
+    def active_segment(self) -> LogSegment:
+        return self.segments[-1]
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._log_end_offset
+
+    # -- loading and recovery ------------------------------------------------
+    def _new_segment(self, base_offset: int, suffix: str = "") -> LogSegment:
+        return LogSegment(self.directory, base_offset, index_interval_bytes=self.config.index_interval_bytes,
+                          max_index_bytes=self.config.segment_index_bytes, created_ms=self.clock(), suffix=suffix)
+
+    def _set_segments(self, segments: list[LogSegment]) -> None:
+        self.segments = sorted(segments, key=lambda s: s.base_offset)
+        self._bases = [s.base_offset for s in self.segments]
+
+    def _load(self, clean_shutdown: bool) -> LoadReport:
+        report = LoadReport()
+        names = sorted(os.listdir(self.directory))
+        logs, swaps, indexes = [], [], set()
+        for name in names:
+            m = _SEGMENT_FILE.match(name)
+            if not m:
+                continue
+            base, kind, suffix = int(m.group(1)), m.group(2), m.group(3)
+            if suffix in (".cleaned", ".deleted"):
+                # An unfinished clean (.cleaned) was never swapped in; a .deleted
+                # file was already replaced. Both are garbage.
+                (self.directory / name).unlink(missing_ok=True)
+            elif suffix == ".swap":
+                if kind == "log":
+                    swaps.append(base)
+            elif kind == "log":
+                logs.append(base)
+            else:
+                indexes.add((base, kind))
+        for base in swaps:
+            self._complete_swap(base, logs)
+            report.completed_swaps += 1
+        for base, kind in indexes:
+            if base not in logs:
+                (self.directory / f"{base:020d}.{kind}").unlink(missing_ok=True)  # orphan index
+        self._set_segments([self._new_segment(base) for base in sorted(set(logs))])
+        if not self.segments:
+            self._set_segments([self._new_segment(self.log_start_offset)])
+        self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+        report = self._recover(report, clean_shutdown)
+        self._log_end_offset = max(self.active_segment.load_tail(), self.active_segment.base_offset)
+        self.recovery_point = min(max(self.recovery_point, 0), self._log_end_offset)
+        self.leader_epochs.truncate_from_end(self._log_end_offset)
+        self.leader_epochs.truncate_from_start(self.log_start_offset)
+        if report.truncated_bytes:
+            log.warning("%s-%d: recovery truncated %d bytes: %s", self.topic, self.partition,
+                        report.truncated_bytes, "; ".join(report.reasons))
+        return report
+
+    def _complete_swap(self, base: int, logs: list[int]) -> None:
+        """A cleaner crashed after its output became the truth (.swap) but before
+        the rename: finish it by replacing the segments the swap covers."""
+        swap = self._new_segment(base, suffix=".swap")
+        result = swap.recover(INT32_MAX)
+        for old in [x for x in logs if base <= x < result.next_offset]:
+            self._new_segment(old).delete()
+            logs.remove(old)
+        swap.change_suffix("")
+        logs.append(base)
+
+    def _recover(self, report: LoadReport, clean_shutdown: bool) -> LoadReport:
+        reasons: list[str] = []
+        recovered = truncated = deleted = rebuilt = 0
+        i = 0
+        while i < len(self.segments):
+            seg = self.segments[i]
+            next_base = self.segments[i + 1].base_offset if i + 1 < len(self.segments) else None
+            unflushed = not clean_shutdown and (next_base is None or next_base > self.recovery_point)
+            needs_rebuild = unflushed or not seg.offset_index.path.exists() or not seg.time_index.path.exists()
+            if not needs_rebuild:
+                try:
+                    limit = next_base if next_base is not None else seg.load_tail()
+                    seg.offset_index.sanity_check(limit, seg.size)
+                    seg.time_index.sanity_check(limit)
+                except IndexCorruptError as exc:
+                    reasons.append(str(exc))
+                    needs_rebuild = True
+            if needs_rebuild:
+                result = seg.recover(max(self.config.max_message_bytes + b.LOG_OVERHEAD, 2 * 1024 * 1024))
+                recovered += 1
+                if unflushed is False:
+                    rebuilt += 1
+                if result.truncated_bytes:
+                    truncated += result.truncated_bytes
+                    reasons.append(f"{seg.log_path.name}: {result.reason}")
+                    # Everything after a corrupt batch is unreachable by offset.
+                    for later in self.segments[i + 1:]:
+                        truncated += later.size
+                        later.delete()
+                        deleted += 1
+                    self._set_segments(self.segments[:i + 1])
+                    break
+                if i + 1 < len(self.segments):
+                    seg.on_become_inactive()
+                seg.flush()
+            i += 1
+        return LoadReport(recovered, truncated, deleted, rebuilt, report.completed_swaps, reasons)
+
+    # -- append --------------------------------------------------------------
+    def append_as_leader(self, data: bytes | bytearray | memoryview, leader_epoch: int) -> AppendInfo:
+        """Append producer batches: checks, then offsets and the leader epoch are
+        stamped into the bytes (outside the CRC), which are written unchanged."""
+        buf = bytearray(data)
+        headers = self._validate(buf, require_dense=True)
+        offset = self._log_end_offset
+        stamped = []
+        for pos, h in headers:
+            b.stamp(buf, pos, offset, leader_epoch)
+            stamped.append((pos, b.parse_header(buf, pos)))
+            offset += h.last_offset_delta + 1
+        self.leader_epochs.assign(leader_epoch, self._log_end_offset)
+        return self._append(buf, stamped)
+
+    def append_as_follower(self, data: bytes | bytearray | memoryview) -> AppendInfo:
+        """Append batches fetched from the leader, keeping their offsets and epochs."""
+        headers = self._validate(data, require_dense=False)
+        expected = self._log_end_offset
+        for pos, h in headers:
+            if h.base_offset < expected:
+                raise InvalidRecordError(
+                    f"batch at offset {h.base_offset} overlaps the log (end offset {expected}): truncate first")
+            expected = h.next_offset
+            self.leader_epochs.assign(h.partition_leader_epoch, h.base_offset)
+        return self._append(data, headers)
+
+    def _validate(self, data: bytes | bytearray | memoryview, *, require_dense: bool) -> list[tuple[int, b.BatchHeader]]:
+        headers = list(b.iter_headers(data, validate=True, require_dense=require_dense))
+        if not headers:
+            raise InvalidRecordError("no record batches to append")
+        for pos, h in headers:
+            if h.size > self.config.max_message_bytes:
+                raise MessageTooLargeError(
+                    f"batch of {h.size} bytes exceeds max.message.bytes={self.config.max_message_bytes}")
+        return headers
+
+    def _append(self, data: bytes | bytearray | memoryview, headers: list[tuple[int, b.BatchHeader]]) -> AppendInfo:
+        first, last = headers[0][1], headers[-1][1]
+        max_ts = max(h.max_timestamp for _, h in headers)
+        self._maybe_roll(len(data), last.last_offset, max_ts)
+        self.active_segment.append(data, [BatchPosition(p, h) for p, h in headers])
+        self._log_end_offset = last.next_offset
+        self._unflushed_batches += len(headers)
+        self._maybe_flush()
+        return AppendInfo(first.base_offset, last.last_offset, max_ts, len(headers), len(data))
+
+    def _maybe_roll(self, size: int, last_offset: int, max_timestamp: int) -> None:
+        seg = self.active_segment
+        if seg.size == 0:
+            return
+        # As Kafka: time since the segment's first batch is measured with the new
+        # batches' timestamps when both are known, else with the clock.
+        first = seg.first_batch_timestamp
+        if first is not None and max_timestamp >= 0:
+            waited = max_timestamp - first
+        else:
+            waited = self.clock() - seg.created_ms
+        if (seg.size + size > self.config.segment_bytes
+                or waited > self.config.segment_ms
+                or seg.offset_index.is_full or seg.time_index.is_full
+                or last_offset - seg.base_offset > INT32_MAX):
+            self.roll()
+
+    def roll(self) -> LogSegment:
+        """Seal the active segment and start a new one at the log end offset."""
+        if self.active_segment.size == 0:
+            return self.active_segment
+        old = self.active_segment
+        old.on_become_inactive()
+        self._set_segments(self.segments + [self._new_segment(self._log_end_offset)])
+        return self.active_segment
+
+    # -- flushing ------------------------------------------------------------
+    def _maybe_flush(self) -> None:
+        if (self._unflushed_batches >= self.config.flush_messages
+                or self.clock() - self._last_flush_ms >= self.config.flush_ms):
+            self.flush()
+
+    def flush(self) -> None:
+        """fsync every segment holding data past the recovery point."""
+        for seg in self.segments:
+            next_base = self._next_base(seg)
+            if next_base is None or next_base > self.recovery_point:
+                seg.flush()
+        self.recovery_point = self._log_end_offset
+        self._unflushed_batches = 0
+        self._last_flush_ms = self.clock()
+
+    def _next_base(self, seg: LogSegment) -> int | None:
+        i = bisect.bisect_left(self._bases, seg.base_offset)
+        return self._bases[i + 1] if i + 1 < len(self._bases) else None
+
+    # -- read ----------------------------------------------------------------
+    def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None,
+             min_one_batch: bool = True) -> bytes:
+        """Batch bytes from the batch holding `offset`; empty at the end of the log.
+
+        `max_offset` (the high watermark for consumers) is exclusive: no batch
+        starting at or past it is returned.
+        """
+        if offset < self.log_start_offset or offset > self._log_end_offset:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} is outside [{self.log_start_offset}, {self._log_end_offset}] "
+                f"of {self.topic}-{self.partition}")
+        i = max(0, bisect.bisect_right(self._bases, offset) - 1)
+        for seg in self.segments[i:]:
+            found = seg.read(offset, max_bytes, max_offset, min_one_batch)
+            if found is not None:
+                return found[1]
+            if max_offset is not None and self._next_base(seg) is not None and self._next_base(seg) >= max_offset:
+                break
+        return b""
+
+    def find_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record with timestamp >= `timestamp`."""
+        for seg in self.segments:
+            if seg.max_timestamp_and_offset[0] < timestamp:
+                continue
+            entry = seg.time_index.lookup(timestamp)
+            start = seg.offset_index.lookup(entry[1]) if entry else None
+            for bp in seg.iter_batch_positions(start[1] if start else 0):
+                if bp.header.max_timestamp < timestamp:
+                    continue
+                for record in decode_batch(seg.read_batch(bp)).records:
+                    if record.timestamp >= timestamp and record.offset >= self.log_start_offset:
+                        return record.offset, record.timestamp
+        return None
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """OffsetsForLeaderEpoch: (epoch, end offset) for a follower's divergence check."""
+        return self.leader_epochs.end_offset_for(epoch, self._log_end_offset)
+
+    # -- high watermark ------------------------------------------------------
+    def update_high_watermark(self, offset: int) -> int:
+        """Set the high watermark, clamped into [log start, log end]."""
+        self.high_watermark = min(max(offset, self.log_start_offset), self._log_end_offset)
+        return self.high_watermark
+
+    def maybe_increment_high_watermark(self, offset: int) -> bool:
+        if offset > self.high_watermark:
+            self.update_high_watermark(offset)
+            return True
+        return False
+
+    # -- truncation ----------------------------------------------------------
+    def truncate_to(self, offset: int) -> int:
+        """Drop every batch at or after the one holding `offset` (follower
+        divergence). Returns the new log end offset."""
+        if offset >= self._log_end_offset:
+            return self._log_end_offset
+        if offset <= self.log_start_offset:
+            self.truncate_fully_and_start_at(self.log_start_offset)
+            return self._log_end_offset
+        keep = [s for s in self.segments if s.base_offset < offset]
+        for seg in self.segments[len(keep):]:
+            seg.delete()
+        self._set_segments(keep)
+        self.active_segment.truncate_to(offset)
+        self._log_end_offset = max(self.active_segment.load_tail(), self.active_segment.base_offset)
+        self._after_truncation()
+        return self._log_end_offset
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        for seg in self.segments:
+            seg.delete()
+        self.log_start_offset = offset
+        self._set_segments([self._new_segment(offset)])
+        self._log_end_offset = offset
+        self.leader_epochs.clear()
+        self._after_truncation()
+
+    def _after_truncation(self) -> None:
+        self.leader_epochs.truncate_from_end(self._log_end_offset)
+        self.recovery_point = min(self.recovery_point, self._log_end_offset)
+        self.high_watermark = min(self.high_watermark, self._log_end_offset)
+
+    # -- retention -----------------------------------------------------------
+    def delete_old_segments(self) -> int:
+        """Retention: delete whole segments past retention.ms or retention.bytes,
+        never the active segment and never data above the high watermark.
+        Returns the number of segments deleted."""
+        if not self.config.delete:
+            return self._delete_below_start()
+        now = self.clock()
+        budget = self.size_in_bytes - self.config.retention_bytes
+        doomed = 0
+        for seg in self.segments[:-1]:
+            next_base = self._next_base(seg)
+            if next_base is None or next_base > self.high_watermark:
+                break
+            too_old = 0 <= self.config.retention_ms < now - seg.largest_timestamp
+            too_big = self.config.retention_bytes >= 0 and budget - seg.size >= 0
+            below_start = next_base <= self.log_start_offset
+            if not (too_old or too_big or below_start):
+                break
+            budget -= seg.size
+            doomed += 1
+        return self._delete_leading(doomed)
+
+    def _delete_below_start(self) -> int:
+        doomed = 0
+        for seg in self.segments[:-1]:
+            next_base = self._next_base(seg)
+            if next_base is None or next_base > self.log_start_offset:
+                break
+            doomed += 1
+        return self._delete_leading(doomed)
+
+    def _delete_leading(self, count: int) -> int:
+        if count == 0:
+            return 0
+        doomed, kept = self.segments[:count], self.segments[count:]
+        self._set_segments(kept)
+        self.log_start_offset = max(self.log_start_offset, kept[0].base_offset)
+        self.leader_epochs.truncate_from_start(self.log_start_offset)
+        for seg in doomed:
+            seg.delete()
+        return count
+
+    def advance_log_start_offset(self, offset: int) -> None:
+        """DeleteRecords: records below `offset` become unreadable at once;
+        their segments go at the next retention pass."""
+        if offset > self.high_watermark:
+            raise OffsetOutOfRangeError(f"cannot delete records above the high watermark {self.high_watermark}")
+        if offset > self.log_start_offset:
+            self.log_start_offset = offset
+            self.leader_epochs.truncate_from_start(offset)
+
+    # -- segment swap (used by the cleaner) ----------------------------------
+    def replace_segments(self, cleaned: LogSegment, old: list[LogSegment]) -> None:
+        """Swap `cleaned` in for `old` so that a crash at any point leaves either
+        the old segments or the cleaned one (completed by `_complete_swap`)."""
+        cleaned.flush()
+        cleaned.change_suffix(".swap")  # from here on, recovery completes the swap
+        for seg in old:
+            seg.change_suffix(".deleted")
+        cleaned.change_suffix("")
+        for seg in old:
+            seg.delete()
+        remaining = [s for s in self.segments if s not in old]
+        self._set_segments(remaining + [cleaned])
+
+    # -- shutdown ------------------------------------------------------------
+    def close(self) -> None:
+        """Flush and trim the active segment's indexes: the files are as Kafka
+        leaves them after a clean shutdown."""
+        self.flush()
+        active = self.active_segment
+        ts, offset = active.max_timestamp_and_offset
+        if ts >= 0:
+            active.time_index.maybe_append(ts, offset)
+        active.offset_index.trim()
+        active.time_index.trim()
+        for seg in self.segments:
+            seg.close()

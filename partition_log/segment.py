@@ -1,0 +1,286 @@
+"""One log segment: a `.log` file of batches and its `.index`/`.timeindex`.
+
+Appends write batch bytes as they are; reads return file bytes as they are.
+The only parsing is of 61-byte batch headers, to find batch boundaries.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import batch as b
+from .errors import KafkaError, KafkaStorageError
+from .index import OffsetIndex, TimeIndex
+
+OFFSET_DIGITS = 20
+
+
+def segment_name(base_offset: int) -> str:
+    return f"{base_offset:0{OFFSET_DIGITS}d}"
+
+
+@dataclass(frozen=True, slots=True)
+class RecoveryResult:
+    valid_bytes: int
+    truncated_bytes: int
+    next_offset: int
+    reason: str | None  # why the tail was cut, if it was
+
+
+@dataclass(frozen=True, slots=True)
+class BatchPosition:
+    position: int
+    header: b.BatchHeader
+
+
+class LogSegment:
+    def __init__(self, directory: Path, base_offset: int, *, index_interval_bytes: int,
+                 max_index_bytes: int, created_ms: int, suffix: str = "") -> None:
+        self.directory = directory
+        self.base_offset = base_offset
+        self.suffix = suffix
+        stem = segment_name(base_offset)
+        self.log_path = directory / f"{stem}.log{suffix}"
+        self.offset_index = OffsetIndex(directory / f"{stem}.index{suffix}", base_offset, max_index_bytes)
+        self.time_index = TimeIndex(directory / f"{stem}.timeindex{suffix}", base_offset, max_index_bytes)
+        self.index_interval_bytes = index_interval_bytes
+        self.created_ms = created_ms
+        self._fd: int | None = None
+        try:
+            self.size = os.stat(self.log_path).st_size
+        except FileNotFoundError:
+            self.size = 0
+        self.bytes_since_last_index_entry = 0
+        self._max_timestamp: tuple[int, int] | None = None  # (timestamp, offset), loaded lazily
+        self._first_batch_timestamp: int | None = None
+
+    # -- files ---------------------------------------------------------------
+    @property
+    def fd(self) -> int:
+        if self._fd is None:
+            try:
+                self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:
+                raise KafkaStorageError(f"cannot open {self.log_path}: {exc.strerror}") from exc
+        return self._fd
+
+    def close(self) -> None:
+        self.offset_index.close()
+        self.time_index.close()
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def flush(self) -> None:
+        os.fsync(self.fd)
+        self.offset_index.flush()
+        self.time_index.flush()
+
+    def delete(self) -> None:
+        self.close()
+        self.log_path.unlink(missing_ok=True)
+        self.offset_index.delete()
+        self.time_index.delete()
+
+    def change_suffix(self, suffix: str) -> None:
+        """Rename all three files (used by the cleaner's crash-safe swap)."""
+        self.close()
+        stem = segment_name(self.base_offset)
+        new_log = self.directory / f"{stem}.log{suffix}"
+        os.replace(self.log_path, new_log)
+        self.log_path = new_log
+        for index, ext in ((self.offset_index, "index"), (self.time_index, "timeindex")):
+            target = self.directory / f"{stem}.{ext}{suffix}"
+            if index.path.exists():
+                index.rename(target)
+            else:
+                index.path = target
+        self.suffix = suffix
+
+    # -- timestamps ----------------------------------------------------------
+    @property
+    def max_timestamp_and_offset(self) -> tuple[int, int]:
+        if self._max_timestamp is None:
+            last = self.time_index.last_entry()
+            self._max_timestamp = last if last is not None else (b.NO_TIMESTAMP, self.base_offset)
+        return self._max_timestamp
+
+    @property
+    def largest_timestamp(self) -> int:
+        """What retention compares with retention.ms; file mtime if no timestamp is known."""
+        ts = self.max_timestamp_and_offset[0]
+        if ts >= 0:
+            return ts
+        try:
+            return int(os.stat(self.log_path).st_mtime * 1000)
+        except FileNotFoundError:
+            return self.created_ms
+
+    @property
+    def first_batch_timestamp(self) -> int | None:
+        """The first batch's max timestamp (what segment.ms counts from), if known."""
+        if self._first_batch_timestamp is None and self.size > 0:
+            first = self._header_at(0)
+            self._first_batch_timestamp = first.max_timestamp if first else b.NO_TIMESTAMP
+        ts = self._first_batch_timestamp
+        return ts if ts is not None and ts >= 0 else None
+
+    # -- append --------------------------------------------------------------
+    def append(self, data: bytes | bytearray | memoryview, batches: list[BatchPosition]) -> None:
+        """Write already validated, already stamped batches at the end of the file.
+
+        `batches` gives each batch's position within `data` and its header.
+        """
+        start = self.size
+        written = os.pwrite(self.fd, data, start)
+        if written != len(data):
+            # A short write means the disk is full: cut what was written so the
+            # file ends at a batch boundary, and refuse the append.
+            os.ftruncate(self.fd, start)
+            raise KafkaStorageError(f"short write to {self.log_path}: {written} of {len(data)} bytes")
+        self.size = start + len(data)
+        self._index_batches(start, batches)
+
+    def _index_batches(self, start: int, batches: list[BatchPosition]) -> None:
+        ts, ts_offset = self.max_timestamp_and_offset
+        for bp in batches:
+            h = bp.header
+            if self._first_batch_timestamp is None and start + bp.position == 0:
+                self._first_batch_timestamp = h.max_timestamp
+            if h.max_timestamp > ts:
+                ts, ts_offset = h.max_timestamp, h.last_offset
+            if self.bytes_since_last_index_entry > self.index_interval_bytes:
+                self.offset_index.append(h.last_offset, start + bp.position)
+                self.time_index.maybe_append(ts, ts_offset)
+                self.bytes_since_last_index_entry = 0
+            self.bytes_since_last_index_entry += h.size
+        self._max_timestamp = (ts, ts_offset)
+
+    # -- read ----------------------------------------------------------------
+    def _header_at(self, position: int) -> b.BatchHeader | None:
+        raw = os.pread(self.fd, b.HEADER_SIZE, position)
+        if len(raw) < b.HEADER_SIZE:
+            return None
+        return b.parse_header(raw)
+
+    def translate_offset(self, offset: int, start_position: int = 0) -> BatchPosition | None:
+        """The first batch at or after `start_position` whose last offset >= `offset`."""
+        entry = self.offset_index.lookup(offset)
+        position = max(start_position, entry[1] if entry else 0)
+        while position < self.size:
+            h = self._header_at(position)
+            if h is None:
+                return None
+            if h.last_offset >= offset:
+                return BatchPosition(position, h)
+            position += h.size
+        return None
+
+    def read(self, offset: int, max_bytes: int, max_offset: int | None = None,
+             min_one_batch: bool = True) -> tuple[int, bytes] | None:
+        """Whole batches from the one holding `offset`, at most `max_bytes` of them
+        (but at least one batch when `min_one_batch`, as KIP-74), stopping before
+        a batch that starts at or after `max_offset` (the high watermark)."""
+        start = self.translate_offset(offset)
+        if start is None or (max_offset is not None and start.header.base_offset >= max_offset):
+            return None
+        want = min(max(max_bytes, start.header.size if min_one_batch else 0), self.size - start.position)
+        data = os.pread(self.fd, want, start.position)
+        end = 0
+        while end + b.HEADER_SIZE <= len(data):
+            h = b.parse_header(data, end)
+            if max_offset is not None and h.base_offset >= max_offset:
+                break
+            if end + h.size > len(data):
+                break
+            end += h.size
+        if end == 0:
+            return None
+        return start.position, data[:end] if end < len(data) else data
+
+    def load_tail(self) -> int:
+        """Scan from the last index entry to the end of the file: restores the
+        max timestamp and the bytes since the last index entry, and returns the
+        offset after the last batch. Cheap: at most one index interval is read."""
+        entry = self.offset_index.last_entry()
+        position = entry[1] if entry else 0
+        ts, ts_offset = self.time_index.last_entry() or (b.NO_TIMESTAMP, self.base_offset)
+        next_offset = entry[0] + 1 if entry else self.base_offset
+        self.bytes_since_last_index_entry = 0
+        for bp in self.iter_batch_positions(position):
+            h = bp.header
+            if h.max_timestamp > ts:
+                ts, ts_offset = h.max_timestamp, h.last_offset
+            next_offset = h.next_offset
+            self.bytes_since_last_index_entry += h.size
+        self._max_timestamp = (ts, ts_offset)
+        return next_offset
+
+    def iter_batch_positions(self, start_position: int = 0):
+        position = start_position
+        while position < self.size:
+            h = self._header_at(position)
+            if h is None:
+                return
+            yield BatchPosition(position, h)
+            position += h.size
+
+    def read_batch(self, bp: BatchPosition) -> bytes:
+        return os.pread(self.fd, bp.header.size, bp.position)
+
+    # -- recovery and truncation ---------------------------------------------
+    def recover(self, max_batch_bytes: int) -> RecoveryResult:
+        """Validate every batch, rebuild both indexes, cut a torn or corrupt tail."""
+        self.offset_index.reset()
+        self.time_index.reset()
+        self._max_timestamp = (b.NO_TIMESTAMP, self.base_offset)
+        self._first_batch_timestamp = None
+        self.bytes_since_last_index_entry = 0
+        self.size = os.fstat(self.fd).st_size
+        position, next_offset, reason = 0, self.base_offset, None
+        while position < self.size:
+            raw = os.pread(self.fd, b.HEADER_SIZE, position)
+            try:
+                h = b.parse_header(raw)
+                b.check_header(h, self.size - position, position)
+                if h.size > max_batch_bytes:
+                    raise ValueError(f"batch at byte {position} is {h.size} bytes, over the {max_batch_bytes} limit")
+                if h.base_offset < next_offset or h.last_offset - self.base_offset > 2**31 - 1:
+                    raise ValueError(f"batch at byte {position} has offset {h.base_offset} out of order")
+                data = os.pread(self.fd, h.size, position)
+                b.validate_batch(data)
+            except (KafkaError, ValueError) as exc:
+                reason = str(exc)
+                break
+            self._index_batches(position, [BatchPosition(0, h)])
+            next_offset = h.next_offset
+            position += h.size
+        truncated = self.size - position
+        if truncated:
+            os.ftruncate(self.fd, position)
+            self.size = position
+        return RecoveryResult(position, truncated, next_offset, reason)
+
+    def truncate_to(self, offset: int) -> int:
+        """Remove every batch whose last offset is >= `offset`; returns bytes removed."""
+        found = self.translate_offset(offset)
+        if found is None:
+            return 0
+        removed = self.size - found.position
+        os.ftruncate(self.fd, found.position)
+        self.size = found.position
+        self.offset_index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        if found.position == 0:
+            self._first_batch_timestamp = None
+        self.load_tail()
+        return removed
+
+    def on_become_inactive(self) -> None:
+        """Seal the segment when a newer one is rolled: final time entry, trimmed indexes."""
+        ts, offset = self.max_timestamp_and_offset
+        if ts >= 0:
+            self.time_index.maybe_append(ts, offset)
+        self.offset_index.trim()
+        self.time_index.trim()
