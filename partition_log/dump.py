@@ -35,12 +35,13 @@ _ZERO_CHUNK = 1 << 20
 @dataclass(frozen=True, slots=True)
 class LogBatch:
     """One batch of a .log. `problem` says why it is invalid (CRC, magic,
-    structure); `records` is filled only when asked for and they decode."""
+    structure); `records` is None unless asked for, empty if they do not
+    decode (`records_problem` says why)."""
 
     position: int
     header: b.BatchHeader
     problem: str | None = None
-    records: tuple[Record, ...] = ()
+    records: tuple[Record, ...] | None = None
     records_problem: str | None = None
 
     @property

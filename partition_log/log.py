@@ -109,6 +109,12 @@ class Log:
         return LogSegment(self.directory, base_offset, index_interval_bytes=self.config.index_interval_bytes,
                           max_index_bytes=self.config.segment_index_bytes, created_ms=self.clock(), suffix=suffix)
 
+    def _create_segment(self, base_offset: int) -> LogSegment:
+        """A new, empty segment whose .log file exists at once, as in Kafka."""
+        seg = self._new_segment(base_offset)
+        seg.fd  # opening creates the file
+        return seg
+
     def _set_segments(self, segments: list[LogSegment]) -> None:
         self.segments = sorted(segments, key=lambda s: s.base_offset)
         self._bases = [s.base_offset for s in self.segments]
@@ -141,7 +147,7 @@ class Log:
                 (self.directory / f"{base:020d}.{kind}").unlink(missing_ok=True)  # orphan index
         self._set_segments([self._new_segment(base) for base in sorted(set(logs))])
         if not self.segments:
-            self._set_segments([self._new_segment(self.log_start_offset)])
+            self._set_segments([self._create_segment(self.log_start_offset)])
         self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
         report = self._recover(report, clean_shutdown)
         self._log_end_offset = max(self.active_segment.load_tail(), self.active_segment.base_offset)
@@ -272,13 +278,19 @@ class Log:
             return self.active_segment
         old = self.active_segment
         old.on_become_inactive()
-        self._set_segments(self.segments + [self._new_segment(self._log_end_offset)])
+        self._set_segments(self.segments + [self._create_segment(self._log_end_offset)])
         return self.active_segment
 
     # -- flushing ------------------------------------------------------------
     def _maybe_flush(self) -> None:
-        if (self._unflushed_batches >= self.config.flush_messages
-                or self.clock() - self._last_flush_ms >= self.config.flush_ms):
+        if self._unflushed_batches >= self.config.flush_messages:
+            self.flush()
+        else:
+            self.flush_if_due(self.clock())
+
+    def flush_if_due(self, now: int) -> None:
+        """flush.ms: called on append and by the owner's periodic scheduler."""
+        if self._unflushed_batches and now - self._last_flush_ms >= self.config.flush_ms:
             self.flush()
 
     def flush(self) -> None:
@@ -369,7 +381,7 @@ class Log:
         for seg in self.segments:
             seg.delete()
         self.log_start_offset = offset
-        self._set_segments([self._new_segment(offset)])
+        self._set_segments([self._create_segment(offset)])
         self._log_end_offset = offset
         self.leader_epochs.clear()
         self._after_truncation()

@@ -1,0 +1,105 @@
+"""All partition logs of one log directory, as Kafka's LogManager keeps them.
+
+Owns the directory-level files in Kafka's formats: `recovery-point-offset-checkpoint`
+and `log-start-offset-checkpoint` ("topic partition offset" lines) and the
+`.kafka_cleanshutdown` marker. A directory opened without that marker had a
+crash: every log recovers from its recovery point.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from . import cleaner
+from .checkpoint import read_checkpoint, write_atomically, write_checkpoint
+from .config import LogConfig
+from .errors import KafkaStorageError
+from .log import Clock, Log, parse_partition_dir, wall_clock_ms
+
+log = logging.getLogger(__name__)
+
+RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
+LOG_START_FILE = "log-start-offset-checkpoint"
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+
+TopicPartition = tuple[str, int]
+
+
+class LogManager:
+    def __init__(self, log_dir: Path, default_config: LogConfig | None = None, *, clock: Clock = wall_clock_ms) -> None:
+        self.log_dir = Path(log_dir)
+        self.default_config = default_config or LogConfig()
+        self.clock = clock
+        self.logs: dict[TopicPartition, Log] = {}
+        self.first_dirty: dict[TopicPartition, int] = {}
+        try:
+            self.log_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise KafkaStorageError(f"log.dirs entry {self.log_dir} is unusable: {exc.strerror}") from exc
+        marker = self.log_dir / CLEAN_SHUTDOWN_FILE
+        self.clean_shutdown = marker.exists()
+        recovery_points = self._read_offsets(RECOVERY_POINT_FILE)
+        log_starts = self._read_offsets(LOG_START_FILE)
+        for entry in sorted(self.log_dir.iterdir()):
+            if not entry.is_dir():
+                continue
+            try:
+                tp = parse_partition_dir(entry.name)
+            except ValueError:
+                log.warning("ignoring %s: not a <topic>-<partition> directory", entry)
+                continue
+            self.logs[tp] = Log(entry, self.default_config, recovery_point=recovery_points.get(tp, 0),
+                                log_start_offset=log_starts.get(tp, 0), clean_shutdown=self.clean_shutdown,
+                                clock=clock)
+        # The marker stays only while we are cleanly shut down.
+        marker.unlink(missing_ok=True)
+
+    def _read_offsets(self, name: str) -> dict[TopicPartition, int]:
+        try:
+            rows = read_checkpoint(self.log_dir / name, 0, 3)
+        except ValueError as exc:
+            # A damaged checkpoint only costs recovery time: recover from zero.
+            log.warning("%s; recovering every log from its start", exc)
+            return {}
+        return {(t, int(p)): int(o) for t, p, o in rows or []}
+
+    def get_or_create(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
+        tp = (topic, partition)
+        if tp not in self.logs:
+            self.logs[tp] = Log(self.log_dir / f"{topic}-{partition}", config or self.default_config, clock=self.clock)
+        elif config is not None:
+            self.logs[tp].config = config
+        return self.logs[tp]
+
+    def checkpoint(self) -> None:
+        """Persist recovery points and log start offsets (Kafka does it periodically)."""
+        logs = sorted(self.logs.items())
+        write_checkpoint(self.log_dir / RECOVERY_POINT_FILE, 0, [f"{t} {p} {lg.recovery_point}" for (t, p), lg in logs])
+        write_checkpoint(self.log_dir / LOG_START_FILE, 0, [f"{t} {p} {lg.log_start_offset}" for (t, p), lg in logs])
+
+    def flush_due(self) -> None:
+        now = self.clock()
+        for lg in self.logs.values():
+            lg.flush_if_due(now)
+
+    def run_retention(self) -> int:
+        return sum(lg.delete_old_segments() for lg in self.logs.values())
+
+    def run_cleaner(self) -> list[tuple[TopicPartition, cleaner.CleanStats]]:
+        """Clean the compacted logs whose dirty ratio passed min.cleanable.dirty.ratio."""
+        done = []
+        for tp, lg in self.logs.items():
+            if not lg.config.compact:
+                continue
+            if cleaner.dirty_ratio(lg, self.first_dirty.get(tp, 0)) < lg.config.min_cleanable_dirty_ratio:
+                continue
+            stats = cleaner.clean(lg)
+            self.first_dirty[tp] = lg.active_segment.base_offset
+            done.append((tp, stats))
+        return done
+
+    def close(self) -> None:
+        for lg in self.logs.values():
+            lg.close()
+        self.checkpoint()
+        write_atomically(self.log_dir / CLEAN_SHUTDOWN_FILE, b"")
