@@ -120,7 +120,6 @@ class Log:
         self._bases = [s.base_offset for s in self.segments]
 
     def _load(self, clean_shutdown: bool) -> LoadReport:
-        report = LoadReport()
         names = sorted(os.listdir(self.directory))
         logs, swaps, indexes = [], [], set()
         for name in names:
@@ -141,7 +140,6 @@ class Log:
                 indexes.add((base, kind))
         for base in swaps:
             self._complete_swap(base, logs)
-            report.completed_swaps += 1
         for base, kind in indexes:
             if base not in logs:
                 (self.directory / f"{base:020d}.{kind}").unlink(missing_ok=True)  # orphan index
@@ -149,7 +147,7 @@ class Log:
         if not self.segments:
             self._set_segments([self._create_segment(self.log_start_offset)])
         self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
-        report = self._recover(report, clean_shutdown)
+        report = self._recover(len(swaps), clean_shutdown)
         self._log_end_offset = max(self.active_segment.load_tail(), self.active_segment.base_offset)
         self.recovery_point = min(max(self.recovery_point, 0), self._log_end_offset)
         self.leader_epochs.truncate_from_end(self._log_end_offset)
@@ -170,7 +168,7 @@ class Log:
         swap.change_suffix("")
         logs.append(base)
 
-    def _recover(self, report: LoadReport, clean_shutdown: bool) -> LoadReport:
+    def _recover(self, completed_swaps: int, clean_shutdown: bool) -> LoadReport:
         reasons: list[str] = []
         recovered = truncated = deleted = rebuilt = 0
         i = 0
@@ -206,7 +204,7 @@ class Log:
                     seg.on_become_inactive()
                 seg.flush()
             i += 1
-        return LoadReport(recovered, truncated, deleted, rebuilt, report.completed_swaps, reasons)
+        return LoadReport(recovered, truncated, deleted, rebuilt, completed_swaps, reasons)
 
     # -- append --------------------------------------------------------------
     def append_as_leader(self, data: bytes | bytearray | memoryview, leader_epoch: int) -> AppendInfo:
