@@ -70,7 +70,7 @@ func (kv) Step(state, input, output any) (bool, any) {
 	held, in := state.(kvValue), input.(kvInput)
 	switch in.f {
 	case "get":
-		return output == linear.OutputUnknown || output.(kvValue) == held, held
+		return output == linear.OutputUnknown || output.(kvValue) == held, state
 	case "put":
 		return true, kvValue{present: true, value: in.value}
 	}

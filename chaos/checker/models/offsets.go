@@ -71,7 +71,7 @@ func (offsets) Step(state, input, output any) (bool, any) {
 	if in.f == "commit" {
 		return true, in.offset
 	}
-	return output == linear.OutputUnknown || output.(int64) == committed, committed
+	return output == linear.OutputUnknown || output.(int64) == committed, state
 }
 
 func (offsets) Equal(a, b any) bool        { return a.(int64) == b.(int64) }

@@ -77,7 +77,7 @@ func (register) Step(state, input, output any) (bool, any) {
 	unknown := output == linear.OutputUnknown
 	switch in.f {
 	case "read":
-		return unknown || output.(string) == held, held
+		return unknown || output.(string) == held, state
 	case "write":
 		return true, in.value
 	}
@@ -85,12 +85,12 @@ func (register) Step(state, input, output any) (bool, any) {
 	// dictates; "it failed" is covered by never linearizing it.
 	swapped := held == in.from
 	if !unknown && output.(bool) != swapped {
-		return false, held
+		return false, state
 	}
 	if swapped {
 		return true, in.value
 	}
-	return true, held
+	return true, state
 }
 
 func (register) Equal(a, b any) bool        { return a.(string) == b.(string) }

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"kraftlog/checker/linear"
+	"kraftlog/checker/models"
+)
+
+// corpusDir is the shared corpus beside the repository clone: three levels
+// up from the checker folder (chaos/checker), two more from this package.
+var corpusDir = filepath.Join("..", "..", "..", "..", "..", "shared", "linearizability-corpus")
+
+// perLogBudget is what "well under a second" means for one corpus log.
+const perLogBudget = 500 * time.Millisecond
+
+// TestCorpusVerdicts checks every Jepsen etcd log of the corpus and must
+// agree with every verdict in its expected.tsv.
+func TestCorpusVerdicts(t *testing.T) {
+	expected := readExpected(t)
+	read, name, err := reader("jepsen-etcd", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := models.ByName(name)
+	var total, slowest time.Duration
+	for _, file := range sortedKeys(expected) {
+		path := filepath.Join(corpusDir, "etcd", file)
+		_, ops, err := load(path, nil, read, m)
+		if err != nil {
+			t.Errorf("%s: %v", file, err)
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		start := time.Now()
+		res := linear.Check(ctx, m, ops)
+		took := time.Since(start)
+		cancel()
+		total += took
+		if took > slowest {
+			slowest = took
+		}
+		want := linear.Ok
+		if expected[file] == "not-linearizable" {
+			want = linear.Illegal
+		}
+		if res.Verdict != want {
+			t.Errorf("%s: verdict %s, corpus says %s", file, res.Verdict, expected[file])
+		}
+		if took > perLogBudget {
+			t.Errorf("%s: took %v, budget %v", file, took, perLogBudget)
+		}
+		t.Logf("%s\t%s\t%d ops\t%v", file, res.Verdict, len(ops), took)
+	}
+	t.Logf("%d logs: total %v, slowest %v", len(expected), total, slowest)
+}
+
+// readExpected reads expected.tsv: file<TAB>linearizable|not-linearizable.
+func readExpected(t *testing.T) map[string]string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(corpusDir, "expected.tsv"))
+	if os.IsNotExist(err) {
+		abs, _ := filepath.Abs(corpusDir)
+		t.Skipf("linearizability corpus not found at %s (the shared/ folder beside the repository clone)", abs)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	expected := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for line := 1; sc.Scan(); line++ {
+		fields := strings.Split(strings.TrimSpace(sc.Text()), "\t")
+		if len(fields) == 1 && fields[0] == "" {
+			continue
+		}
+		if len(fields) != 2 || (fields[1] != "linearizable" && fields[1] != "not-linearizable") {
+			t.Fatalf("expected.tsv line %d: %q", line, sc.Text())
+		}
+		expected[fields[0]] = fields[1]
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if len(expected) == 0 {
+		t.Fatal("expected.tsv lists no logs")
+	}
+	return expected
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
