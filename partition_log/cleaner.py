@@ -114,7 +114,7 @@ def _clean_group(log: Log, group: list[LogSegment], latest: dict[bytes, int], no
         out = _filter_batch(raw, bp.header, latest, now, log.config.delete_retention_ms,
                             keep_empty=n == len(positions) - 1, stats=stats)
         if out is not None:
-            cleaned.append(out, [BatchPosition(0, b.parse_header(out))])
+            cleaned.append([out], len(out), [BatchPosition(0, b.parse_header(out))])
             stats.bytes_written += len(out)
     cleaned.on_become_inactive()
     return cleaned

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import abc
 import bisect
+import mmap
 import os
 import struct
 from array import array
@@ -35,6 +36,7 @@ class _SparseIndex(abc.ABC):
         self._keys: array | None = None  # offsets (offset index) or timestamps (time index)
         self._values: array | None = None  # positions (offset index) or offsets (time index)
         self._fd: int | None = None
+        self._map: mmap.mmap | None = None  # writable mapping of the preallocated file
 
     # -- loading -------------------------------------------------------------
     def _load(self) -> None:
@@ -85,22 +87,27 @@ class _SparseIndex(abc.ABC):
         return self._keys[i], self._values[i]
 
     # -- writing -------------------------------------------------------------
-    def _open_for_append(self) -> int:
-        if self._fd is None:
+    # Like Kafka, appends go through a memory mapping of the preallocated file:
+    # an entry is a memory store, not a system call, on the produce path.
+    def _mapping(self) -> mmap.mmap:
+        if self._map is None:
             try:
                 self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-                if os.fstat(self._fd).st_size < self.max_entries * self.ENTRY.size:
+                if os.fstat(self._fd).st_size != self.max_entries * self.ENTRY.size:
                     os.ftruncate(self._fd, self.max_entries * self.ENTRY.size)
+                self._map = mmap.mmap(self._fd, self.max_entries * self.ENTRY.size)
             except OSError as exc:
+                self.close()
                 raise KafkaStorageError(f"cannot open {self.path}: {exc.strerror}") from exc
-        return self._fd
+        return self._map
 
     def _append(self, key: int, value: int) -> None:
         self._load()
         assert self._keys is not None and self._values is not None
-        fd = self._open_for_append()
         n = len(self._keys)
-        os.pwrite(fd, self.ENTRY.pack(*self._encode(key, value)), n * self.ENTRY.size)
+        if n >= self.max_entries:
+            raise KafkaStorageError(f"{self.path} is full ({n} entries): the segment should have rolled")
+        self.ENTRY.pack_into(self._mapping(), n * self.ENTRY.size, *self._encode(key, value))
         self._keys.append(key)
         self._values.append(value)
 
@@ -110,29 +117,35 @@ class _SparseIndex(abc.ABC):
         assert self._keys is not None and self._values is not None
         del self._keys[keep:]
         del self._values[keep:]
-        fd = self._open_for_append()
-        os.pwrite(fd, bytes(self.ENTRY.size * (self.max_entries - keep)), keep * self.ENTRY.size)
+        m = self._mapping()
+        m[keep * self.ENTRY.size:] = bytes(len(m) - keep * self.ENTRY.size)
 
     def reset(self) -> None:
         """Drop every entry; the caller rebuilds the index from the log."""
+        self.close()
+        self.path.unlink(missing_ok=True)
         self._keys, self._values = array("q"), array("q")
-        fd = self._open_for_append()
-        os.ftruncate(fd, 0)
-        os.ftruncate(fd, self.max_entries * self.ENTRY.size)
+        self._mapping()
 
     def trim(self) -> None:
         """Shrink the file to its entries: done when the segment stops being active."""
         n = self.entries
-        fd = self._open_for_append()
-        os.ftruncate(fd, n * self.ENTRY.size)
-        self.max_entries = n
         self.close()
+        try:
+            with open(self.path, "r+b" if self.path.exists() else "w+b") as f:
+                f.truncate(n * self.ENTRY.size)
+        except OSError as exc:
+            raise KafkaStorageError(f"cannot trim {self.path}: {exc.strerror}") from exc
+        self.max_entries = max(n, 1)
 
     def flush(self) -> None:
-        if self._fd is not None:
-            os.fsync(self._fd)
+        if self._map is not None:
+            self._map.flush()
 
     def close(self) -> None:
+        if self._map is not None:
+            self._map.close()
+            self._map = None
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None

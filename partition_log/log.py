@@ -209,17 +209,21 @@ class Log:
     # -- append --------------------------------------------------------------
     def append_as_leader(self, data: bytes | bytearray | memoryview, leader_epoch: int) -> AppendInfo:
         """Append producer batches: checks, then offsets and the leader epoch are
-        stamped into the bytes (outside the CRC), which are written unchanged."""
-        buf = bytearray(data)
-        headers = self._validate(buf, require_dense=True)
+        stamped into a copy of each 61-byte header (both fields lie outside the
+        CRC); the record bytes are written as they came, never copied."""
+        view = memoryview(data)
+        headers = self._validate(view, require_dense=True)
         offset = self._log_end_offset
+        chunks: list[bytes | bytearray | memoryview] = []
         stamped = []
         for pos, h in headers:
-            b.stamp(buf, pos, offset, leader_epoch)
-            stamped.append((pos, b.parse_header(buf, pos)))
+            head = bytearray(view[pos:pos + b.HEADER_SIZE])
+            b.stamp(head, 0, offset, leader_epoch)
+            chunks += (head, view[pos + b.HEADER_SIZE:pos + h.size])
+            stamped.append((pos, b.parse_header(head)))
             offset += h.last_offset_delta + 1
         self.leader_epochs.assign(leader_epoch, self._log_end_offset)
-        return self._append(buf, stamped)
+        return self._append(chunks, len(view), stamped)
 
     def append_as_follower(self, data: bytes | bytearray | memoryview) -> AppendInfo:
         """Append batches fetched from the leader, keeping their offsets and epochs."""
@@ -231,7 +235,7 @@ class Log:
                     f"batch at offset {h.base_offset} overlaps the log (end offset {expected}): truncate first")
             expected = h.next_offset
             self.leader_epochs.assign(h.partition_leader_epoch, h.base_offset)
-        return self._append(data, headers)
+        return self._append([data], len(data), headers)
 
     def _validate(self, data: bytes | bytearray | memoryview, *, require_dense: bool) -> list[tuple[int, b.BatchHeader]]:
         headers = list(b.iter_headers(data, validate=True, require_dense=require_dense))
@@ -243,15 +247,16 @@ class Log:
                     f"batch of {h.size} bytes exceeds max.message.bytes={self.config.max_message_bytes}")
         return headers
 
-    def _append(self, data: bytes | bytearray | memoryview, headers: list[tuple[int, b.BatchHeader]]) -> AppendInfo:
+    def _append(self, chunks: list[bytes | bytearray | memoryview], size: int,
+                headers: list[tuple[int, b.BatchHeader]]) -> AppendInfo:
         first, last = headers[0][1], headers[-1][1]
         max_ts = max(h.max_timestamp for _, h in headers)
-        self._maybe_roll(len(data), last.last_offset, max_ts)
-        self.active_segment.append(data, [BatchPosition(p, h) for p, h in headers])
+        self._maybe_roll(size, last.last_offset, max_ts)
+        self.active_segment.append(chunks, size, [BatchPosition(p, h) for p, h in headers])
         self._log_end_offset = last.next_offset
         self._unflushed_batches += len(headers)
         self._maybe_flush()
-        return AppendInfo(first.base_offset, last.last_offset, max_ts, len(headers), len(data))
+        return AppendInfo(first.base_offset, last.last_offset, max_ts, len(headers), size)
 
     def _maybe_roll(self, size: int, last_offset: int, max_timestamp: int) -> None:
         seg = self.active_segment

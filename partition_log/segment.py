@@ -14,6 +14,7 @@ from .errors import KafkaError, KafkaStorageError
 from .index import OffsetIndex, TimeIndex
 
 OFFSET_DIGITS = 20
+_IOV_MAX = 512  # buffers per gather write, below the kernel's IOV_MAX of 1024
 
 
 def segment_name(base_offset: int) -> str:
@@ -127,19 +128,26 @@ class LogSegment:
         return ts if ts is not None and ts >= 0 else None
 
     # -- append --------------------------------------------------------------
-    def append(self, data: bytes | bytearray | memoryview, batches: list[BatchPosition]) -> None:
+    def append(self, chunks: list[bytes | bytearray | memoryview], size: int, batches: list[BatchPosition]) -> None:
         """Write already validated, already stamped batches at the end of the file.
 
-        `batches` gives each batch's position within `data` and its header.
+        `chunks` are written back to back (one gather write); `batches` gives
+        each batch's position within them and its header.
         """
         start = self.size
-        written = os.pwrite(self.fd, data, start)
-        if written != len(data):
+        written = 0
+        try:
+            for i in range(0, len(chunks), _IOV_MAX):
+                written += os.pwritev(self.fd, chunks[i:i + _IOV_MAX], start + written)
+        except OSError as exc:
+            os.ftruncate(self.fd, start)
+            raise KafkaStorageError(f"cannot write {self.log_path}: {exc.strerror}") from exc
+        if written != size:
             # A short write means the disk is full: cut what was written so the
             # file ends at a batch boundary, and refuse the append.
             os.ftruncate(self.fd, start)
-            raise KafkaStorageError(f"short write to {self.log_path}: {written} of {len(data)} bytes")
-        self.size = start + len(data)
+            raise KafkaStorageError(f"short write to {self.log_path}: {written} of {size} bytes")
+        self.size = start + size
         self._index_batches(start, batches)
 
     def _index_batches(self, start: int, batches: list[BatchPosition]) -> None:
