@@ -6,6 +6,10 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 CHECKER_DIR := chaos/checker
+# Go's caches inside the checkout: CI may run without a HOME.
+export GOCACHE := $(CURDIR)/.cache/go-build
+export GOPATH := $(CURDIR)/.cache/go
+export GOPROXY := off
 
 .PHONY: all venv test pytest go-test demo bench-log sim clean
 
