@@ -5,6 +5,7 @@ import (
 	"html/template"
 	"io"
 	"sort"
+	"strings"
 
 	"kraftlog/checker/linear"
 )
@@ -15,7 +16,7 @@ import (
 // nothing.
 const (
 	laneLabelWidth = 110
-	rankWidth      = 22
+	rankWidth      = 34
 	laneHeight     = 34
 	barHeight      = 22
 	topMargin      = 30
@@ -110,20 +111,19 @@ func draw(p *page, c Checked, part *linear.PartitionResult) {
 		if b.W < rankWidth/2 {
 			b.W = rankWidth / 2
 		}
-		desc := c.Model.DescribeOperation(op.Input, op.Output)
+		desc, tag := c.Model.DescribeOperation(op.Input, op.Output), ""
 		switch {
 		case stuck[id]:
-			b.Class, b.Label = "stuck", desc
+			b.Class = "stuck"
 		case order[id] > 0:
-			b.Class, b.Label = "lin", fmt.Sprintf("#%d %s", order[id], desc)
-		default:
-			b.Label = desc
+			b.Class, tag = "lin", fmt.Sprintf("#%d", order[id])
 		}
 		if op.Return == linear.Infinity {
 			b.Class += " open"
 		}
-		b.Tip = fmt.Sprintf("%s\nprocess %d, lines %s", b.Label, op.Process, lines(OpJSON{InvokeLine: h.InvokeLine, CompleteLine: h.CompleteLine}))
-		b.Label = fit(b.Label, b.W)
+		b.Tip = fmt.Sprintf("%s %s\nprocess %d, lines %s", tag, desc, op.Process,
+			lines(OpJSON{InvokeLine: h.InvokeLine, CompleteLine: h.CompleteLine}))
+		b.Label = fit(tag, desc, b.W)
 		p.Bars = append(p.Bars, b)
 	}
 	if deadline != linear.Infinity {
@@ -181,17 +181,20 @@ func lines(op OpJSON) string {
 	return fmt.Sprintf("%d-%d", op.InvokeLine, op.CompleteLine)
 }
 
-// fit shortens a label to the width of its bar; the tooltip has it whole.
-func fit(label string, width int) string {
-	runes := []rune(label)
+// fit shortens a bar's label to its width, keeping the order number tag
+// whole if anything; the tooltip has the label in full.
+func fit(tag, desc string, width int) string {
+	label := []rune(strings.TrimSpace(tag + " " + desc))
 	max := (width - 6) / charWidth
-	if len(runes) <= max {
-		return label
+	switch {
+	case len(label) <= max:
+		return string(label)
+	case len([]rune(tag)) <= max && tag != "":
+		return tag
+	case max >= 2:
+		return string(label[:max-1]) + "…"
 	}
-	if max < 2 {
-		return ""
-	}
-	return string(runes[:max-1]) + "…"
+	return ""
 }
 
 var pageTemplate = template.Must(template.New("page").Parse(`<!DOCTYPE html>

@@ -1,0 +1,168 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// lincheck runs the command in-process and returns its exit code, stdout
+// and stderr.
+func lincheck(t *testing.T, stdin string, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(args, strings.NewReader(stdin), &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func verdictOf(t *testing.T, stdout string) map[string]any {
+	t.Helper()
+	var v map[string]any
+	if err := json.Unmarshal([]byte(stdout), &v); err != nil {
+		t.Fatalf("stdout is not JSON: %v\n%s", err, stdout)
+	}
+	return v
+}
+
+const lostSend = `{"process": 0, "type": "invoke", "f": "send", "key": "t-0", "value": "a", "time": 0}
+{"process": 0, "type": "ok", "f": "send", "value": 0, "time": 1}
+{"process": 1, "type": "invoke", "f": "read", "key": "t-0", "value": 0, "time": 2}
+{"process": 1, "type": "ok", "f": "read", "time": 3}
+{"process": 2, "type": "invoke", "f": "send", "key": "t-1", "value": "b", "time": 4}
+{"process": 2, "type": "ok", "f": "send", "value": 0, "time": 5}
+`
+
+func TestLegalHistoryExitsZero(t *testing.T) {
+	code, out, _ := lincheck(t, "", "--model", "log", filepath.Join("..", "..", "models", "testdata", "log", "info-send-late.ok.jsonl"))
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	v := verdictOf(t, out)
+	if v["result"] != "ok" || v["counterexample"] != nil || v["model"] != "log" {
+		t.Fatalf("verdict %v", v)
+	}
+}
+
+func TestIllegalHistoryExplainsItself(t *testing.T) {
+	html := filepath.Join(t.TempDir(), "verdict.html")
+	code, out, _ := lincheck(t, lostSend, "--model", "log", "--html", html, "-")
+	if code != exitIllegal {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	var v struct {
+		Result     string
+		Partitions []struct {
+			Key        string
+			Result     string
+			Operations int
+		}
+		Counterexample struct {
+			Partition  string
+			Linearized []struct{ Operation string }
+			Stuck      []struct {
+				Operation  string
+				InvokeLine int `json:"invoke_line"`
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatal(err)
+	}
+	if v.Result != "illegal" || len(v.Partitions) != 2 ||
+		v.Partitions[0].Key != "t-0" || v.Partitions[0].Result != "illegal" || v.Partitions[0].Operations != 2 ||
+		v.Partitions[1].Key != "t-1" || v.Partitions[1].Result != "ok" {
+		t.Fatalf("verdict %s", out)
+	}
+	ce := v.Counterexample
+	if ce.Partition != "t-0" || len(ce.Linearized) != 1 || ce.Linearized[0].Operation != `send("a") -> 0` ||
+		len(ce.Stuck) != 1 || ce.Stuck[0].Operation != "read(0) -> nothing" || ce.Stuck[0].InvokeLine != 3 {
+		t.Fatalf("counterexample %s", out)
+	}
+
+	page, err := os.ReadFile(html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<svg", `class="stuck"`, `class="lin"`, "#1 send", "read(0) -&gt; nothing", "process 1"} {
+		if !bytes.Contains(page, []byte(want)) {
+			t.Errorf("HTML lacks %q", want)
+		}
+	}
+	// Self-contained: nothing is fetched from elsewhere.
+	for _, external := range []string{"src=", "href=", "@import", "url("} {
+		if bytes.Contains(page, []byte(external)) {
+			t.Errorf("HTML refers to an external asset (%s)", external)
+		}
+	}
+}
+
+// pathological is a register history whose search is exponential: n
+// overlapping writes of distinct values, then a read of a value none wrote.
+func pathological(n int) string {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, `{"process": %d, "type": "invoke", "f": "write", "key": "x", "value": %d, "time": %d}`+"\n", i, i, i)
+	}
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, `{"process": %d, "type": "ok", "f": "write", "time": %d}`+"\n", i, n+i)
+	}
+	fmt.Fprintf(&b, `{"process": %d, "type": "invoke", "f": "read", "key": "x", "time": %d}`+"\n", n, 2*n)
+	fmt.Fprintf(&b, `{"process": %d, "type": "ok", "f": "read", "value": -1, "time": %d}`+"\n", n, 2*n+1)
+	return b.String()
+}
+
+func TestTimeLimitAnswersUnknown(t *testing.T) {
+	start := time.Now()
+	code, out, _ := lincheck(t, pathological(40), "--model", "register", "--time-limit", "0.2", "-")
+	if code != exitUnknown {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	if v := verdictOf(t, out); v["result"] != "unknown" || v["counterexample"] != nil {
+		t.Fatalf("verdict %v", v)
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Fatalf("took %v with a 0.2 s limit", took)
+	}
+}
+
+func TestUnreadableInputNamesTheLine(t *testing.T) {
+	bad := strings.Replace(lostSend, `"value": 0, "time": 1`, `"value": "zero", "time": 1`, 1)
+	code, out, errOut := lincheck(t, bad, "--model", "log", "-")
+	if code != exitUnreadable || out != "" || !strings.Contains(errOut, "line 2:") || !strings.Contains(errOut, "offset") {
+		t.Fatalf("exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	code, _, errOut = lincheck(t, "", "--model", "log", filepath.Join(t.TempDir(), "missing.jsonl"))
+	if code != exitUnreadable || !strings.Contains(errOut, "missing.jsonl") {
+		t.Fatalf("missing file: exit %d, stderr %q", code, errOut)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"-"},                     // no model
+		{"--model", "queue", "-"}, // unknown model
+		{"--model", "log"},        // no history
+		{"--model", "log", "--time-limit", "0", "-"},
+		{"--format", "jepsen-etcd", "--model", "kv", "-"},
+		{"--format", "csv", "--model", "log", "-"},
+		{"--no-such-flag"},
+	} {
+		if code, _, errOut := lincheck(t, "", args...); code != exitUsage || errOut == "" {
+			t.Errorf("%v: exit %d, stderr %q", args, code, errOut)
+		}
+	}
+}
+
+func TestJepsenFormatDefaultsToRegister(t *testing.T) {
+	log := "INFO  jepsen.util - 0\t:invoke\t:write\t1\nINFO  jepsen.util - 0\t:ok\t:write\t1\n" +
+		"INFO  jepsen.util - 1\t:invoke\t:read\tnil\nINFO  jepsen.util - 1\t:ok\t:read\t1\n"
+	code, out, _ := lincheck(t, log, "--format", "jepsen-etcd", "-")
+	if v := verdictOf(t, out); code != exitOK || v["model"] != "register" {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+}
