@@ -1,0 +1,297 @@
+"""Random fault schedules: one seed -> one reproducible run with checks at every step.
+
+A schedule has two phases. Chaos: clients append to whoever thinks it
+leads, state machines take snapshots, and faults arrive every few hundred
+ms (partitions by halves, an isolated leader, one-way links, a lossy or
+duplicating network, slow disks, crashes and restarts). Then everything
+heals and liveness is checked: within LIVENESS_BOUND_MS a leader must be
+elected and a fresh entry must commit and reach every node.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from metadata_quorum.raft import Entry, NotLeaderError, QuorumConfig
+
+from .checker import InvariantViolation
+from .cluster import SimCluster, SimNode
+
+LIVENESS_BOUND_MS = 20_000
+TRACE_LINES = 60
+
+
+@dataclass
+class ScheduleResult:
+    seed: int
+    voters: int
+    observers: int
+    violation: Optional[str] = None
+    trace: list[str] = field(default_factory=list)
+    virtual_ms: int = 0
+    messages: int = 0
+    committed: int = 0
+    elections: int = 0
+    liveness_ms: int = 0
+    faults: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.violation is None
+
+    def report(self) -> str:
+        head = (
+            f"seed {self.seed}: {self.voters} voters + {self.observers} observers, "
+            f"{self.virtual_ms} virtual ms, {self.messages} messages, {self.committed} committed entries"
+        )
+        if self.ok:
+            return head
+        lines = [head, f"VIOLATION: {self.violation}", f"last {len(self.trace)} events:"]
+        lines += ["  " + line for line in self.trace]
+        lines.append(f"replay: python -m metadata_quorum.sim --seed {self.seed} --schedules 1 --verbose")
+        return "\n".join(lines)
+
+
+class _Schedule:
+    def __init__(self, seed: int, hooks: tuple[Callable[[SimNode], None], ...] = ()) -> None:
+        rng = random.Random(seed)
+        self.rng = rng
+        self.seed = seed
+        self.voters = rng.choice((3, 3, 5))
+        self.observers = rng.choice((0, 0, 1, 2))
+        config = QuorumConfig(
+            append_linger_ms=rng.choice((0, 25)),
+            fetch_snapshot_max_bytes=rng.choice((5, 16, 64)),
+        )
+        self.cluster = SimCluster(
+            rng.getrandbits(32), self.voters, self.observers, config, trace_len=max(TRACE_LINES, 200)
+        )
+        self.cluster.hooks.extend(hooks)
+        c = self.cluster
+        c.latency = (rng.randint(1, 5), rng.randint(5, 40))
+        c.drop_rate = rng.choice((0.0, 0.0, 0.01, 0.05))
+        c.dup_rate = rng.choice((0.0, 0.01, 0.05))
+        c.snapshot_every = rng.choice((0, 5, 10, 25))
+        self.chaos_ms = rng.randint(3000, 7000)
+        self.fault_gap = (rng.randint(100, 400), rng.randint(500, 1500))
+        self.client_gap = (rng.randint(10, 50), rng.randint(60, 250))
+        self.value = 0
+        self.faults: list[str] = []
+        self.elections = 0
+
+    # --- the chaos phase ------------------------------------------------------------
+
+    def client(self) -> None:
+        c = self.cluster
+        if c.now >= self.chaos_ms:
+            return
+        leaders = c.leaders()
+        if leaders:
+            node = self.rng.choice(leaders)
+            batch = []
+            for _ in range(self.rng.randint(1, 3)):
+                self.value += 1
+                batch.append(f"v{self.value}".encode())
+            try:
+                node.core.append(batch)  # type: ignore[union-attr]
+            except NotLeaderError:  # pragma: no cover - leaders() just said so
+                pass
+            c.process(node)
+        if c.now < self.chaos_ms:
+            c.call_at(c.now + self.rng.randint(*self.client_gap), self.client)
+
+    def fault(self) -> None:
+        c = self.cluster
+        if c.now >= self.chaos_ms:
+            return
+        rng = self.rng
+        ids = sorted(c.nodes)
+        alive = [n for n in ids if c.nodes[n].alive]
+        dead = [n for n in ids if not c.nodes[n].alive]
+        action = rng.choice(
+            (
+                "halves",
+                "isolate-leader",
+                "isolate-leader",
+                "isolate",
+                "one-way",
+                "heal",
+                "heal",
+                "crash",
+                "crash",
+                "restart",
+                "restart",
+                "lossy",
+                "slow-disk",
+                "snapshot",
+                "resign",
+            )
+        )
+        text = action
+        if action == "halves":
+            shuffled = ids[:]
+            rng.shuffle(shuffled)
+            cut = rng.randint(1, len(shuffled) - 1)
+            a, b = shuffled[:cut], shuffled[cut:]
+            for x in a:
+                for y in b:
+                    c.blocked.add((x, y))
+                    c.blocked.add((y, x))
+            text = f"partition {sorted(a)} | {sorted(b)}"
+        elif action in ("isolate-leader", "isolate"):
+            leaders = [n.node_id for n in c.leaders()]
+            victim = rng.choice(leaders) if action == "isolate-leader" and leaders else rng.choice(ids)
+            for y in ids:
+                if y != victim:
+                    c.blocked.add((victim, y))
+                    c.blocked.add((y, victim))
+            text = f"isolate node {victim}"
+        elif action == "one-way":
+            victim = rng.choice(ids)
+            outgoing = rng.random() < 0.5
+            for y in ids:
+                if y != victim:
+                    c.blocked.add((victim, y) if outgoing else (y, victim))
+            text = f"one-way: node {victim} can {'only receive' if outgoing else 'only send'}"
+        elif action == "heal":
+            c.blocked.clear()
+            c.drop_rate = 0.0
+            text = "heal network"
+        elif action == "crash" and alive:
+            victim = rng.choice(alive)
+            c.crash(victim)
+            text = f"crash node {victim}"
+        elif action == "restart" and dead:
+            victim = rng.choice(dead)
+            c.start(victim)
+            text = f"restart node {victim}"
+        elif action == "lossy":
+            c.drop_rate = rng.choice((0.0, 0.1, 0.3))
+            c.dup_rate = rng.choice((0.0, 0.05, 0.2))
+            text = f"network drop={c.drop_rate} dup={c.dup_rate}"
+        elif action == "slow-disk":
+            victim = rng.choice(ids)
+            c.nodes[victim].flush_delay = rng.choice(((0, 3), (20, 150), (200, 600)))
+            text = f"node {victim} flush delay {c.nodes[victim].flush_delay}"
+        elif action == "snapshot" and alive:
+            victim = c.nodes[rng.choice(alive)]
+            taken = c.take_snapshot(victim)
+            if taken:
+                c.process(victim)
+            text = f"snapshot on node {victim.node_id}" + ("" if taken else " (nothing new)")
+        elif action == "resign":
+            leaders = c.leaders()
+            if leaders:
+                node = rng.choice(leaders)
+                node.core.resign()  # type: ignore[union-attr]
+                c.process(node)
+                text = f"node {node.node_id} resigns"
+        else:
+            text = f"{action} (no-op)"
+        c.note("FAULT", text)
+        self.faults.append(f"{c.now}ms {text}")
+        if c.now < self.chaos_ms:
+            c.call_at(c.now + rng.randint(*self.fault_gap), self.fault)
+
+    # --- healing and liveness ---------------------------------------------------------
+
+    def heal(self) -> None:
+        c = self.cluster
+        c.blocked.clear()
+        c.drop_rate = 0.0
+        c.dup_rate = 0.0
+        for node in c.nodes.values():
+            node.flush_delay = (0, 3)
+        for nid in sorted(c.nodes):
+            if not c.nodes[nid].alive:
+                c.start(nid)
+        c.note("FAULT", "heal everything, restart every node")
+        self.faults.append(f"{c.now}ms heal everything")
+
+    def run(self) -> ScheduleResult:
+        c = self.cluster
+        result = ScheduleResult(self.seed, self.voters, self.observers)
+        try:
+            for nid in sorted(c.nodes):
+                c.start(nid)
+            c.call_at(self.rng.randint(0, 300), self.client)
+            c.call_at(self.rng.randint(200, 1000), self.fault)
+            c.run_until(self.chaos_ms)
+            self.heal()
+            healed_at = c.now
+            live = _Liveness(c)
+            if not c.run_until(healed_at + LIVENESS_BOUND_MS, stop=live.step):
+                raise InvariantViolation(f"liveness: {live.failure()} within {LIVENESS_BOUND_MS} ms of healing")
+            result.liveness_ms = c.now - healed_at
+            c.checker.final_check()
+        except (InvariantViolation, AssertionError) as exc:
+            kind = "" if isinstance(exc, InvariantViolation) else "assertion in core: "
+            result.violation = kind + (str(exc) or repr(exc))
+            result.trace = c.format_trace(TRACE_LINES)
+        result.virtual_ms = int(c.now)
+        result.messages = c.messages_delivered
+        result.committed = len(c.checker.committed)
+        result.elections = len(c.checker.leaders)
+        result.faults = self.faults
+        return result
+
+
+class _Liveness:
+    """After healing: a leader appends a marker, and every node applies it."""
+
+    def __init__(self, cluster: SimCluster) -> None:
+        self.c = cluster
+        self.marker: Optional[tuple[int, Entry]] = None
+        self.attempt = 0
+        self.next_check = cluster.now
+
+    def step(self) -> bool:
+        c = self.c
+        if c.now < self.next_check:
+            return False
+        self.next_check = c.now + 20
+        committed = c.checker.committed
+        if self.marker is not None:
+            offset, entry = self.marker
+            if offset < len(committed):
+                if committed[offset] != entry:
+                    self.marker = None  # lost to a leader change: try again
+                elif all(n.sm.applied_end > offset for n in c.nodes.values()):
+                    return True
+                return False
+            if self._leader_id(entry.epoch) is None:
+                self.marker = None  # its leader is gone; if it never commits, append anew
+            return False
+        for node in c.leaders():
+            core = node.core
+            assert core is not None
+            if core.state.high_watermark is None:  # type: ignore[attr-defined]
+                continue
+            self.attempt += 1
+            data = f"liveness-{self.attempt}".encode()
+            offset = core.append([data])
+            self.marker = (offset, Entry(core.epoch(), data))
+            c.note("liveness marker", offset, "on node", node.node_id)
+            c.process(node)
+            break
+        return False
+
+    def _leader_id(self, epoch: int) -> Optional[int]:
+        for node in self.c.leaders():
+            if node.core is not None and node.core.epoch() == epoch:
+                return node.node_id
+        return None
+
+    def failure(self) -> str:
+        if self.marker is None:
+            return "no leader able to commit was elected"
+        offset, _ = self.marker
+        behind = [n.node_id for n in self.c.nodes.values() if n.sm.applied_end <= offset]
+        return f"marker at offset {offset} not applied by nodes {behind}"
+
+
+def run_schedule(seed: int, hooks: tuple[Callable[[SimNode], None], ...] = ()) -> ScheduleResult:
+    """Run one seeded schedule; `hooks` (tests only) may alter each core as it starts."""
+    return _Schedule(seed, hooks).run()
