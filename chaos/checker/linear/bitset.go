@@ -11,10 +11,6 @@ func (b bitset) set(i int)      { b[i/64] |= 1 << (uint(i) % 64) }
 func (b bitset) clear(i int)    { b[i/64] &^= 1 << (uint(i) % 64) }
 func (b bitset) has(i int) bool { return b[i/64]&(1<<(uint(i)%64)) != 0 }
 
-func (b bitset) clone() bitset {
-	return append(bitset(nil), b...)
-}
-
 func (b bitset) equal(o bitset) bool {
 	for i := range b {
 		if b[i] != o[i] {

@@ -31,7 +31,8 @@ type Operation struct {
 
 // Model is a sequential specification. States must be treated as values:
 // Step returns a new state and never changes the one it was given, because
-// the search keeps old states to backtrack to.
+// the search keeps old states to backtrack to. Inputs must be comparable
+// with ==, and equal inputs must mean the same call.
 type Model interface {
 	Init() any
 	// Step applies one operation: ok is false when the model could not have

@@ -38,7 +38,9 @@ type frame struct {
 // known return, then, if none of those leads anywhere, the ones of unknown
 // outcome. Every candidate is still tried, but what may never have happened
 // is put off until something needs it, which finds linearizations of
-// histories full of timeouts far sooner.
+// histories full of timeouts far sooner. Identical operations of unknown
+// outcome are interchangeable, so they are placed in call order only (see
+// twins), which spares the search from trying every permutation of them.
 //
 // On Illegal it also returns the longest linearizable prefix it found, as
 // indexes into ops in linearization order.
@@ -54,7 +56,7 @@ func search(ctx context.Context, m Model, ops []Operation) (Verdict, []int) {
 	}
 	linearized := newBitset(len(ops))
 	var setHash uint64
-	seen := cache{}
+	seen := newCache(len(linearized))
 	state := m.Init()
 	var stack []frame
 	var best []int
@@ -62,6 +64,7 @@ func search(ctx context.Context, m Model, ops []Operation) (Verdict, []int) {
 	// is copied only when the search turns back from it, not at every push.
 	deeper := false
 
+	twin := twins(head, ops)
 	e := head.next
 	unknownPass := false
 	for steps := 0; pending > 0; steps++ {
@@ -71,7 +74,7 @@ func search(ctx context.Context, m Model, ops []Operation) (Verdict, []int) {
 		// e is never nil here: a return of an operation still pending lies
 		// further on, and the walk stops at the first return it meets.
 		if e.call {
-			if (e.match == nil) != unknownPass {
+			if (e.match == nil) != unknownPass || (unknownPass && twin[e.op] >= 0 && !linearized.has(twin[e.op])) {
 				e = e.next
 				continue
 			}
@@ -79,7 +82,7 @@ func search(ctx context.Context, m Model, ops []Operation) (Verdict, []int) {
 			if ok, next := m.Step(state, op.Input, op.Output); ok {
 				linearized.set(e.op)
 				hash := setHash ^ bitHash(e.op)
-				if seen.add(m, hash^m.Hash(next), linearized, next) {
+				if seen.add(hash^m.Hash(next), linearized, next, m.Equal) {
 					stack = append(stack, frame{call: e, state: state})
 					state, setHash = next, hash
 					lift(e)
@@ -128,22 +131,25 @@ func prefix(stack []frame) []int {
 	return ids
 }
 
-// cache is Lowe's memo of configurations already explored, bucketed by a
-// hash of both the linearized set and the model state.
-type cache map[uint64][]cacheEntry
-
-type cacheEntry struct {
-	linearized bitset
-	state      any
-}
-
-// add records a configuration and reports whether it was new.
-func (c cache) add(m Model, hash uint64, linearized bitset, state any) bool {
-	for _, ce := range c[hash] {
-		if ce.linearized.equal(linearized) && m.Equal(ce.state, state) {
-			return false
+// twins maps each operation of unknown outcome to the previous one in call
+// order with an equal input, or -1; every other operation maps to -1. Such
+// twins behave alike wherever they are placed, and the earlier one may go
+// anywhere the later one may (it was called no later), so any linearization
+// can be rewritten to place twins in call order: the search need not place
+// an operation before its twin.
+func twins(head *entry, ops []Operation) []int {
+	twin := make([]int, len(ops))
+	for i := range twin {
+		twin[i] = -1
+	}
+	last := map[any]int{}
+	for e := head.next; e != nil; e = e.next {
+		if e.call && e.match == nil {
+			if prev, ok := last[ops[e.op].Input]; ok {
+				twin[e.op] = prev
+			}
+			last[ops[e.op].Input] = e.op
 		}
 	}
-	c[hash] = append(c[hash], cacheEntry{linearized: linearized.clone(), state: state})
-	return true
+	return twin
 }

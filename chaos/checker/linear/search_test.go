@@ -98,6 +98,14 @@ func TestSearchVerdicts(t *testing.T) {
 		{"unknown write takes effect once", Illegal, []Operation{
 			lost(write(0, 1, 0, 0)), write(1, 2, 1, 2), read(2, 1, 3, 4), read(2, 2, 5, 6), read(2, 1, 7, 8),
 		}},
+		{"identical unknown writes both take effect", Ok, []Operation{
+			lost(write(0, 1, 0, 0)), lost(write(1, 1, 1, 0)), write(2, 2, 2, 20),
+			read(3, 1, 3, 4), read(3, 2, 21, 22), read(3, 1, 23, 24),
+		}},
+		{"identical unknown writes take effect once each", Illegal, []Operation{
+			lost(write(0, 1, 0, 0)), lost(write(1, 1, 1, 0)), write(2, 2, 2, 20), write(2, 2, 25, 26),
+			read(3, 1, 3, 4), read(3, 2, 21, 22), read(3, 1, 23, 24), read(3, 2, 27, 28), read(3, 1, 29, 30),
+		}},
 		{"parts are independent", Ok, []Operation{
 			on("a", write(0, 1, 0, 1)), on("b", read(1, 0, 2, 3)), on("a", read(1, 1, 4, 5)),
 		}},
