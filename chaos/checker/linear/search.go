@@ -74,7 +74,9 @@ func search(ctx context.Context, m Model, ops []Operation) (Verdict, []int) {
 		// e is never nil here: a return of an operation still pending lies
 		// further on, and the walk stops at the first return it meets.
 		if e.call {
-			if (e.match == nil) != unknownPass || (unknownPass && twin[e.op] >= 0 && !linearized.has(twin[e.op])) {
+			// Each pass takes its own kind of operation, and an operation of
+			// unknown outcome waits for its earlier twin.
+			if (e.match == nil) != unknownPass || (unknownPass && waitsForTwin(twin, linearized, e.op)) {
 				e = e.next
 				continue
 			}
@@ -152,4 +154,8 @@ func twins(head *entry, ops []Operation) []int {
 		}
 	}
 	return twin
+}
+
+func waitsForTwin(twin []int, linearized bitset, op int) bool {
+	return twin[op] >= 0 && !linearized.has(twin[op])
 }

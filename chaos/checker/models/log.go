@@ -70,7 +70,9 @@ func (n *logNode) hashOf() uint64 {
 }
 
 func (n *logNode) appended(value string) *logNode {
-	return &logNode{prev: n, value: value, length: n.len() + 1, hash: (n.hashOf()*1099511628211 + 1) ^ hashString(value)}
+	// Mixing in the previous hash makes the hash depend on the order.
+	hash := (n.hashOf()*1099511628211 + 1) ^ hashString(value)
+	return &logNode{prev: n, value: value, length: n.len() + 1, hash: hash}
 }
 
 // at returns the record at offset, which must be below len().

@@ -121,7 +121,7 @@ func draw(p *page, c Checked, part *linear.PartitionResult) {
 		if op.Return == linear.Infinity {
 			b.Class += " open"
 		}
-		b.Tip = fmt.Sprintf("%s %s\nprocess %d, lines %s", tag, desc, op.Process,
+		b.Tip = fmt.Sprintf("%s\nprocess %d, lines %s", strings.TrimSpace(tag+" "+desc), op.Process,
 			lines(OpJSON{InvokeLine: h.InvokeLine, CompleteLine: h.CompleteLine}))
 		b.Label = fit(tag, desc, b.W)
 		p.Bars = append(p.Bars, b)

@@ -94,8 +94,11 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	return exitUnknown
 }
 
+// readFunc reads a whole history in one format.
+type readFunc func(io.Reader) ([]history.Op, error)
+
 // reader picks the history reader for format and settles the model name.
-func reader(format, model string) (func(io.Reader) ([]history.Op, error), string, error) {
+func reader(format, model string) (readFunc, string, error) {
 	switch format {
 	case "jsonl":
 		if _, ok := models.ByName(model); !ok {
@@ -112,7 +115,7 @@ func reader(format, model string) (func(io.Reader) ([]history.Op, error), string
 }
 
 // load reads the history at path ("-" for stdin) into the model's terms.
-func load(path string, stdin io.Reader, read func(io.Reader) ([]history.Op, error), m models.Model) ([]history.Op, []linear.Operation, error) {
+func load(path string, stdin io.Reader, read readFunc, m models.Model) ([]history.Op, []linear.Operation, error) {
 	in := stdin
 	if path != "-" {
 		f, err := os.Open(path)
