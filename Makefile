@@ -11,7 +11,7 @@ export GOCACHE := $(CURDIR)/.cache/go-build
 export GOPATH := $(CURDIR)/.cache/go
 export GOPROXY := off
 
-.PHONY: all venv test pytest go-test demo bench-log sim clean
+.PHONY: all venv go-toolchain lincheck test pytest go-test demo bench-log sim clean
 
 all: test
 
@@ -24,11 +24,17 @@ $(STAMP): pyproject.toml
 venv: $(STAMP)
 
 # Go toolchain for the linearizability checker, from Debian where missing.
+# `test` runs go-test first, so Go is there before pytest's checker smoke test.
 go-toolchain:
 	@command -v go >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq golang-go >/dev/null; }
 
 go-test: go-toolchain
-	@if [ -f $(CHECKER_DIR)/go.mod ]; then cd $(CHECKER_DIR) && go vet ./... && go test ./...; fi
+	cd $(CHECKER_DIR) && test -z "$$(gofmt -l .)" && go vet ./... && go test ./...
+
+$(CHECKER_DIR)/bin/lincheck: go-toolchain $(shell find $(CHECKER_DIR) -name '*.go' 2>/dev/null)
+	cd $(CHECKER_DIR) && go build -o bin/lincheck ./cmd/lincheck
+
+lincheck: $(CHECKER_DIR)/bin/lincheck
 
 pytest: venv
 	$(BIN)/pytest -q
