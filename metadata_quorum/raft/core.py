@@ -374,10 +374,17 @@ class RaftCore:
 
     def install_snapshot(self, snapshot: Snapshot) -> None:
         """A follower caught up through a snapshot from the leader: restart the log at its end."""
-        end = snapshot.snapshot_id.end_offset
-        if end <= self.log.end_offset:
-            return  # we already hold all of it
-        self.log.reset(end, snapshot.snapshot_id.epoch)
+        end, epoch = snapshot.snapshot_id
+        log = self.log
+        if end <= log.start_offset or (log.end_offset >= end and log.matches(end, epoch)):
+            return  # our log already holds (or is past) all of it: a stale answer
+        # The leader sends a snapshot when our log is shorter than its log
+        # start, or when our last epoch predates its snapshot (we diverged
+        # somewhere it can no longer see). Either way our entries from the
+        # snapshot's end back to the divergence were never committed, so
+        # nothing we applied (or reported to this leader) is lost here.
+        assert self._applied_end < end, (self._applied_end, snapshot.snapshot_id)
+        log.reset(end, epoch)
         self.snapshot = snapshot
         self._pending_install = snapshot
         self._pending_save = None
@@ -480,8 +487,9 @@ class RaftCore:
         return True
 
     def _follow(self, epoch: int, leader_id: int) -> None:
+        """The leader itself told us it leads `epoch`."""
         if epoch > self.epoch() or self.state.leader_id() != leader_id:
-            self.quorum.become_follower(epoch, leader_id)
+            self.quorum.become_follower(epoch, leader_id, heard_from_leader=True)
 
     def _on_begin_quorum_epoch_request(self, req: BeginQuorumEpochRequest) -> None:
         if not self._check_leader_request(req):
@@ -556,18 +564,21 @@ class RaftCore:
     def _on_response(self, resp: Message) -> None:
         if resp.src not in self.voters:
             return  # we only ever ask voters
-        self._observe(resp.epoch, resp.leader_id)  # type: ignore[union-attr]
+        # A granted vote is no reason to stop campaigning, whoever the voter
+        # still calls leader; anything else naming a leader is.
+        granted = isinstance(resp, VoteResponse) and resp.vote_granted
+        self._observe(resp.src, resp.epoch, None if granted else resp.leader_id)  # type: ignore[union-attr]
         getattr(self.state, self._RESPONSE_HANDLERS[type(resp)])(self, resp)
 
-    def _observe(self, epoch: int, leader_id: Optional[int]) -> None:
-        """A voter told us its epoch and leader: catch up with it."""
+    def _observe(self, src: int, epoch: int, leader_id: Optional[int]) -> None:
+        """Voter `src` told us its epoch and leader: catch up with it."""
         known_leader = leader_id is not None and leader_id != self.node_id and leader_id in self.voters
         current = self.epoch()
         if epoch > current:
             if known_leader:
-                self.quorum.become_follower(epoch, leader_id)  # type: ignore[arg-type]
+                self.quorum.become_follower(epoch, leader_id, heard_from_leader=src == leader_id)  # type: ignore[arg-type]
             else:
                 self.quorum.become_unattached(epoch)
         elif epoch == current and known_leader:
             if self.quorum.data.leader_id in (None, leader_id) and self.state.leader_id() != leader_id:
-                self.quorum.become_follower(epoch, leader_id)  # type: ignore[arg-type]
+                self.quorum.become_follower(epoch, leader_id, heard_from_leader=src == leader_id)  # type: ignore[arg-type]

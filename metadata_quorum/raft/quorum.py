@@ -123,7 +123,7 @@ class QuorumState:
         self._persist(QuorumStateData(self.data.epoch, core.node_id, core.node_id))
         self._swap(Leader(self.data.epoch))
 
-    def become_follower(self, epoch: int, leader_id: int) -> None:
+    def become_follower(self, epoch: int, leader_id: int, heard_from_leader: bool) -> None:
         core = self._core
         assert leader_id != core.node_id and leader_id in core.voters, leader_id
         old = self.data
@@ -134,7 +134,8 @@ class QuorumState:
         else:
             voted_for = None
         self._persist(QuorumStateData(epoch, leader_id, voted_for))
-        self._swap((Follower if core.is_voter else ObserverFollower)(epoch, leader_id))
+        cls = Follower if core.is_voter else ObserverFollower
+        self._swap(cls(epoch, leader_id, heard_from_leader))
 
     def become_resigned(self, preferred_successors: tuple[int, ...]) -> None:
         assert isinstance(self.state, Leader), self.state

@@ -255,6 +255,8 @@ class Follower(ElectionState):
 
     __slots__ = (
         "leader",
+        "heard_on_enter",
+        "last_heard",
         "fetch_deadline",
         "inflight",
         "resend_at",
@@ -266,9 +268,14 @@ class Follower(ElectionState):
     )
     name = "Follower"
 
-    def __init__(self, epoch: int, leader: int) -> None:
+    def __init__(self, epoch: int, leader: int, heard_from_leader: bool = False) -> None:
         super().__init__(epoch)
         self.leader = leader
+        # Whether the leader itself just told us it leads. A node that only
+        # heard of the leader from others must not vouch for it (refusing
+        # pre-votes) before fetching from it successfully.
+        self.heard_on_enter = heard_from_leader
+        self.last_heard: float = -NEVER
         self.inflight: Optional[int] = None
         self.resend_at: float = NEVER
         self.retry_at: float = NEVER
@@ -288,12 +295,15 @@ class Follower(ElectionState):
 
     def on_enter(self, core: "RaftCore") -> None:
         self.fetch_deadline = core.now + core.config.fetch_timeout_ms
+        if self.heard_on_enter:
+            self.last_heard = core.now
         self.send_next(core)
 
     def has_live_leader(self, core: "RaftCore") -> bool:
-        return not self.leader_resigned and core.now < self.fetch_deadline
+        return not self.leader_resigned and core.now < self.last_heard + core.config.fetch_timeout_ms
 
     def _heard_from_leader(self, core: "RaftCore") -> None:
+        self.last_heard = core.now
         self.fetch_deadline = core.now + core.config.fetch_timeout_ms
 
     def send_next(self, core: "RaftCore") -> None:
@@ -432,8 +442,8 @@ class ObserverFollower(Follower):
 
     __slots__ = ("target",)
 
-    def __init__(self, epoch: int, leader: int) -> None:
-        super().__init__(epoch, leader)
+    def __init__(self, epoch: int, leader: int, heard_from_leader: bool = False) -> None:
+        super().__init__(epoch, leader, heard_from_leader)
         self.target = leader
 
     def fetch_target(self, core: "RaftCore") -> int:

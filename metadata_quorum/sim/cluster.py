@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import heapq
 import random
-from collections import deque
+from collections import Counter, deque
 from typing import Callable, Optional
 
 from metadata_quorum.raft import Message, QuorumConfig, RaftCore
@@ -25,6 +25,14 @@ from .trace import format_message
 INF = float("inf")
 
 DELIVER, WAKE, FLUSH, CALL = 0, 1, 2, 3
+
+TRANSITION_STATS = {
+    ("Candidate", "Leader"): "elections won",
+    ("Prospective", "Candidate"): "pre-votes won",
+    ("Prospective", "Follower"): "pre-votes refused (leader alive)",
+    ("Leader", "Resigned"): "leader resignations",
+    ("Follower", "Prospective"): "follower timeouts",
+}
 
 
 class SimNode:
@@ -76,6 +84,8 @@ class SimCluster:
         # State machine snapshots: every this many applied entries (0: never).
         self.snapshot_every = 0
         self.messages_delivered = 0
+        # What happened, for coverage summaries.
+        self.stats: Counter[str] = Counter()
         self.hooks: list[Callable[[SimNode], None]] = []  # test-only, run before each core is used
 
     # --- events -------------------------------------------------------------------
@@ -127,16 +137,19 @@ class SimCluster:
         rng = self.rng
         if (msg.src, msg.dst) in self.blocked or (self.drop_rate and rng.random() < self.drop_rate):
             self.trace.append((self.now, "drop", msg))
+            self.stats["dropped"] += 1
             return
         lo, hi = self.latency
         self.push(self.now + rng.randint(lo, hi), DELIVER, msg)
         if self.dup_rate and rng.random() < self.dup_rate:
+            self.stats["duplicated"] += 1
             self.push(self.now + rng.randint(lo, hi * 3), DELIVER, msg)
 
     def _deliver(self, msg: Message) -> None:
         node = self.nodes[msg.dst]
         if node.core is None or (msg.src, msg.dst) in self.blocked:
             self.trace.append((self.now, "drop", msg))
+            self.stats["dropped"] += 1
             return
         self.trace.append((self.now, "deliver", msg))
         self.messages_delivered += 1
@@ -162,6 +175,7 @@ class SimCluster:
         if durable.snapshot is not None:
             node.sm.load(durable.snapshot)
         self.trace.append((self.now, "start", nid, repr(core.state)))
+        self.stats["starts"] += 1
         for hook in self.hooks:
             hook(node)
         self.checker.node_started(node)
@@ -172,12 +186,16 @@ class SimCluster:
         if node.core is None:
             return
         self.trace.append((self.now, "crash", nid))
+        self.stats["crashes"] += 1
         node.core = None
         node.incarnation += 1
         node.disk.crash()
 
     def _on_transition(self, nid: int, old: ElectionState, new: ElectionState) -> None:
         self.trace.append((self.now, "state", nid, repr(old), repr(new)))
+        key = TRANSITION_STATS.get((old.name, new.name))
+        if key:
+            self.stats[key] += 1
 
     def process(self, node: SimNode) -> None:
         """Carry out every Ready bundle the node's core has, then re-arm its timer."""
@@ -197,6 +215,9 @@ class SimCluster:
             if ready.snapshot_to_install is not None:
                 sm.load(ready.snapshot_to_install)
                 self.trace.append((self.now, "install", node.node_id, ready.snapshot_to_install.snapshot_id))
+                self.stats["snapshot installs"] += 1
+            if ready.truncate_to is not None:
+                self.stats["truncations"] += 1
             if ready.committed is not None:
                 sm.apply(ready.committed)
             checker.on_ready(node, ready, applied_before)
@@ -230,6 +251,7 @@ class SimCluster:
         core.create_snapshot(sm.applied_end, sm.snapshot_bytes())
         sm.last_snapshot_end = sm.applied_end
         self.trace.append((self.now, "snapshot", node.node_id, sm.applied_end))
+        self.stats["snapshots taken"] += 1
         return True
 
     def leaders(self) -> list[SimNode]:

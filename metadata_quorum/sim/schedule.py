@@ -11,6 +11,7 @@ elected and a fresh entry must commit and reach every node.
 from __future__ import annotations
 
 import random
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -36,6 +37,7 @@ class ScheduleResult:
     elections: int = 0
     liveness_ms: int = 0
     faults: list[str] = field(default_factory=list)
+    stats: Counter[str] = field(default_factory=Counter)
 
     @property
     def ok(self) -> bool:
@@ -61,7 +63,16 @@ class _Schedule:
         self.seed = seed
         self.voters = rng.choice((3, 3, 5))
         self.observers = rng.choice((0, 0, 1, 2))
+        # Kafka's timeouts, or the same shrunk so that network delays are
+        # large next to them (more races per virtual second).
+        scale = rng.choice((1.0, 1.0, 0.5, 0.2))
+        self.scale = scale
         config = QuorumConfig(
+            election_timeout_ms=int(1000 * scale),
+            fetch_timeout_ms=int(2000 * scale),
+            election_backoff_max_ms=int(1000 * scale),
+            request_timeout_ms=int(2000 * scale),
+            fetch_max_wait_ms=int(500 * scale),
             append_linger_ms=rng.choice((0, 25)),
             fetch_snapshot_max_bytes=rng.choice((5, 16, 64)),
         )
@@ -74,8 +85,8 @@ class _Schedule:
         c.drop_rate = rng.choice((0.0, 0.0, 0.01, 0.05))
         c.dup_rate = rng.choice((0.0, 0.01, 0.05))
         c.snapshot_every = rng.choice((0, 5, 10, 25))
-        self.chaos_ms = rng.randint(3000, 7000)
-        self.fault_gap = (rng.randint(100, 400), rng.randint(500, 1500))
+        self.chaos_ms = rng.randint(4000, 12000)
+        self.fault_gap = (int(rng.randint(100, 300) * scale), int(rng.randint(400, 1200) * scale))
         self.client_gap = (rng.randint(10, 50), rng.randint(60, 250))
         self.value = 0
         self.faults: list[str] = []
@@ -123,6 +134,7 @@ class _Schedule:
                 "crash",
                 "restart",
                 "restart",
+                "crash-restart",
                 "lossy",
                 "slow-disk",
                 "snapshot",
@@ -163,6 +175,11 @@ class _Schedule:
             victim = rng.choice(alive)
             c.crash(victim)
             text = f"crash node {victim}"
+        elif action == "crash-restart" and alive:
+            victim = rng.choice(alive)
+            c.crash(victim)
+            c.call_at(c.now + rng.randint(0, 200), lambda: c.nodes[victim].alive or c.start(victim))
+            text = f"crash node {victim}, restart soon"
         elif action == "restart" and dead:
             victim = rng.choice(dead)
             c.start(victim)
@@ -235,6 +252,7 @@ class _Schedule:
         result.committed = len(c.checker.committed)
         result.elections = len(c.checker.leaders)
         result.faults = self.faults
+        result.stats = c.stats
         return result
 
 
