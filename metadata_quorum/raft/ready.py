@@ -11,7 +11,11 @@ The core never writes anything. Each call to `RaftCore.ready()` returns one
    snapshot's end offset. The state machine loads this snapshot.
    `snapshot_to_save` (the state machine's own snapshot, handed in through
    `RaftCore.create_snapshot`): write it durably.
-3. `truncate_to`: drop log entries at this offset and above.
+3. `truncate_to`: drop log entries at this offset and above, and fsync
+   before going on. (Rare: only a follower that diverged truncates. Were it
+   left to a later flush, a crash could bring back the dropped entries
+   under a snapshot written in the meantime, and the log would no longer
+   follow on from its snapshot.)
 4. `entries`: append them at `entries_base_offset`. Writing is enough here;
    flushing may happen later. When an fsync that started after this
    bundle was handled completes, call `RaftCore.advance(flushed_end)`.

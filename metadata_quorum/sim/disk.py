@@ -2,9 +2,8 @@
 
 Two views of the log: `written` (what the process sees, page cache
 included) and `durable` (what survives a crash: the state at the last
-flush). Quorum-state and snapshots are written atomically and fsynced at
-once, as the contract asks; log appends and truncations become durable only
-at the next flush.
+flush). Quorum-state, snapshots and truncations are made durable at once,
+as the contract asks; log appends become durable only at the next flush.
 """
 
 from __future__ import annotations
@@ -61,6 +60,7 @@ class SimDisk:
         if ready.truncate_to is not None:
             assert ready.truncate_to >= self.written_start, (ready.truncate_to, self.written_start)
             del self.written[ready.truncate_to - self.written_start :]
+            self.flush()  # the contract: a truncation is durable before going on
         if ready.entries:
             assert ready.entries_base_offset == self.written_end, (ready.entries_base_offset, self.written_end)
             self.written.extend(ready.entries)
