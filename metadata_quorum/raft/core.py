@@ -438,8 +438,7 @@ class RaftCore:
             return self.reply_error(req, Errors.INVALID_REQUEST)
         if req.candidate_epoch < self.epoch():
             return self.reply_error(req, Errors.FENCED_LEADER_EPOCH)
-        log = self.log
-        log_ok = (req.last_epoch, req.last_epoch_end_offset) >= (log.last_epoch, log.end_offset)
+        log_ok = self.candidate_log_ok(req.last_epoch, req.last_epoch_end_offset)
         if req.pre_vote:
             # A pre-vote changes nothing here. Refused while we hear from a
             # leader, so a node that was away cannot disrupt a healthy quorum.
@@ -463,6 +462,11 @@ class RaftCore:
                 pre_vote=req.pre_vote,
             )
         )
+
+    def candidate_log_ok(self, last_epoch: int, end_offset: int) -> bool:
+        """A candidate's log is at least as up to date as ours (so it holds every committed entry)."""
+        log = self.log
+        return (last_epoch, end_offset) >= (log.last_epoch, log.end_offset)
 
     def _check_leader_request(
         self, req: BeginQuorumEpochRequest | EndQuorumEpochRequest

@@ -15,22 +15,27 @@ from collections import Counter
 from multiprocessing import Pool
 from typing import Iterable, Optional
 
+from functools import partial
+
+from .bugs import BUGS
 from .schedule import ScheduleResult, run_schedule
 
 
-def _run(seed: int) -> ScheduleResult:
-    result = run_schedule(seed)
+def _run(seed: int, bug: Optional[str] = None) -> ScheduleResult:
+    hooks = (BUGS[bug],) if bug else ()
+    result = run_schedule(seed, hooks)
     if result.ok:
         result.faults = []  # keep what crosses process boundaries small
     return result
 
 
-def run_many(first_seed: int, count: int, jobs: int = 1) -> Iterable[ScheduleResult]:
+def run_many(first_seed: int, count: int, jobs: int = 1, bug: Optional[str] = None) -> Iterable[ScheduleResult]:
     seeds = range(first_seed, first_seed + count)
+    run = partial(_run, bug=bug)
     if jobs <= 1:
-        return map(_run, seeds)
+        return map(run, seeds)
     pool = Pool(jobs)
-    return pool.imap(_run, seeds, chunksize=16)
+    return pool.imap(run, seeds, chunksize=16)
 
 
 def main(argv: Optional[list[str]] = None) -> int:
@@ -40,6 +45,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="worker processes")
     parser.add_argument("--json", action="store_true", help="print only a JSON summary")
     parser.add_argument("--verbose", action="store_true", help="print each schedule and its faults")
+    parser.add_argument("--inject-bug", choices=sorted(BUGS), help="test only: run with a deliberate bug")
     args = parser.parse_args(argv)
 
     started = time.monotonic()
@@ -47,13 +53,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     first_failing: Optional[int] = None
     failing_report = ""
     totals: Counter[str] = Counter()
-    for result in run_many(args.seed, args.schedules, args.jobs):
+    for result in run_many(args.seed, args.schedules, args.jobs, args.inject_bug):
         totals["virtual ms"] += result.virtual_ms
         totals["messages delivered"] += result.messages
         totals["entries committed"] += result.committed
         totals.update(result.stats)
         if args.verbose and not args.json:
-            print(result.report() if not result.ok else result.report())
+            print(result.report())
             for fault in result.faults:
                 print("   ", fault)
         if not result.ok:
