@@ -82,6 +82,9 @@ class Leader(ElectionState):
     def leader_id(self) -> Optional[int]:
         return self.node_id
 
+    def has_live_leader(self, core: "RaftCore") -> bool:
+        return True  # we are it: refuse pre-votes until we resign
+
     def on_enter(self, core: "RaftCore") -> None:
         now = core.now
         self.node_id = core.node_id

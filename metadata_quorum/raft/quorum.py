@@ -48,7 +48,9 @@ class QuorumState:
             return Resigned(epoch, preferred_successors=())
         if leader_id is not None:
             return (Follower if core.is_voter else ObserverFollower)(epoch, leader_id)
-        return (Unattached if core.is_voter else ObserverUnattached)(epoch)
+        if not core.is_voter:
+            return ObserverUnattached(epoch)
+        return Unattached(epoch, voted_for)
 
     def start(self) -> None:
         self.state.on_enter(self._core)
@@ -101,7 +103,7 @@ class QuorumState:
         assert self.can_grant_vote(candidate_id), (candidate_id, self.data)
         epoch = self.data.epoch
         self._persist(QuorumStateData(epoch, None, candidate_id))
-        self._swap(Unattached(epoch))  # a fresh election timer, too
+        self._swap(Unattached(epoch, candidate_id))  # a fresh election timer, too
 
     def become_prospective(self) -> None:
         assert self._core.is_voter

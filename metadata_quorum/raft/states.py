@@ -105,8 +105,16 @@ class ElectionState:
 class Unattached(ElectionState):
     """A voter that knows no leader in its epoch (it may have voted in it)."""
 
-    __slots__ = ("election_deadline",)
+    __slots__ = ("voted_for", "election_deadline")
     name = "Unattached"
+
+    def __init__(self, epoch: int, voted_for: Optional[int] = None) -> None:
+        super().__init__(epoch)
+        self.voted_for = voted_for  # shown in traces; the durable copy is in QuorumState
+
+    def __repr__(self) -> str:
+        voted = "" if self.voted_for is None else f", voted={self.voted_for}"
+        return f"{self.name}(epoch={self.epoch}{voted})"
 
     def on_enter(self, core: "RaftCore") -> None:
         self.election_deadline = core.now + core.random_election_timeout()
