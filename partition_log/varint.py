@@ -40,6 +40,6 @@ def read_zigzag(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
         pos += 1
         result |= (b & 0x7F) << shift
         if not b & 0x80:
-            return (result >> 1) ^ -(result & 1), pos
+            return ((result & 0xFFFFFFFFFFFFFFFF) >> 1) ^ -(result & 1), pos  # 64 bits, as Java's readVarlong
         shift += 7
     raise CorruptRecordError("varint longer than 10 bytes")
