@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import NoReturn
 
 import typer
 
@@ -50,6 +51,6 @@ def main() -> None:
         _fail(f"{where}{exc.strerror or exc}")
 
 
-def _fail(message: str) -> None:
+def _fail(message: str) -> NoReturn:
     typer.echo(f"kraftlog: error: {message}", err=True)
     sys.exit(1)

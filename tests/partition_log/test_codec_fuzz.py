@@ -10,11 +10,11 @@ parser behind the CRC check are reached too.
 """
 from __future__ import annotations
 
-import os
 import pickle
 import struct
 import subprocess
 import sys
+from pathlib import Path
 from typing import Callable
 
 import cramjam
@@ -372,7 +372,7 @@ def test_claimed_sizes_are_refused_within_bounded_memory() -> None:
     batches = [(name, with_payload(template, frame, codec)) for name, (codec, frame) in CLAIMED_SIZES.items()]
     child = subprocess.run(
         [sys.executable, "-c", _UNDER_MEMORY_LIMIT], input=pickle.dumps(batches), capture_output=True,
-        timeout=60, cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+        timeout=60, cwd=Path(__file__).resolve().parents[2],
     )
     reached = child.stdout.decode().split()
     assert child.returncode == 0, (

@@ -16,8 +16,11 @@ from pathlib import Path
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
+from kraftlog import cli
+from kraftlog.commands import dump_log
 from partition_log.batch import BatchHeader, iter_headers, parse_header, stamp
 from partition_log.compression import Codec
+from partition_log.errors import CorruptRecordError
 from partition_log.records import Record, encode_batch
 
 KRAFTLOG = shutil.which("kraftlog", path=str(Path(sys.executable).parent))
@@ -357,3 +360,21 @@ def test_python_dash_m_runs_the_same_cli(segment: Segment, write) -> None:
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout == run(path, "--json").stdout
+
+
+@pytest.mark.parametrize("error, line", [
+    (CorruptRecordError("batch at byte 0 fails its CRC"), "kraftlog: error: CORRUPT_MESSAGE: batch at byte 0 fails its CRC"),
+    (PermissionError(13, "Permission denied", "/data/orders-0"), "kraftlog: error: /data/orders-0: Permission denied"),
+])
+def test_main_turns_an_escaping_user_error_into_one_line(error: Exception, line: str, write, monkeypatch,
+                                                         capsys) -> None:
+    # Any command's KafkaError or OSError reaches `main`; dump-log stands in
+    # for them here, made to fail where it scans.
+    def failing_scan(*args, **kwargs):
+        raise error
+    monkeypatch.setattr(dump_log, "scan_log", failing_scan)
+    monkeypatch.setattr(sys, "argv", ["kraftlog", "dump-log", str(write(b""))])
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main()
+    assert exit_info.value.code == 1
+    assert capsys.readouterr().err == line + "\n"
