@@ -8,7 +8,9 @@
   entry below it durably (log matching covers the entries before);
 - log matching: two logs with an entry of the same offset and epoch are
   identical up to it (checked with a hash chain over every log);
-- leader completeness: a new leader's log holds every committed entry;
+- leader completeness: a leader of epoch e holds every entry committed by
+  a leader of an earlier epoch (a leader of an old epoch, slow to learn it
+  won, may lack entries that later epochs committed);
 - committed entries never change: every node applies the same entry at
   each offset, never truncates below what it applied, and a snapshot it
   loads equals the state machine at that offset;
@@ -17,6 +19,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import TYPE_CHECKING, Optional
 
 from metadata_quorum.raft import Entry, Ready
@@ -38,6 +41,8 @@ class InvariantChecker:
         self.nodes = nodes
         self.majority = len(voters) // 2 + 1
         self.committed: list[Entry] = []
+        # The epoch of the leader whose high watermark first covered each offset.
+        self.commit_epochs: list[int] = []
         self.committed_hash: list[int] = [0]  # hash of the committed prefix [0, end)
         self.sm_states: list[tuple[int, int]] = [(0, 0)]  # state machine (count, crc) at each end
         self.seen: dict[tuple[int, int], int] = {}  # (offset, epoch) -> chain hash through it
@@ -195,6 +200,8 @@ class InvariantChecker:
                     self.fail(f"leader {nid} high watermark went back from {last_hw} to {hw}")
                 if hw > last_hw:
                     self._check_majority_holds(hw)
+                    if hw > len(self.commit_epochs):
+                        self.commit_epochs.extend([epoch] * (hw - len(self.commit_epochs)))
                 self.leader_hw[nid] = (epoch, hw)
             else:
                 self.leader_hw[nid] = (epoch, last_hw)
@@ -204,9 +211,14 @@ class InvariantChecker:
         assert core is not None
         log = core.log
         committed = self.committed
-        if log.end_offset < len(committed):
-            self.fail(f"leader {node.node_id} of epoch {core.epoch()} lacks committed entries (log ends {log.end_offset}, committed {len(committed)})")
-        for offset in range(log.start_offset, len(committed)):
+        # Entries committed in earlier epochs: a prefix, as commit epochs only grow.
+        must_hold = bisect_left(self.commit_epochs, core.epoch())
+        if log.end_offset < must_hold:
+            self.fail(
+                f"leader {node.node_id} of epoch {core.epoch()} lacks committed entries "
+                f"(log ends {log.end_offset}, {must_hold} committed before this epoch)"
+            )
+        for offset in range(log.start_offset, must_hold):
             if log.entry(offset) != committed[offset]:
                 self.fail(f"leader {node.node_id} of epoch {core.epoch()} has a different entry at committed offset {offset}")
 

@@ -36,7 +36,18 @@ TRANSITION_STATS = {
 
 
 class SimNode:
-    __slots__ = ("node_id", "is_voter", "disk", "sm", "core", "incarnation", "wake_at", "flush_scheduled", "flush_delay")
+    __slots__ = (
+        "node_id",
+        "is_voter",
+        "disk",
+        "sm",
+        "core",
+        "incarnation",
+        "wake_at",
+        "flush_scheduled",
+        "flush_delay",
+        "paused_until",
+    )
 
     def __init__(self, node_id: int, is_voter: bool) -> None:
         self.node_id = node_id
@@ -48,6 +59,8 @@ class SimNode:
         self.wake_at = INF
         self.flush_scheduled = False
         self.flush_delay = (0, 3)
+        # Like SIGSTOP: until then the node handles nothing; what arrives waits.
+        self.paused_until: float = 0
 
     @property
     def alive(self) -> bool:
@@ -105,6 +118,16 @@ class SimCluster:
         while queue and queue[0][0] <= end:
             at, _, kind, payload = pop(queue)
             self.now = at  # type: ignore[assignment]
+            if kind != CALL:
+                nid = payload.dst if kind == DELIVER else payload[0]  # type: ignore[union-attr,index]
+                node = nodes[nid]
+                if node.paused_until > at:
+                    if kind == WAKE:
+                        if node.wake_at != at:
+                            continue
+                        node.wake_at = node.paused_until
+                    self.push(node.paused_until, kind, payload)
+                    continue
             if kind == DELIVER:
                 self._deliver(payload)  # type: ignore[arg-type]
             elif kind == WAKE:
@@ -189,6 +212,7 @@ class SimCluster:
         self.stats["crashes"] += 1
         node.core = None
         node.incarnation += 1
+        node.paused_until = 0
         node.disk.crash()
 
     def _on_transition(self, nid: int, old: ElectionState, new: ElectionState) -> None:
@@ -255,7 +279,18 @@ class SimCluster:
         return True
 
     def leaders(self) -> list[SimNode]:
-        return [n for n in self.nodes.values() if n.core is not None and n.core.is_leader()]
+        """Nodes that think they lead and are running (not paused)."""
+        return [
+            n
+            for n in self.nodes.values()
+            if n.core is not None and n.core.is_leader() and n.paused_until <= self.now
+        ]
+
+    def pause(self, nid: int, until: float) -> None:
+        node = self.nodes[nid]
+        if node.core is not None:
+            node.paused_until = until
+            self.trace.append((self.now, "note", f"node {nid} paused until {int(until)}ms"))
 
     # --- traces -------------------------------------------------------------------------
 

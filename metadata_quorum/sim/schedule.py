@@ -85,7 +85,7 @@ class _Schedule:
         c.drop_rate = rng.choice((0.0, 0.0, 0.01, 0.05))
         c.dup_rate = rng.choice((0.0, 0.01, 0.05))
         c.snapshot_every = rng.choice((0, 5, 10, 25))
-        self.chaos_ms = rng.randint(4000, 12000)
+        self.chaos_ms = rng.randint(5000, 15000)
         self.fault_gap = (int(rng.randint(100, 300) * scale), int(rng.randint(400, 1200) * scale))
         self.client_gap = (rng.randint(10, 50), rng.randint(60, 250))
         self.value = 0
@@ -137,6 +137,7 @@ class _Schedule:
                 "crash-restart",
                 "lossy",
                 "slow-disk",
+                "pause",
                 "snapshot",
                 "resign",
             )
@@ -192,8 +193,14 @@ class _Schedule:
             victim = rng.choice(ids)
             c.nodes[victim].flush_delay = rng.choice(((0, 3), (20, 150), (200, 600)))
             text = f"node {victim} flush delay {c.nodes[victim].flush_delay}"
+        elif action == "pause" and alive:
+            victim = rng.choice(alive)
+            c.pause(victim, c.now + rng.randint(100, int(4000 * self.scale)))
+            text = f"pause node {victim} until {int(c.nodes[victim].paused_until)}ms"
         elif action == "snapshot" and alive:
             victim = c.nodes[rng.choice(alive)]
+            if victim.paused_until > c.now:
+                return self._again()
             taken = c.take_snapshot(victim)
             if taken:
                 c.process(victim)
@@ -209,8 +216,12 @@ class _Schedule:
             text = f"{action} (no-op)"
         c.note("FAULT", text)
         self.faults.append(f"{c.now}ms {text}")
+        self._again()
+
+    def _again(self) -> None:
+        c = self.cluster
         if c.now < self.chaos_ms:
-            c.call_at(c.now + rng.randint(*self.fault_gap), self.fault)
+            c.call_at(c.now + self.rng.randint(*self.fault_gap), self.fault)
 
     # --- healing and liveness ---------------------------------------------------------
 
@@ -221,6 +232,7 @@ class _Schedule:
         c.dup_rate = 0.0
         for node in c.nodes.values():
             node.flush_delay = (0, 3)
+            node.paused_until = min(node.paused_until, c.now)
         for nid in sorted(c.nodes):
             if not c.nodes[nid].alive:
                 c.start(nid)
