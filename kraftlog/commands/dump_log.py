@@ -39,7 +39,8 @@ def dump_log(
     files: Annotated[list[Path], typer.Argument(
         help="Segment files: .log, .index or .timeindex.", metavar="FILE", show_default=False)],
     print_data_log: Annotated[bool, typer.Option(
-        "--print-data-log", help="Also print every record of each batch.")] = False,
+        "--print-data-log", help="Also print every record of each batch. Keys and values show as "
+        "text when they are printable UTF-8, else as base64:<bytes in base64>; null as null.")] = False,
     as_json: Annotated[bool, typer.Option(
         "--json", help="One JSON object per line instead of Kafka's text lines.")] = False,
 ) -> None:

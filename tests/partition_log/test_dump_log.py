@@ -202,7 +202,9 @@ def test_a_flipped_byte_marks_that_batch_invalid_and_the_rest_are_listed(segment
     assert [fields(line)["isvalid"] for line in lines] == ["true", "true", "false", "true", "true"]
     assert "fails its CRC" in lines[2]
 
-    objects = json_lines(run(path, "--json", "--print-data-log").stdout)
+    as_json_lines = run(path, "--json", "--print-data-log")
+    assert (as_json_lines.returncode, as_json_lines.stderr) == (1, "")
+    objects = json_lines(as_json_lines.stdout)
     assert [obj["isValid"] for obj in objects] == [True, True, False, True, True]
     assert [obj["baseOffset"] for obj in objects] == [h.base_offset for _, h, _ in segment.batches]
     assert "problem" in objects[2] and all("problem" not in obj for i, obj in enumerate(objects) if i != 2)
