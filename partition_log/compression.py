@@ -71,9 +71,9 @@ def decompress(codec: int, data: bytes | memoryview) -> bytes:
         if codec == Codec.SNAPPY:
             return _snappy_decompress(bytes(data))
         if codec == Codec.LZ4:
-            return _bounded(lz4.frame.decompress(bytes(data)))
+            return _lz4_decompress(bytes(data))
         if codec == Codec.ZSTD:
-            return _ZSTD_DECOMPRESSOR.decompress(bytes(data), max_output_size=MAX_DECOMPRESSED_BYTES)
+            return _zstd_decompress(bytes(data))
     except CorruptRecordError:
         raise
     except Exception as exc:  # each library raises its own types for bad input
@@ -85,6 +85,35 @@ def _bounded(data: bytes) -> bytes:
     if len(data) > MAX_DECOMPRESSED_BYTES:
         raise CorruptRecordError("decompressed batch exceeds the size limit")
     return data
+
+
+def _zstd_decompress(data: bytes) -> bytes:
+    # Streamed in chunks: a frame header may claim any content size, and a
+    # producer may write several frames; neither may make us allocate blindly.
+    out = bytearray()
+    with _ZSTD_DECOMPRESSOR.stream_reader(data, read_across_frames=True) as reader:
+        while chunk := reader.read(1 << 20):
+            out += chunk
+            if len(out) > MAX_DECOMPRESSED_BYTES:
+                raise CorruptRecordError("decompressed batch exceeds the size limit")
+    return bytes(out)
+
+
+def _lz4_decompress(data: bytes) -> bytes:
+    decompressor = lz4.frame.LZ4FrameDecompressor()
+    out = decompressor.decompress(data, max_length=MAX_DECOMPRESSED_BYTES + 1)
+    if len(out) > MAX_DECOMPRESSED_BYTES:
+        raise CorruptRecordError("decompressed batch exceeds the size limit")
+    if not decompressor.eof:
+        raise CorruptRecordError("lz4 frame is truncated")
+    return out
+
+
+def _snappy_block(block: bytes, room: int) -> bytes:
+    # cramjam allocates whatever length the block claims: check the claim first.
+    if cramjam.snappy.decompress_raw_len(block) > room:
+        raise CorruptRecordError("decompressed batch exceeds the size limit")
+    return bytes(cramjam.snappy.decompress_raw(block))
 
 
 def _gunzip(data: bytes) -> bytes:
@@ -105,7 +134,7 @@ def _xerial_compress(data: bytes) -> bytes:
 
 def _snappy_decompress(data: bytes) -> bytes:
     if not data.startswith(_XERIAL_HEADER[:8]):
-        return _bounded(bytes(cramjam.snappy.decompress_raw(data)))
+        return _snappy_block(data, MAX_DECOMPRESSED_BYTES)
     out = bytearray()
     pos = len(_XERIAL_HEADER)
     while pos < len(data):
@@ -115,10 +144,8 @@ def _snappy_decompress(data: bytes) -> bytes:
         pos += 4
         if size < 0 or pos + size > len(data):
             raise CorruptRecordError("xerial snappy block runs past the end")
-        out += cramjam.snappy.decompress_raw(data[pos:pos + size])
+        out += _snappy_block(data[pos:pos + size], MAX_DECOMPRESSED_BYTES - len(out))
         pos += size
-        if len(out) > MAX_DECOMPRESSED_BYTES:
-            raise CorruptRecordError("decompressed batch exceeds the size limit")
     return bytes(out)
 
 

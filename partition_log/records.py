@@ -161,6 +161,8 @@ def _iter_records(h: b.BatchHeader, body: bytes) -> Iterator[Record]:
         if offset_delta < 0 or offset_delta > h.last_offset_delta:
             raise CorruptRecordError(f"record {i} has offsetDelta {offset_delta} outside the batch")
         timestamp = h.max_timestamp if h.is_log_append_time else h.base_timestamp + ts_delta
+        if not -2**63 <= timestamp < 2**63:
+            raise CorruptRecordError(f"record {i} of batch at offset {h.base_offset} has a timestamp beyond int64")
         yield Record(key, value, timestamp, tuple(headers), h.base_offset + offset_delta)
     if pos != end:
         raise CorruptRecordError(f"batch at offset {h.base_offset} has {end - pos} bytes after its last record")
