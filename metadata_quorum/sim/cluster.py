@@ -118,34 +118,37 @@ class SimCluster:
         while queue and queue[0][0] <= end:
             at, _, kind, payload = pop(queue)
             self.now = at  # type: ignore[assignment]
-            if kind != CALL:
-                nid = payload.dst if kind == DELIVER else payload[0]  # type: ignore[union-attr,index]
-                node = nodes[nid]
-                if node.paused_until > at:
-                    if kind == WAKE:
-                        if node.wake_at != at:
-                            continue
-                        node.wake_at = node.paused_until
-                    self.push(node.paused_until, kind, payload)
-                    continue
             if kind == DELIVER:
-                self._deliver(payload)  # type: ignore[arg-type]
+                node = nodes[payload.dst]  # type: ignore[attr-defined]
+                if node.paused_until > at:
+                    self.push(node.paused_until, DELIVER, payload)  # waits in the socket buffer
+                else:
+                    self._deliver(payload)  # type: ignore[arg-type]
             elif kind == WAKE:
                 nid, incarnation = payload  # type: ignore[misc]
                 node = nodes[nid]
-                if node.core is not None and node.incarnation == incarnation and node.wake_at == at:
-                    node.wake_at = INF
-                    node.core.tick(at)  # type: ignore[arg-type]
-                    self.process(node)
+                if node.core is None or node.incarnation != incarnation or node.wake_at != at:
+                    continue  # superseded
+                if node.paused_until > at:
+                    node.wake_at = node.paused_until
+                    self.push(node.paused_until, WAKE, payload)
+                    continue
+                node.wake_at = INF
+                node.core.tick(at)  # type: ignore[arg-type]
+                self.process(node)
             elif kind == FLUSH:
                 nid, incarnation = payload  # type: ignore[misc]
                 node = nodes[nid]
-                if node.core is not None and node.incarnation == incarnation:
-                    node.flush_scheduled = False
-                    end_offset = node.disk.flush()
-                    self.trace.append((at, "flush", nid, end_offset))
-                    node.core.advance(end_offset)
-                    self.process(node)
+                if node.core is None or node.incarnation != incarnation:
+                    continue
+                if node.paused_until > at:
+                    self.push(node.paused_until, FLUSH, payload)
+                    continue
+                node.flush_scheduled = False
+                end_offset = node.disk.flush()
+                self.trace.append((at, "flush", nid, end_offset))
+                node.core.advance(end_offset)
+                self.process(node)
             else:
                 payload()  # type: ignore[operator]
             if stop is not None and stop():
