@@ -366,7 +366,9 @@ class Follower(ElectionState):
     def _retry_later(self, core: "RaftCore") -> None:
         self.inflight = None
         self.resend_at = NEVER
-        self.retry_at = core.now + core.config.retry_backoff_ms
+        # Once the leader has said it no longer leads, there is nothing to
+        # fetch: wait for the election (or news of a new leader).
+        self.retry_at = NEVER if self.leader_resigned else core.now + core.config.retry_backoff_ms
 
     def on_leader_resigned(self, core: "RaftCore", position: Optional[int], successors: int) -> None:
         if position is None:
