@@ -1,7 +1,7 @@
 """Run seeded simulator schedules.
 
     python -m metadata_quorum.sim --schedules 2000 --seed 1
-    python -m metadata_quorum.sim --schedules 1 --seed 193 --verbose   # replay one seed
+    python -m metadata_quorum.sim --schedules 1 --seed 193 --verbose --trace-lines 500   # replay one seed
     python -m metadata_quorum.sim --schedules 20000 --jobs 2 --json
 """
 
@@ -21,17 +21,16 @@ from .bugs import BUGS
 from .schedule import ScheduleResult, run_schedule
 
 
-def _run(seed: int, bug: Optional[str] = None) -> ScheduleResult:
+def _run(seed: int, bug: Optional[str] = None, trace_lines: int = 60) -> ScheduleResult:
     hooks = (BUGS[bug],) if bug else ()
-    result = run_schedule(seed, hooks)
-    if result.ok:
-        result.faults = []  # keep what crosses process boundaries small
-    return result
+    return run_schedule(seed, hooks, trace_lines)
 
 
-def run_many(first_seed: int, count: int, jobs: int = 1, bug: Optional[str] = None) -> Iterable[ScheduleResult]:
+def run_many(
+    first_seed: int, count: int, jobs: int = 1, bug: Optional[str] = None, trace_lines: int = 60
+) -> Iterable[ScheduleResult]:
     seeds = range(first_seed, first_seed + count)
-    run = partial(_run, bug=bug)
+    run = partial(_run, bug=bug, trace_lines=trace_lines)
     if jobs <= 1:
         return map(run, seeds)
     pool = Pool(jobs)
@@ -45,6 +44,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--jobs", type=int, default=1, help="worker processes")
     parser.add_argument("--json", action="store_true", help="print only a JSON summary")
     parser.add_argument("--verbose", action="store_true", help="print each schedule and its faults")
+    parser.add_argument("--trace-lines", type=int, default=60, help="events shown for a failing seed")
     parser.add_argument("--inject-bug", choices=sorted(BUGS), help="test only: run with a deliberate bug")
     args = parser.parse_args(argv)
 
@@ -53,20 +53,21 @@ def main(argv: Optional[list[str]] = None) -> int:
     first_failing: Optional[int] = None
     failing_report = ""
     totals: Counter[str] = Counter()
-    for result in run_many(args.seed, args.schedules, args.jobs, args.inject_bug):
+    extra = f" --inject-bug {args.inject_bug}" if args.inject_bug else ""
+    for result in run_many(args.seed, args.schedules, args.jobs, args.inject_bug, args.trace_lines):
         totals["virtual ms"] += result.virtual_ms
         totals["messages delivered"] += result.messages
         totals["entries committed"] += result.committed
         totals.update(result.stats)
         if args.verbose and not args.json:
-            print(result.report())
+            print(result.report(extra))
             for fault in result.faults:
                 print("   ", fault)
         if not result.ok:
             violations += 1
             if first_failing is None or result.seed < first_failing:
                 first_failing = result.seed
-                failing_report = result.report()
+                failing_report = result.report(extra)
     elapsed = time.monotonic() - started
 
     if args.json:

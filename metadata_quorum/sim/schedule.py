@@ -3,7 +3,8 @@
 A schedule has two phases. Chaos: clients append to whoever thinks it
 leads, state machines take snapshots, and faults arrive every few hundred
 ms (partitions by halves, an isolated leader, one-way links, a lossy or
-duplicating network, slow disks, crashes and restarts). Then everything
+duplicating network, slow disks, paused processes whose mail piles up,
+crashes and restarts, graceful resignations). Then everything
 heals and liveness is checked: within LIVENESS_BOUND_MS a leader must be
 elected and a fresh entry must commit and reach every node.
 """
@@ -43,22 +44,27 @@ class ScheduleResult:
     def ok(self) -> bool:
         return self.violation is None
 
-    def report(self) -> str:
+    def report(self, replay_extra: str = "") -> str:
         head = (
             f"seed {self.seed}: {self.voters} voters + {self.observers} observers, "
             f"{self.virtual_ms} virtual ms, {self.messages} messages, {self.committed} committed entries"
         )
         if self.ok:
             return head
-        lines = [head, f"VIOLATION: {self.violation}", f"last {len(self.trace)} events:"]
+        lines = [head, f"VIOLATION: {self.violation}", "faults:"]
+        lines += ["  " + fault for fault in self.faults]
+        lines.append(f"last {len(self.trace)} events:")
         lines += ["  " + line for line in self.trace]
-        lines.append(f"replay: python -m metadata_quorum.sim --seed {self.seed} --schedules 1 --verbose")
+        lines.append(f"replay: python -m metadata_quorum.sim --seed {self.seed} --schedules 1 --verbose{replay_extra}")
         return "\n".join(lines)
 
 
 class _Schedule:
-    def __init__(self, seed: int, hooks: tuple[Callable[[SimNode], None], ...] = ()) -> None:
+    def __init__(
+        self, seed: int, hooks: tuple[Callable[[SimNode], None], ...] = (), trace_lines: int = TRACE_LINES
+    ) -> None:
         rng = random.Random(seed)
+        self.trace_lines = trace_lines
         self.rng = rng
         self.seed = seed
         self.voters = rng.choice((3, 3, 5))
@@ -77,7 +83,7 @@ class _Schedule:
             fetch_snapshot_max_bytes=rng.choice((5, 16, 64)),
         )
         self.cluster = SimCluster(
-            rng.getrandbits(32), self.voters, self.observers, config, trace_len=max(TRACE_LINES, 200)
+            rng.getrandbits(32), self.voters, self.observers, config, trace_len=max(trace_lines, 200)
         )
         self.cluster.hooks.extend(hooks)
         c = self.cluster
@@ -258,7 +264,7 @@ class _Schedule:
         except (InvariantViolation, AssertionError) as exc:
             kind = "" if isinstance(exc, InvariantViolation) else "assertion in core: "
             result.violation = kind + (str(exc) or repr(exc))
-            result.trace = c.format_trace(TRACE_LINES)
+            result.trace = c.format_trace(self.trace_lines)
         result.virtual_ms = int(c.now)
         result.messages = c.messages_delivered
         result.committed = len(c.checker.committed)
@@ -322,6 +328,8 @@ class _Liveness:
         return f"marker at offset {offset} not applied by nodes {behind}"
 
 
-def run_schedule(seed: int, hooks: tuple[Callable[[SimNode], None], ...] = ()) -> ScheduleResult:
+def run_schedule(
+    seed: int, hooks: tuple[Callable[[SimNode], None], ...] = (), trace_lines: int = TRACE_LINES
+) -> ScheduleResult:
     """Run one seeded schedule; `hooks` (tests only) may alter each core as it starts."""
-    return _Schedule(seed, hooks).run()
+    return _Schedule(seed, hooks, trace_lines).run()
