@@ -399,7 +399,8 @@ class RaftCore:
     # Requests: the checks every state shares, then the state's own part
     # ======================================================================
 
-    def reply_error(self, req: Message, error: Errors) -> None:
+    def reply(self, req: Message, error: Errors) -> None:
+        """Answer `req` with `error` (NONE for a plain acknowledgement), our epoch and leader."""
         common = dict(
             src=self.node_id,
             dst=req.src,
@@ -424,9 +425,9 @@ class RaftCore:
 
     def _on_vote_request(self, req: VoteRequest) -> None:
         if req.cluster_id != self.cluster_id:
-            return self.reply_error(req, Errors.INCONSISTENT_CLUSTER_ID)
+            return self.reply(req, Errors.INCONSISTENT_CLUSTER_ID)
         if not self.is_voter or req.candidate_id not in self.voters:
-            return self.reply_error(req, Errors.INCONSISTENT_VOTER_SET)
+            return self.reply(req, Errors.INCONSISTENT_VOTER_SET)
         if (
             req.candidate_id != req.src
             or req.candidate_epoch <= 0
@@ -435,9 +436,9 @@ class RaftCore:
             or req.last_epoch >= req.candidate_epoch
             or (req.last_epoch == 0) != (req.last_epoch_end_offset == 0)
         ):
-            return self.reply_error(req, Errors.INVALID_REQUEST)
+            return self.reply(req, Errors.INVALID_REQUEST)
         if req.candidate_epoch < self.epoch():
-            return self.reply_error(req, Errors.FENCED_LEADER_EPOCH)
+            return self.reply(req, Errors.FENCED_LEADER_EPOCH)
         log_ok = self.candidate_log_ok(req.last_epoch, req.last_epoch_end_offset)
         if req.pre_vote:
             # A pre-vote changes nothing here. Refused while we hear from a
@@ -473,20 +474,20 @@ class RaftCore:
     ) -> bool:
         """Checks shared by Begin/EndQuorumEpoch; replies with the error and returns False if one fails."""
         if req.cluster_id != self.cluster_id:
-            self.reply_error(req, Errors.INCONSISTENT_CLUSTER_ID)
+            self.reply(req, Errors.INCONSISTENT_CLUSTER_ID)
             return False
         if not self.is_voter or req.leader_id not in self.voters:
-            self.reply_error(req, Errors.INCONSISTENT_VOTER_SET)
+            self.reply(req, Errors.INCONSISTENT_VOTER_SET)
             return False
         if req.leader_id != req.src or req.leader_epoch <= 0:
-            self.reply_error(req, Errors.INVALID_REQUEST)
+            self.reply(req, Errors.INVALID_REQUEST)
             return False
         if req.leader_epoch < self.epoch():
-            self.reply_error(req, Errors.FENCED_LEADER_EPOCH)
+            self.reply(req, Errors.FENCED_LEADER_EPOCH)
             return False
         if req.leader_epoch == self.epoch() and self.quorum.data.leader_id not in (None, req.leader_id):
             # Another leader in our epoch: impossible in a correct quorum.
-            self.reply_error(req, Errors.INVALID_REQUEST)
+            self.reply(req, Errors.INVALID_REQUEST)
             return False
         return True
 
@@ -499,33 +500,33 @@ class RaftCore:
         if not self._check_leader_request(req):
             return
         self._follow(req.leader_epoch, req.leader_id)
-        self.reply_error(req, Errors.NONE)
+        self.reply(req, Errors.NONE)
 
     def _on_end_quorum_epoch_request(self, req: EndQuorumEpochRequest) -> None:
         if not self._check_leader_request(req):
             return
         successors = req.preferred_successors
         if not set(successors) <= self.voters or len(set(successors)) != len(successors):
-            self.reply_error(req, Errors.INCONSISTENT_VOTER_SET)
+            self.reply(req, Errors.INCONSISTENT_VOTER_SET)
             return
         self._follow(req.leader_epoch, req.leader_id)
         position = successors.index(self.node_id) if self.node_id in successors else None
         self.state.on_leader_resigned(self, position, len(successors))
-        self.reply_error(req, Errors.NONE)
+        self.reply(req, Errors.NONE)
 
     def _check_fetch_epoch(self, req: FetchRequest | FetchSnapshotRequest) -> bool:
         if req.cluster_id != self.cluster_id:
-            self.reply_error(req, Errors.INCONSISTENT_CLUSTER_ID)
+            self.reply(req, Errors.INCONSISTENT_CLUSTER_ID)
             return False
         if req.replica_id != req.src or req.replica_id < 0:
-            self.reply_error(req, Errors.INVALID_REQUEST)
+            self.reply(req, Errors.INVALID_REQUEST)
             return False
         if req.epoch < self.epoch():
-            self.reply_error(req, Errors.FENCED_LEADER_EPOCH)
+            self.reply(req, Errors.FENCED_LEADER_EPOCH)
             return False
         if req.epoch > self.epoch():
             # No leader can exist in an epoch we have not reached.
-            self.reply_error(req, Errors.UNKNOWN_LEADER_EPOCH)
+            self.reply(req, Errors.UNKNOWN_LEADER_EPOCH)
             return False
         return True
 
@@ -540,7 +541,7 @@ class RaftCore:
     def _on_describe_quorum_request(self, req: DescribeQuorumRequest) -> None:
         state = self.state
         if not isinstance(state, Leader):
-            return self.reply_error(req, Errors.NOT_LEADER_OR_FOLLOWER)
+            return self.reply(req, Errors.NOT_LEADER_OR_FOLLOWER)
         self.send(
             DescribeQuorumResponse(
                 src=self.node_id,

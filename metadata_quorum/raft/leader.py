@@ -189,11 +189,11 @@ class Leader(ElectionState):
         log = core.log
         offset, last_epoch = req.fetch_offset, req.last_fetched_epoch
         if offset < 0 or last_epoch < 0 or last_epoch > self.epoch or (offset == 0) != (last_epoch == 0):
-            core.reply_error(req, Errors.INVALID_REQUEST)
+            core.reply(req, Errors.INVALID_REQUEST)
             return
         if last_epoch == self.epoch and offset > log.end_offset:
             # Nobody can hold more of this epoch than its leader.
-            core.reply_error(req, Errors.OFFSET_OUT_OF_RANGE)
+            core.reply(req, Errors.OFFSET_OUT_OF_RANGE)
             return
         replica_id = req.replica_id
         replica = self.voter_states.get(replica_id)
@@ -274,14 +274,14 @@ class Leader(ElectionState):
             replica.last_contact = core.now
         snapshot = core.snapshot
         if req.max_bytes <= 0:
-            core.reply_error(req, Errors.INVALID_REQUEST)
+            core.reply(req, Errors.INVALID_REQUEST)
             return
         if snapshot is None or snapshot.snapshot_id != req.snapshot_id:
-            core.reply_error(req, Errors.SNAPSHOT_NOT_FOUND)
+            core.reply(req, Errors.SNAPSHOT_NOT_FOUND)
             return
         data = snapshot.data
         if req.position < 0 or req.position > len(data):
-            core.reply_error(req, Errors.POSITION_OUT_OF_RANGE)
+            core.reply(req, Errors.POSITION_OUT_OF_RANGE)
             return
         size = min(req.max_bytes, core.config.fetch_snapshot_max_bytes)
         core.send(

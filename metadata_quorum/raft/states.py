@@ -74,10 +74,10 @@ class ElectionState:
 
     # Requests only a leader serves.
     def on_fetch_request(self, core: "RaftCore", req: FetchRequest) -> None:
-        core.reply_error(req, Errors.NOT_LEADER_OR_FOLLOWER)
+        core.reply(req, Errors.NOT_LEADER_OR_FOLLOWER)
 
     def on_fetch_snapshot_request(self, core: "RaftCore", req: FetchSnapshotRequest) -> None:
-        core.reply_error(req, Errors.NOT_LEADER_OR_FOLLOWER)
+        core.reply(req, Errors.NOT_LEADER_OR_FOLLOWER)
 
     # Responses; states that sent nothing of the kind ignore them.
     def on_vote_response(self, core: "RaftCore", resp: VoteResponse) -> None:
