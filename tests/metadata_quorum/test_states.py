@@ -430,3 +430,53 @@ def test_begin_quorum_epoch_from_a_new_leader_is_followed() -> None:
     bundles = drain(core)
     assert bundles[0].quorum_state == QuorumStateData(4, 3, None)
     assert isinstance(core.state, Follower) and core.leader() == 3
+
+
+# --- Regressions for what the simulator found -------------------------------------
+
+
+def test_the_leader_refuses_pre_votes() -> None:
+    core = leader_with_followers()
+    core.step(vote_request(3, 1, epoch=2, last=(1, 9), pre_vote=True), 10)
+    (resp,) = of_type(sent(core), VoteResponse)
+    assert not resp.vote_granted and resp.leader_id == 1
+
+
+def test_a_granted_pre_vote_that_names_a_leader_does_not_end_the_campaign() -> None:
+    # The voter still calls node 3 its leader but has not heard from it: it
+    # grants, and the campaign goes on (it used to make us follow 3 again,
+    # and voters bounced each other back to a dead leader for ever).
+    core = make_core(node_id=2)
+    follow(core, leader=3, epoch=1)
+    core.campaign()
+    requests = of_type(sent(core), VoteRequest)
+    core.step(vote_response(requests[0], granted=True, epoch=1, leader=3), 5)
+    assert isinstance(core.state, Candidate)
+
+
+def test_a_follower_that_only_heard_of_its_leader_does_not_refuse_pre_votes() -> None:
+    core = make_core(node_id=2, durable=DurableState(QuorumStateData(1, None, None), None, 0, []))
+    drain(core)
+    core.campaign()
+    requests = of_type(sent(core), VoteRequest)
+    # Voter 1 refuses, naming leader 3: we follow 3 but have not fetched from it.
+    core.step(vote_response(requests[0], granted=False, epoch=1, leader=3), 5)
+    assert isinstance(core.state, Follower) and core.leader() == 3
+    sent(core)
+    core.step(vote_request(1, 2, epoch=2, pre_vote=True), 6)
+    (resp,) = of_type(sent(core), VoteResponse)
+    assert resp.vote_granted
+
+
+def test_a_longer_divergent_log_is_replaced_by_the_leaders_snapshot() -> None:
+    old = [Entry(1, b"a")] * 6
+    core = make_core(node_id=2, durable=DurableState(QuorumStateData(1, 1, None), None, 0, old))
+    req = of_type(follow(core, leader=3, epoch=3), FetchRequest)[-1]
+    assert (req.fetch_offset, req.last_fetched_epoch) == (6, 1)
+    sid = SnapshotId(4, 3)  # shorter than our log, but from an epoch we never saw
+    core.step(FetchResponse(3, 2, req.correlation_id, Errors.NONE, 3, 3, 4, 4, 6, snapshot_id=sid), 1)
+    (snap_req,) = of_type(sent(core), FetchSnapshotRequest)
+    core.step(FetchSnapshotResponse(3, 2, snap_req.correlation_id, Errors.NONE, 3, 3, sid, 2, 0, b"ok"), 2)
+    bundles = drain(core)
+    assert [r.snapshot_to_install.snapshot_id for r in bundles if r.snapshot_to_install] == [sid]
+    assert (core.log.start_offset, core.log.end_offset, core.log.last_epoch) == (4, 4, 3)
