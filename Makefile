@@ -44,6 +44,10 @@ test: go-test pytest
 demo: venv
 	$(BIN)/python -m kraftlog.demo
 
+# The deterministic Raft simulator, 20,000 seeded schedules (the test suite runs 2,000).
+sim: venv
+	$(BIN)/python -m metadata_quorum.sim --schedules 20000 --seed 0 --jobs 2
+
 bench-log: venv
 	$(BIN)/python bench/log_append.py
 

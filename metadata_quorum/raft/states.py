@@ -15,6 +15,7 @@ Observers (non-voters) only ever are ObserverUnattached or ObserverFollower.
 
 from __future__ import annotations
 
+import abc
 from typing import TYPE_CHECKING, Optional
 
 from .messages import (
@@ -158,7 +159,7 @@ class ObserverUnattached(ElectionState):
 # --- Prospective and Candidate ------------------------------------------------
 
 
-class _Election(ElectionState):
+class _Election(ElectionState, abc.ABC):
     """Shared by Prospective (pre-vote) and Candidate (vote): count answers from voters."""
 
     __slots__ = ("granted", "rejected", "expected", "election_deadline")
@@ -191,8 +192,9 @@ class _Election(ElectionState):
                 )
             )
 
+    @abc.abstractmethod
     def won(self, core: "RaftCore") -> None:
-        raise NotImplementedError
+        """A majority granted: the next step differs for pre-vote and vote."""
 
     def tick(self, core: "RaftCore") -> None:
         if core.now >= self.election_deadline:
