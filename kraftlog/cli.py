@@ -13,9 +13,9 @@ import typer
 
 from partition_log.errors import KafkaError
 
-from .commands import dump_log
+from .commands import chaos, dump_log
 
-COMMAND_GROUPS = (dump_log,)
+COMMAND_GROUPS = (dump_log, chaos)
 
 app = typer.Typer(
     name="kraftlog",
