@@ -200,8 +200,15 @@ class ScenarioCluster:
         self._process(node)
 
     def cmd_tick(self, args: list[str]) -> None:
-        target = self.now + int(args[0])
+        self._advance(int(args[0]), settle=False)
+
+    def _advance(self, ms: int, *, settle: bool) -> None:
+        """Move virtual time forward by `ms`, firing every deadline on the way;
+        with `settle`, deliver all messages in flight before each deadline."""
+        target = self.now + ms
         while True:
+            if settle:
+                self.cmd_stabilize([], quiet=True)
             alive = self._alive()
             due = min((n.core.next_deadline() for n in alive), default=INF)  # type: ignore[union-attr]
             if due > target:
@@ -222,19 +229,7 @@ class ScenarioCluster:
 
     def cmd_run(self, args: list[str]) -> None:
         """Let MS pass with every message delivered at once; print state changes, not messages."""
-        target = self.now + int(args[0])
-        while True:
-            self.cmd_stabilize([], quiet=True)
-            alive = self._alive()
-            due = min((n.core.next_deadline() for n in alive), default=INF)  # type: ignore[union-attr]
-            if due > target:
-                break
-            self.now = int(due)
-            for node in alive:
-                if node.core is not None and node.core.next_deadline() <= self.now:
-                    node.core.tick(self.now)
-                    self._process(node)
-        self.now = target
+        self._advance(int(args[0]), settle=True)
 
     def cmd_deliver(self, args: list[str]) -> None:
         for _ in range(int(args[0]) if args else 1):
