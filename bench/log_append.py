@@ -25,7 +25,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from partition_log.batch import iter_headers  # noqa: E402
 from partition_log.config import LogConfig  # noqa: E402
 from partition_log.log import Log  # noqa: E402
 from partition_log.records import Record, encode_batch  # noqa: E402
@@ -83,12 +82,7 @@ def append_run(directory: Path, batches: list[bytes], total_batches: int, fsync:
 
 def read_run(log: Log) -> dict:
     start = time.perf_counter()
-    offset, total = log.log_start_offset, 0
-    while offset < log.log_end_offset:
-        data = log.read(offset, MB)
-        total += len(data)
-        # the next offset is in the last batch's header: stay on the byte path
-        offset = max(h.next_offset for _, h in iter_headers(data, validate=False))
+    total = sum(len(data) for data in log.iter_reads(log.log_start_offset, MB))
     elapsed = time.perf_counter() - start
     return {"bytes": total, "seconds": elapsed, "mb_per_s": total / MB / elapsed}
 

@@ -18,7 +18,6 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from partition_log.batch import iter_headers
 from partition_log.compression import Codec
 from partition_log.config import LogConfig
 from partition_log.log_manager import LogManager
@@ -85,12 +84,8 @@ def main() -> int:
             table.add_row(f"timestamp start+{delta_ms} ms", str(found[0]), str(found[1]), record.value.decode())
         console.print(table)
 
-        all_offsets = []
-        offset = log.log_start_offset
-        while offset < log.log_end_offset:
-            data = log.read(offset, 1 << 20)
-            all_offsets += [r.offset for r in iter_records(data) if r.offset >= offset]
-            offset = max(h.next_offset for _, h in iter_headers(data))
+        all_offsets = [r.offset for data in log.iter_reads(log.log_start_offset, 1 << 20)
+                       for r in iter_records(data)]
         console.print(f"full scan: {len(all_offsets)} records, offsets 0..{all_offsets[-1]}, "
                       f"in order and complete: {all_offsets == list(range(len(written)))}")
         segment = log.segments[1].log_path

@@ -169,6 +169,16 @@ def iter_headers(buf: bytes | bytearray | memoryview, *, validate: bool = True,
         pos += h.size
 
 
+def end_offset(buf: bytes | bytearray | memoryview) -> int:
+    """The offset after the last of concatenated batches: where the next read starts."""
+    last = None
+    for _, h in iter_headers(buf, validate=False):
+        last = h
+    if last is None:
+        raise CorruptRecordError("no batch to take an end offset from")
+    return last.next_offset
+
+
 def stamp(buf: bytearray, pos: int, base_offset: int, partition_leader_epoch: int) -> None:
     """Write baseOffset and partitionLeaderEpoch in place; the CRC stays valid."""
     _INT64.pack_into(buf, pos, base_offset)

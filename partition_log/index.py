@@ -115,10 +115,14 @@ class _SparseIndex(abc.ABC):
         """Keep the first `keep` entries (in memory and on disk)."""
         self._load()
         assert self._keys is not None and self._values is not None
+        removed = len(self._keys) - keep
+        if removed <= 0:
+            return
         del self._keys[keep:]
         del self._values[keep:]
-        m = self._mapping()
-        m[keep * self.ENTRY.size:] = bytes(len(m) - keep * self.ENTRY.size)
+        # Past the old last entry the file is zeros already: clear only what was removed.
+        start = keep * self.ENTRY.size
+        self._mapping()[start:start + removed * self.ENTRY.size] = bytes(removed * self.ENTRY.size)
 
     def reset(self) -> None:
         """Drop every entry; the caller rebuilds the index from the log."""
@@ -222,10 +226,8 @@ class TimeIndex(_SparseIndex):
         """Remove entries that point at offsets >= `offset`."""
         self._load()
         assert self._values is not None
-        keep = 0
-        while keep < len(self._values) and self._values[keep] < offset:
-            keep += 1
-        self.truncate_entries(keep)
+        # offsets of successive maximum timestamps never decrease
+        self.truncate_entries(bisect.bisect_left(self._values, offset))
 
     def sanity_check(self, next_offset: int) -> None:
         self._load()

@@ -15,7 +15,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from . import batch as b
 from .config import LogConfig
@@ -188,7 +188,7 @@ class Log:
             if needs_rebuild:
                 result = seg.recover(max(self.config.max_message_bytes + b.LOG_OVERHEAD, 2 * 1024 * 1024))
                 recovered += 1
-                if unflushed is False:
+                if not unflushed:
                     rebuilt += 1
                 if result.truncated_bytes:
                     truncated += result.truncated_bytes
@@ -327,9 +327,22 @@ class Log:
             found = seg.read(offset, max_bytes, max_offset, min_one_batch)
             if found is not None:
                 return found[1]
-            if max_offset is not None and self._next_base(seg) is not None and self._next_base(seg) >= max_offset:
+            next_base = self._next_base(seg)
+            if max_offset is not None and next_base is not None and next_base >= max_offset:
                 break
         return b""
+
+    def iter_reads(self, offset: int, max_bytes: int, *, max_offset: int | None = None) -> Iterator[bytes]:
+        """Successive reads from `offset` to the log end (or `max_offset`), each
+        starting where the last one's final batch ended. The first chunk may
+        begin before `offset`: readers skip records below it, as Kafka's do."""
+        end = self._log_end_offset if max_offset is None else min(max_offset, self._log_end_offset)
+        while offset < end:
+            data = self.read(offset, max_bytes, max_offset=max_offset)
+            if not data:
+                return
+            yield data
+            offset = b.end_offset(data)
 
     def find_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with timestamp >= `timestamp`."""
@@ -465,11 +478,6 @@ class Log:
         """Flush and trim the active segment's indexes: the files are as Kafka
         leaves them after a clean shutdown."""
         self.flush()
-        active = self.active_segment
-        ts, offset = active.max_timestamp_and_offset
-        if ts >= 0:
-            active.time_index.maybe_append(ts, offset)
-        active.offset_index.trim()
-        active.time_index.trim()
+        self.active_segment.on_become_inactive()
         for seg in self.segments:
             seg.close()

@@ -5,7 +5,6 @@ from pathlib import Path
 
 import pytest
 
-from partition_log.batch import iter_headers
 from partition_log.compression import Codec
 from partition_log.config import LogConfig
 from partition_log.log import Log
@@ -32,15 +31,8 @@ def batch_of(values: list[bytes], *, ts: int = 1_700_000_000_000, keys: list[byt
 def read_all(log: Log, start: int | None = None, max_offset: int | None = None) -> list[Record]:
     """Every record from `start` to the end, following segment boundaries."""
     offset = log.log_start_offset if start is None else start
-    out: list[Record] = []
-    while offset < log.log_end_offset:
-        data = log.read(offset, 1 << 20, max_offset=max_offset)
-        if not data:
-            break
-        records = [r for r in iter_records(data) if r.offset >= offset]
-        out += records
-        offset = max(h.next_offset for _, h in iter_headers(data))
-    return out
+    return [r for data in log.iter_reads(offset, 1 << 20, max_offset=max_offset)
+            for r in iter_records(data) if r.offset >= offset]
 
 
 @pytest.fixture

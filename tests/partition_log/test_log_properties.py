@@ -85,7 +85,7 @@ class LogMachine(RuleBasedStateMachine):
             data = self.log.read(offset, 400)
             assert data, f"no data at {offset} below end {self.end}"
             got += [(r.offset, r.value) for r in iter_records(data) if r.offset >= offset]
-            offset = max(h.next_offset for _, h in b.iter_headers(data))
+            offset = b.end_offset(data)
         assert got == self.model
 
 
