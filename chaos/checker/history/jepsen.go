@@ -1,7 +1,6 @@
 package history
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -25,28 +24,14 @@ var jepsenLine = regexp.MustCompile(`^INFO\s+jepsen\.util - (\d+)\t:(\w+)\t:([\w
 //   - a :read or :write that :fails had no effect and is dropped;
 //   - an :ok cas returned true; an :ok read returned its value.
 func ReadJepsenEtcd(r io.Reader) ([]Op, error) {
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), maxLine)
-	p := newPairer()
-	line := 0
-	for sc.Scan() {
-		line++
-		m := jepsenLine.FindStringSubmatch(sc.Text())
+	return readEvents(r, func(line int, text []byte) (event, bool, error) {
+		m := jepsenLine.FindStringSubmatch(string(text))
 		if m == nil {
-			continue
+			return event{}, false, nil
 		}
 		e, err := jepsenEvent(line, m[1], m[2], m[3], strings.TrimSpace(m[4]))
-		if err != nil {
-			return nil, err
-		}
-		if err := p.add(e); err != nil {
-			return nil, err
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, lineErrorf(line+1, "%v", err)
-	}
-	return p.finish(), nil
+		return e, true, err
+	})
 }
 
 func jepsenEvent(line int, process, kind, f, value string) (event, error) {

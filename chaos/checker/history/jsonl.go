@@ -26,19 +26,32 @@ type record struct {
 // ReadJSONL reads a history in our JSON-lines format. Blank lines are
 // skipped. The first malformed line stops the read with a *LineError.
 func ReadJSONL(r io.Reader) ([]Op, error) {
+	return readEvents(r, func(line int, text []byte) (event, bool, error) {
+		text = bytes.TrimSpace(text)
+		if len(text) == 0 {
+			return event{}, false, nil
+		}
+		e, err := parseRecord(line, text)
+		return e, true, err
+	})
+}
+
+// readEvents scans r line by line (1-based line numbers), turns each line
+// into an event with parse (which may skip a line), and pairs invocations
+// with their completions. The first error stops the read.
+func readEvents(r io.Reader, parse func(line int, text []byte) (event, bool, error)) ([]Op, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), maxLine)
 	p := newPairer()
 	line := 0
 	for sc.Scan() {
 		line++
-		text := bytes.TrimSpace(sc.Bytes())
-		if len(text) == 0 {
-			continue
-		}
-		e, err := parseRecord(line, text)
+		e, ok, err := parse(line, sc.Bytes())
 		if err != nil {
 			return nil, err
+		}
+		if !ok {
+			continue
 		}
 		if err := p.add(e); err != nil {
 			return nil, err
