@@ -399,9 +399,10 @@ class RaftCore:
     # Requests: the checks every state shares, then the state's own part
     # ======================================================================
 
-    def reply(self, req: Message, error: Errors) -> None:
-        """Answer `req` with `error` (NONE for a plain acknowledgement), our epoch and leader."""
-        common = dict(
+    def envelope(self, req: Message, error: Errors = Errors.NONE) -> dict:
+        """The fields every response to `req` carries: addressing, the error,
+        our epoch and the leader we know."""
+        return dict(
             src=self.node_id,
             dst=req.src,
             correlation_id=req.correlation_id,
@@ -409,6 +410,10 @@ class RaftCore:
             epoch=self.epoch(),
             leader_id=self.leader(),
         )
+
+    def reply(self, req: Message, error: Errors) -> None:
+        """Answer `req` with `error` (NONE for a plain acknowledgement), our epoch and leader."""
+        common = self.envelope(req, error)
         if isinstance(req, VoteRequest):
             resp: Message = VoteResponse(vote_granted=False, pre_vote=req.pre_vote, **common)  # type: ignore[arg-type]
         elif isinstance(req, FetchRequest):
@@ -452,16 +457,7 @@ class RaftCore:
                 # Persisted (Ready step 1) before this response goes out (step 6).
                 self.quorum.grant_vote(req.candidate_id)
         self.send(
-            VoteResponse(
-                src=self.node_id,
-                dst=req.src,
-                correlation_id=req.correlation_id,
-                error=Errors.NONE,
-                epoch=self.epoch(),
-                leader_id=self.leader(),
-                vote_granted=granted,
-                pre_vote=req.pre_vote,
-            )
+            VoteResponse(vote_granted=granted, pre_vote=req.pre_vote, **self.envelope(req))  # type: ignore[arg-type]
         )
 
     def candidate_log_ok(self, last_epoch: int, end_offset: int) -> bool:
@@ -543,15 +539,7 @@ class RaftCore:
         if not isinstance(state, Leader):
             return self.reply(req, Errors.NOT_LEADER_OR_FOLLOWER)
         self.send(
-            DescribeQuorumResponse(
-                src=self.node_id,
-                dst=req.src,
-                correlation_id=req.correlation_id,
-                error=Errors.NONE,
-                epoch=self.epoch(),
-                leader_id=self.node_id,
-                info=state.describe(self),
-            )
+            DescribeQuorumResponse(info=state.describe(self), **self.envelope(req))  # type: ignore[arg-type]
         )
 
     # ======================================================================

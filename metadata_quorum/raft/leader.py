@@ -232,12 +232,7 @@ class Leader(ElectionState):
 
     def _response(self, core: "RaftCore", req: FetchRequest, **fields: object) -> FetchResponse:
         return FetchResponse(
-            src=core.node_id,
-            dst=req.src,
-            correlation_id=req.correlation_id,
-            error=Errors.NONE,
-            epoch=self.epoch,
-            leader_id=core.node_id,
+            **core.envelope(req),  # type: ignore[arg-type]
             high_watermark=self.high_watermark,
             log_start_offset=core.log.start_offset,
             base_offset=req.fetch_offset,
@@ -286,12 +281,7 @@ class Leader(ElectionState):
         size = min(req.max_bytes, core.config.fetch_snapshot_max_bytes)
         core.send(
             FetchSnapshotResponse(
-                src=core.node_id,
-                dst=req.src,
-                correlation_id=req.correlation_id,
-                error=Errors.NONE,
-                epoch=self.epoch,
-                leader_id=core.node_id,
+                **core.envelope(req),  # type: ignore[arg-type]
                 snapshot_id=snapshot.snapshot_id,
                 size=len(data),
                 position=req.position,
