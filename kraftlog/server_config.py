@@ -1,0 +1,340 @@
+"""A node's configuration: a YAML file of flat, Kafka-named properties.
+
+```yaml
+node.id: 1
+process.roles: controller
+cluster.id: MkU3OEVBNTcwNTJENDM2Qk
+controller.quorum.voters: 1@127.0.0.1:9093,2@127.0.0.1:9094,3@127.0.0.1:9095
+listeners: CONTROLLER://127.0.0.1:9093
+log.dirs: /var/lib/kraftlog/node-1
+```
+
+Names and defaults are Kafka's wherever Kafka has the setting. As in Kafka,
+an unknown property is a warning (`ServerConfig.warnings`), not an error;
+every real problem is an `InvalidConfigError` whose one-line message starts
+with the property's name.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, NamedTuple
+
+import yaml
+
+from metadata_quorum.raft.config import KAFKA_PROPERTY_NAMES as QUORUM_PROPERTY_NAMES
+from metadata_quorum.raft.config import QuorumConfig
+from partition_log.errors import InvalidConfigError
+
+NODE_ID = "node.id"
+PROCESS_ROLES = "process.roles"
+CLUSTER_ID = "cluster.id"
+VOTERS = "controller.quorum.voters"
+LISTENERS = "listeners"
+CONTROLLER_LISTENER_NAMES = "controller.listener.names"
+LOG_DIRS = "log.dirs"
+LOG_DIR = "log.dir"  # Kafka's single-directory spelling, used when log.dirs is absent
+METADATA_LOG_DIR = "metadata.log.dir"
+MAX_BYTES_BETWEEN_SNAPSHOTS = "metadata.log.max.record.bytes.between.snapshots"
+METADATA_LOG_SEGMENT_BYTES = "metadata.log.segment.bytes"
+LOG_LEVEL = "kraftlog.log.level"
+
+KNOWN_PROPERTIES = frozenset({
+    NODE_ID, PROCESS_ROLES, CLUSTER_ID, VOTERS, LISTENERS, CONTROLLER_LISTENER_NAMES,
+    LOG_DIRS, LOG_DIR, METADATA_LOG_DIR, MAX_BYTES_BETWEEN_SNAPSHOTS, METADATA_LOG_SEGMENT_BYTES,
+    LOG_LEVEL, *QUORUM_PROPERTY_NAMES,
+})
+POSITIVE_TIMINGS = frozenset({"controller.quorum.election.timeout.ms", "controller.quorum.fetch.timeout.ms"})
+ROLES = ("controller", "broker")
+SUPPORTED_ROLES = frozenset({"controller"})
+LOG_LEVELS = {"DEBUG": "DEBUG", "INFO": "INFO", "WARN": "WARNING", "WARNING": "WARNING",
+              "ERROR": "ERROR", "CRITICAL": "CRITICAL"}
+# Hosts on which a listener accepts connections from anywhere: such a
+# listener matches a voter entry by port alone.
+WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::"})
+
+_CLUSTER_ID = re.compile(r"[A-Za-z0-9_-]+")
+_LISTENER_NAME = re.compile(r"[A-Za-z0-9_]+")
+_HOST_PORT = re.compile(r"(?:\[(?P<v6>[^\]]*)\]|(?P<host>[^:\[\]]*)):(?P<port>[^:]*)")
+
+
+class Endpoint(NamedTuple):
+    """One listener: `CONTROLLER://127.0.0.1:9093` is Endpoint("CONTROLLER", "127.0.0.1", 9093)."""
+
+    name: str
+    host: str  # "" binds every interface, as in Kafka
+    port: int
+
+    @property
+    def address(self) -> str:
+        """HOST:PORT for gRPC; an IPv6 host in brackets, an empty host as 0.0.0.0."""
+        return format_address(self.host or "0.0.0.0", self.port)
+
+    def __str__(self) -> str:
+        return f"{self.name}://{format_address(self.host, self.port)}"
+
+
+def format_address(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    node_id: int
+    process_roles: tuple[str, ...]
+    cluster_id: str
+    voters: dict[int, tuple[str, int]]  # node id -> (host, port) of its controller listener
+    listeners: tuple[Endpoint, ...]
+    controller_listener_names: tuple[str, ...]
+    log_dirs: tuple[str, ...]
+    metadata_log_dir: str
+    quorum: QuorumConfig
+    max_bytes_between_snapshots: int
+    metadata_log_segment_bytes: int
+    log_level: str  # a `logging` level name
+    properties: dict[str, Any] = field(compare=False)
+    warnings: tuple[str, ...] = field(default=(), compare=False)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "ServerConfig":
+        """Read and check a YAML file; a problem names the file and the property."""
+        text = Path(path).read_text(encoding="utf-8")
+        try:
+            return cls.from_mapping(parse_yaml_properties(text))
+        except InvalidConfigError as exc:
+            raise InvalidConfigError(f"{path}: {exc.args[0] if exc.args else exc}") from None
+
+    @classmethod
+    def from_mapping(cls, props: Mapping[str, Any]) -> "ServerConfig":
+        props = dict(props)
+        for key in props:
+            if not isinstance(key, str):
+                raise InvalidConfigError(f"{key!r}: property names are strings")
+        roles = _roles(props)
+        listeners = _listeners(props)
+        listener_names = tuple(name.upper() for name in parse_list(props, CONTROLLER_LISTENER_NAMES,
+                                                                    default=("CONTROLLER",)))
+        for name in listener_names:
+            _check_listener_name(CONTROLLER_LISTENER_NAMES, name)
+        voters = _voters(props)
+        node_id = _int(props, NODE_ID, minimum=0)
+        log_dirs = _log_dirs(props)
+        config = cls(
+            node_id=node_id,
+            process_roles=roles,
+            cluster_id=_cluster_id(props),
+            voters=voters,
+            listeners=listeners,
+            controller_listener_names=listener_names,
+            log_dirs=log_dirs,
+            metadata_log_dir=_path_text(props, METADATA_LOG_DIR) or log_dirs[0],
+            quorum=_quorum(props),
+            max_bytes_between_snapshots=_int(props, MAX_BYTES_BETWEEN_SNAPSHOTS, minimum=1,
+                                             default=20 * 1024 * 1024),
+            metadata_log_segment_bytes=_int(props, METADATA_LOG_SEGMENT_BYTES, minimum=1,
+                                            default=1024 * 1024 * 1024),
+            log_level=_log_level(props),
+            properties=props,
+            warnings=tuple(f"unknown or unsupported property {key} is ignored"
+                           for key in sorted(props) if key not in KNOWN_PROPERTIES),
+        )
+        if config.is_controller:
+            config._check_controller()
+        return config
+
+    @property
+    def is_controller(self) -> bool:
+        return "controller" in self.process_roles
+
+    def controller_endpoint(self) -> Endpoint:
+        """The listener this controller serves the quorum on: the first of
+        `controller.listener.names` that `listeners` defines, as in Kafka."""
+        by_name = {endpoint.name: endpoint for endpoint in self.listeners}
+        for name in self.controller_listener_names:
+            if name in by_name:
+                return by_name[name]
+        raise InvalidConfigError(
+            f"{CONTROLLER_LISTENER_NAMES}: none of {','.join(self.controller_listener_names)} "
+            f"is defined in {LISTENERS}")
+
+    def voter_addresses(self) -> dict[int, str]:
+        """Node id -> HOST:PORT of every voter, for dialling it over gRPC."""
+        return {node: format_address(host, port) for node, (host, port) in self.voters.items()}
+
+    def _check_controller(self) -> None:
+        endpoint = self.controller_endpoint()
+        names = set(self.controller_listener_names)
+        if not self.voters:
+            raise InvalidConfigError(f"{VOTERS}: is required on a controller (ID@HOST:PORT,...)")
+        others = [e.name for e in self.listeners if e.name not in names]
+        if others:
+            # A controller-only node serves nothing but the quorum (Kafka's rule too).
+            raise InvalidConfigError(
+                f"{LISTENERS}: {','.join(others)} is not in {CONTROLLER_LISTENER_NAMES} "
+                "(a controller-only node has only controller listeners)")
+        if self.node_id not in self.voters:
+            raise InvalidConfigError(
+                f"{VOTERS}: does not include this controller's {NODE_ID} {self.node_id}")
+        host, port = self.voters[self.node_id]
+        if port != endpoint.port or (endpoint.host not in WILDCARD_HOSTS and endpoint.host != host):
+            raise InvalidConfigError(
+                f"{LISTENERS}: {endpoint} does not match this node's voter entry "
+                f"{self.node_id}@{format_address(host, port)} in {VOTERS}")
+
+
+def parse_yaml_properties(text: str) -> dict[str, Any]:
+    """The flat property mapping of a YAML document (empty document: no properties)."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}: " if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise InvalidConfigError(f"{where}not valid YAML: {problem}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise InvalidConfigError("expected a mapping of property names to values")
+    return data
+
+
+def parse_list(props: Mapping[str, Any], key: str,
+               default: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """A list property: a comma-separated string or a YAML list of strings."""
+    value = props.get(key)
+    if value is None:
+        return default
+    items = value.split(",") if isinstance(value, str) else value
+    if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+        raise InvalidConfigError(f"{key}: expected a comma-separated string or a list of strings, "
+                                 f"got {value!r}")
+    return tuple(item.strip() for item in items if item.strip())
+
+
+def parse_host_port(key: str, text: str) -> tuple[str, int]:
+    """HOST:PORT or [IPV6]:PORT; the port in 0..65535."""
+    match = _HOST_PORT.fullmatch(text.strip())
+    if match is None:
+        raise InvalidConfigError(f"{key}: {text!r} is not HOST:PORT")
+    host = match["v6"] if match["v6"] is not None else match["host"]
+    port = match["port"]
+    if not port.isdigit() or int(port) > 65535:
+        raise InvalidConfigError(f"{key}: {text!r} has no valid port (0-65535)")
+    return host, int(port)
+
+
+def _roles(props: Mapping[str, Any]) -> tuple[str, ...]:
+    roles = parse_list(props, PROCESS_ROLES)
+    if not roles:
+        raise InvalidConfigError(f"{PROCESS_ROLES}: is required (controller)")
+    for role in roles:
+        if role not in ROLES:
+            raise InvalidConfigError(f"{PROCESS_ROLES}: unknown role {role!r} (controller or broker)")
+        if role not in SUPPORTED_ROLES:
+            raise InvalidConfigError(f"{PROCESS_ROLES}: the {role} role is not supported yet "
+                                     "(only controller)")
+    if len(set(roles)) != len(roles):
+        raise InvalidConfigError(f"{PROCESS_ROLES}: a role is listed twice in {','.join(roles)}")
+    return roles
+
+
+def _cluster_id(props: Mapping[str, Any]) -> str:
+    value = props.get(CLUSTER_ID)
+    if value is None:
+        raise InvalidConfigError(f"{CLUSTER_ID}: is required (e.g. a 22-character base64url UUID)")
+    if not isinstance(value, str):
+        raise InvalidConfigError(f"{CLUSTER_ID}: must be a string, got {value!r} (quote it in YAML)")
+    if not _CLUSTER_ID.fullmatch(value):
+        raise InvalidConfigError(f"{CLUSTER_ID}: {value!r} may hold only letters, digits, '_' and '-'")
+    return value
+
+
+def _voters(props: Mapping[str, Any]) -> dict[int, tuple[str, int]]:
+    voters: dict[int, tuple[str, int]] = {}
+    for entry in parse_list(props, VOTERS):
+        node, at, address = entry.partition("@")
+        if not at or not node.strip().isdigit():
+            raise InvalidConfigError(f"{VOTERS}: {entry!r} is not ID@HOST:PORT")
+        host, port = parse_host_port(VOTERS, address)
+        if not host or port == 0:
+            raise InvalidConfigError(f"{VOTERS}: {entry!r} needs a host and a non-zero port")
+        node_id = int(node)
+        if node_id in voters:
+            raise InvalidConfigError(f"{VOTERS}: node {node_id} is listed twice")
+        voters[node_id] = (host, port)
+    return voters
+
+
+def _listeners(props: Mapping[str, Any]) -> tuple[Endpoint, ...]:
+    endpoints: list[Endpoint] = []
+    for entry in parse_list(props, LISTENERS):
+        name, sep, address = entry.partition("://")
+        if not sep:
+            raise InvalidConfigError(f"{LISTENERS}: {entry!r} is not NAME://HOST:PORT")
+        name = name.strip().upper()
+        _check_listener_name(LISTENERS, name)
+        host, port = parse_host_port(LISTENERS, address)
+        if any(e.name == name for e in endpoints):
+            raise InvalidConfigError(f"{LISTENERS}: the listener name {name} is used twice")
+        if port != 0 and any(e.port == port for e in endpoints):
+            raise InvalidConfigError(f"{LISTENERS}: port {port} is used twice")
+        endpoints.append(Endpoint(name, host, port))
+    if not endpoints:
+        raise InvalidConfigError(f"{LISTENERS}: is required (e.g. CONTROLLER://127.0.0.1:9093)")
+    return tuple(endpoints)
+
+
+def _check_listener_name(key: str, name: str) -> None:
+    if not _LISTENER_NAME.fullmatch(name):
+        raise InvalidConfigError(f"{key}: {name!r} is not a listener name (letters, digits, '_')")
+
+
+def _log_dirs(props: Mapping[str, Any]) -> tuple[str, ...]:
+    key = LOG_DIRS if props.get(LOG_DIRS) is not None else LOG_DIR
+    dirs = parse_list(props, key)
+    if not dirs:
+        raise InvalidConfigError(f"{LOG_DIRS}: is required (one or more directories, comma-separated)")
+    return dirs
+
+
+def _path_text(props: Mapping[str, Any], key: str) -> str | None:
+    value = props.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidConfigError(f"{key}: expected a directory path, got {value!r}")
+    return value.strip()
+
+
+def _int(props: Mapping[str, Any], key: str, *, minimum: int, default: int | None = None) -> int:
+    value = props.get(key)
+    if value is None:
+        if default is None:
+            raise InvalidConfigError(f"{key}: is required (an integer >= {minimum})")
+        return default
+    number: int | None = None
+    if isinstance(value, int) and not isinstance(value, bool):
+        number = value
+    elif isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
+        number = int(value)
+    if number is None or number < minimum:
+        raise InvalidConfigError(f"{key}: expected an integer >= {minimum}, got {value!r}")
+    return number
+
+
+def _quorum(props: Mapping[str, Any]) -> QuorumConfig:
+    # Checked here, with the operator's property names, so that QuorumConfig's
+    # own checks (which name its fields) never fire.
+    timings = {key: _int(props, key, minimum=1 if key in POSITIVE_TIMINGS else 0)
+               for key in QUORUM_PROPERTY_NAMES if key in props}
+    return QuorumConfig.from_properties(timings)
+
+
+def _log_level(props: Mapping[str, Any]) -> str:
+    value = props.get(LOG_LEVEL, "INFO")
+    level = LOG_LEVELS.get(value.strip().upper()) if isinstance(value, str) else None
+    if level is None:
+        raise InvalidConfigError(f"{LOG_LEVEL}: expected one of DEBUG, INFO, WARN, ERROR, CRITICAL, "
+                                 f"got {value!r}")
+    return level
