@@ -13,9 +13,9 @@ import typer
 
 from partition_log.errors import KafkaError
 
-from .commands import chaos, dump_log
+from .commands import chaos, cluster, dump_log, quorum, server
 
-COMMAND_GROUPS = (dump_log, chaos)
+COMMAND_GROUPS = (dump_log, server, quorum, cluster, chaos)
 
 app = typer.Typer(
     name="kraftlog",

@@ -111,22 +111,17 @@ class ServerConfig:
         for key in props:
             if not isinstance(key, str):
                 raise InvalidConfigError(f"{key!r}: property names are strings")
-        roles = _roles(props)
-        listeners = _listeners(props)
-        listener_names = tuple(name.upper() for name in parse_list(props, CONTROLLER_LISTENER_NAMES,
-                                                                    default=("CONTROLLER",)))
-        for name in listener_names:
-            _check_listener_name(CONTROLLER_LISTENER_NAMES, name)
-        voters = _voters(props)
         node_id = _int(props, NODE_ID, minimum=0)
+        roles = parse_roles(props)
+        cluster_id = _cluster_id(props)
         log_dirs = _log_dirs(props)
         config = cls(
             node_id=node_id,
             process_roles=roles,
-            cluster_id=_cluster_id(props),
-            voters=voters,
-            listeners=listeners,
-            controller_listener_names=listener_names,
+            cluster_id=cluster_id,
+            voters=_voters(props),
+            listeners=parse_listeners(props),
+            controller_listener_names=parse_controller_listener_names(props),
             log_dirs=log_dirs,
             metadata_log_dir=_path_text(props, METADATA_LOG_DIR) or log_dirs[0],
             quorum=_quorum(props),
@@ -150,13 +145,7 @@ class ServerConfig:
     def controller_endpoint(self) -> Endpoint:
         """The listener this controller serves the quorum on: the first of
         `controller.listener.names` that `listeners` defines, as in Kafka."""
-        by_name = {endpoint.name: endpoint for endpoint in self.listeners}
-        for name in self.controller_listener_names:
-            if name in by_name:
-                return by_name[name]
-        raise InvalidConfigError(
-            f"{CONTROLLER_LISTENER_NAMES}: none of {','.join(self.controller_listener_names)} "
-            f"is defined in {LISTENERS}")
+        return find_controller_endpoint(self.listeners, self.controller_listener_names)
 
     def voter_addresses(self) -> dict[int, str]:
         """Node id -> HOST:PORT of every voter, for dialling it over gRPC."""
@@ -224,7 +213,7 @@ def parse_host_port(key: str, text: str) -> tuple[str, int]:
     return host, int(port)
 
 
-def _roles(props: Mapping[str, Any]) -> tuple[str, ...]:
+def parse_roles(props: Mapping[str, Any]) -> tuple[str, ...]:
     roles = parse_list(props, PROCESS_ROLES)
     if not roles:
         raise InvalidConfigError(f"{PROCESS_ROLES}: is required (controller)")
@@ -266,7 +255,7 @@ def _voters(props: Mapping[str, Any]) -> dict[int, tuple[str, int]]:
     return voters
 
 
-def _listeners(props: Mapping[str, Any]) -> tuple[Endpoint, ...]:
+def parse_listeners(props: Mapping[str, Any]) -> tuple[Endpoint, ...]:
     endpoints: list[Endpoint] = []
     for entry in parse_list(props, LISTENERS):
         name, sep, address = entry.partition("://")
@@ -283,6 +272,24 @@ def _listeners(props: Mapping[str, Any]) -> tuple[Endpoint, ...]:
     if not endpoints:
         raise InvalidConfigError(f"{LISTENERS}: is required (e.g. CONTROLLER://127.0.0.1:9093)")
     return tuple(endpoints)
+
+
+def parse_controller_listener_names(props: Mapping[str, Any]) -> tuple[str, ...]:
+    names = tuple(name.upper() for name in parse_list(props, CONTROLLER_LISTENER_NAMES,
+                                                      default=("CONTROLLER",)))
+    for name in names:
+        _check_listener_name(CONTROLLER_LISTENER_NAMES, name)
+    return names
+
+
+def find_controller_endpoint(listeners: tuple[Endpoint, ...], names: tuple[str, ...]) -> Endpoint:
+    """The first of `names` (controller.listener.names) that `listeners` defines, as in Kafka."""
+    by_name = {endpoint.name: endpoint for endpoint in listeners}
+    for name in names:
+        if name in by_name:
+            return by_name[name]
+    raise InvalidConfigError(
+        f"{CONTROLLER_LISTENER_NAMES}: none of {','.join(names)} is defined in {LISTENERS}")
 
 
 def _check_listener_name(key: str, name: str) -> None:

@@ -1,0 +1,47 @@
+"""The errors a client raises, with Kafka's protocol names and codes.
+
+They extend the one `KafkaError` of the project (its vocabulary of names and
+codes, not the partition log itself), so the CLI reports every one of them
+the same way: `NOT_LEADER_OR_FOLLOWER: ...` on one line.
+"""
+from __future__ import annotations
+
+from partition_log.errors import InvalidConfigError, KafkaError
+
+__all__ = ["InvalidConfigError", "KafkaError", "NetworkError", "NotLeaderOrFollowerError",
+           "RequestTimedOutError", "error_for_code"]
+
+
+class NotLeaderOrFollowerError(KafkaError):
+    """No node asked is the leader (the leader may be one that was not asked)."""
+
+    name, code, retriable = "NOT_LEADER_OR_FOLLOWER", 6, True
+
+
+class RequestTimedOutError(KafkaError):
+    name, code, retriable = "REQUEST_TIMED_OUT", 7, True
+
+
+class NetworkError(KafkaError):
+    """No node could be reached: refused, unreachable or no answer in time."""
+
+    name, code, retriable = "NETWORK_EXCEPTION", 13, True
+
+
+# Names of the codes a quorum node may answer with, for one-line reports.
+_CODE_NAMES = {
+    42: "INVALID_REQUEST",
+    94: "INCONSISTENT_VOTER_SET",
+    104: "INCONSISTENT_CLUSTER_ID",
+}
+
+
+def error_for_code(code: int, detail: str) -> KafkaError:
+    """The error for a Kafka error code in a response (never 0, NONE)."""
+    for cls in (NotLeaderOrFollowerError, RequestTimedOutError, NetworkError):
+        if cls.code == code:
+            return cls(detail)
+    error = KafkaError(detail)
+    error.name = _CODE_NAMES.get(code, f"ERROR_CODE_{code}")
+    error.code = code
+    return error

@@ -1,0 +1,314 @@
+"""A local cluster from one YAML file: every node a background process.
+
+The cluster file (deploy/README.md has the details):
+
+```yaml
+cluster.id: MkU3OEVBNTcwNTJENDM2Qk
+defaults:                      # properties every node gets
+  controller.quorum.election.timeout.ms: 1000
+nodes:                         # per node: its own properties, over the defaults
+  - node.id: 1
+    process.roles: controller
+    listeners: CONTROLLER://127.0.0.1:19091
+```
+
+Under the data directory each node has `node-<id>/` holding `server.yaml`
+(its derived properties), `server.log` (stdout and stderr, appended),
+`server.pid`, and `data/` (its `log.dirs`).
+
+The first half of this module is pure (parse the file, derive each node's
+properties and check them through ServerConfig); the second half starts,
+finds and stops processes.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import yaml
+
+from client.admin import describe_quorum
+from partition_log.errors import InvalidConfigError, KafkaError
+
+from .server_config import (
+    CLUSTER_ID, LOG_DIR, LOG_DIRS, NODE_ID, VOTERS, WILDCARD_HOSTS, ServerConfig, find_controller_endpoint,
+    format_address, parse_controller_listener_names, parse_listeners, parse_roles, parse_yaml_properties,
+)
+
+DEFAULTS = "defaults"
+NODES = "nodes"
+CLUSTER_KEYS = (CLUSTER_ID, DEFAULTS, NODES)
+# The launcher lays out each node's directory itself.
+LAUNCHER_OWNED = (LOG_DIRS, LOG_DIR)
+
+
+# -- pure: the cluster file and each node's properties ----------------------------------------
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    cluster_id: str
+    defaults: dict[str, Any]
+    nodes: tuple[dict[str, Any], ...]  # each node's own properties, node.id included
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    """One node as the launcher runs it: its properties, checked, and its files."""
+
+    node_id: int
+    home: Path  # <data-dir>/node-<id>
+    properties: dict[str, Any]
+    config: ServerConfig
+
+    @property
+    def config_path(self) -> Path:
+        return self.home / "server.yaml"
+
+    @property
+    def log_path(self) -> Path:
+        return self.home / "server.log"
+
+    @property
+    def pid_path(self) -> Path:
+        return self.home / "server.pid"
+
+
+def default_data_dir(cluster_file: str | Path) -> Path:
+    return Path(tempfile.gettempdir()) / f"kraftlog-{Path(cluster_file).stem}"
+
+
+def plan_cluster(cluster_file: str | Path, data_dir: str | Path | None = None) -> tuple[NodePlan, ...]:
+    """Read the cluster file and derive every node's checked configuration."""
+    text = Path(cluster_file).read_text(encoding="utf-8")
+    home = Path(data_dir) if data_dir is not None else default_data_dir(cluster_file)
+    try:
+        return plan_nodes(parse_cluster(text), home)
+    except InvalidConfigError as exc:
+        raise InvalidConfigError(f"{cluster_file}: {exc.args[0] if exc.args else exc}") from None
+
+
+def parse_cluster(text: str) -> ClusterSpec:
+    data = parse_yaml_properties(text)
+    for key in data:
+        if key not in CLUSTER_KEYS:
+            raise InvalidConfigError(f"{key}: not a cluster file key ({', '.join(CLUSTER_KEYS)}); "
+                                     f"node properties go under {DEFAULTS} or {NODES}")
+    if data.get(CLUSTER_ID) is None:
+        raise InvalidConfigError(f"{CLUSTER_ID}: is required at the top of the cluster file")
+    defaults = _properties(DEFAULTS, data.get(DEFAULTS) or {})
+    nodes = data.get(NODES)
+    if not isinstance(nodes, list) or not nodes:
+        raise InvalidConfigError(f"{NODES}: expected a list of nodes, each a mapping with {NODE_ID}")
+    specs = tuple(_properties(f"{NODES}[{i}]", node) for i, node in enumerate(nodes))
+    seen: set[Any] = set()
+    for i, node in enumerate(specs):
+        node_id = node.get(NODE_ID)
+        # An int here, so that a node's directory is named as its id prints.
+        if not isinstance(node_id, int) or isinstance(node_id, bool) or node_id < 0:
+            raise InvalidConfigError(f"{NODES}[{i}]: {NODE_ID}: expected an integer >= 0, got {node_id!r}")
+        if node[NODE_ID] in seen:
+            raise InvalidConfigError(f"{NODES}[{i}]: {NODE_ID} {node[NODE_ID]} is used twice")
+        seen.add(node[NODE_ID])
+    return ClusterSpec(cluster_id=data[CLUSTER_ID], defaults=defaults, nodes=specs)
+
+
+def plan_nodes(spec: ClusterSpec, data_dir: Path) -> tuple[NodePlan, ...]:
+    """Each node's properties: cluster.id, the defaults, its own, then what
+    the launcher derives (controller.quorum.voters unless given, log.dirs)."""
+    data_dir = data_dir.absolute()
+    merged = [{NODE_ID: node[NODE_ID], CLUSTER_ID: spec.cluster_id, **spec.defaults, **node}
+              for node in spec.nodes]
+    voters = None if VOTERS in spec.defaults else _derived_voters(merged)
+    plans = []
+    for props in merged:
+        node_id = props[NODE_ID]
+        home = data_dir / f"node-{node_id}"
+        try:
+            if voters is not None:
+                props.setdefault(VOTERS, voters)
+            props[LOG_DIRS] = str(home / "data")
+            config = ServerConfig.from_mapping(props)
+        except InvalidConfigError as exc:
+            raise InvalidConfigError(f"node {node_id}: {exc.args[0] if exc.args else exc}") from None
+        plans.append(NodePlan(node_id, home, props, config))
+    return tuple(plans)
+
+
+def bootstrap_controllers(plans: Iterable[NodePlan]) -> str:
+    """HOST:PORT,... of every voter, for DescribeQuorum."""
+    addresses: dict[str, None] = {}
+    for plan in plans:
+        addresses.update(dict.fromkeys(plan.config.voter_addresses().values()))
+    return ",".join(addresses)
+
+
+def _properties(where: str, value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict) or not all(isinstance(key, str) for key in value):
+        raise InvalidConfigError(f"{where}: expected a mapping of property names to values")
+    for key in value:
+        if key == CLUSTER_ID:
+            raise InvalidConfigError(f"{where}: {CLUSTER_ID} belongs at the top of the cluster file")
+        if key in LAUNCHER_OWNED:
+            raise InvalidConfigError(f"{where}: {key} is set by the launcher "
+                                     "(<data-dir>/node-<id>/data); choose the directory with --data-dir")
+    return dict(value)
+
+
+def _derived_voters(nodes: list[dict[str, Any]]) -> str:
+    """`id@host:port` of each controller's controller listener; a wildcard
+    host is dialled on the loopback interface."""
+    voters = []
+    for props in nodes:
+        try:
+            if "controller" not in parse_roles(props):
+                continue
+            endpoint = find_controller_endpoint(parse_listeners(props), parse_controller_listener_names(props))
+        except InvalidConfigError as exc:
+            raise InvalidConfigError(f"node {props[NODE_ID]}: {exc.args[0] if exc.args else exc}") from None
+        host = endpoint.host
+        if host in WILDCARD_HOSTS:
+            host = "::1" if host == "::" else "127.0.0.1"
+        voters.append(f"{props[NODE_ID]}@{format_address(host, endpoint.port)}")
+    if not voters:
+        raise InvalidConfigError(f"{NODES}: no node has process.roles controller")
+    return ",".join(voters)
+
+
+# -- processes --------------------------------------------------------------------------------
+
+class LeaderNotFoundError(Exception):
+    """`cluster up` gave up: no leader in time, or a node exited."""
+
+
+def read_pid(plan: NodePlan) -> int | None:
+    try:
+        text = plan.pid_path.read_text().strip()
+    except FileNotFoundError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def is_alive(pid: int, config_path: Path) -> bool:
+    """The process runs and is this node's server: its command line names the
+    node's config file, so a reused pid is not taken for the node."""
+    return str(config_path).encode() in _command_line(pid)
+
+
+def _command_line(pid: int) -> list[bytes]:
+    """The process's arguments; none if it is gone or a zombie."""
+    # Just after exec the kernel may show an empty command line for a few
+    # milliseconds; a process that keeps it empty is a zombie (or a kernel thread).
+    deadline = time.monotonic() + 0.5
+    while True:
+        try:
+            raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+            stat = Path(f"/proc/{pid}/stat").read_bytes()
+        except OSError:
+            return []
+        if raw or stat.rpartition(b")")[2].split()[:1] == [b"Z"] or time.monotonic() >= deadline:
+            return raw.split(b"\0")
+        time.sleep(0.005)
+
+
+def running_pid(plan: NodePlan) -> int | None:
+    pid = read_pid(plan)
+    return pid if pid is not None and is_alive(pid, plan.config_path) else None
+
+
+def start_node(plan: NodePlan) -> int:
+    """Write the node's server.yaml and start it in its own session; its pid."""
+    plan.home.mkdir(parents=True, exist_ok=True)
+    _write_atomically(plan.config_path, yaml.safe_dump(plan.properties, sort_keys=False))
+    command = [sys.executable, "-m", "kraftlog", "server", "--config", str(plan.config_path)]
+    with plan.log_path.open("ab") as log:
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+    _write_atomically(plan.pid_path, f"{process.pid}\n")
+    return process.pid
+
+
+def wait_for_leader(plans: tuple[NodePlan, ...], timeout: float) -> dict[str, Any]:
+    """The quorum's description once it has a leader and every node still runs."""
+    deadline = time.monotonic() + timeout
+    bootstrap = bootstrap_controllers(plans)
+    last_error: KafkaError | None = None
+    while True:
+        exited = [plan.node_id for plan in plans if running_pid(plan) is None]
+        if exited:
+            raise LeaderNotFoundError(f"node {', '.join(map(str, exited))} exited")
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            raise LeaderNotFoundError(f"no leader after {timeout:g}s ({last_error})")
+        try:
+            return describe_quorum(bootstrap, timeout=min(1.0, remaining))
+        except KafkaError as exc:
+            last_error = exc
+
+
+def describe_if_reachable(plans: tuple[NodePlan, ...], timeout: float = 2.0) -> dict[str, Any] | None:
+    try:
+        return describe_quorum(bootstrap_controllers(plans), timeout=timeout)
+    except KafkaError:
+        return None
+
+
+def stop_nodes(plans: tuple[NodePlan, ...], grace: float = 10.0) -> dict[int, str]:
+    """SIGTERM each running node, SIGKILL what outlives `grace` seconds, and
+    remove the pid files of nodes that are gone. Node id -> what happened."""
+    outcome: dict[int, str] = {}
+    running = {plan.node_id: (plan, pid) for plan in plans if (pid := running_pid(plan)) is not None}
+    for plan in plans:
+        if plan.node_id not in running:
+            outcome[plan.node_id] = "not running"
+    for node_id, (plan, pid) in running.items():
+        _signal(pid, signal.SIGTERM)
+        outcome[node_id] = f"stopped (pid {pid})"
+    survivors = _wait_gone(running, grace)
+    for node_id, (plan, pid) in survivors.items():
+        _signal(pid, signal.SIGKILL)
+        outcome[node_id] = f"killed after {grace:g}s (pid {pid})"
+    for node_id in _wait_gone(survivors, 5.0):
+        outcome[node_id] = f"still running (pid {running[node_id][1]})"
+    for plan in plans:
+        if running_pid(plan) is None:
+            plan.pid_path.unlink(missing_ok=True)
+    return dict(sorted(outcome.items()))
+
+
+def log_tail(plan: NodePlan, lines: int = 20) -> str:
+    try:
+        with plan.log_path.open("rb") as log:
+            log.seek(max(0, log.seek(0, os.SEEK_END) - 64 * 1024))
+            text = log.read().decode("utf-8", errors="replace")
+    except FileNotFoundError:
+        return "(no log)"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _wait_gone(nodes: Mapping[int, tuple[NodePlan, int]], timeout: float) -> dict[int, tuple[NodePlan, int]]:
+    deadline = time.monotonic() + timeout
+    while True:
+        left = {i: (plan, pid) for i, (plan, pid) in nodes.items() if is_alive(pid, plan.config_path)}
+        if not left or time.monotonic() >= deadline:
+            return left
+        time.sleep(0.05)
+
+
+def _signal(pid: int, sig: signal.Signals) -> None:
+    try:
+        os.kill(pid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _write_atomically(path: Path, text: str) -> None:
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)
