@@ -1,0 +1,165 @@
+"""The quorum over gRPC: outgoing requests to peers, and the KRaftQuorum service.
+
+Outgoing: the core's requests become unary calls on a channel per peer; the
+answer is stepped into the core. A call that fails or times out is simply
+dropped: the core's own timers retry (that is how Raft treats a lost
+message), so the transport never retries by itself.
+
+Incoming: a request is translated (metadata_quorum.wire), stepped into the
+core with a correlation id of our own, and answered with the response the
+core addresses to (sender, correlation id). A request the core leaves
+unanswered (a fetch superseded by a newer one, a leader change while it was
+parked) ends in DEADLINE_EXCEEDED; the peer has moved on by then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from typing import Optional
+
+import grpc
+
+from kraftlog_api import quorum_pb2 as pb
+from kraftlog_api import quorum_pb2_grpc as pb_grpc
+
+from . import wire
+from .node import QuorumNode
+from .raft import Errors, FetchRequest, Message, NotLeaderError
+
+log = logging.getLogger(__name__)
+
+# A fetch may carry up to fetch_max_bytes of records plus framing; snapshots
+# chunks likewise. Anything beyond this is refused by gRPC (RESOURCE_EXHAUSTED).
+MAX_MESSAGE_BYTES = 8 << 20
+
+CHANNEL_OPTIONS = [
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    # gRPC's default reconnect backoff grows to two minutes; a restarted
+    # controller must be reachable again within an election timeout.
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+]
+SERVER_OPTIONS = [
+    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+]
+
+
+class PeerTransport:
+    """Sends the core's requests to the other voters (and, for observers, to voters)."""
+
+    def __init__(self, addresses: dict[int, tuple[str, int]], request_timeout_ms: int) -> None:
+        self._addresses = addresses
+        self._request_timeout_s = request_timeout_ms / 1000
+        self._stubs: dict[int, pb_grpc.KRaftQuorumStub] = {}
+        self._channels: list[grpc.aio.Channel] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.node: Optional[QuorumNode] = None
+
+    def _stub(self, node_id: int) -> Optional[pb_grpc.KRaftQuorumStub]:
+        stub = self._stubs.get(node_id)
+        if stub is None:
+            address = self._addresses.get(node_id)
+            if address is None:
+                return None
+            channel = grpc.aio.insecure_channel(f"{address[0]}:{address[1]}", options=CHANNEL_OPTIONS)
+            self._channels.append(channel)
+            stub = self._stubs[node_id] = pb_grpc.KRaftQuorumStub(channel)
+        return stub
+
+    def send(self, request: Message) -> None:
+        task = asyncio.create_task(self._call(request))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _call(self, request: Message) -> None:
+        stub = self._stub(request.dst)
+        if stub is None:
+            log.warning("no address for node %d; dropping %s", request.dst, type(request).__name__)
+            return
+        method, pb_request = wire.request_to_proto(request)
+        timeout = self._request_timeout_s
+        if isinstance(request, FetchRequest):
+            timeout += request.max_wait_ms / 1000  # the leader may hold it that long
+        try:
+            pb_response = await getattr(stub, method)(pb_request, timeout=timeout)
+        except grpc.aio.AioRpcError as exc:
+            log.debug("%s to %d failed: %s", method, request.dst, exc.code())
+            return
+        try:
+            response = wire.response_from_proto(pb_response, request)
+        except wire.MalformedResponse as exc:
+            log.warning("dropping malformed %s response from %d: %s", method, request.dst, exc)
+            return
+        if self.node is not None:
+            self.node.handle_response(response)
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for channel in self._channels:
+            await channel.close()
+
+
+class KRaftQuorumService(pb_grpc.KRaftQuorumServicer):
+    """Serves the quorum protocol and DescribeQuorum for one node."""
+
+    def __init__(self, node: QuorumNode) -> None:
+        self.node = node
+        self._correlation_ids = itertools.count(1)
+        self._request_timeout_s = node.config.request_timeout_ms / 1000
+
+    async def _serve(self, method: str, pb_request, context: grpc.aio.ServicerContext):  # type: ignore[no-untyped-def]
+        node = self.node
+        if node.failure is not None:
+            await context.abort(grpc.StatusCode.UNAVAILABLE, f"node {node.node_id} stopped: {node.failure}")
+        try:
+            request = wire.request_from_proto(
+                method, pb_request, receiver_id=node.node_id, correlation_id=next(self._correlation_ids)
+            )
+        except wire.MisroutedRequest:
+            return wire.error_response(method, Errors.INCONSISTENT_VOTER_SET, node.epoch(), node.leader())
+        except wire.MalformedRequest as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"malformed {method} request: {exc}")
+        timeout = self._request_timeout_s
+        if isinstance(request, FetchRequest):
+            timeout += request.max_wait_ms / 1000
+        response = await node.handle_request(request, timeout)
+        if response is None:
+            await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, f"no answer to {method} within {timeout:.1f}s")
+        return wire.response_to_proto(response)
+
+    async def Vote(self, request, context):  # type: ignore[no-untyped-def]
+        return await self._serve("Vote", request, context)
+
+    async def BeginQuorumEpoch(self, request, context):  # type: ignore[no-untyped-def]
+        return await self._serve("BeginQuorumEpoch", request, context)
+
+    async def EndQuorumEpoch(self, request, context):  # type: ignore[no-untyped-def]
+        return await self._serve("EndQuorumEpoch", request, context)
+
+    async def Fetch(self, request, context):  # type: ignore[no-untyped-def]
+        return await self._serve("Fetch", request, context)
+
+    async def FetchSnapshot(self, request, context):  # type: ignore[no-untyped-def]
+        return await self._serve("FetchSnapshot", request, context)
+
+    async def DescribeQuorum(self, request, context):  # type: ignore[no-untyped-def]
+        node = self.node
+        try:
+            info = node.describe_quorum()
+        except NotLeaderError:
+            return wire.describe_quorum_response(None, Errors.NOT_LEADER_OR_FOLLOWER, node.leader(), node.epoch(), node.wall_ms)
+        return wire.describe_quorum_response(info, Errors.NONE, node.leader(), node.epoch(), node.wall_ms)
+
+
+def add_to_server(server: grpc.aio.Server, node: QuorumNode) -> None:
+    pb_grpc.add_KRaftQuorumServicer_to_server(KRaftQuorumService(node), server)
+
+
+SERVICE_NAMES = (pb.DESCRIPTOR.services_by_name["KRaftQuorum"].full_name,)
