@@ -47,13 +47,26 @@ class QuorumConfig:
             raise ValueError("append_max_batch_records must be positive")
 
     @property
+    def fetch_wait_ms(self) -> int:
+        """How long a follower asks the leader to hold a Fetch with nothing new.
+
+        At most a quarter of the fetch timeout, so that a held fetch, its
+        retry and the answer to the retry all fit before the follower gives
+        up on the leader.
+        """
+        return max(1, min(self.fetch_max_wait_ms, self.fetch_timeout_ms // 4))
+
+    @property
     def fetch_retry_ms(self) -> int:
         """A follower re-sends a Fetch that got no answer after this long.
 
-        Longer than the leader's long-poll wait, shorter than the fetch
-        timeout, so one lost message does not start an election.
+        Twice the long-poll wait: a held fetch is answered before it is
+        superseded (the leader keeps only the newest fetch of a replica, so a
+        retry that came before the hold ended would starve the follower of
+        answers). Shorter than the fetch timeout, so one lost message does
+        not start an election.
         """
-        return min(self.request_timeout_ms, self.fetch_max_wait_ms * 2, self.fetch_timeout_ms // 2)
+        return max(2 * self.fetch_wait_ms, min(self.request_timeout_ms, self.fetch_timeout_ms // 2))
 
     @classmethod
     def from_properties(cls, props: Mapping[str, object]) -> "QuorumConfig":

@@ -315,7 +315,7 @@ class RaftCore:
                 epoch=epoch,
                 fetch_offset=log.end_offset,
                 last_fetched_epoch=log.last_epoch,
-                max_wait_ms=self.config.fetch_max_wait_ms,
+                max_wait_ms=self.config.fetch_wait_ms,
             )
         )
         return cid
