@@ -31,11 +31,14 @@ CHANNEL_OPTIONS = (
 
 
 class QuorumLogClient:
-    def __init__(self, voters: dict[int, str]) -> None:
-        """`voters`: node id -> HOST:PORT of every controller."""
+    def __init__(self, voters: dict[int, str], request_timeout: float = 2.0) -> None:
+        """`voters`: node id -> HOST:PORT of every controller. `request_timeout`:
+        how long one attempt may take before the next voter is tried (a paused
+        or partitioned leader must not hold the whole append)."""
         if not voters:
             raise ValueError("no controllers given")
         self.voters = dict(voters)
+        self.request_timeout = request_timeout
         self._channels = {i: grpc.insecure_channel(a, options=CHANNEL_OPTIONS) for i, a in self.voters.items()}
         self._stubs = {i: quorum_pb2_grpc.QuorumLogStub(c) for i, c in self._channels.items()}
         self.leader_hint: Optional[int] = None
@@ -67,12 +70,10 @@ class QuorumLogClient:
                 raise RequestTimedOutError(f"append not committed within {timeout:g}s ({last_problem})")
             try:
                 response = self._stubs[target].Append(
-                    quorum_pb2.AppendRequest(records=list(records)), timeout=remaining
+                    quorum_pb2.AppendRequest(records=list(records)), timeout=min(remaining, self.request_timeout)
                 )
             except grpc.RpcError as exc:
                 last_problem = f"node {target}: {exc.code().name}"  # type: ignore[attr-defined]
-                if exc.code() is grpc.StatusCode.DEADLINE_EXCEEDED:  # type: ignore[attr-defined]
-                    continue  # the deadline check above ends it
                 target = next(candidates)
                 time.sleep(RETRY_BACKOFF_S)
                 continue
