@@ -1,0 +1,91 @@
+"""`meta.properties`: which cluster and node a metadata log directory belongs to.
+
+Kafka's format (version 1, the KRaft one), Java properties text:
+
+    #<comment>
+    version=1
+    cluster.id=<id>
+    node.id=<n>
+
+Written once, on first start; afterwards a node refuses a directory that
+names another cluster or another node, rather than mixing their data.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from .errors import InconsistentClusterIdError, StorageError, replace_file
+
+FILE_NAME = "meta.properties"
+VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class MetaProperties:
+    cluster_id: str
+    node_id: int
+    version: int = VERSION
+
+    def to_text(self) -> str:
+        return (f"#Written by kraftlog\nversion={self.version}\n"
+                f"cluster.id={self.cluster_id}\nnode.id={self.node_id}\n")
+
+    @staticmethod
+    def read(log_dir: Path) -> Optional["MetaProperties"]:
+        """The directory's meta.properties; None if it has none."""
+        path = Path(log_dir) / FILE_NAME
+        try:
+            text = path.read_text("utf-8")
+        except FileNotFoundError:
+            return None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise StorageError(f"{path}: unreadable: {exc}") from exc
+        values = _parse_properties(path, text)
+        try:
+            version, cluster_id, node_id = values["version"], values["cluster.id"], values["node.id"]
+        except KeyError as exc:
+            raise StorageError(f"{path}: no {exc.args[0]}") from None
+        if version != str(VERSION):
+            raise StorageError(f"{path}: version={version}, only version {VERSION} (KRaft) is supported")
+        try:
+            return MetaProperties(cluster_id, int(node_id))
+        except ValueError:
+            raise StorageError(f"{path}: node.id={node_id!r} is not an integer") from None
+
+    @staticmethod
+    def ensure(log_dir: Path, cluster_id: str, node_id: int) -> None:
+        """Write meta.properties on first start; refuse a directory of another cluster or node."""
+        _check_cluster_id(cluster_id)
+        log_dir = Path(log_dir)
+        path = log_dir / FILE_NAME
+        found = MetaProperties.read(log_dir)
+        if found is None:
+            replace_file(path, MetaProperties(cluster_id, node_id).to_text().encode("utf-8"))
+            return
+        if found.cluster_id != cluster_id:
+            raise InconsistentClusterIdError(
+                f"{path}: the directory belongs to cluster {found.cluster_id!r}, not {cluster_id!r}")
+        if found.node_id != node_id:
+            raise StorageError(f"{path}: the directory belongs to node {found.node_id}, not node {node_id}")
+
+
+def _parse_properties(path: Path, text: str) -> dict[str, str]:
+    values: dict[str, str] = {}
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        key, sep, value = line.partition("=")
+        if not sep:
+            raise StorageError(f"{path}: line {number} is not key=value: {raw!r}")
+        values[key.strip()] = value.strip()
+    return values
+
+
+def _check_cluster_id(cluster_id: str) -> None:
+    # Nothing that would need escaping in a properties file, or break a line.
+    if not cluster_id or cluster_id != cluster_id.strip() or "\\" in cluster_id or not cluster_id.isprintable():
+        raise ValueError(f"cluster id {cluster_id!r} must be non-empty printable text without backslashes")
