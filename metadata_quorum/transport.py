@@ -24,7 +24,7 @@ import grpc
 from kraftlog_api import quorum_pb2 as pb
 from kraftlog_api import quorum_pb2_grpc as pb_grpc
 
-from . import wire
+from . import rpc, wire
 from .node import QuorumNode
 from .raft import Errors, FetchRequest, Message, NotLeaderError
 
@@ -159,7 +159,7 @@ class KRaftQuorumService(pb_grpc.KRaftQuorumServicer):
 
 
 def add_to_server(server: grpc.aio.Server, node: QuorumNode) -> None:
-    pb_grpc.add_KRaftQuorumServicer_to_server(KRaftQuorumService(node), server)
+    rpc.add_service(server, pb.DESCRIPTOR.services_by_name["KRaftQuorum"], KRaftQuorumService(node))
 
 
 SERVICE_NAMES = (pb.DESCRIPTOR.services_by_name["KRaftQuorum"].full_name,)
