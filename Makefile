@@ -11,7 +11,7 @@ export GOCACHE := $(CURDIR)/.cache/go-build
 export GOPATH := $(CURDIR)/.cache/go
 export GOPROXY := off
 
-.PHONY: all venv go-toolchain lincheck test pytest go-test demo bench-log sim proto clean
+.PHONY: all venv go-toolchain lincheck test pytest go-test demo bench-log bench-quorum sim proto clean
 
 all: test
 
@@ -54,6 +54,9 @@ proto: venv
 
 bench-log: venv
 	$(BIN)/python bench/log_append.py
+
+bench-quorum: venv
+	$(BIN)/python bench/quorum.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
