@@ -1,9 +1,10 @@
-"""`make demo`: the partition log end to end, on a real directory.
+"""`make demo`: the partition log on a real directory, then the metadata quorum.
 
-Writes a few thousand records with every compression codec, shuts down cleanly,
+Part one writes a few thousand records with every compression codec, shuts down cleanly,
 reopens (no recovery scan needed), looks records up by offset and by
 timestamp, then shows a segment through `kraftlog dump-log`, as an operator
-would inspect a Kafka segment with kafka-dump-log.
+would inspect a Kafka segment with kafka-dump-log. Part two (demo_quorum.py)
+runs three controller processes through a leader failure.
 """
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ from rich.console import Console
 from rich.table import Table
 
 from partition_log.compression import Codec
+
+from . import demo_quorum
 from partition_log.config import LogConfig
 from partition_log.log_manager import LogManager
 from partition_log.records import Record, encode_batch, iter_records
@@ -50,6 +53,11 @@ def produce(manager: LogManager, console: Console, start_ms: int) -> list[tuple[
 
 def main() -> int:
     console = Console()
+    partition_log_demo(console)
+    return demo_quorum.main(console)
+
+
+def partition_log_demo(console: Console) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="kraftlog-demo-"))
     try:
         config = LogConfig(segment_bytes=16 * 1024, index_interval_bytes=1024)
@@ -94,7 +102,6 @@ def main() -> int:
         console.rule(f"kraftlog dump-log {segment.name}")
         cli = Path(sys.executable).with_name("kraftlog")
         subprocess.run([str(cli), "dump-log", str(segment)], check=True)
-        return 0
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
 

@@ -236,6 +236,11 @@ class QuorumNode:
         self.core.step(response, self.now_ms())
         self.drain()
 
+    def peer_unreachable(self, node_id: int) -> None:
+        """The transport could not connect to `node_id` at all."""
+        self.core.peer_unreachable(node_id, self.now_ms())
+        self.drain()
+
     # ------------------------------------------------------------------
     # Carrying out Ready bundles
     # ------------------------------------------------------------------

@@ -89,6 +89,10 @@ class PeerTransport:
             pb_response = await getattr(stub, method)(pb_request, timeout=timeout)
         except grpc.aio.AioRpcError as exc:
             log.debug("%s to %d failed: %s", method, request.dst, exc.code())
+            if exc.code() is grpc.StatusCode.UNAVAILABLE and self.node is not None:
+                # Refused or reset: no process listens there. (A paused or
+                # partitioned peer times out instead, and is not reported.)
+                self.node.peer_unreachable(request.dst)
             return
         try:
             response = wire.response_from_proto(pb_response, request)

@@ -207,6 +207,20 @@ class RaftCore:
         if handler is not None:
             handler(message)
 
+    def peer_unreachable(self, node_id: int, now: int) -> None:
+        """The shell could not reach `node_id` at all: the connection was refused
+        or reset, so no process listens there (it crashed or is restarting).
+
+        A follower then takes its leader for gone: it stops vouching for it
+        (pre-votes are granted again) and campaigns after a short random
+        backoff instead of waiting out the whole fetch timeout. Only such
+        hard failures are reported, never timeouts: a slow or partitioned
+        leader is still detected by the fetch timeout. A false report costs a
+        refused pre-vote round, since the other voters still hear the leader.
+        """
+        self._set_now(now)
+        self.state.on_peer_unreachable(self, node_id)
+
     def tick(self, now: int) -> None:
         """Let time pass: fire every timer due at `now`."""
         self._set_now(now)

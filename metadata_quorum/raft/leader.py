@@ -118,11 +118,24 @@ class Leader(ElectionState):
     def append(self, core: "RaftCore", records: list[bytes]) -> int:
         self.accumulator.extend(records)
         last_offset = core.log.end_offset + len(self.accumulator) - 1
-        if core.config.append_linger_ms == 0 or len(self.accumulator) >= core.config.append_max_batch_records:
+        if (
+            core.config.append_linger_ms == 0
+            or len(self.accumulator) >= core.config.append_max_batch_records
+            or self._idle(core)
+        ):
             self._drain(core)
         elif self.linger_deadline == NEVER:
             self.linger_deadline = core.now + core.config.append_linger_ms
         return last_offset
+
+    def _idle(self, core: "RaftCore") -> bool:
+        """Everything written before is flushed and committed: nothing to batch with.
+
+        Lingering then would only add latency (linger.ms exists to batch
+        appends that arrive while earlier ones are still on their way).
+        """
+        end = core.log.end_offset
+        return core.flushed_end >= end and self.high_watermark is not None and self.high_watermark >= end
 
     def _drain(self, core: "RaftCore") -> None:
         records, self.accumulator = self.accumulator, []
@@ -178,6 +191,8 @@ class Leader(ElectionState):
         assert candidate <= core.log.end_offset
         self.high_watermark = candidate
         core.learn_high_watermark(candidate)
+        if self.accumulator and self._idle(core):
+            self._drain(core)  # the batch in flight committed: write what waited for it
         self._complete_parked(core, expired_only=False)
 
     def on_flushed(self, core: "RaftCore") -> None:

@@ -99,6 +99,9 @@ class ElectionState:
     def on_leader_resigned(self, core: "RaftCore", position: Optional[int], successors: int) -> None:
         """EndQuorumEpoch from the leader we follow: `position` in its preferred successors."""
 
+    def on_peer_unreachable(self, core: "RaftCore", node_id: int) -> None:
+        """Nothing listens at `node_id` (see RaftCore.peer_unreachable)."""
+
 
 # --- Unattached -------------------------------------------------------------
 
@@ -213,11 +216,23 @@ class _Election(ElectionState, abc.ABC):
             if len(self.granted) >= core.majority:
                 self.won(core)
         else:
-            self.rejected.add(resp.src)
-            if len(self.rejected) >= core.majority:
-                # Cannot win this round: back off a random while, then retry.
-                backoff = core.rng.randint(0, core.config.election_backoff_max_ms)
-                self.election_deadline = min(self.election_deadline, core.now + backoff)
+            self._reject(core, resp.src)
+
+    def on_peer_unreachable(self, core: "RaftCore", node_id: int) -> None:
+        # A voter with no process listening cannot grant: count it as a "no",
+        # so a split vote with a voter down backs off briefly instead of
+        # waiting out the whole election timeout.
+        if node_id in self.expected and node_id not in self.granted:
+            self._reject(core, node_id)
+
+    def _reject(self, core: "RaftCore", voter: int) -> None:
+        if voter in self.rejected:
+            return  # a duplicate answer must not draw a new backoff
+        self.rejected.add(voter)
+        if len(self.rejected) >= core.majority:
+            # Cannot win this round: back off a random while, then retry.
+            backoff = core.rng.randint(0, core.config.election_backoff_max_ms)
+            self.election_deadline = min(self.election_deadline, core.now + backoff)
 
 
 class Prospective(_Election):
@@ -382,6 +397,15 @@ class Follower(ElectionState):
         self.leader_resigned = True
         self.election_deadline = min(self.election_deadline, core.now + delay)
 
+    def on_peer_unreachable(self, core: "RaftCore", node_id: int) -> None:
+        # Only the first report counts: the fetch is retried every few ms,
+        # and a fresh random delay each time would shrink toward zero and
+        # make every follower campaign at once.
+        if node_id == self.leader and not self.leader_resigned:
+            self.leader_resigned = True
+            delay = core.rng.randrange(max(1, core.config.election_backoff_max_ms))
+            self.election_deadline = min(self.election_deadline, core.now + delay)
+
     def on_fetch_response(self, core: "RaftCore", resp: FetchResponse) -> None:
         if resp.correlation_id != self.inflight or self.download is not None:
             return
@@ -478,6 +502,11 @@ class ObserverFollower(Follower):
 
     def on_leader_resigned(self, core: "RaftCore", position: Optional[int], successors: int) -> None:
         self.target = core.random_voter()
+
+    def on_peer_unreachable(self, core: "RaftCore", node_id: int) -> None:
+        # An observer never campaigns: it looks for the leader elsewhere.
+        if node_id == self.target:
+            self.on_fetch_timeout(core)
 
 
 # --- Resigned -----------------------------------------------------------------

@@ -14,7 +14,7 @@ import random
 from collections import Counter, deque
 from typing import Callable, Optional
 
-from metadata_quorum.raft import Message, QuorumConfig, RaftCore
+from metadata_quorum.raft import Message, QuorumConfig, RaftCore, is_request
 from metadata_quorum.raft.states import ElectionState
 
 from .checker import InvariantChecker
@@ -176,11 +176,21 @@ class SimCluster:
         if node.core is None or (msg.src, msg.dst) in self.blocked:
             self.trace.append((self.now, "drop", msg))
             self.stats["dropped"] += 1
+            if node.core is None and is_request(msg):
+                # Nothing listens on a crashed node: the sender's connection is refused.
+                self.call_at(self.now + self.latency[0], lambda: self._refused(msg.src, msg.dst))
             return
         self.trace.append((self.now, "deliver", msg))
         self.messages_delivered += 1
         node.core.step(msg, self.now)
         self.process(node)
+
+    def _refused(self, src: int, dst: int) -> None:
+        sender = self.nodes[src]
+        if sender.core is not None and self.nodes[dst].core is None and sender.paused_until <= self.now:
+            self.trace.append((self.now, "refused", src, dst))
+            sender.core.peer_unreachable(dst, self.now)  # type: ignore[arg-type]
+            self.process(sender)
 
     # --- nodes ------------------------------------------------------------------------
 
@@ -312,6 +322,8 @@ class SimCluster:
                 text = f"node {event[2]}: started as {event[3]}"
             elif kind == "crash":
                 text = f"node {event[2]}: CRASHED"
+            elif kind == "refused":
+                text = f"node {event[2]}: connection to node {event[3]} refused"
             elif kind == "install":
                 text = f"node {event[2]}: installed snapshot {tuple(event[3])}"
             elif kind == "snapshot":
