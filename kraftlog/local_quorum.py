@@ -18,6 +18,7 @@ from typing import Any, Callable, Mapping, Optional, TypeVar
 import grpc
 import yaml
 
+from client.errors import KafkaError
 from client.quorum_log import QuorumLogClient
 from kraftlog_api import quorum_pb2, quorum_pb2_grpc
 
@@ -174,6 +175,13 @@ class LocalQuorum:
             return leader if leader is not None and leader[0] != other_than else None
 
         return wait_until(found, timeout, "a leader")
+
+    def applied(self, node_id: int) -> Optional[list[tuple[int, bytes]]]:
+        """The committed records node `node_id` applied; None while it cannot answer (starting up)."""
+        try:
+            return self.client.read_committed(node_id)
+        except KafkaError:
+            return None
 
     def channel(self, node_id: int) -> grpc.Channel:
         return self._channels[node_id]

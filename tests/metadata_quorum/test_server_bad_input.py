@@ -204,4 +204,4 @@ def test_a_node_restarts_from_its_snapshot_and_log(single) -> None:
     assert single.stop(1) == 0
     single.start(1)
     single.wait_for_leader()
-    wait_until(lambda: single.client.read_committed(1)[: len(before)] == before, 20, "the restarted node has it all")
+    wait_until(lambda: (single.applied(1) or [])[: len(before)] == before, 20, "the restarted node has it all")
