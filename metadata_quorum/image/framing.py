@@ -1,0 +1,95 @@
+"""The byte layout of an image snapshot (MetadataImage.snapshot / from_snapshot).
+
+    magic       4 bytes  b"KLMI"
+    version     1 byte   1
+    offset      8 bytes  signed big-endian: the offset of the last record the image applied (-1: none)
+    count       4 bytes  unsigned big-endian: how many records follow
+    records     count x (uvarint length, serialized MetadataRecord)
+    crc         4 bytes  unsigned big-endian: zlib CRC-32 of every byte before it
+
+The storage layer (storage/snapshots.py) checksums the file as well; the CRC
+here makes the image bytes self-checking wherever they travel. Any
+difference from this layout is reported as a FramingError.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from typing import Iterable
+
+MAGIC = b"KLMI"
+VERSION = 1
+_HEADER = struct.Struct(">4sBqI")
+_CRC = struct.Struct(">I")
+
+
+class FramingError(ValueError):
+    """The bytes are not an image snapshot (truncated, damaged, or something else)."""
+
+
+def encode(offset: int, records: Iterable[bytes]) -> bytes:
+    body = bytearray()
+    count = 0
+    for data in records:
+        _put_uvarint(body, len(data))
+        body += data
+        count += 1
+    out = bytearray(_HEADER.pack(MAGIC, VERSION, offset, count))
+    out += body
+    out += _CRC.pack(zlib.crc32(out))
+    return bytes(out)
+
+
+def decode(data: bytes) -> tuple[int, list[memoryview]]:
+    """(offset, the serialized records) of a snapshot; FramingError if it is not one."""
+    view = memoryview(data)
+    if len(view) < _HEADER.size + _CRC.size:
+        raise FramingError(f"{len(view)} bytes is too short for an image snapshot")
+    magic, version, offset, count = _HEADER.unpack_from(view)
+    if magic != MAGIC:
+        raise FramingError(f"bad magic {bytes(magic)!r}, expected {MAGIC!r}")
+    if version != VERSION:
+        raise FramingError(f"unknown snapshot version {version}")
+    end = len(view) - _CRC.size
+    (crc,) = _CRC.unpack_from(view, end)
+    if zlib.crc32(view[:end]) != crc:
+        raise FramingError("CRC mismatch: the snapshot is damaged or truncated")
+    records = []
+    pos = _HEADER.size
+    for i in range(count):
+        # Inline fast path: almost every record is shorter than 128 bytes.
+        if pos >= end:
+            raise FramingError(f"record {i} of {count} is missing")
+        length = view[pos]
+        pos += 1
+        if length & 0x80:
+            length, pos = _get_uvarint(view, pos - 1, end)
+        if pos + length > end:
+            raise FramingError(f"record {i} of {count} ({length} bytes) runs past the end")
+        records.append(view[pos:pos + length])
+        pos += length
+    if pos != end:
+        raise FramingError(f"{end - pos} bytes after the last of {count} records")
+    return offset, records
+
+
+def _put_uvarint(out: bytearray, value: int) -> None:
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+
+
+def _get_uvarint(view: memoryview, pos: int, end: int) -> tuple[int, int]:
+    value = 0
+    shift = 0
+    while True:
+        if pos >= end or shift > 35:
+            raise FramingError("bad record length")
+        byte = view[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
