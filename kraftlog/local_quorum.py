@@ -61,7 +61,8 @@ class LocalQuorum:
         ports = free_ports(voters)
         spec = {
             "cluster.id": CLUSTER_ID,
-            "defaults": dict(properties or {}),
+            # The raw record store: tests and benchmarks of the quorum itself append opaque records.
+            "defaults": {"kraftlog.quorum.state.machine": "records", **(properties or {})},
             "nodes": [
                 {"node.id": i + 1, "process.roles": "controller", "listeners": f"CONTROLLER://127.0.0.1:{port}"}
                 for i, port in enumerate(ports)

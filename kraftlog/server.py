@@ -20,10 +20,13 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from metadata_quorum import log_service, transport
-from metadata_quorum.node import QuorumNode
+from metadata_quorum import controller_service, log_service, transport
+from metadata_quorum.metadata_state import MetadataStateMachine
+from metadata_quorum.node import QuorumNode, StateMachine
 from metadata_quorum.record_store import RecordStore
 from metadata_quorum.storage import StorageError, open_metadata_storage
+
+from metadata_quorum.controller_service import ActiveController
 
 from .server_config import ServerConfig
 
@@ -73,13 +76,17 @@ async def serve(config: ServerConfig) -> int:
     peers = transport.PeerTransport(
         {i: a for i, a in config.voters.items() if i != config.node_id}, config.quorum.request_timeout_ms
     )
-    store = RecordStore()
+    state_machine: StateMachine
+    if config.state_machine == "records":
+        state_machine = store = RecordStore()
+    else:
+        state_machine = metadata = MetadataStateMachine()
     node = QuorumNode(
         config.node_id,
         config.voters.keys(),
         config.cluster_id,
         storage,
-        store,
+        state_machine,
         config=config.quorum,
         max_bytes_between_snapshots=config.max_bytes_between_snapshots,
         send=peers.send,
@@ -89,12 +96,19 @@ async def serve(config: ServerConfig) -> int:
 
     server = grpc.aio.server(options=transport.SERVER_OPTIONS)
     transport.add_to_server(server, node)
-    log_service.add_to_server(server, node, store)
+    active: ActiveController | None = None
+    if config.state_machine == "records":
+        log_service.add_to_server(server, node, store)
+        app_services = log_service.SERVICE_NAMES
+    else:
+        active = controller_service.ActiveController(node, metadata, config.controller)
+        controller_service.add_to_server(server, active)
+        app_services = controller_service.SERVICE_NAMES
     health_servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     service_names = (
         *transport.SERVICE_NAMES,
-        *log_service.SERVICE_NAMES,
+        *app_services,
         health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
         reflection.SERVICE_NAME,
     )
@@ -117,6 +131,8 @@ async def serve(config: ServerConfig) -> int:
 
     await server.start()
     node.start()
+    if active is not None:
+        active.start()
     for name in service_names[:2]:
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
@@ -130,6 +146,8 @@ async def serve(config: ServerConfig) -> int:
     await health_servicer.enter_graceful_shutdown()
     if failure is None:
         await node.resign()
+    if active is not None:
+        await active.stop()
     await server.stop(grace=0.5)
     await peers.close()
     await node.stop()

@@ -23,6 +23,8 @@ from typing import Any, Mapping, NamedTuple
 
 import yaml
 
+from metadata_quorum.controller.config import KAFKA_PROPERTY_NAMES as CONTROLLER_PROPERTY_NAMES
+from metadata_quorum.controller.config import ControllerConfig
 from metadata_quorum.raft.config import KAFKA_PROPERTY_NAMES as QUORUM_PROPERTY_NAMES
 from metadata_quorum.raft.config import QuorumConfig
 from partition_log.errors import InvalidConfigError
@@ -39,11 +41,17 @@ METADATA_LOG_DIR = "metadata.log.dir"
 MAX_BYTES_BETWEEN_SNAPSHOTS = "metadata.log.max.record.bytes.between.snapshots"
 METADATA_LOG_SEGMENT_BYTES = "metadata.log.segment.bytes"
 LOG_LEVEL = "kraftlog.log.level"
+# What a controller runs above the quorum: `metadata` (the metadata image and
+# the controller: the real thing) or `records` (a plain store of raw records,
+# served through the QuorumLog RPCs: for a quorum-only cluster, its tests and
+# its benchmark). Not a Kafka setting; Kafka has only the former.
+STATE_MACHINE = "kraftlog.quorum.state.machine"
+STATE_MACHINES = ("metadata", "records")
 
 KNOWN_PROPERTIES = frozenset({
     NODE_ID, PROCESS_ROLES, CLUSTER_ID, VOTERS, LISTENERS, CONTROLLER_LISTENER_NAMES,
     LOG_DIRS, LOG_DIR, METADATA_LOG_DIR, MAX_BYTES_BETWEEN_SNAPSHOTS, METADATA_LOG_SEGMENT_BYTES,
-    LOG_LEVEL, *QUORUM_PROPERTY_NAMES,
+    LOG_LEVEL, STATE_MACHINE, *QUORUM_PROPERTY_NAMES, *CONTROLLER_PROPERTY_NAMES,
 })
 POSITIVE_TIMINGS = frozenset({"controller.quorum.election.timeout.ms", "controller.quorum.fetch.timeout.ms"})
 ROLES = ("controller", "broker")
@@ -93,6 +101,8 @@ class ServerConfig:
     max_bytes_between_snapshots: int
     metadata_log_segment_bytes: int
     log_level: str  # a `logging` level name
+    state_machine: str  # one of STATE_MACHINES
+    controller: ControllerConfig  # num.partitions, broker.session.timeout.ms, ...
     properties: dict[str, Any] = field(compare=False)
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
@@ -130,6 +140,8 @@ class ServerConfig:
             metadata_log_segment_bytes=_int(props, METADATA_LOG_SEGMENT_BYTES, minimum=1,
                                             default=1024 * 1024 * 1024),
             log_level=_log_level(props),
+            state_machine=_choice(props, STATE_MACHINE, STATE_MACHINES),
+            controller=ControllerConfig.from_properties(props),
             properties=props,
             warnings=tuple(f"unknown or unsupported property {key} is ignored"
                            for key in sorted(props) if key not in KNOWN_PROPERTIES),
@@ -336,6 +348,13 @@ def _quorum(props: Mapping[str, Any]) -> QuorumConfig:
     timings = {key: _int(props, key, minimum=1 if key in POSITIVE_TIMINGS else 0)
                for key in QUORUM_PROPERTY_NAMES if key in props}
     return QuorumConfig.from_properties(timings)
+
+
+def _choice(props: Mapping[str, Any], key: str, choices: tuple[str, ...]) -> str:
+    value = props.get(key, choices[0])
+    if value not in choices:
+        raise InvalidConfigError(f"{key}: expected one of {', '.join(choices)}, got {value!r}")
+    return str(value)
 
 
 def _log_level(props: Mapping[str, Any]) -> str:

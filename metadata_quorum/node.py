@@ -104,6 +104,8 @@ class QuorumNode:
         self.core.on_transition = self._on_transition
         state_machine.load_snapshot(durable.snapshot.data if durable.snapshot else None)
         self._bytes_since_snapshot = 0
+        # Committed entries handed to the state machine end here.
+        self.applied_end = durable.log_start_offset
         self._responses: dict[tuple[int, int], asyncio.Future[Message]] = {}
         self._waiters: list[_Waiter] = []
         self._listeners: list[Callable[[int, Sequence[Entry]], None]] = []
@@ -187,6 +189,13 @@ class QuorumNode:
     def high_watermark(self) -> int:
         return self.core.high_watermark
 
+    def leader_ready(self) -> bool:
+        """This node leads and its state machine has applied everything committed
+        (the new epoch's first entry included): it may act on the state."""
+        state = self.core.state
+        hw = getattr(state, "high_watermark", None) if self.core.is_leader() else None
+        return hw is not None and self.applied_end >= hw
+
     def describe_quorum(self) -> QuorumInfo:
         self.core.tick(self.now_ms())
         return self.core.describe_quorum()
@@ -265,6 +274,7 @@ class QuorumNode:
             self._log_generation += 1
             storage.log.reset_to(snapshot.snapshot_id.end_offset)
             self.state_machine.load_snapshot(snapshot.data)
+            self.applied_end = snapshot.snapshot_id.end_offset
             self._bytes_since_snapshot = 0
             log.info("node %d installed snapshot %s", self.node_id, tuple(snapshot.snapshot_id))
         if r.snapshot_to_save is not None:
@@ -293,6 +303,7 @@ class QuorumNode:
         self.state_machine.apply(records)
         self._bytes_since_snapshot += sum(len(data) for _, data in records)
         end = base + len(entries)
+        self.applied_end = end
         if self._waiters:
             self._answer_waiters(base, entries, end)
         for listener in self._listeners:

@@ -1,0 +1,141 @@
+"""The KRaftController gRPC service: the pure Controller run as the active controller.
+
+Only the Raft leader is the active controller, and only once it has applied
+every committed record (its image is complete): until then, and on every
+other controller, requests get NOT_CONTROLLER with the leader's id.
+
+Requests are decided one at a time: a decision's records are appended and
+committed (and so replayed into the image) before the next request is
+decided, which is what the Controller's contract asks (every decision sees
+every earlier one) without keeping a second, uncommitted image. A leader
+change drops the Controller and its soft state (broker sessions); the next
+active controller starts every session afresh, as Kafka does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+from types import SimpleNamespace
+from typing import Callable, Optional
+
+import grpc
+from google.protobuf.message import Message
+
+from kraftlog_api import controller_pb2 as cpb
+
+from . import rpc
+from .controller import Controller, ControllerConfig, ControllerResult, Error
+from .metadata_state import MetadataStateMachine
+from .node import AppendLostError, QuorumNode, StorageFailure
+from .raft import NotLeaderError
+
+log = logging.getLogger(__name__)
+
+TICK_INTERVAL_S = 0.1
+
+# RPC name -> (Controller method, whether it takes now_ms).
+HANDLERS: dict[str, tuple[str, bool]] = {
+    "BrokerRegistration": ("handle_registration", True),
+    "BrokerHeartbeat": ("handle_heartbeat", True),
+    "AlterPartition": ("handle_alter_partition", False),
+    "CreateTopics": ("handle_create_topics", False),
+    "DeleteTopics": ("handle_delete_topics", False),
+    "CreatePartitions": ("handle_create_partitions", False),
+    "ElectLeaders": ("handle_elect_leaders", False),
+    "AllocateProducerIds": ("handle_allocate_producer_ids", False),
+}
+RESPONSES: dict[str, type[Message]] = {
+    name: getattr(cpb, method.output_type.name)
+    for name, method in cpb.DESCRIPTOR.services_by_name["KRaftController"].methods_by_name.items()
+}
+
+
+class ActiveController:
+    """Runs the Controller while this node leads, one decision at a time."""
+
+    def __init__(self, node: QuorumNode, metadata: MetadataStateMachine, config: ControllerConfig) -> None:
+        self.node = node
+        self.metadata = metadata
+        self.config = config
+        self._lock = asyncio.Lock()
+        self._controller: Optional[Controller] = None
+        self._epoch = -1
+        self._ticker: Optional[asyncio.Task[None]] = None
+
+    def start(self) -> None:
+        self._ticker = asyncio.create_task(self._tick_loop(), name="controller-tick")
+
+    async def stop(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+            await asyncio.gather(self._ticker, return_exceptions=True)
+
+    def controller_id(self) -> int:
+        leader = self.node.leader()
+        return -1 if leader is None else leader
+
+    def _active(self) -> Optional[Controller]:
+        node = self.node
+        if not node.leader_ready():
+            self._controller = None
+            return None
+        if self._controller is None or self._epoch != node.epoch() or self._controller.image is not self.metadata.image:
+            self._epoch = node.epoch()
+            self._controller = Controller(
+                self.metadata.image, self.config,
+                cluster_id=node.cluster_id, node_id=node.node_id, now_ms=node.now_ms(),
+            )
+            log.info("node %d is the active controller (epoch %d, image at offset %d)",
+                     node.node_id, self._epoch, self.metadata.image.offset)
+        return self._controller
+
+    async def serve(self, rpc_name: str, request: Message, context: grpc.aio.ServicerContext) -> Message:
+        return await self.handle(rpc_name, request)
+
+    async def handle(self, rpc_name: str, request: Message) -> Message:
+        method, takes_now = HANDLERS[rpc_name]
+        async with self._lock:
+            controller = self._active()
+            if controller is None:
+                return self.not_controller(rpc_name)
+            handler: Callable[..., ControllerResult] = getattr(controller, method)
+            result = handler(request, self.node.now_ms()) if takes_now else handler(request)
+            if result.records and not await self._append(result):
+                return self.not_controller(rpc_name)
+            assert result.response is not None
+            return result.response
+
+    async def _append(self, result: ControllerResult) -> bool:
+        """Append the result's records and wait for their commit; False if leadership was lost first."""
+        try:
+            await self.node.append([r.SerializeToString() for r in result.records])
+        except (NotLeaderError, AppendLostError, StorageFailure) as exc:
+            log.info("controller decision not committed (%s); leadership lost", exc)
+            self._controller = None
+            return False
+        return True
+
+    def not_controller(self, rpc_name: str) -> Message:
+        return RESPONSES[rpc_name](error_code=Error.NOT_CONTROLLER, controller_id=self.controller_id())
+
+    async def _tick_loop(self) -> None:
+        while True:
+            await asyncio.sleep(TICK_INTERVAL_S)
+            async with self._lock:
+                controller = self._active()
+                if controller is None:
+                    continue
+                result = controller.tick(self.node.now_ms())
+                if result.records:
+                    await self._append(result)
+
+
+def add_to_server(server: grpc.aio.Server, active: ActiveController) -> None:
+    # Every RPC takes the same path: one handler per name, bound to it.
+    methods = {name: functools.partial(active.serve, name) for name in HANDLERS}
+    rpc.add_service(server, cpb.DESCRIPTOR.services_by_name["KRaftController"], SimpleNamespace(**methods))
+
+
+SERVICE_NAMES = (cpb.DESCRIPTOR.services_by_name["KRaftController"].full_name,)
