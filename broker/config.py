@@ -1,0 +1,88 @@
+"""The broker's settings under Kafka's names, and the per-topic values the
+metadata image decides (topic override > cluster default > broker file).
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from metadata_quorum.image import MetadataImage
+from partition_log.config import LogConfig
+from partition_log.errors import InvalidConfigError
+
+log = logging.getLogger(__name__)
+
+MIN_INSYNC_REPLICAS = "min.insync.replicas"
+REPLICA_LAG_TIME_MAX_MS = "replica.lag.time.max.ms"
+REPLICA_FETCH_MAX_BYTES = "replica.fetch.max.bytes"
+REPLICA_FETCH_WAIT_MAX_MS = "replica.fetch.wait.max.ms"
+REPLICA_FETCH_MIN_BYTES = "replica.fetch.min.bytes"
+REPLICA_FETCH_BACKOFF_MS = "replica.fetch.backoff.ms"
+
+# Kafka property name -> (field, default, minimum)
+_PROPERTIES: dict[str, tuple[str, int, int]] = {
+    MIN_INSYNC_REPLICAS: ("min_insync_replicas", 1, 1),
+    REPLICA_LAG_TIME_MAX_MS: ("replica_lag_time_max_ms", 30000, 1),
+    REPLICA_FETCH_MAX_BYTES: ("replica_fetch_max_bytes", 1048576, 0),
+    REPLICA_FETCH_WAIT_MAX_MS: ("replica_fetch_wait_max_ms", 500, 0),
+    REPLICA_FETCH_MIN_BYTES: ("replica_fetch_min_bytes", 1, 1),
+    REPLICA_FETCH_BACKOFF_MS: ("replica_fetch_backoff_ms", 1000, 0),
+}
+
+
+@dataclass(frozen=True)
+class BrokerConfig:
+    min_insync_replicas: int = 1
+    replica_lag_time_max_ms: int = 30000
+    replica_fetch_max_bytes: int = 1048576
+    replica_fetch_wait_max_ms: int = 500
+    replica_fetch_min_bytes: int = 1
+    replica_fetch_backoff_ms: int = 1000
+    log: LogConfig = field(default_factory=LogConfig)
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, Any]) -> "BrokerConfig":
+        """The broker's Kafka-named properties; unknown keys are the caller's business."""
+        values: dict[str, Any] = {}
+        for key, (attr, _default, minimum) in _PROPERTIES.items():
+            if key in props:
+                values[attr] = _int(key, props[key], minimum)
+        return cls(**values, log=LogConfig.from_mapping(props))
+
+
+def _int(key: str, raw: Any, minimum: int) -> int:
+    if isinstance(raw, bool):
+        raise InvalidConfigError(f"{key}={raw!r}: expected an integer")
+    try:
+        value = int(raw)
+    except (TypeError, ValueError):
+        raise InvalidConfigError(f"{key}={raw!r}: expected an integer") from None
+    if value < minimum:
+        raise InvalidConfigError(f"{key}={value}: must be at least {minimum}")
+    return value
+
+
+def topic_log_config(image: MetadataImage, topic: str, base: LogConfig) -> LogConfig:
+    """The log settings of `topic`: the broker's, then the cluster-wide
+    defaults, then the topic's overrides. A value the image holds that does
+    not parse is skipped with a warning (the controller validates them; an
+    old image must not stop the broker)."""
+    config = base
+    for scope, values in (("cluster", image.cluster_config()), (f"topic {topic}", image.topic_config(topic))):
+        try:
+            config = LogConfig.from_mapping(values, config)
+        except InvalidConfigError as exc:
+            log.warning("ignoring the %s log config: %s", scope, exc)
+    return config
+
+
+def topic_min_insync_replicas(image: MetadataImage, topic: str, default: int) -> int:
+    value = default
+    for scope, values in (("cluster", image.cluster_config()), (f"topic {topic}", image.topic_config(topic))):
+        if MIN_INSYNC_REPLICAS in values:
+            try:
+                value = _int(MIN_INSYNC_REPLICAS, values[MIN_INSYNC_REPLICAS], 1)
+            except InvalidConfigError as exc:
+                log.warning("ignoring the %s setting: %s", scope, exc)
+    return value

@@ -1,0 +1,54 @@
+"""The Metadata answer, from the metadata image alone: the unfenced brokers,
+and for each topic asked for its partitions' leaders, replicas and ISRs.
+
+A partition without a live leader answers LEADER_NOT_AVAILABLE (leader -1);
+a topic the image does not hold, UNKNOWN_TOPIC_OR_PARTITION.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+from kraftlog_api import broker_pb2 as bpb
+from metadata_quorum.image import BrokerRegistration, Endpoint, MetadataImage
+
+from .errors import Error
+from .partition import NO_LEADER
+
+
+def client_endpoint(broker: BrokerRegistration, listener: Optional[str] = None) -> Optional[Endpoint]:
+    """The endpoint clients use: the named listener's, else the first."""
+    for endpoint in broker.endpoints:
+        if listener is None or endpoint.name == listener:
+            return endpoint
+    return None
+
+
+def metadata_response(image: MetadataImage, request: bpb.MetadataRequest, *, cluster_id: str,
+                      controller_id: int = -1, listener: Optional[str] = None) -> bpb.MetadataResponse:
+    response = bpb.MetadataResponse(cluster_id=cluster_id, controller_id=controller_id)
+    live = set()
+    for broker_id in sorted(image.brokers):
+        broker = image.brokers[broker_id]
+        endpoint = client_endpoint(broker, listener)
+        if broker.fenced or endpoint is None:
+            continue
+        live.add(broker_id)
+        out = response.brokers.add(node_id=broker_id, host=endpoint.host, port=endpoint.port)
+        if broker.rack is not None:
+            out.rack = broker.rack
+    names = sorted(image.topic_ids) if request.all_topics and not request.topics else list(request.topics)
+    for name in names:
+        topic = image.topic(name)
+        if topic is None:
+            response.topics.add(name=name, error_code=Error.UNKNOWN_TOPIC_OR_PARTITION)
+            continue
+        out_topic = response.topics.add(name=name, topic_id=topic.topic_id)
+        for index in sorted(topic.partitions):
+            state = topic.partitions[index]
+            leader = state.leader if state.leader in live else NO_LEADER
+            out_topic.partitions.add(
+                error_code=Error.NONE if leader != NO_LEADER else Error.LEADER_NOT_AVAILABLE,
+                partition_index=index, leader_id=leader, leader_epoch=state.leader_epoch,
+                replica_nodes=state.replicas, isr_nodes=state.isr,
+                offline_replicas=[b for b in state.replicas if b not in live])
+    return response

@@ -1,0 +1,306 @@
+"""One partition replica on this broker: its log, what the metadata image
+says of it, and - while this broker leads it - the leader's state.
+
+A role change swaps state, not flags: `leadership` holds what only a leader
+has (followers' fetch state, the ISR proposal in flight, acks=all waiters)
+and is None on a follower. Every method that needs a leader goes through
+`leader()`, which raises the error a client must see.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from kraftlog_api import controller_pb2 as cpb
+from kraftlog_api import metadata_pb2 as mpb
+from metadata_quorum.image import PartitionState
+from partition_log.log import AppendInfo, Clock, Log
+
+from . import isr as isr_rules
+from .errors import BrokerError, Error
+from .waiting import OffsetWaiters, Signal
+
+log = logging.getLogger(__name__)
+
+NO_LEADER = -1
+NO_EPOCH = -1
+
+
+@dataclass(slots=True)
+class Leadership:
+    """What only the leader of the partition holds, for one leader epoch."""
+
+    epoch_start_offset: int
+    followers: dict[int, isr_rules.FollowerState]
+    hw_waiters: OffsetWaiters = field(default_factory=OffsetWaiters)
+    # The AlterPartition item in flight (sent or to be sent), and whether it
+    # still has to go out (new, or its last send failed in transport).
+    pending: Optional[cpb.AlterPartitionRequest.PartitionData] = None
+    pending_unsent: bool = False
+
+
+class Partition:
+    def __init__(self, topic: str, index: int, topic_id: bytes, log: Log, broker_id: int, clock: Clock) -> None:
+        self.topic = topic
+        self.index = index
+        self.topic_id = topic_id
+        self.log = log
+        self.broker_id = broker_id
+        self.clock = clock
+        self.leader_id = NO_LEADER
+        self.leader_epoch = NO_EPOCH
+        self.partition_epoch = NO_EPOCH
+        self.replicas: tuple[int, ...] = ()
+        self.isr: tuple[int, ...] = ()
+        self.leader_recovery_state: int = mpb.RECOVERED
+        self.min_insync_replicas = 1
+        self.leadership: Optional[Leadership] = None
+        self.stopped = False
+        self.changed = Signal()  # appends, high watermark moves, role changes
+
+    def __repr__(self) -> str:
+        role = "leader" if self.leadership else f"follower of {self.leader_id}"
+        return f"Partition({self.topic}-{self.index}, {role}, epoch {self.leader_epoch}, isr {list(self.isr)})"
+
+    @property
+    def is_leader(self) -> bool:
+        return self.leadership is not None
+
+    @property
+    def high_watermark(self) -> int:
+        return self.log.high_watermark
+
+    @property
+    def maximal_isr(self) -> tuple[int, ...]:
+        pending = self.leadership.pending if self.leadership else None
+        return isr_rules.maximal_isr(self.isr, pending.new_isr if pending is not None else None)
+
+    # -- role changes (from the metadata image) -----------------------------
+    def _is_stale(self, state: PartitionState) -> bool:
+        return (state.leader_epoch, state.partition_epoch) < (self.leader_epoch, self.partition_epoch)
+
+    def _adopt(self, state: PartitionState) -> None:
+        self.leader_id = state.leader
+        self.leader_epoch = state.leader_epoch
+        self.partition_epoch = state.partition_epoch
+        self.replicas = state.replicas
+        self.isr = state.isr
+        self.leader_recovery_state = state.leader_recovery_state
+
+    def become_leader(self, state: PartitionState) -> bool:
+        """Lead with the image's epochs and ISR. Returns True on a new leader
+        epoch; an ISR or replica change in the same epoch keeps the
+        followers' fetch state."""
+        if self._is_stale(state):
+            log.warning("%r: ignoring stale state %s", self, state)
+            return False
+        new_epoch = self.leadership is None or state.leader_epoch != self.leader_epoch
+        lead = self.leadership
+        if new_epoch:
+            now = self.clock()
+            end = self.log.log_end_offset
+            # Kafka records the epoch's start at once, not at its first
+            # append: a follower holding batches of an epoch this leader never
+            # wrote must learn where this leader's log ends (OffsetsForLeaderEpoch).
+            self.log.leader_epochs.assign(state.leader_epoch, end)
+            # Every follower must fetch again before the high watermark moves;
+            # ISR members count as caught up now, so none is dropped at once.
+            followers = {b: isr_rules.FollowerState(b, last_caught_up_ms=now if b in state.isr else 0)
+                         for b in state.replicas if b != self.broker_id}
+            waiters = lead.hw_waiters if lead is not None else OffsetWaiters()
+            self.leadership = lead = Leadership(end, followers, waiters)
+            log.info("%s-%d: leader in epoch %d from offset %d, isr %s", self.topic, self.index,
+                     state.leader_epoch, end, list(state.isr))
+        else:
+            assert lead is not None
+            for b in state.replicas:
+                if b != self.broker_id and b not in lead.followers:
+                    lead.followers[b] = isr_rules.FollowerState(b)
+            for b in [b for b in lead.followers if b not in state.replicas]:
+                del lead.followers[b]
+            if lead.pending is not None and state.partition_epoch > lead.pending.partition_epoch:
+                lead.pending = None  # the metadata log has the outcome of the proposal
+        self._adopt(state)
+        self.stopped = False
+        self.maybe_advance_high_watermark()
+        self.changed.fire()
+        return new_epoch
+
+    def become_follower(self, state: PartitionState) -> bool:
+        """Follow `state.leader` (-1: none yet). Returns True when the leader
+        or its epoch changed, i.e. the fetcher must start over."""
+        if self._is_stale(state):
+            log.warning("%r: ignoring stale state %s", self, state)
+            return False
+        changed = (self.leadership is not None or state.leader_epoch != self.leader_epoch
+                   or state.leader != self.leader_id)
+        self._resign()
+        self._adopt(state)
+        self.stopped = False
+        self.changed.fire()
+        if changed:
+            log.info("%s-%d: follower of %d in epoch %d", self.topic, self.index, state.leader, state.leader_epoch)
+        return changed
+
+    def stop(self) -> None:
+        """The replica leaves this broker (or its topic is deleted)."""
+        self._resign()
+        self.stopped = True
+        self.changed.fire()
+
+    def _resign(self) -> None:
+        if self.leadership is not None:
+            self.leadership.hw_waiters.complete_all(Error.NOT_LEADER_OR_FOLLOWER)
+            self.leadership = None
+
+    # -- checks --------------------------------------------------------------
+    def check_leader_epoch(self, current_leader_epoch: int) -> None:
+        """A request's current_leader_epoch (-1: not checked) against ours."""
+        if current_leader_epoch < 0 or current_leader_epoch == self.leader_epoch:
+            return
+        if current_leader_epoch < self.leader_epoch:
+            raise BrokerError(Error.FENCED_LEADER_EPOCH,
+                              f"epoch {current_leader_epoch} is older than the leader epoch {self.leader_epoch}")
+        raise BrokerError(Error.UNKNOWN_LEADER_EPOCH,
+                          f"epoch {current_leader_epoch} is newer than the leader epoch {self.leader_epoch}")
+
+    def leader(self, current_leader_epoch: int = NO_EPOCH) -> Leadership:
+        """Our leadership, after the request's epoch check (epochs first, as Kafka)."""
+        self.check_leader_epoch(current_leader_epoch)
+        if self.leadership is None or self.stopped:
+            raise BrokerError(Error.NOT_LEADER_OR_FOLLOWER,
+                              f"broker {self.broker_id} does not lead {self.topic}-{self.index} "
+                              f"(leader {self.leader_id}, epoch {self.leader_epoch})")
+        return self.leadership
+
+    # -- produce -------------------------------------------------------------
+    def append(self, records: bytes, acks: int) -> AppendInfo:
+        """Append producer batches as the leader; with acks=all, only while
+        the ISR is at least min.insync.replicas."""
+        self.leader()
+        if acks == -1 and len(self.isr) < self.min_insync_replicas:
+            raise BrokerError(Error.NOT_ENOUGH_REPLICAS,
+                              f"isr {list(self.isr)} is smaller than min.insync.replicas={self.min_insync_replicas}")
+        info = self.log.append_as_leader(records, self.leader_epoch)
+        self.maybe_advance_high_watermark()
+        self.changed.fire()
+        return info
+
+    def wait_for_high_watermark(self, offset: int) -> asyncio.Future[int]:
+        """A future completed with an error code once the high watermark
+        reaches `offset`: NONE, NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR
+        shrank below min.insync.replicas on the way, NOT_LEADER_OR_FOLLOWER if
+        leadership was lost first."""
+        lead = self.leader()
+        future = lead.hw_waiters.add(offset)
+        lead.hw_waiters.complete_up_to(self.high_watermark, self._replicated_result())
+        return future
+
+    def forget_waiter(self, future: asyncio.Future[int]) -> None:
+        if self.leadership is not None:
+            self.leadership.hw_waiters.discard(future)
+
+    def _replicated_result(self) -> Error:
+        if len(self.maximal_isr) >= self.min_insync_replicas:
+            return Error.NONE
+        return Error.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+
+    # -- high watermark ------------------------------------------------------
+    def maybe_advance_high_watermark(self) -> bool:
+        """Leader: move the high watermark up to what every maximal-ISR member
+        holds (never back), completing the acks=all waiters it passes."""
+        lead = self.leadership
+        if lead is None:
+            return False
+        bound = isr_rules.high_watermark_bound(self.broker_id, self.log.log_end_offset, self.maximal_isr,
+                                               lead.followers)
+        if bound is None or not self.log.maybe_increment_high_watermark(bound):
+            return False
+        lead.hw_waiters.complete_up_to(self.high_watermark, self._replicated_result())
+        self.changed.fire()
+        return True
+
+    # -- follower fetches (leader side) --------------------------------------
+    def diverging_epoch(self, fetch_offset: int, last_fetched_epoch: int) -> Optional[tuple[int, int]]:
+        """(epoch, end offset) where a follower's log leaves ours, if it does:
+        our log has no batch of its last epoch at its fetch offset."""
+        epoch, end = self.log.end_offset_for_epoch(last_fetched_epoch)
+        if epoch < last_fetched_epoch or end < fetch_offset:
+            return epoch, end
+        return None
+
+    def record_follower_fetch(self, replica_id: int, fetch_offset: int) -> bool:
+        """A follower fetched at `fetch_offset`: it holds everything below.
+        Returns True when it may now join the ISR (the caller asks for an
+        AlterPartition)."""
+        lead = self.leader()
+        follower = lead.followers.get(replica_id)
+        if follower is None:
+            raise BrokerError(Error.NOT_LEADER_OR_FOLLOWER,
+                              f"broker {replica_id} is not a replica of {self.topic}-{self.index}")
+        follower.record_fetch(fetch_offset, self.log.log_end_offset, self.clock())
+        self.maybe_advance_high_watermark()
+        return (replica_id not in self.maximal_isr
+                and isr_rules.can_join(follower, self.high_watermark, lead.epoch_start_offset))
+
+    # -- ISR changes ---------------------------------------------------------
+    def propose_isr(self, lag_max_ms: int, eligible: Callable[[int], bool]) -> None:
+        """Leader, with no proposal in flight: decide the ISR change to ask for."""
+        lead = self.leadership
+        if lead is None or lead.pending is not None:
+            return
+        now = self.clock()
+        end = self.log.log_end_offset
+        recovering = self.leader_recovery_state == mpb.RECOVERING
+        leaving = isr_rules.out_of_sync(self.isr, self.broker_id, lead.followers, end, now, lag_max_ms)
+        joining = [] if recovering else isr_rules.ready_to_join(
+            self.replicas, self.isr, lead.followers, self.high_watermark, lead.epoch_start_offset, eligible)
+        new_isr = isr_rules.next_isr(self.isr, leaving, joining)
+        if new_isr is None and not recovering:
+            return
+        lead.pending = cpb.AlterPartitionRequest.PartitionData(
+            partition_index=self.index, leader_epoch=self.leader_epoch, new_isr=new_isr or self.isr,
+            partition_epoch=self.partition_epoch, leader_recovery_state=mpb.RECOVERED)
+        lead.pending_unsent = True
+        log.info("%s-%d: proposing isr %s (was %s; leaving %s, joining %s)", self.topic, self.index,
+                 list(lead.pending.new_isr), list(self.isr), leaving, joining)
+
+    def take_unsent_proposal(self) -> Optional[cpb.AlterPartitionRequest.PartitionData]:
+        lead = self.leadership
+        if lead is None or lead.pending is None or not lead.pending_unsent:
+            return None
+        lead.pending_unsent = False
+        return lead.pending
+
+    def proposal_unanswered(self, sent: cpb.AlterPartitionRequest.PartitionData) -> None:
+        """The request carrying `sent` failed in transport: its outcome is
+        unknown, so it stays in flight (the maximal ISR holds) and goes again."""
+        lead = self.leadership
+        if lead is not None and lead.pending == sent:
+            lead.pending_unsent = True
+
+    def proposal_answered(self, sent: cpb.AlterPartitionRequest.PartitionData,
+                          result: cpb.AlterPartitionResponse.PartitionData) -> None:
+        """The controller's answer to `sent`: adopt the ISR it committed, or
+        drop a refused proposal (nothing changed; the next check decides again)."""
+        lead = self.leadership
+        if lead is None or lead.pending != sent:
+            return  # an answer to an older proposal, or we no longer lead
+        lead.pending = None
+        if result.error_code != Error.NONE:
+            log.info("%s-%d: isr proposal %s refused with error %d", self.topic, self.index,
+                     list(sent.new_isr), result.error_code)
+        elif result.leader_epoch == self.leader_epoch and result.partition_epoch > self.partition_epoch:
+            self.isr = tuple(result.isr)
+            self.partition_epoch = result.partition_epoch
+            self.leader_recovery_state = result.leader_recovery_state
+        self.maybe_advance_high_watermark()
+
+    # -- reads ---------------------------------------------------------------
+    def read(self, offset: int, max_bytes: int, *, up_to_log_end: bool, min_one_batch: bool) -> bytes:
+        """Whole batches from `offset`: below the high watermark for consumers,
+        to the log end for followers."""
+        max_offset = None if up_to_log_end else self.high_watermark
+        return self.log.read(offset, max_bytes, max_offset=max_offset, min_one_batch=min_one_batch)

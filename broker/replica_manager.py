@@ -1,0 +1,211 @@
+"""The replicas this broker holds, driven by the metadata image.
+
+`apply_metadata(image, delta)` is the metadata listener: every partition the
+delta changed that names this broker as a replica is led or followed with
+the image's epochs; a replica removed from this broker, or of a deleted
+topic, is stopped and its log deleted. The request paths (produce, fetch,
+offsets) find partitions here and raise the error a client must see.
+"""
+from __future__ import annotations
+
+import logging
+import shutil
+from dataclasses import dataclass, field
+from typing import Optional
+
+from kraftlog_api import controller_pb2 as cpb
+from kraftlog_api import metadata_pb2 as mpb
+from metadata_quorum.image import MetadataDelta, MetadataImage, PartitionState
+from partition_log.errors import KafkaError
+from partition_log.log import Clock, wall_clock_ms
+from partition_log.log_manager import LogManager
+
+from .config import BrokerConfig, topic_log_config, topic_min_insync_replicas
+from .errors import BrokerError, Error
+from .partition import NO_EPOCH, NO_LEADER, Partition
+from .waiting import Signal
+
+log = logging.getLogger(__name__)
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass(slots=True)
+class ReplicaChanges:
+    """What one apply_metadata did, for the fetcher shell and for tests."""
+
+    leaders: list[Partition] = field(default_factory=list)    # new leader epochs here
+    followers: list[Partition] = field(default_factory=list)  # new leader or epoch to fetch from
+    stopped: list[TopicPartition] = field(default_factory=list)
+    failed: dict[TopicPartition, str] = field(default_factory=dict)  # logs that could not open
+
+
+class ReplicaManager:
+    def __init__(self, broker_id: int, log_manager: LogManager, clock: Clock = wall_clock_ms,
+                 config: Optional[BrokerConfig] = None) -> None:
+        self.broker_id = broker_id
+        self.log_manager = log_manager
+        self.clock = clock
+        self.config = config or BrokerConfig(log=log_manager.default_config)
+        self.image = MetadataImage()
+        self.partitions: dict[TopicPartition, Partition] = {}
+        self.offline: dict[TopicPartition, str] = {}  # replicas whose log could not be opened
+        self.isr_change_wanted = Signal()  # a follower may join an ISR: worth an AlterPartition now
+
+    # -- metadata --------------------------------------------------------------
+    def apply_metadata(self, image: MetadataImage, delta: MetadataDelta) -> ReplicaChanges:
+        self.image = image
+        changes = ReplicaChanges()
+        for topic_id, topic in delta.removed_topics.items():
+            for index in topic.partitions:
+                partition = self.partitions.get((topic.name, index))
+                if partition is not None and partition.topic_id == topic_id:
+                    self._remove(partition, changes)
+        for topic_id, index in sorted(delta.changed_partitions):
+            topic = image.topics.get(topic_id)
+            state = topic.partitions.get(index) if topic is not None else None
+            if topic is None or state is None:
+                continue
+            current = self.partitions.get((topic.name, index))
+            if self.broker_id in state.replicas:
+                self._replicate(topic.name, index, topic_id, state, changes)
+            elif current is not None:
+                self._remove(current, changes)
+        if delta.changed_configs:
+            self._apply_configs(delta)
+        return changes
+
+    def _replicate(self, topic: str, index: int, topic_id: bytes, state: PartitionState,
+                   changes: ReplicaChanges) -> None:
+        tp = (topic, index)
+        partition = self.partitions.get(tp)
+        if partition is not None and partition.topic_id != topic_id:
+            self._remove(partition, changes)  # a topic deleted and made again under the same name
+            partition = None
+        if partition is None:
+            try:
+                lg = self.log_manager.get_or_create(
+                    topic, index, topic_log_config(self.image, topic, self.log_manager.default_config))
+            except KafkaError as exc:
+                log.error("%s-%d: cannot open the log: %s", topic, index, exc)
+                self.offline[tp] = str(exc)
+                changes.failed[tp] = str(exc)
+                return
+            partition = Partition(topic, index, topic_id, lg, self.broker_id, self.clock)
+            partition.min_insync_replicas = self._min_insync(topic)
+            self.partitions[tp] = partition
+            self.offline.pop(tp, None)
+        if state.leader == self.broker_id:
+            if partition.become_leader(state):
+                changes.leaders.append(partition)
+        elif partition.become_follower(state):
+            changes.followers.append(partition)
+
+    def _remove(self, partition: Partition, changes: ReplicaChanges) -> None:
+        tp = (partition.topic, partition.index)
+        partition.stop()
+        del self.partitions[tp]
+        self._delete_log(tp)
+        changes.stopped.append(tp)
+        log.info("%s-%d: replica removed from broker %d, log deleted", tp[0], tp[1], self.broker_id)
+
+    def _delete_log(self, tp: TopicPartition) -> None:
+        lg = self.log_manager.logs.pop(tp, None)
+        self.log_manager.first_dirty.pop(tp, None)
+        if lg is None:
+            return
+        for segment in lg.segments:
+            segment.close()
+        shutil.rmtree(lg.directory, ignore_errors=True)
+
+    def _apply_configs(self, delta: MetadataDelta) -> None:
+        cluster_wide = (mpb.BROKER, "") in delta.changed_configs
+        topics = {name for kind, name in delta.changed_configs if kind == mpb.TOPIC}
+        for (topic, _), partition in self.partitions.items():
+            if cluster_wide or topic in topics:
+                partition.log.config = topic_log_config(self.image, topic, self.log_manager.default_config)
+                partition.min_insync_replicas = self._min_insync(topic)
+
+    def _min_insync(self, topic: str) -> int:
+        return topic_min_insync_replicas(self.image, topic, self.config.min_insync_replicas)
+
+    # -- lookups for the request paths -------------------------------------
+    def get(self, topic: str, index: int) -> Partition:
+        """The replica here, or the error a client must see: NOT_LEADER_OR_FOLLOWER
+        when the partition exists elsewhere, UNKNOWN_TOPIC_OR_PARTITION when not at all."""
+        partition = self.partitions.get((topic, index))
+        if partition is not None:
+            return partition
+        if (topic, index) in self.offline:
+            raise BrokerError(Error.KAFKA_STORAGE_ERROR, self.offline[(topic, index)])
+        known = self.image.topic(topic)
+        if known is None or index not in known.partitions:
+            raise BrokerError(Error.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}-{index} does not exist")
+        raise BrokerError(Error.NOT_LEADER_OR_FOLLOWER, f"broker {self.broker_id} holds no replica of {topic}-{index}")
+
+    def leader_hint(self, topic: str, index: int) -> tuple[int, int]:
+        """(leader id, leader epoch) as the image has them, for NOT_LEADER answers."""
+        known = self.image.topic(topic)
+        state = known.partitions.get(index) if known is not None else None
+        return (state.leader, state.leader_epoch) if state is not None else (NO_LEADER, NO_EPOCH)
+
+    def is_eligible(self, broker_id: int) -> bool:
+        """May join an ISR: registered, unfenced, not shutting down (KIP-841)."""
+        broker = self.image.brokers.get(broker_id)
+        return broker is not None and not broker.fenced and not broker.in_controlled_shutdown
+
+    def followed(self) -> dict[int, list[Partition]]:
+        """The partitions this broker follows, by the leader to fetch from."""
+        by_leader: dict[int, list[Partition]] = {}
+        for partition in self.partitions.values():
+            if not partition.is_leader and partition.leader_id != NO_LEADER:
+                by_leader.setdefault(partition.leader_id, []).append(partition)
+        return by_leader
+
+    # -- ISR changes ---------------------------------------------------------
+    def alter_partition_request(self) -> Optional[cpb.AlterPartitionRequest]:
+        """Decide the ISR changes of every partition led here (drop followers
+        lagging past replica.lag.time.max.ms, add caught-up ones) and return
+        the AlterPartition request to send, with any proposal whose last send
+        failed; None when there is nothing to ask. Call it periodically and
+        when `isr_change_wanted` fires."""
+        by_topic: dict[bytes, list[cpb.AlterPartitionRequest.PartitionData]] = {}
+        for partition in self.partitions.values():
+            partition.propose_isr(self.config.replica_lag_time_max_ms, self.is_eligible)
+            item = partition.take_unsent_proposal()
+            if item is not None:
+                by_topic.setdefault(partition.topic_id, []).append(item)
+        if not by_topic:
+            return None
+        me = self.image.brokers.get(self.broker_id)
+        return cpb.AlterPartitionRequest(
+            broker_id=self.broker_id, broker_epoch=me.broker_epoch if me is not None else -1,
+            topics=[cpb.AlterPartitionRequest.TopicData(topic_id=tid, partitions=items)
+                    for tid, items in sorted(by_topic.items())])
+
+    def alter_partition_failed(self, request: cpb.AlterPartitionRequest) -> None:
+        """The request got no answer: every proposal in it is resent next time."""
+        for partition, sent in self._sent_items(request):
+            partition.proposal_unanswered(sent)
+
+    def alter_partition_answered(self, request: cpb.AlterPartitionRequest,
+                                 response: cpb.AlterPartitionResponse) -> None:
+        if response.error_code != Error.NONE:
+            # Refused as a whole (NOT_CONTROLLER, STALE_BROKER_EPOCH): unchanged, try again.
+            self.alter_partition_failed(request)
+            return
+        results = {(t.topic_id, p.partition_index): p for t in response.topics for p in t.partitions}
+        for partition, sent in self._sent_items(request):
+            result = results.get((partition.topic_id, sent.partition_index))
+            if result is None:
+                partition.proposal_unanswered(sent)
+            else:
+                partition.proposal_answered(sent, result)
+
+    def _sent_items(self, request: cpb.AlterPartitionRequest):
+        for topic in request.topics:
+            known = self.image.topics.get(topic.topic_id)
+            for item in topic.partitions:
+                partition = self.partitions.get((known.name, item.partition_index)) if known else None
+                if partition is not None and partition.topic_id == topic.topic_id:
+                    yield partition, item
