@@ -15,7 +15,7 @@ from partition_log.log_manager import LogManager
 
 from ..partition_log.conftest import FakeClock, batch_of
 
-__all__ = ["Cluster", "FakeClock", "batch_of", "run", "fetch_request"]
+__all__ = ["Cluster", "FakeClock", "batch_of", "run", "fetch_request", "replicate"]
 
 
 def run(coro):
@@ -101,3 +101,16 @@ def fetch_request(topic: str, index: int, offset: int, *, replica_id: int = -1, 
         topics=[bpb.FetchRequest.FetchTopic(topic=topic, partitions=[bpb.FetchRequest.FetchPartition(
             partition=index, current_leader_epoch=current_leader_epoch, fetch_offset=offset,
             last_fetched_epoch=last_fetched_epoch, partition_max_bytes=partition_max_bytes)])])
+
+
+async def replicate(cluster: Cluster, follower_id: int, rounds: int = 1) -> None:
+    """`rounds` fetches of every partition `follower_id` follows, straight into
+    the leaders' handle_fetch (no long poll), applied as the fetcher would."""
+    from broker import fetcher
+    from broker.fetch import handle_fetch
+
+    follower = cluster[follower_id]
+    for _ in range(rounds):
+        for leader_id, request in fetcher.fetch_requests(follower, max_wait_ms=0).items():
+            response = await handle_fetch(cluster[leader_id], request)
+            fetcher.apply_fetch_response(follower, request, response)
