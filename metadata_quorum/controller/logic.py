@@ -1,0 +1,149 @@
+"""The active controller: a deterministic state machine over the metadata image.
+
+Each handler validates one request against `image` and returns a
+ControllerResult: the metadata records to append and the response to send
+once they commit. Nothing here touches a clock, a socket, a disk or a
+thread; time comes in as `now_ms` and randomness (topic ids) from the
+injected `rng`, so a seed replays a run exactly.
+
+The shell's contract:
+- every decision must see every earlier one: the shell either waits until
+  a result's records have committed and been replayed into `image` before
+  it asks for the next decision, or applies appended records to `image`
+  at once (as Kafka's controller works on its uncommitted state);
+- it appends a result's records in order, as one batch, and sends the
+  response only once they (and everything appended before) have committed;
+- when this node stops being the Raft leader it drops this Controller
+  and builds a new one from the committed image when it leads again.
+
+Soft state, kept here and not in the log: broker sessions
+(`BrokerHeartbeats`) and the time of the last automatic leader rebalance.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Optional, TypeVar
+
+from google.protobuf.message import Message
+
+from kraftlog_api import controller_pb2 as cpb
+from kraftlog_api import metadata_pb2 as mpb
+from metadata_quorum.image import MetadataImage
+
+from . import brokers, partitions, topics
+from .config import ControllerConfig
+from .errors import ControllerError, Error
+from .heartbeats import BrokerHeartbeats
+from .result import ControllerResult
+
+PRODUCER_ID_BLOCK_SIZE = 1000
+LONG_MAX = 2**63 - 1
+
+M = TypeVar("M", bound=Message)
+
+
+class Controller:
+    def __init__(
+        self,
+        image: MetadataImage,
+        config: Optional[ControllerConfig] = None,
+        *,
+        cluster_id: str,
+        node_id: int,
+        now_ms: int,
+        rng: Optional[random.Random] = None,
+    ) -> None:
+        """`now_ms`: when this node became the active controller; every broker's session starts then.
+
+        `rng` draws topic ids; pass a seeded one for reproducible runs (the
+        default is seeded by the OS, so clusters get unrelated ids).
+        """
+        self.image = image
+        self.config = config or ControllerConfig()
+        self.cluster_id = cluster_id
+        self.node_id = node_id
+        self.rng = rng if rng is not None else random.Random()
+        self.heartbeats = BrokerHeartbeats(self.config.broker_session_timeout_ms, now_ms)
+        self.last_rebalance_ms = now_ms
+
+    # --- brokers ---------------------------------------------------------------------------
+
+    def handle_registration(self, request: cpb.BrokerRegistrationRequest, now_ms: int) -> ControllerResult:
+        return brokers.register(
+            self.image, self.config, self.heartbeats, self.cluster_id, request, now_ms, self.node_id)
+
+    def handle_heartbeat(self, request: cpb.BrokerHeartbeatRequest, now_ms: int) -> ControllerResult:
+        return brokers.heartbeat(self.image, self.config, self.heartbeats, request, now_ms, self.node_id)
+
+    # --- partitions ------------------------------------------------------------------------
+
+    def handle_alter_partition(self, request: cpb.AlterPartitionRequest) -> ControllerResult:
+        return partitions.alter_partition(self.image, request, self.node_id)
+
+    def handle_elect_leaders(self, request: cpb.ElectLeadersRequest) -> ControllerResult:
+        return partitions.elect_leaders(self.image, self.config, request, self.node_id)
+
+    # --- topics ----------------------------------------------------------------------------
+
+    def handle_create_topics(self, request: cpb.CreateTopicsRequest) -> ControllerResult:
+        return topics.create_topics(self.image, self.config, request, self._new_topic_id, self.node_id)
+
+    def handle_delete_topics(self, request: cpb.DeleteTopicsRequest) -> ControllerResult:
+        return topics.delete_topics(self.image, request, self.node_id)
+
+    def handle_create_partitions(self, request: cpb.CreatePartitionsRequest) -> ControllerResult:
+        return topics.create_partitions(self.image, request, self.node_id)
+
+    # --- producer ids ----------------------------------------------------------------------
+
+    def handle_allocate_producer_ids(self, request: cpb.AllocateProducerIdsRequest) -> ControllerResult:
+        """The next block of PRODUCER_ID_BLOCK_SIZE producer ids, for a registered broker."""
+        response = cpb.AllocateProducerIdsResponse(controller_id=self.node_id)
+        try:
+            partitions.check_broker_epoch(self.image, request.broker_id, request.broker_epoch)
+        except ControllerError as exc:
+            response.error_code = exc.error
+            return ControllerResult([], response)
+        start = self.image.next_producer_id
+        if start > LONG_MAX - PRODUCER_ID_BLOCK_SIZE:
+            response.error_code = Error.UNKNOWN_SERVER_ERROR
+            return ControllerResult([], response)
+        record = mpb.ProducerIdsRecord(
+            broker_id=request.broker_id, broker_epoch=request.broker_epoch,
+            next_producer_id=start + PRODUCER_ID_BLOCK_SIZE)
+        response.producer_id_start = start
+        response.producer_id_len = PRODUCER_ID_BLOCK_SIZE
+        return ControllerResult([mpb.MetadataRecord(producer_ids=record)], response)
+
+    # --- the controller's own work ---------------------------------------------------------
+
+    def tick(self, now_ms: int) -> ControllerResult:
+        """Fence brokers whose session expired; otherwise, when due, rebalance leaders.
+
+        A tick that fences does not rebalance too (its elections would be
+        decided against brokers the same batch fences); the next one will.
+        """
+        records = brokers.fence_expired(self.image, self.config, self.heartbeats, now_ms)
+        if records:
+            return ControllerResult(records)
+        if (self.config.auto_leader_rebalance_enable
+                and now_ms - self.last_rebalance_ms >= self.config.leader_imbalance_check_interval_ms):
+            self.last_rebalance_ms = now_ms
+            records = partitions.rebalance(self.image, self.config)
+        return ControllerResult(records)
+
+    def _new_topic_id(self, taken: set[bytes]) -> bytes:
+        while True:
+            topic_id = self.rng.getrandbits(128).to_bytes(16, "big")
+            if any(topic_id) and topic_id not in taken and topic_id not in self.image.topics:
+                return topic_id
+
+
+def error_response(response_type: type[M], error: Error, controller_id: int, message: str = "") -> M:
+    """A response of `response_type` carrying only a request-level error (e.g. NOT_CONTROLLER from a standby)."""
+    response = response_type(error_code=error, controller_id=controller_id)
+    if message and "error_message" in response.DESCRIPTOR.fields_by_name:
+        response.error_message = message  # type: ignore[attr-defined]
+    return response
+
