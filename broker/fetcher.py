@@ -25,6 +25,7 @@ from kraftlog_api import broker_pb2 as bpb
 from partition_log import batch as b
 from partition_log.log import Log
 
+from .epochs import end_offset_for_epoch
 from .errors import Error, as_broker_error
 from .partition import Partition
 from .replica_manager import ReplicaManager, TopicPartition
@@ -140,7 +141,7 @@ def truncation_offset(lg: Log, leader_epoch: int, leader_end_offset: int) -> int
         return min(lg.high_watermark, end)  # the leader knows none of our epochs
     if leader_epoch < 0:
         return min(leader_end_offset, end)
-    our_epoch, our_end = lg.end_offset_for_epoch(leader_epoch)
+    our_epoch, our_end = end_offset_for_epoch(lg, leader_epoch)
     if our_epoch < 0:
         return min(leader_end_offset, end)
     if our_epoch != leader_epoch:

@@ -12,6 +12,7 @@ from typing import Optional
 from kraftlog_api import broker_pb2 as bpb
 from partition_log.leader_epoch import UNDEFINED_EPOCH
 
+from .epochs import end_offset_for_epoch
 from .errors import BrokerError, Error, as_broker_error
 from .replica_manager import ReplicaManager
 
@@ -66,12 +67,12 @@ def handle_list_offsets(replicas: ReplicaManager, request: bpb.ListOffsetsReques
 def offset_for_leader_epoch(replicas: ReplicaManager, topic: str, index: int, leader_epoch: int,
                             current_leader_epoch: int) -> EpochAnswer:
     """(the largest epoch <= `leader_epoch` we know, the offset where it
-    ended); -1/-1 for an epoch older than our log or newer than our latest."""
+    ended); see epochs.py."""
     answer = EpochAnswer(partition=index, leader_epoch=UNDEFINED_EPOCH, end_offset=-1)
     try:
         partition = replicas.get(topic, index)
         partition.leader(current_leader_epoch)
-        answer.leader_epoch, answer.end_offset = partition.log.end_offset_for_epoch(leader_epoch)
+        answer.leader_epoch, answer.end_offset = end_offset_for_epoch(partition.log, leader_epoch)
     except Exception as exc:  # noqa: BLE001 - an error is this partition's answer
         answer.error_code = as_broker_error(exc).error
     return answer

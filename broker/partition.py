@@ -19,6 +19,7 @@ from metadata_quorum.image import PartitionState
 from partition_log.log import AppendInfo, Clock, Log
 
 from . import isr as isr_rules
+from .epochs import end_offset_for_epoch
 from .errors import BrokerError, Error
 from .waiting import OffsetWaiters, Signal
 
@@ -225,8 +226,16 @@ class Partition:
     # -- follower fetches (leader side) --------------------------------------
     def diverging_epoch(self, fetch_offset: int, last_fetched_epoch: int) -> Optional[tuple[int, int]]:
         """(epoch, end offset) where a follower's log leaves ours, if it does:
-        our log has no batch of its last epoch at its fetch offset."""
-        epoch, end = self.log.end_offset_for_epoch(last_fetched_epoch)
+        our log has no batch of its last epoch at its fetch offset. As Kafka,
+        OFFSET_OUT_OF_RANGE when we cannot tell (the epoch is unknown to us)
+        or the fetch offset is below our log start."""
+        epoch, end = end_offset_for_epoch(self.log, last_fetched_epoch)
+        if end < 0:
+            raise BrokerError(Error.OFFSET_OUT_OF_RANGE,
+                              f"the end offset of epoch {last_fetched_epoch} is unknown to the leader")
+        if fetch_offset < self.log.log_start_offset:
+            raise BrokerError(Error.OFFSET_OUT_OF_RANGE,
+                              f"offset {fetch_offset} is below the log start offset {self.log.log_start_offset}")
         if epoch < last_fetched_epoch or end < fetch_offset:
             return epoch, end
         return None
