@@ -62,26 +62,35 @@ def fetch_partition(partition: Partition, max_bytes: int) -> FetchPartition:
 def fetch_requests(replicas: ReplicaManager, *, max_wait_ms: Optional[int] = None,
                    skip: frozenset[TopicPartition] = frozenset()) -> dict[int, bpb.FetchRequest]:
     """One Fetch per leader for every partition followed here (but `skip`,
-    the partitions backing off), long-polled per replica.fetch.wait.max.ms."""
-    config = replicas.config
-    me = replicas.image.brokers.get(replicas.broker_id)
-    requests: dict[int, bpb.FetchRequest] = {}
+    the partitions backing off)."""
+    requests = {}
     for leader_id, partitions in sorted(replicas.followed().items()):
-        request = bpb.FetchRequest(
-            replica_id=replicas.broker_id, replica_epoch=me.broker_epoch if me is not None else -1,
-            max_wait_ms=config.replica_fetch_wait_max_ms if max_wait_ms is None else max_wait_ms,
-            min_bytes=config.replica_fetch_min_bytes, max_bytes=DEFAULT_RESPONSE_MAX_BYTES)
-        by_topic: dict[str, bpb.FetchRequest.FetchTopic] = {}
-        for partition in sorted(partitions, key=lambda p: (p.topic, p.index)):
-            if (partition.topic, partition.index) in skip:
-                continue
-            topic = by_topic.get(partition.topic)
-            if topic is None:
-                topic = by_topic[partition.topic] = request.topics.add(topic=partition.topic)
-            topic.partitions.append(fetch_partition(partition, config.replica_fetch_max_bytes))
-        if request.topics:
+        request = fetch_request(replicas, [p for p in partitions if (p.topic, p.index) not in skip],
+                                max_wait_ms=max_wait_ms)
+        if request is not None:
             requests[leader_id] = request
     return requests
+
+
+def fetch_request(replicas: ReplicaManager, partitions: list[Partition], *,
+                  max_wait_ms: Optional[int] = None) -> Optional[bpb.FetchRequest]:
+    """The Fetch for `partitions` (of one leader), long-polled per
+    replica.fetch.wait.max.ms; None when there are none."""
+    if not partitions:
+        return None
+    config = replicas.config
+    me = replicas.image.brokers.get(replicas.broker_id)
+    request = bpb.FetchRequest(
+        replica_id=replicas.broker_id, replica_epoch=me.broker_epoch if me is not None else -1,
+        max_wait_ms=config.replica_fetch_wait_max_ms if max_wait_ms is None else max_wait_ms,
+        min_bytes=config.replica_fetch_min_bytes, max_bytes=DEFAULT_RESPONSE_MAX_BYTES)
+    by_topic: dict[str, bpb.FetchRequest.FetchTopic] = {}
+    for partition in sorted(partitions, key=lambda p: (p.topic, p.index)):
+        topic = by_topic.get(partition.topic)
+        if topic is None:
+            topic = by_topic[partition.topic] = request.topics.add(topic=partition.topic)
+        topic.partitions.append(fetch_partition(partition, config.replica_fetch_max_bytes))
+    return request
 
 
 def apply_fetch_response(replicas: ReplicaManager, request: bpb.FetchRequest,
