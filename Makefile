@@ -11,7 +11,7 @@ export GOCACHE := $(CURDIR)/.cache/go-build
 export GOPATH := $(CURDIR)/.cache/go
 export GOPROXY := off
 
-.PHONY: all venv go-toolchain lincheck test pytest go-test demo bench-log bench-quorum sim proto clean
+.PHONY: all venv go-toolchain lincheck test pytest go-test demo bench-log bench-quorum sim sim-controller proto clean
 
 all: test
 
@@ -47,6 +47,10 @@ demo: venv
 # The deterministic Raft simulator, 20,000 seeded schedules (the test suite runs 2,000).
 sim: venv
 	$(BIN)/python -m metadata_quorum.sim --schedules 20000 --seed 0 --jobs 2
+
+# The controller simulator: brokers failing, heartbeats lost, ISR churn (the tests run 300 schedules).
+sim-controller: venv
+	$(BIN)/python -m metadata_quorum.sim.controller_sim --schedules 5000 --seed 0
 
 # Regenerate kraftlog_api/ (protobuf + gRPC modules) from proto/; commit the result.
 proto: venv
