@@ -146,11 +146,13 @@ async def serve(config: ServerConfig) -> int:
     await health_servicer.enter_graceful_shutdown()
     if failure is None:
         await node.resign()
+    # The node first, so that nothing is stepped, written or sent while the
+    # server and the channels close.
     if active is not None:
         await active.stop()
+    await node.stop()
     await server.stop(grace=0.5)
     await peers.close()
-    await node.stop()
     for task in (stopped, asked):
         task.cancel()
     return 1 if failure else 0

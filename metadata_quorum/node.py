@@ -115,6 +115,7 @@ class QuorumNode:
         self._flush_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"flush-{node_id}")
         self._tasks: list[asyncio.Task[None]] = []
         self.failure: Optional[BaseException] = None
+        self._closing = False  # set by stop(): nothing more is stepped, written or sent
         self.stopped = asyncio.Event()
 
     # ------------------------------------------------------------------
@@ -148,6 +149,10 @@ class QuorumNode:
                 await asyncio.sleep(0.02)
 
     async def stop(self) -> None:
+        """Stop timers, flushing, sending and applying; close the log. Idempotent."""
+        if self._closing:
+            return
+        self._closing = True
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:
@@ -228,6 +233,8 @@ class QuorumNode:
 
     async def handle_request(self, request: Message, timeout_s: float) -> Optional[Message]:
         """Step a request from a peer and wait for the core's response to it (None on timeout)."""
+        if self._closing:
+            return None
         key = (request.src, request.correlation_id)
         future: asyncio.Future[Message] = asyncio.get_running_loop().create_future()
         self._responses[key] = future
@@ -242,11 +249,15 @@ class QuorumNode:
                 del self._responses[key]
 
     def handle_response(self, response: Message) -> None:
+        if self._closing:
+            return
         self.core.step(response, self.now_ms())
         self.drain()
 
     def peer_unreachable(self, node_id: int) -> None:
         """The transport could not connect to `node_id` at all."""
+        if self._closing:
+            return
         self.core.peer_unreachable(node_id, self.now_ms())
         self.drain()
 
@@ -255,7 +266,7 @@ class QuorumNode:
     # ------------------------------------------------------------------
 
     def drain(self) -> None:
-        if self.failure is not None:
+        if self.failure is not None or self._closing:
             return
         try:
             while (ready := self.core.ready()) is not None:

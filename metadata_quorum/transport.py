@@ -58,6 +58,7 @@ class PeerTransport:
         self._stubs: dict[int, pb_grpc.KRaftQuorumStub] = {}
         self._channels: list[grpc.aio.Channel] = []
         self._tasks: set[asyncio.Task[None]] = set()
+        self._closed = False
         self.node: Optional[QuorumNode] = None
 
     def _stub(self, node_id: int) -> Optional[pb_grpc.KRaftQuorumStub]:
@@ -72,6 +73,8 @@ class PeerTransport:
         return stub
 
     def send(self, request: Message) -> None:
+        if self._closed:
+            return
         task = asyncio.create_task(self._call(request))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -87,6 +90,8 @@ class PeerTransport:
             timeout += request.max_wait_ms / 1000  # the leader may hold it that long
         try:
             pb_response = await getattr(stub, method)(pb_request, timeout=timeout)
+        except grpc.aio.UsageError:
+            return  # the channel closed under us: the node is shutting down
         except grpc.aio.AioRpcError as exc:
             log.debug("%s to %d failed: %s", method, request.dst, exc.code())
             if exc.code() is grpc.StatusCode.UNAVAILABLE and self.node is not None:
@@ -103,11 +108,14 @@ class PeerTransport:
             self.node.handle_response(response)
 
     async def close(self) -> None:
-        for task in list(self._tasks):
+        """Cancel calls in flight and close the channels; bounded, so shutdown cannot hang here."""
+        self._closed = True
+        tasks = list(self._tasks)
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        for channel in self._channels:
-            await channel.close()
+        await asyncio.wait(tasks, timeout=1.0) if tasks else None
+        if self._channels:
+            await asyncio.wait([asyncio.ensure_future(c.close()) for c in self._channels], timeout=1.0)
 
 
 class KRaftQuorumService(pb_grpc.KRaftQuorumServicer):
