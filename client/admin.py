@@ -14,6 +14,7 @@ import grpc
 
 from kraftlog_api import quorum_pb2, quorum_pb2_grpc
 
+from .channels import open_channel
 from .errors import (
     InvalidConfigError, KafkaError, NetworkError, NotLeaderOrFollowerError, error_for_code,
 )
@@ -22,13 +23,6 @@ NONE = 0
 NOT_LEADER_OR_FOLLOWER = NotLeaderOrFollowerError.code
 CALL_TIMEOUT_S = 2.0  # one node's answer; the overall timeout bounds the rounds
 RETRY_BACKOFF_S = 0.2  # between rounds, while an election may be under way
-# Reconnect soon after a refused connection: a node that is starting up
-# listens within a second, and gRPC's default backoff would wait far longer.
-CHANNEL_OPTIONS = (
-    ("grpc.initial_reconnect_backoff_ms", 100),
-    ("grpc.min_reconnect_backoff_ms", 100),
-    ("grpc.max_reconnect_backoff_ms", 500),
-)
 
 
 def describe_quorum(bootstrap: str, timeout: float = 5.0) -> dict[str, Any]:
@@ -46,7 +40,7 @@ def describe_quorum(bootstrap: str, timeout: float = 5.0) -> dict[str, Any]:
     """
     addresses = parse_bootstrap(bootstrap)
     deadline = time.monotonic() + timeout
-    channels = {address: grpc.insecure_channel(address, options=CHANNEL_OPTIONS) for address in addresses}
+    channels = {address: open_channel(address) for address in addresses}
     try:
         while True:
             answers = _ask_each(channels, deadline)

@@ -17,17 +17,11 @@ import grpc
 
 from kraftlog_api import quorum_pb2, quorum_pb2_grpc
 
+from .channels import open_channel
 from .errors import KafkaError, NetworkError, NotLeaderOrFollowerError, RequestTimedOutError, error_for_code
 
 NOT_LEADER_OR_FOLLOWER = NotLeaderOrFollowerError.code
 RETRY_BACKOFF_S = 0.05
-CHANNEL_OPTIONS = (
-    ("grpc.initial_reconnect_backoff_ms", 100),
-    ("grpc.min_reconnect_backoff_ms", 100),
-    ("grpc.max_reconnect_backoff_ms", 500),
-    ("grpc.max_send_message_length", 8 << 20),
-    ("grpc.max_receive_message_length", 8 << 20),
-)
 
 
 class QuorumLogClient:
@@ -39,7 +33,7 @@ class QuorumLogClient:
             raise ValueError("no controllers given")
         self.voters = dict(voters)
         self.request_timeout = request_timeout
-        self._channels = {i: grpc.insecure_channel(a, options=CHANNEL_OPTIONS) for i, a in self.voters.items()}
+        self._channels = {i: open_channel(a) for i, a in self.voters.items()}
         self._stubs = {i: quorum_pb2_grpc.QuorumLogStub(c) for i, c in self._channels.items()}
         self.leader_hint: Optional[int] = None
 

@@ -18,6 +18,7 @@ from typing import Any, Callable, Mapping, Optional, TypeVar
 import grpc
 import yaml
 
+from client.channels import open_channel
 from client.errors import KafkaError
 from client.quorum_log import QuorumLogClient
 from kraftlog_api import quorum_pb2, quorum_pb2_grpc
@@ -74,7 +75,7 @@ class LocalQuorum:
         self.addresses = {i: f"127.0.0.1:{port}" for i, port in zip(self.plans, ports)}
         self.pids: dict[int, int] = {}
         self.client = QuorumLogClient(self.addresses)
-        self._channels = {i: grpc.insecure_channel(a) for i, a in self.addresses.items()}
+        self._channels = {i: open_channel(a) for i, a in self.addresses.items()}
 
     # --- processes --------------------------------------------------------
 
