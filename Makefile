@@ -11,7 +11,7 @@ export GOCACHE := $(CURDIR)/.cache/go-build
 export GOPATH := $(CURDIR)/.cache/go
 export GOPROXY := off
 
-.PHONY: all venv go-toolchain lincheck test pytest go-test demo bench-log bench-quorum sim sim-controller proto clean
+.PHONY: all venv go-toolchain lincheck test pytest go-test demo bench-log bench-quorum bench-metadata sim sim-controller proto clean
 
 all: test
 
@@ -58,6 +58,10 @@ proto: venv
 
 bench-log: venv
 	$(BIN)/python bench/log_append.py
+
+# The metadata image at 100,000 partitions, built through the controller: snapshot size, write/load time, memory.
+bench-metadata: venv
+	$(BIN)/python bench/metadata_scale.py
 
 bench-quorum: venv
 	$(BIN)/python bench/quorum.py
