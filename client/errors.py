@@ -9,7 +9,7 @@ from __future__ import annotations
 from partition_log.errors import InvalidConfigError, KafkaError
 
 __all__ = ["InvalidConfigError", "KafkaError", "NetworkError", "NotLeaderOrFollowerError",
-           "RequestTimedOutError", "error_for_code"]
+           "RequestTimedOutError", "error_for_code", "error_name"]
 
 
 class NotLeaderOrFollowerError(KafkaError):
@@ -28,12 +28,32 @@ class NetworkError(KafkaError):
     name, code, retriable = "NETWORK_EXCEPTION", 13, True
 
 
-# Names of the codes a quorum node may answer with, for one-line reports.
+# Kafka's names of the codes a node may answer with, for one-line reports.
 _CODE_NAMES = {
+    1: "OFFSET_OUT_OF_RANGE",
+    2: "CORRUPT_MESSAGE",
+    3: "UNKNOWN_TOPIC_OR_PARTITION",
+    5: "LEADER_NOT_AVAILABLE",
+    10: "MESSAGE_TOO_LARGE",
+    17: "INVALID_TOPIC_EXCEPTION",
+    19: "NOT_ENOUGH_REPLICAS",
+    20: "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+    36: "TOPIC_ALREADY_EXISTS",
+    37: "INVALID_PARTITIONS",
+    38: "INVALID_REPLICATION_FACTOR",
+    39: "INVALID_REPLICA_ASSIGNMENT",
+    40: "INVALID_CONFIG",
+    41: "NOT_CONTROLLER",
     42: "INVALID_REQUEST",
+    74: "FENCED_LEADER_EPOCH",
+    75: "UNKNOWN_LEADER_EPOCH",
     94: "INCONSISTENT_VOTER_SET",
     104: "INCONSISTENT_CLUSTER_ID",
 }
+
+
+def error_name(code: int) -> str:
+    return "NONE" if code == 0 else _CODE_NAMES.get(code, f"ERROR_CODE_{code}")
 
 
 def error_for_code(code: int, detail: str) -> KafkaError:
@@ -42,6 +62,6 @@ def error_for_code(code: int, detail: str) -> KafkaError:
         if cls.code == code:
             return cls(detail)
     error = KafkaError(detail)
-    error.name = _CODE_NAMES.get(code, f"ERROR_CODE_{code}")
+    error.name = error_name(code)
     error.code = code
     return error

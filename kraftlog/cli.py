@@ -13,9 +13,9 @@ import typer
 
 from partition_log.errors import KafkaError
 
-from .commands import chaos, cluster, dump_log, quorum, server
+from .commands import chaos, cluster, console, dump_log, quorum, server, topics
 
-COMMAND_GROUPS = (dump_log, server, quorum, cluster, chaos)
+COMMAND_GROUPS = (dump_log, server, quorum, cluster, topics, console, chaos)
 
 app = typer.Typer(
     name="kraftlog",
