@@ -29,6 +29,7 @@ _PROPERTIES: dict[str, tuple[str, int, int]] = {
     REPLICA_FETCH_MIN_BYTES: ("replica_fetch_min_bytes", 1, 1),
     REPLICA_FETCH_BACKOFF_MS: ("replica_fetch_backoff_ms", 1000, 0),
 }
+KAFKA_PROPERTY_NAMES = frozenset(_PROPERTIES)
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,8 @@ def run(config: ServerConfig) -> int:
 
 
 async def serve(config: ServerConfig) -> int:
+    if config.is_broker:
+        raise StartupError("the broker role is not served by this build yet")
     endpoint = config.controller_endpoint()
     storage = open_metadata_storage(
         config.metadata_log_dir,

@@ -2,12 +2,16 @@
 
 ```yaml
 node.id: 1
-process.roles: controller
+process.roles: controller          # or broker, or broker,controller (combined)
 cluster.id: MkU3OEVBNTcwNTJENDM2Qk
 controller.quorum.voters: 1@127.0.0.1:9093,2@127.0.0.1:9094,3@127.0.0.1:9095
 listeners: CONTROLLER://127.0.0.1:9093
 log.dirs: /var/lib/kraftlog/node-1
 ```
+
+A broker has a listener that is not a controller listener (PLAINTEXT://...
+by default, `inter.broker.listener.name`); it finds the controllers through
+`controller.quorum.voters`. A combined node has both kinds of listener.
 
 Names and defaults are Kafka's wherever Kafka has the setting. As in Kafka,
 an unknown property is a warning (`ServerConfig.warnings`), not an error;
@@ -17,16 +21,22 @@ with the property's name.
 from __future__ import annotations
 
 import re
+import socket
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, NamedTuple
+from typing import Any, Mapping, NamedTuple, Optional
 
 import yaml
 
+from broker.config import BrokerConfig
+from broker.config import KAFKA_PROPERTY_NAMES as BROKER_PROPERTY_NAMES
+from broker.log_jobs import KAFKA_PROPERTY_NAMES as LOG_JOB_PROPERTY_NAMES
+from broker.log_jobs import LogJobIntervals
 from metadata_quorum.controller.config import KAFKA_PROPERTY_NAMES as CONTROLLER_PROPERTY_NAMES
 from metadata_quorum.controller.config import ControllerConfig
 from metadata_quorum.raft.config import KAFKA_PROPERTY_NAMES as QUORUM_PROPERTY_NAMES
 from metadata_quorum.raft.config import QuorumConfig
+from partition_log.config import LogConfig, is_log_config_key
 from partition_log.errors import InvalidConfigError
 
 NODE_ID = "node.id"
@@ -41,6 +51,9 @@ METADATA_LOG_DIR = "metadata.log.dir"
 MAX_BYTES_BETWEEN_SNAPSHOTS = "metadata.log.max.record.bytes.between.snapshots"
 METADATA_LOG_SEGMENT_BYTES = "metadata.log.segment.bytes"
 LOG_LEVEL = "kraftlog.log.level"
+ADVERTISED_LISTENERS = "advertised.listeners"
+INTER_BROKER_LISTENER_NAME = "inter.broker.listener.name"
+BROKER_RACK = "broker.rack"
 # What a controller runs above the quorum: `metadata` (the metadata image and
 # the controller: the real thing) or `records` (a plain store of raw records,
 # served through the QuorumLog RPCs: for a quorum-only cluster, its tests and
@@ -51,11 +64,14 @@ STATE_MACHINES = ("metadata", "records")
 KNOWN_PROPERTIES = frozenset({
     NODE_ID, PROCESS_ROLES, CLUSTER_ID, VOTERS, LISTENERS, CONTROLLER_LISTENER_NAMES,
     LOG_DIRS, LOG_DIR, METADATA_LOG_DIR, MAX_BYTES_BETWEEN_SNAPSHOTS, METADATA_LOG_SEGMENT_BYTES,
-    LOG_LEVEL, STATE_MACHINE, *QUORUM_PROPERTY_NAMES, *CONTROLLER_PROPERTY_NAMES,
+    LOG_LEVEL, STATE_MACHINE, ADVERTISED_LISTENERS, INTER_BROKER_LISTENER_NAME, BROKER_RACK,
+    *QUORUM_PROPERTY_NAMES, *CONTROLLER_PROPERTY_NAMES, *BROKER_PROPERTY_NAMES, *LOG_JOB_PROPERTY_NAMES,
 })
+# Topic-level log settings (`segment.bytes`) are not server properties:
+# the server file takes Kafka's broker-level names (`log.segment.bytes`).
+TOPIC_LOG_KEYS = frozenset(LogConfig().to_mapping())
 POSITIVE_TIMINGS = frozenset({"controller.quorum.election.timeout.ms", "controller.quorum.fetch.timeout.ms"})
 ROLES = ("controller", "broker")
-SUPPORTED_ROLES = frozenset({"controller"})
 LOG_LEVELS = {"DEBUG": "DEBUG", "INFO": "INFO", "WARN": "WARNING", "WARNING": "WARNING",
               "ERROR": "ERROR", "CRITICAL": "CRITICAL"}
 # Hosts on which a listener accepts connections from anywhere: such a
@@ -103,6 +119,11 @@ class ServerConfig:
     log_level: str  # a `logging` level name
     state_machine: str  # one of STATE_MACHINES
     controller: ControllerConfig  # num.partitions, broker.session.timeout.ms, ...
+    broker: BrokerConfig  # min.insync.replicas, replica.*, log.* defaults of partition logs
+    log_jobs: LogJobIntervals  # log.retention.check.interval.ms, ...
+    advertised_listeners: tuple[Endpoint, ...]  # a broker's, as it registers them; () on a controller
+    inter_broker_listener_name: str
+    rack: Optional[str]
     properties: dict[str, Any] = field(compare=False)
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
@@ -125,13 +146,15 @@ class ServerConfig:
         roles = parse_roles(props)
         cluster_id = _cluster_id(props)
         log_dirs = _log_dirs(props)
+        listeners = parse_listeners(props)
+        controller_listener_names = parse_controller_listener_names(props)
         config = cls(
             node_id=node_id,
             process_roles=roles,
             cluster_id=cluster_id,
             voters=_voters(props),
-            listeners=parse_listeners(props),
-            controller_listener_names=parse_controller_listener_names(props),
+            listeners=listeners,
+            controller_listener_names=controller_listener_names,
             log_dirs=log_dirs,
             metadata_log_dir=_path_text(props, METADATA_LOG_DIR) or log_dirs[0],
             quorum=_quorum(props),
@@ -142,17 +165,33 @@ class ServerConfig:
             log_level=_log_level(props),
             state_machine=_choice(props, STATE_MACHINE, STATE_MACHINES),
             controller=ControllerConfig.from_properties(props),
+            broker=BrokerConfig.from_properties({k: v for k, v in props.items() if k not in TOPIC_LOG_KEYS}),
+            log_jobs=LogJobIntervals.from_properties(props),
+            advertised_listeners=(_advertised_listeners(props, listeners, controller_listener_names)
+                                  if "broker" in roles else ()),
+            inter_broker_listener_name=_listener_name(props, INTER_BROKER_LISTENER_NAME, "PLAINTEXT"),
+            rack=_optional_text(props, BROKER_RACK),
             properties=props,
-            warnings=tuple(f"unknown or unsupported property {key} is ignored"
-                           for key in sorted(props) if key not in KNOWN_PROPERTIES),
+            warnings=_warnings(props, roles, log_dirs),
         )
         if config.is_controller:
             config._check_controller()
+        if config.is_broker:
+            config._check_broker()
         return config
 
     @property
     def is_controller(self) -> bool:
         return "controller" in self.process_roles
+
+    @property
+    def is_broker(self) -> bool:
+        return "broker" in self.process_roles
+
+    def broker_listeners(self) -> tuple[Endpoint, ...]:
+        """The listeners that are not controller listeners: where the broker serves."""
+        names = set(self.controller_listener_names)
+        return tuple(e for e in self.listeners if e.name not in names)
 
     def controller_endpoint(self) -> Endpoint:
         """The listener this controller serves the quorum on: the first of
@@ -169,7 +208,7 @@ class ServerConfig:
         if not self.voters:
             raise InvalidConfigError(f"{VOTERS}: is required on a controller (ID@HOST:PORT,...)")
         others = [e.name for e in self.listeners if e.name not in names]
-        if others:
+        if others and not self.is_broker:
             # A controller-only node serves nothing but the quorum (Kafka's rule too).
             raise InvalidConfigError(
                 f"{LISTENERS}: {','.join(others)} is not in {CONTROLLER_LISTENER_NAMES} "
@@ -182,6 +221,30 @@ class ServerConfig:
             raise InvalidConfigError(
                 f"{LISTENERS}: {endpoint} does not match this node's voter entry "
                 f"{self.node_id}@{format_address(host, port)} in {VOTERS}")
+
+    def _check_broker(self) -> None:
+        if not self.voters:
+            raise InvalidConfigError(f"{VOTERS}: is required on a broker too (it finds the controllers there)")
+        if not self.is_controller:
+            if self.node_id in self.voters:
+                raise InvalidConfigError(f"{VOTERS}: names this broker-only node's {NODE_ID} {self.node_id} "
+                                         "(a voter must have the controller role)")
+            taken = [e.name for e in self.listeners if e.name in self.controller_listener_names]
+            if taken:
+                # Kafka's rule: a broker-only node reaches the controllers, it does not serve them.
+                raise InvalidConfigError(f"{LISTENERS}: {','.join(taken)} is a controller listener "
+                                         "(a broker-only node has none)")
+        listeners = self.broker_listeners()
+        if not listeners:
+            raise InvalidConfigError(f"{LISTENERS}: a broker needs a listener besides "
+                                     f"{','.join(self.controller_listener_names)} (e.g. PLAINTEXT://127.0.0.1:9092)")
+        for endpoint in listeners:
+            if endpoint.port == 0:
+                raise InvalidConfigError(f"{LISTENERS}: {endpoint} needs a port (a broker registers it)")
+        if self.inter_broker_listener_name not in {e.name for e in listeners}:
+            raise InvalidConfigError(
+                f"{INTER_BROKER_LISTENER_NAME}: {self.inter_broker_listener_name} is not a broker listener "
+                f"in {LISTENERS} ({','.join(e.name for e in listeners)})")
 
 
 def parse_yaml_properties(text: str) -> dict[str, Any]:
@@ -228,13 +291,10 @@ def parse_host_port(key: str, text: str) -> tuple[str, int]:
 def parse_roles(props: Mapping[str, Any]) -> tuple[str, ...]:
     roles = parse_list(props, PROCESS_ROLES)
     if not roles:
-        raise InvalidConfigError(f"{PROCESS_ROLES}: is required (controller)")
+        raise InvalidConfigError(f"{PROCESS_ROLES}: is required (controller, broker or both)")
     for role in roles:
         if role not in ROLES:
             raise InvalidConfigError(f"{PROCESS_ROLES}: unknown role {role!r} (controller or broker)")
-        if role not in SUPPORTED_ROLES:
-            raise InvalidConfigError(f"{PROCESS_ROLES}: the {role} role is not supported yet "
-                                     "(only controller)")
     if len(set(roles)) != len(roles):
         raise InvalidConfigError(f"{PROCESS_ROLES}: a role is listed twice in {','.join(roles)}")
     return roles
@@ -267,23 +327,74 @@ def _voters(props: Mapping[str, Any]) -> dict[int, tuple[str, int]]:
     return voters
 
 
-def parse_listeners(props: Mapping[str, Any]) -> tuple[Endpoint, ...]:
+def parse_listeners(props: Mapping[str, Any], key: str = LISTENERS) -> tuple[Endpoint, ...]:
     endpoints: list[Endpoint] = []
-    for entry in parse_list(props, LISTENERS):
+    for entry in parse_list(props, key):
         name, sep, address = entry.partition("://")
         if not sep:
-            raise InvalidConfigError(f"{LISTENERS}: {entry!r} is not NAME://HOST:PORT")
+            raise InvalidConfigError(f"{key}: {entry!r} is not NAME://HOST:PORT")
         name = name.strip().upper()
-        _check_listener_name(LISTENERS, name)
-        host, port = parse_host_port(LISTENERS, address)
+        _check_listener_name(key, name)
+        host, port = parse_host_port(key, address)
         if any(e.name == name for e in endpoints):
-            raise InvalidConfigError(f"{LISTENERS}: the listener name {name} is used twice")
-        if port != 0 and any(e.port == port for e in endpoints):
-            raise InvalidConfigError(f"{LISTENERS}: port {port} is used twice")
+            raise InvalidConfigError(f"{key}: the listener name {name} is used twice")
+        if port != 0 and key == LISTENERS and any(e.port == port for e in endpoints):
+            raise InvalidConfigError(f"{key}: port {port} is used twice")
         endpoints.append(Endpoint(name, host, port))
-    if not endpoints:
-        raise InvalidConfigError(f"{LISTENERS}: is required (e.g. CONTROLLER://127.0.0.1:9093)")
+    if not endpoints and key == LISTENERS:
+        raise InvalidConfigError(f"{key}: is required (e.g. CONTROLLER://127.0.0.1:9093)")
     return tuple(endpoints)
+
+
+def _advertised_listeners(props: Mapping[str, Any], listeners: tuple[Endpoint, ...],
+                          controller_names: tuple[str, ...]) -> tuple[Endpoint, ...]:
+    """What a broker registers: `advertised.listeners` where given, else its
+    listener, for each broker listener. As in Kafka, an empty host stands for
+    this machine's name, and 0.0.0.0 (a bind-anything address) is refused."""
+    own = {e.name: e for e in listeners if e.name not in controller_names}
+    given = {e.name: e for e in parse_listeners(props, ADVERTISED_LISTENERS)}
+    for name in given:
+        if name not in own:
+            raise InvalidConfigError(f"{ADVERTISED_LISTENERS}: {name} is not a broker listener in {LISTENERS}")
+    key = lambda name: ADVERTISED_LISTENERS if name in given else LISTENERS  # noqa: E731 - names the source
+    advertised = []
+    for name, endpoint in own.items():
+        chosen = given.get(name, endpoint)
+        if chosen.host in ("0.0.0.0", "::"):
+            raise InvalidConfigError(
+                f"{key(name)}: {chosen} cannot be advertised (a wildcard address); "
+                f"set {ADVERTISED_LISTENERS} to a routable host")
+        if chosen.port == 0 and name in given:
+            raise InvalidConfigError(f"{ADVERTISED_LISTENERS}: {chosen} needs a port")
+        advertised.append(chosen._replace(host=chosen.host or socket.getfqdn()))
+    return tuple(advertised)
+
+
+def _listener_name(props: Mapping[str, Any], key: str, default: str) -> str:
+    value = props.get(key, default)
+    if not isinstance(value, str):
+        raise InvalidConfigError(f"{key}: expected a listener name, got {value!r}")
+    name = value.strip().upper()
+    _check_listener_name(key, name)
+    return name
+
+
+def _optional_text(props: Mapping[str, Any], key: str) -> Optional[str]:
+    value = props.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, (str, int)) or isinstance(value, bool) or not str(value).strip():
+        raise InvalidConfigError(f"{key}: expected a name, got {value!r}")
+    return str(value).strip()
+
+
+def _warnings(props: Mapping[str, Any], roles: tuple[str, ...], log_dirs: tuple[str, ...]) -> tuple[str, ...]:
+    warnings = [f"unknown or unsupported property {key} is ignored" for key in sorted(props)
+                if key not in KNOWN_PROPERTIES and not (is_log_config_key(key) and key not in TOPIC_LOG_KEYS)]
+    if "broker" in roles and len(log_dirs) > 1:
+        warnings.append(f"{LOG_DIRS}: partitions are kept in {log_dirs[0]} only "
+                        "(several log directories are not supported yet)")
+    return tuple(warnings)
 
 
 def parse_controller_listener_names(props: Mapping[str, Any]) -> tuple[str, ...]:

@@ -228,5 +228,5 @@ def test_up_with_a_bad_cluster_file_starts_nothing(cluster):
     path.write_text(path.read_text().replace("process.roles: controller", "process.roles: broker", 1))
     result = kraftlog("cluster", "up", "--config", str(path), "--data-dir", str(data))
     assert result.returncode == 1
-    assert "node 1: process.roles: the broker role is not supported yet" in result.stderr
+    assert "node 1: listeners: CONTROLLER is a controller listener (a broker-only node has none)" in result.stderr
     assert not data.exists()

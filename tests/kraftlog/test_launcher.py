@@ -113,7 +113,7 @@ BAD_FILES = [
     ("cluster.id: abc\nnodes:\n  - {node.id: 1, cluster.id: x}\n", "cluster.id belongs at the top"),
     ("cluster.id: 'a b'\nnodes:\n" + NODE, "node 1: cluster.id:"),
     ("cluster.id: abc\nnodes:\n  - {node.id: 1, process.roles: broker, listeners: 'PLAINTEXT://:9092'}\n",
-     "node 1: process.roles: the broker role is not supported yet"),
+     "nodes: no node has process.roles controller"),
     ("cluster.id: abc\nnodes:\n  - {node.id: 1, listeners: 'CONTROLLER://127.0.0.1:19091'}\n",
      "node 1: process.roles: is required"),
     ("cluster.id: abc\nnodes:\n  - {node.id: 1, process.roles: controller}\n", "node 1: listeners: is required"),

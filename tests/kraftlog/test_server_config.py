@@ -116,8 +116,6 @@ BAD = [
     ("node.id", True, ">= 0"),
     ("node.id", 1.5, ">= 0"),
     ("process.roles", None, "required"),
-    ("process.roles", "broker", "not supported yet"),
-    ("process.roles", "broker,controller", "not supported yet"),
     ("process.roles", "controller,controller", "twice"),
     ("process.roles", "wizard", "unknown role"),
     ("process.roles", {"a": 1}, "comma-separated"),
