@@ -1,11 +1,21 @@
-"""`kraftlog server`: one node process (role controller, for now).
+"""`kraftlog server`: one node process, a controller, a broker, or both.
 
-Opens the node's durable state, starts the quorum shell, and serves gRPC on
-the controller listener: the quorum protocol, the QuorumLog service, gRPC
-health checking and reflection (so `grpcurl` works). SIGTERM or SIGINT stop
-it gracefully: a leader first hands over (EndQuorumEpoch), then the log is
-flushed and closed. A storage failure stops it with exit code 1 and one
-clear line, as Kafka halts on a metadata log failure.
+Every node runs one QuorumNode over its durable metadata state: a
+controller as a voter, a broker-only node as an observer that fetches the
+metadata log from the voters. Above it, the roles:
+
+- controller: on the controller listener, the quorum protocol and the
+  KRaftController service (the active controller while this node leads),
+  or the QuorumLog service for a records-only quorum;
+- broker: on each broker listener, the KafkaBroker service, fed by the
+  same node's metadata image (broker/server.py).
+
+Every gRPC server has health checking and reflection (so `grpcurl` works).
+SIGTERM or SIGINT stop the node gracefully: a broker first shuts down in a
+controlled way (the controller moves its leaderships away), a leading
+controller hands over (EndQuorumEpoch); then the logs are flushed and
+closed. A storage failure stops it with exit code 1 and one clear line, as
+Kafka halts on a metadata log failure.
 """
 
 from __future__ import annotations
@@ -15,22 +25,30 @@ import logging
 import random
 import signal
 import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from broker.server import BrokerServer, BrokerSettings, open_log_manager
 from metadata_quorum import controller_service, log_service, transport
+from metadata_quorum.controller_service import ActiveController
+from metadata_quorum.image import Endpoint as RegisteredEndpoint
 from metadata_quorum.metadata_state import MetadataStateMachine
 from metadata_quorum.node import QuorumNode, StateMachine
 from metadata_quorum.record_store import RecordStore
 from metadata_quorum.storage import StorageError, open_metadata_storage
+from partition_log.errors import KafkaStorageError
+from partition_log.log_manager import LogManager
 
-from metadata_quorum.controller_service import ActiveController
-
-from .server_config import ServerConfig
+from .server_config import Endpoint, ServerConfig
 
 log = logging.getLogger("kraftlog.server")
+
+HEALTH_SERVICE = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
 
 
 class StartupError(Exception):
@@ -50,26 +68,68 @@ def run(config: ServerConfig) -> int:
     configure_logging(config)
     try:
         return asyncio.run(serve(config))
-    except (StorageError, StartupError) as exc:
+    except (StorageError, KafkaStorageError, StartupError) as exc:
         log.critical("%s", exc)
         print(f"kraftlog: error: {exc}", file=sys.stderr)
         return 1
 
 
-async def serve(config: ServerConfig) -> int:
-    if config.is_broker:
-        raise StartupError("the broker role is not served by this build yet")
-    endpoint = config.controller_endpoint()
-    storage = open_metadata_storage(
-        config.metadata_log_dir,
+@dataclass
+class Listener:
+    """One gRPC server: a listener's address and what it serves."""
+
+    endpoint: Endpoint
+    server: grpc.aio.Server
+    health: health.aio.HealthServicer
+    services: tuple[str, ...]  # application services (health and reflection aside)
+    ready: Optional[asyncio.Event] = field(default=None)  # SERVING once set (None: at once)
+
+
+def new_listener(endpoint: Endpoint) -> Listener:
+    server = grpc.aio.server(options=transport.SERVER_OPTIONS)
+    servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
+    return Listener(endpoint, server, servicer, ())
+
+
+def broker_settings(config: ServerConfig) -> BrokerSettings:
+    return BrokerSettings(
+        broker_id=config.node_id,
         cluster_id=config.cluster_id,
-        node_id=config.node_id,
-        voters=config.voters.keys(),
-        segment_bytes=config.metadata_log_segment_bytes,
+        controllers=config.voter_addresses(),
+        listeners=tuple(RegisteredEndpoint(e.name, e.host, e.port) for e in config.advertised_listeners),
+        inter_broker_listener=config.inter_broker_listener_name,
+        rack=config.rack,
+        config=config.broker,
+        log_jobs=config.log_jobs,
+        heartbeat_interval_ms=config.controller.broker_heartbeat_interval_ms,
+        session_timeout_ms=config.controller.broker_session_timeout_ms,
+        controller_request_timeout_ms=config.quorum.request_timeout_ms,
     )
+
+
+async def serve(config: ServerConfig) -> int:
+    # The partition logs first: the metadata log may share their directory,
+    # and must be closed again before the quorum opens it (open_log_manager).
+    logs: Optional[LogManager] = None
+    if config.is_broker:
+        logs = open_log_manager(Path(config.log_dirs[0]), config.broker.log)
+    try:
+        storage = open_metadata_storage(
+            config.metadata_log_dir,
+            cluster_id=config.cluster_id,
+            node_id=config.node_id,
+            voters=config.voters.keys(),
+            segment_bytes=config.metadata_log_segment_bytes,
+        )
+    except BaseException:
+        if logs is not None:
+            logs.close()
+        raise
     log.info(
-        "node %d: quorum-state %s, snapshot %s, %d log entries from offset %d",
+        "node %d (%s): quorum-state %s, snapshot %s, %d log entries from offset %d",
         config.node_id,
+        ",".join(config.process_roles),
         storage.durable.quorum_state,
         storage.durable.snapshot.snapshot_id if storage.durable.snapshot else None,
         len(storage.durable.entries),
@@ -79,6 +139,7 @@ async def serve(config: ServerConfig) -> int:
         {i: a for i, a in config.voters.items() if i != config.node_id}, config.quorum.request_timeout_ms
     )
     state_machine: StateMachine
+    metadata: Optional[MetadataStateMachine] = None
     if config.state_machine == "records":
         state_machine = store = RecordStore()
     else:
@@ -96,65 +157,102 @@ async def serve(config: ServerConfig) -> int:
     )
     peers.node = node
 
-    server = grpc.aio.server(options=transport.SERVER_OPTIONS)
-    transport.add_to_server(server, node)
-    active: ActiveController | None = None
-    if config.state_machine == "records":
-        log_service.add_to_server(server, node, store)
-        app_services = log_service.SERVICE_NAMES
-    else:
-        active = controller_service.ActiveController(node, metadata, config.controller)
-        controller_service.add_to_server(server, active)
-        app_services = controller_service.SERVICE_NAMES
-    health_servicer = health.aio.HealthServicer()
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    service_names = (
-        *transport.SERVICE_NAMES,
-        *app_services,
-        health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
-        reflection.SERVICE_NAME,
-    )
-    reflection.enable_server_reflection(service_names, server)
-    address = f"{endpoint.host}:{endpoint.port}"
+    listeners: list[Listener] = []
+    active: Optional[ActiveController] = None
+    if config.is_controller:
+        controller = new_listener(config.controller_endpoint())
+        transport.add_to_server(controller.server, node)
+        if metadata is None:
+            log_service.add_to_server(controller.server, node, store)
+            app_services = log_service.SERVICE_NAMES
+        else:
+            active = controller_service.ActiveController(node, metadata, config.controller)
+            controller_service.add_to_server(controller.server, active)
+            app_services = controller_service.SERVICE_NAMES
+        controller.services = (*transport.SERVICE_NAMES, *app_services)
+        listeners.append(controller)
+    broker: Optional[BrokerServer] = None
+    if config.is_broker:
+        assert metadata is not None and logs is not None  # the config insists on the metadata image
+        broker = BrokerServer(broker_settings(config), logs, metadata, node.leader)
+        for endpoint in config.broker_listeners():
+            listener = new_listener(endpoint)
+            listener.services = broker.add_services(listener.server, endpoint.name)
+            listener.ready = broker.serving
+            listeners.append(listener)
+    for listener in listeners:
+        reflection.enable_server_reflection((*listener.services, HEALTH_SERVICE, reflection.SERVICE_NAME),
+                                            listener.server)
     try:
-        bound = server.add_insecure_port(address)
-    except RuntimeError as exc:
-        bound, reason = 0, str(exc)
-    else:
-        reason = "address in use or not local"
-    if not bound:
+        for listener in listeners:
+            bind(listener)
+    except StartupError:
         storage.log.close()
-        raise StartupError(f"cannot listen on {address}: {reason}")
+        if logs is not None:
+            logs.close()
+        raise
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
 
-    await server.start()
+    for listener in listeners:
+        await listener.server.start()
     node.start()
     if active is not None:
         active.start()
-    for name in service_names[:2]:
-        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    await health_servicer.set("", health_pb2.HealthCheckResponse.SERVING)
-    log.info("node %d serving on %s (voters %s)", config.node_id, address, dict(config.voters))
+    if broker is not None:
+        broker.start()
+    health_tasks = [asyncio.create_task(report_serving(listener)) for listener in listeners]
+    log.info("node %d serving on %s (voters %s)", config.node_id,
+             ", ".join(str(listener.endpoint) for listener in listeners), dict(config.voters))
 
-    stopped = asyncio.create_task(node.stopped.wait())
-    asked = asyncio.create_task(stop.wait())
-    await asyncio.wait([stopped, asked], return_when=asyncio.FIRST_COMPLETED)
-    failure = node.failure
+    waits = [asyncio.create_task(node.stopped.wait()), asyncio.create_task(stop.wait())]
+    if broker is not None:
+        waits.append(asyncio.create_task(broker.failed.wait()))
+    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    failure = node.failure or (broker.failure if broker is not None else None)
     log.info("node %d shutting down%s", config.node_id, f" after failure: {failure}" if failure else "")
-    await health_servicer.enter_graceful_shutdown()
+    if broker is not None and failure is None:
+        # While the controller moves leaderships away, followers still fetch here.
+        await broker.controlled_shutdown()
+    for listener in listeners:
+        await listener.health.enter_graceful_shutdown()
+    if broker is not None:
+        await broker.stop()
     if failure is None:
         await node.resign()
     # The node first, so that nothing is stepped, written or sent while the
-    # server and the channels close.
+    # servers and the channels close.
     if active is not None:
         await active.stop()
     await node.stop()
-    await server.stop(grace=0.5)
+    for listener in listeners:
+        await listener.server.stop(grace=0.5)
     await peers.close()
-    for task in (stopped, asked):
+    if broker is not None:
+        await broker.close()  # the partition logs, once no request can touch them
+    for task in (*waits, *health_tasks):
         task.cancel()
     return 1 if failure else 0
+
+
+def bind(listener: Listener) -> None:
+    address = listener.endpoint.address
+    try:
+        bound = listener.server.add_insecure_port(address)
+    except RuntimeError as exc:
+        bound, reason = 0, str(exc)
+    else:
+        reason = "address in use or not local"
+    if not bound:
+        raise StartupError(f"cannot listen on {address} ({listener.endpoint.name}): {reason}")
+
+
+async def report_serving(listener: Listener) -> None:
+    """Health SERVING for the listener's services once it is ready."""
+    if listener.ready is not None:
+        await listener.ready.wait()
+    for name in (*listener.services, ""):
+        await listener.health.set(name, health_pb2.HealthCheckResponse.SERVING)

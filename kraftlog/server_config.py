@@ -223,6 +223,9 @@ class ServerConfig:
                 f"{self.node_id}@{format_address(host, port)} in {VOTERS}")
 
     def _check_broker(self) -> None:
+        if self.state_machine != STATE_MACHINES[0]:
+            raise InvalidConfigError(f"{STATE_MACHINE}: a broker needs the metadata image "
+                                     f"({STATE_MACHINES[0]}), not {self.state_machine}")
         if not self.voters:
             raise InvalidConfigError(f"{VOTERS}: is required on a broker too (it finds the controllers there)")
         if not self.is_controller:

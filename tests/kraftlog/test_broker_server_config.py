@@ -113,6 +113,7 @@ BAD = [
     (BROKER, "advertised.listeners", "PLAINTEXT://h:0", "needs a port"),
     (BROKER, "advertised.listeners", "PLAINTEXT:/h:1", "NAME://HOST:PORT"),
     (BROKER, "broker.rack", "", "expected a name"),
+    (BROKER, "kraftlog.quorum.state.machine", "records", "a broker needs the metadata image"),
     (BROKER, "min.insync.replicas", 0, "at least 1"),
     (BROKER, "replica.lag.time.max.ms", "slow", "expected an integer"),
     (BROKER, "log.segment.bytes", 10, "at least 14"),

@@ -1,0 +1,114 @@
+"""Requests from a broker to the active controller.
+
+The broker knows the controllers only as `controller.quorum.voters`. A
+request goes to the controller last known to be active; a NOT_CONTROLLER
+answer names the active one by id (its address is in the voters), or -1
+while there is none, in which case the next voter is tried after a short
+backoff. An unreachable controller is skipped the same way. Every call is
+bounded by its own deadline; past it the call raises ControllerUnavailable
+and the caller decides (retry later, or answer the client with an error).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Optional
+
+import grpc
+from google.protobuf.message import Message
+
+from kraftlog_api import controller_pb2_grpc as cpb_grpc
+
+log = logging.getLogger(__name__)
+
+NOT_CONTROLLER = 41
+NO_CONTROLLER = -1
+RETRY_BACKOFF_S = 0.1
+
+CHANNEL_OPTIONS = [
+    ("grpc.max_send_message_length", 8 << 20),
+    ("grpc.max_receive_message_length", 8 << 20),
+    # A restarted controller must be reachable again at once, not after
+    # gRPC's default reconnect backoff (up to two minutes).
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 1000),
+]
+
+
+class ControllerUnavailable(Exception):
+    """No controller answered as the active one before the call's deadline."""
+
+
+class ControllerClient:
+    def __init__(self, controllers: dict[int, str], *, attempt_timeout_s: float) -> None:
+        if not controllers:
+            raise ValueError("no controllers to talk to")
+        self.controllers = dict(sorted(controllers.items()))
+        self.attempt_timeout_s = attempt_timeout_s
+        self.active_id: Optional[int] = None  # the controller to ask first
+        self._order = list(self.controllers)
+        self._next = 0
+        self._channels: dict[int, grpc.aio.Channel] = {}
+        self._stubs: dict[int, cpb_grpc.KRaftControllerStub] = {}
+        self._closed = False
+
+    def _stub(self, controller_id: int) -> cpb_grpc.KRaftControllerStub:
+        stub = self._stubs.get(controller_id)
+        if stub is None:
+            channel = grpc.aio.insecure_channel(self.controllers[controller_id], options=CHANNEL_OPTIONS)
+            self._channels[controller_id] = channel
+            stub = self._stubs[controller_id] = cpb_grpc.KRaftControllerStub(channel)
+        return stub
+
+    def _candidate(self) -> int:
+        if self.active_id is not None:
+            return self.active_id
+        candidate = self._order[self._next % len(self._order)]
+        self._next += 1
+        return candidate
+
+    async def call(self, rpc: str, request: Message, *, timeout_s: float) -> Message:
+        """`rpc` (a KRaftController method name) answered by the active
+        controller. Any answer but NOT_CONTROLLER is returned as it is."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        last = "no attempt"
+        while not self._closed:
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
+            target = self._candidate()
+            try:
+                response = await getattr(self._stub(target), rpc)(
+                    request, timeout=min(self.attempt_timeout_s, remaining))
+            except grpc.aio.AioRpcError as exc:
+                last = f"controller {target}: {exc.code().name}"
+                self._forget(target)
+                await asyncio.sleep(min(RETRY_BACKOFF_S, max(deadline - loop.time(), 0)))
+                continue
+            except grpc.aio.UsageError:
+                break  # closed under us
+            if response.error_code != NOT_CONTROLLER:
+                self.active_id = target
+                return response
+            named = response.controller_id
+            last = f"controller {target} is not active (active: {named})"
+            if named in self.controllers and named != target:
+                self.active_id = named  # ask it at once
+                continue
+            self._forget(target)
+            await asyncio.sleep(min(RETRY_BACKOFF_S, max(deadline - loop.time(), 0)))
+        raise ControllerUnavailable(f"{rpc}: no active controller within {timeout_s:g}s ({last})")
+
+    def _forget(self, controller_id: int) -> None:
+        if self.active_id == controller_id:
+            self.active_id = None
+
+    async def close(self) -> None:
+        self._closed = True
+        channels = list(self._channels.values())
+        self._channels.clear()
+        self._stubs.clear()
+        if channels:
+            await asyncio.wait([asyncio.ensure_future(c.close()) for c in channels], timeout=1.0)

@@ -1,0 +1,165 @@
+"""The broker's life as the active controller sees it: registration,
+heartbeats, and controlled shutdown.
+
+- Register (a new incarnation id per process, the advertised listeners,
+  the rack): the answer is the broker epoch. Until it comes, retry every
+  heartbeat interval: a DUPLICATE_BROKER_REGISTRATION (our previous
+  incarnation's session has not expired yet) resolves itself that way.
+- Heartbeat every `broker.heartbeat.interval.ms`, reporting how far the
+  metadata image is applied. The controller unfences us once that reaches
+  our registration; `caught_up` is set at the first such answer (the
+  broker publishes its image to the replicas from then on, as Kafka's
+  broker waits for its initial catch-up). A STALE_BROKER_EPOCH or
+  BROKER_ID_NOT_REGISTERED answer means our registration is gone:
+  register again.
+- Controlled shutdown: heartbeats with want_shut_down, more often, until
+  the controller answers should_shut_down (it has moved every leadership
+  away), bounded by the caller's timeout.
+- INCONSISTENT_CLUSTER_ID is fatal: this broker belongs to another cluster.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import Callable, Optional, Sequence
+
+from kraftlog_api import controller_pb2 as cpb
+from kraftlog_api import metadata_pb2 as mpb
+from metadata_quorum.controller.errors import Error
+from metadata_quorum.image import Endpoint
+
+from .controller_client import ControllerClient, ControllerUnavailable
+
+log = logging.getLogger(__name__)
+
+SHUTDOWN_HEARTBEAT_S = 0.25  # while a controlled shutdown waits for the controller
+REREGISTER = (Error.STALE_BROKER_EPOCH, Error.BROKER_ID_NOT_REGISTERED)
+
+
+def error_name(code: int) -> str:
+    try:
+        return Error(code).name
+    except ValueError:
+        return f"ERROR_{code}"
+
+
+class BrokerLifecycle:
+    def __init__(self, broker_id: int, cluster_id: str, listeners: Sequence[Endpoint], rack: Optional[str],
+                 controllers: ControllerClient, metadata_offset: Callable[[], int], *,
+                 heartbeat_interval_ms: int, request_timeout_s: float) -> None:
+        self.broker_id = broker_id
+        self.cluster_id = cluster_id
+        self.listeners = tuple(listeners)
+        self.rack = rack
+        self.controllers = controllers
+        self.metadata_offset = metadata_offset
+        self.heartbeat_interval_s = heartbeat_interval_ms / 1000
+        self.request_timeout_s = request_timeout_s
+        self.incarnation_id = uuid.uuid4().hex
+        self.broker_epoch = -1
+        self.fenced = True
+        self.caught_up = asyncio.Event()
+        self.failure: Optional[str] = None
+        self.failed = asyncio.Event()
+        self._want_shut_down = False
+        self._shut_down = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._task: Optional[asyncio.Task[None]] = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name=f"broker-lifecycle-{self.broker_id}")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+
+    async def controlled_shutdown(self, timeout_s: float) -> bool:
+        """Ask the controller to move our leaderships away; True once it says
+        we may stop, False if it did not within `timeout_s`."""
+        if self.broker_epoch < 0 or self.failure is not None:
+            return True  # not registered: nothing can be led here
+        self._want_shut_down = True
+        self._wake.set()
+        try:
+            await asyncio.wait_for(self._shut_down.wait(), timeout_s)
+        except asyncio.TimeoutError:
+            log.warning("broker %d: no controlled shutdown within %gs; stopping anyway", self.broker_id, timeout_s)
+            return False
+        log.info("broker %d: controlled shutdown done", self.broker_id)
+        return True
+
+    async def _run(self) -> None:
+        while self.failure is None and not self._shut_down.is_set():
+            if self.broker_epoch < 0:
+                await self._register()
+                if self.broker_epoch >= 0:
+                    continue  # the first heartbeat at once: it may unfence us
+            else:
+                await self._heartbeat()
+            await self._sleep()
+
+    async def _sleep(self) -> None:
+        interval = min(self.heartbeat_interval_s, SHUTDOWN_HEARTBEAT_S) if self._want_shut_down \
+            else self.heartbeat_interval_s
+        self._wake.clear()
+        try:
+            await asyncio.wait_for(self._wake.wait(), interval)
+        except asyncio.TimeoutError:
+            pass
+
+    async def _register(self) -> None:
+        request = cpb.BrokerRegistrationRequest(
+            broker_id=self.broker_id, cluster_id=self.cluster_id, incarnation_id=self.incarnation_id,
+            listeners=[mpb.BrokerEndpoint(name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol)
+                       for e in self.listeners])
+        if self.rack is not None:
+            request.rack = self.rack
+        try:
+            response = await self.controllers.call("BrokerRegistration", request, timeout_s=self.request_timeout_s)
+        except ControllerUnavailable as exc:
+            log.warning("broker %d: registration: %s", self.broker_id, exc)
+            return
+        if response.error_code == Error.NONE:
+            self.broker_epoch = response.broker_epoch
+            log.info("broker %d registered with controller %d: broker epoch %d, incarnation %s", self.broker_id,
+                     response.controller_id, self.broker_epoch, self.incarnation_id)
+        elif response.error_code == Error.INCONSISTENT_CLUSTER_ID:
+            self._fail(f"the controllers refuse this broker: {response.error_message}")
+        else:
+            log.warning("broker %d: registration refused: %s %s", self.broker_id,
+                        error_name(response.error_code), response.error_message)
+
+    async def _heartbeat(self) -> None:
+        request = cpb.BrokerHeartbeatRequest(
+            broker_id=self.broker_id, broker_epoch=self.broker_epoch,
+            current_metadata_offset=self.metadata_offset(), want_shut_down=self._want_shut_down)
+        try:
+            response = await self.controllers.call("BrokerHeartbeat", request, timeout_s=self.request_timeout_s)
+        except ControllerUnavailable as exc:
+            log.warning("broker %d: heartbeat: %s", self.broker_id, exc)
+            return
+        if response.error_code in REREGISTER:
+            log.warning("broker %d: heartbeat refused (%s %s): registering again", self.broker_id,
+                        error_name(response.error_code), response.error_message)
+            self.broker_epoch = -1
+            return
+        if response.error_code != Error.NONE:
+            log.warning("broker %d: heartbeat refused: %s %s", self.broker_id,
+                        error_name(response.error_code), response.error_message)
+            return
+        if response.is_caught_up and not self.caught_up.is_set():
+            log.info("broker %d caught up with the metadata log (offset %d)", self.broker_id,
+                     request.current_metadata_offset)
+            self.caught_up.set()
+        if response.is_fenced != self.fenced:
+            self.fenced = response.is_fenced
+            log.info("broker %d is %s", self.broker_id, "fenced" if self.fenced else "unfenced")
+        if response.should_shut_down and self._want_shut_down:
+            self._shut_down.set()
+
+    def _fail(self, reason: str) -> None:
+        log.critical("broker %d stops: %s", self.broker_id, reason)
+        self.failure = reason
+        self.failed.set()

@@ -1,0 +1,63 @@
+"""The replica fetcher's transport: Fetch and ListOffsets to other brokers
+over gRPC, each leader found in the metadata image by its
+`inter.broker.listener.name` endpoint. One channel per address, kept while
+the address is in use; a leader that re-registers elsewhere gets a new one.
+Failures raise: the fetcher backs off (replica_fetcher.py).
+"""
+from __future__ import annotations
+
+import asyncio
+
+import grpc
+
+from kraftlog_api import broker_pb2 as bpb
+from kraftlog_api import broker_pb2_grpc as bpb_grpc
+
+from .controller_client import CHANNEL_OPTIONS
+from .metadata import client_endpoint
+from .replica_manager import ReplicaManager
+
+
+class UnknownLeader(Exception):
+    """The image has no endpoint for the leader on the inter-broker listener."""
+
+
+class BrokerPeers:
+    def __init__(self, replicas: ReplicaManager, listener: str, *, request_timeout_s: float) -> None:
+        self.replicas = replicas
+        self.listener = listener
+        self.request_timeout_s = request_timeout_s
+        self._channels: dict[str, grpc.aio.Channel] = {}
+        self._stubs: dict[str, bpb_grpc.KafkaBrokerStub] = {}
+
+    def address(self, broker_id: int) -> str:
+        broker = self.replicas.image.brokers.get(broker_id)
+        endpoint = client_endpoint(broker, self.listener) if broker is not None else None
+        if endpoint is None:
+            raise UnknownLeader(f"broker {broker_id} has no {self.listener} endpoint in the metadata")
+        host = f"[{endpoint.host}]" if ":" in endpoint.host else endpoint.host
+        return f"{host}:{endpoint.port}"
+
+    def _stub(self, broker_id: int) -> bpb_grpc.KafkaBrokerStub:
+        address = self.address(broker_id)
+        stub = self._stubs.get(address)
+        if stub is None:
+            channel = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+            self._channels[address] = channel
+            stub = self._stubs[address] = bpb_grpc.KafkaBrokerStub(channel)
+        return stub
+
+    async def fetch(self, leader_id: int, request: bpb.FetchRequest) -> bpb.FetchResponse:
+        # The leader may hold a long-polled fetch for max_wait_ms.
+        return await self._stub(leader_id).Fetch(
+            request, timeout=request.max_wait_ms / 1000 + self.request_timeout_s)
+
+    async def list_offsets(self, leader_id: int, request: bpb.ListOffsetsRequest) -> bpb.ListOffsetsResponse:
+        return await self._stub(leader_id).ListOffsets(request, timeout=self.request_timeout_s)
+
+    async def close(self) -> None:
+        channels = list(self._channels.values())
+        self._channels.clear()
+        self._stubs.clear()
+        if channels:
+            await asyncio.wait([asyncio.ensure_future(c.close()) for c in channels], timeout=1.0)

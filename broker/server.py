@@ -1,0 +1,216 @@
+"""The broker's runtime inside a node process: everything between the
+metadata log, the partitions, the controller and the network.
+
+    metadata   the node's QuorumNode (an observer on a broker-only node,
+               the voter itself on a combined node) replays the metadata
+               log into a MetadataStateMachine; its deltas go to the
+               ReplicaManager (lead, follow, stop) and then to the replica
+               fetcher (a loop per leader) - once the broker has caught up
+               at startup, when the whole image is applied at once
+    lifecycle  registration, heartbeats, controlled shutdown (lifecycle.py)
+    ISR        the AlterPartition loop (isr_updates.py)
+    service    KafkaBroker over gRPC, one per broker listener (service.py)
+    fetcher    long-polled Fetch to leaders over gRPC (peer_clients.py)
+    logs       the LogManager and its periodic jobs (log_jobs.py)
+
+kraftlog/server.py builds the QuorumNode and the gRPC servers and calls,
+in order: start(), then on SIGTERM controlled_shutdown(), stop(), and
+close() once nothing serves requests any more.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+import grpc
+
+from metadata_quorum.image import Endpoint, MetadataDelta, MetadataImage
+from metadata_quorum.metadata_state import MetadataStateMachine
+from partition_log.config import LogConfig
+from partition_log.log_manager import LogManager
+
+from . import service
+from .config import BrokerConfig
+from .controller_client import ControllerClient
+from .isr_updates import IsrUpdates
+from .lifecycle import BrokerLifecycle
+from .log_jobs import LogJobIntervals, LogJobs
+from .peer_clients import BrokerPeers
+from .replica_fetcher import ReplicaFetcher
+from .replica_manager import ReplicaManager
+
+log = logging.getLogger(__name__)
+
+METADATA_PARTITION = ("__cluster_metadata", 0)
+
+
+@dataclass(frozen=True)
+class BrokerSettings:
+    broker_id: int
+    cluster_id: str
+    controllers: dict[int, str]  # voter id -> HOST:PORT of its controller listener
+    listeners: tuple[Endpoint, ...]  # advertised: what the broker registers
+    inter_broker_listener: str
+    rack: Optional[str]
+    config: BrokerConfig
+    log_jobs: LogJobIntervals
+    heartbeat_interval_ms: int
+    session_timeout_ms: int
+    controller_request_timeout_ms: int = 2000  # one attempt at one controller
+    replica_request_timeout_ms: int = 30000  # replica.socket.timeout.ms
+    request_timeout_ms: int = 30000  # request.timeout.ms: forwarded admin requests
+
+    @property
+    def controlled_shutdown_timeout_s(self) -> float:
+        # Long enough for the controller to move every leadership away and
+        # for a controller election on the way; bounded so SIGTERM ends.
+        return max(2 * self.session_timeout_ms / 1000, 5.0)
+
+
+def open_log_manager(log_dir: Path, config: LogConfig) -> LogManager:
+    """The partition logs of `log_dir`, without the metadata log.
+
+    The metadata log directory is, by default, the first log directory,
+    and its `__cluster_metadata-0` looks like a partition to LogManager.
+    Kafka's LogManager skips it; ours does not (yet), so it is closed again
+    here, before the quorum opens it: it must never be served, retained or
+    checkpointed as a partition."""
+    logs = LogManager(log_dir, config)
+    metadata_log = logs.logs.pop(METADATA_PARTITION, None)
+    if metadata_log is not None:
+        metadata_log.close()
+    return logs
+
+
+def full_delta(image: MetadataImage, previous: Optional[MetadataImage] = None) -> MetadataDelta:
+    """Everything `image` holds as one delta, plus the topics of `previous`
+    it no longer has: what a replica manager needs to match `image`."""
+    delta = MetadataDelta()
+    delta.changed_brokers.update(image.brokers)
+    delta.created_topics.update(image.topics)
+    for topic_id, topic in image.topics.items():
+        delta.changed_partitions.update((topic_id, index) for index in topic.partitions)
+    if previous is not None:
+        for topic_id, topic in previous.topics.items():
+            if topic_id not in image.topics:
+                delta.removed_topics[topic_id] = topic
+    return delta
+
+
+class BrokerServer:
+    def __init__(self, settings: BrokerSettings, logs: LogManager, metadata: MetadataStateMachine,
+                 controller_id: Callable[[], Optional[int]]) -> None:
+        self.settings = settings
+        self.logs = logs
+        self.metadata = metadata
+        self._controller_id = controller_id
+        broker_id = settings.broker_id
+        self.replicas = ReplicaManager(broker_id, logs, config=settings.config)
+        self.controllers = ControllerClient(settings.controllers,
+                                            attempt_timeout_s=settings.controller_request_timeout_ms / 1000)
+        self.peers = BrokerPeers(self.replicas, settings.inter_broker_listener,
+                                 request_timeout_s=settings.replica_request_timeout_ms / 1000)
+        self.fetcher = ReplicaFetcher(self.replicas, self.peers.fetch, self.peers.list_offsets)
+        self.lifecycle = BrokerLifecycle(
+            broker_id, settings.cluster_id, settings.listeners, settings.rack, self.controllers,
+            lambda: self.metadata.image.offset, heartbeat_interval_ms=settings.heartbeat_interval_ms,
+            request_timeout_s=settings.session_timeout_ms / 1000)
+        self.isr_updates = IsrUpdates(self.replicas, self.controllers,
+                                      request_timeout_s=settings.session_timeout_ms / 1000)
+        self.log_jobs = LogJobs(logs, settings.log_jobs)
+        self.published = False  # the image is applied to the replicas (caught up at startup)
+        self.serving = asyncio.Event()  # set with `published`
+        self.failure: Optional[str] = None
+        self.failed = asyncio.Event()
+        self._publisher: Optional[asyncio.Task[None]] = None
+        self._failure_watch: Optional[asyncio.Task[None]] = None
+        metadata.add_listener(self._on_metadata)
+
+    @property
+    def broker_id(self) -> int:
+        return self.settings.broker_id
+
+    def add_services(self, server: grpc.aio.Server, listener: str) -> tuple[str, ...]:
+        """Serve KafkaBroker for clients of `listener` on `server`; the service names."""
+        service.add_to_server(server, service.KafkaBrokerService(
+            self.replicas, self.controllers, cluster_id=self.settings.cluster_id, listener=listener,
+            ready=lambda: self.published, controller_id=self.controller_id,
+            forward_timeout_s=self.settings.request_timeout_ms / 1000))
+        return service.SERVICE_NAMES
+
+    def controller_id(self) -> int:
+        leader = self._controller_id()
+        return -1 if leader is None else leader
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> None:
+        self.lifecycle.start()
+        self._publisher = asyncio.create_task(self._publish_when_caught_up(), name="broker-publish")
+        self._failure_watch = asyncio.create_task(self._watch_lifecycle(), name="broker-failure-watch")
+        self.isr_updates.start()
+        self.log_jobs.start()
+
+    async def controlled_shutdown(self) -> bool:
+        return await self.lifecycle.controlled_shutdown(self.settings.controlled_shutdown_timeout_s)
+
+    async def stop(self) -> None:
+        """Stop every background task (heartbeats, ISR updates, fetchers, log jobs)."""
+        for task in (self._publisher, self._failure_watch):
+            if task is not None:
+                task.cancel()
+        await asyncio.gather(*(t for t in (self._publisher, self._failure_watch) if t), return_exceptions=True)
+        await self.isr_updates.stop()
+        await self.lifecycle.stop()
+        await self.fetcher.close()
+        await self.log_jobs.stop()
+
+    async def close(self) -> None:
+        """Close the channels and the logs cleanly (after the servers stopped)."""
+        await self.peers.close()
+        await self.controllers.close()
+        try:
+            self.logs.close()
+        except OSError:
+            log.exception("broker %d: closing the partition logs", self.broker_id)
+
+    # -- metadata ----------------------------------------------------------------------------
+    async def _publish_when_caught_up(self) -> None:
+        await self.lifecycle.caught_up.wait()
+        image = self.metadata.image
+        self._apply(image, full_delta(image))
+        self.published = True
+        self.serving.set()
+        log.info("broker %d serving: metadata image at offset %d applied, %d partitions here",
+                 self.broker_id, image.offset, len(self.replicas.partitions))
+
+    def _on_metadata(self, image: MetadataImage, delta: MetadataDelta) -> None:
+        if not self.published:
+            return  # the whole image is applied once caught up
+        if image is not self.replicas.image:
+            # A snapshot replaced the image: topics it lacks are gone too.
+            delta = full_delta(image, self.replicas.image)
+        self._apply(image, delta)
+
+    def _apply(self, image: MetadataImage, delta: MetadataDelta) -> None:
+        try:
+            changes = self.replicas.apply_metadata(image, delta)
+            self.fetcher.sync()
+        except Exception as exc:  # noqa: BLE001 - the broker must not serve a view it could not apply
+            log.exception("broker %d: cannot apply the metadata at offset %d", self.broker_id, image.offset)
+            self._fail(f"cannot apply the metadata at offset {image.offset}: {exc}")
+            return
+        if changes.failed:
+            log.error("broker %d: partitions offline (their logs do not open): %s", self.broker_id,
+                      sorted(changes.failed))
+
+    async def _watch_lifecycle(self) -> None:
+        await self.lifecycle.failed.wait()
+        self._fail(self.lifecycle.failure or "lifecycle failure")
+
+    def _fail(self, reason: str) -> None:
+        if self.failure is None:
+            self.failure = reason
+            self.failed.set()

@@ -1,0 +1,102 @@
+"""The KafkaBroker gRPC service of one broker listener.
+
+Produce, Fetch, ListOffsets, Metadata and OffsetForLeaderEpoch are answered
+here by the broker's handlers; CreateTopics, DeleteTopics, CreatePartitions
+and ElectLeaders are forwarded to the active controller, and its answer is
+returned as it is (REQUEST_TIMED_OUT at the request level when no
+controller answered in time).
+
+Until the broker has caught up with the metadata log at startup, the data
+RPCs are refused with gRPC UNAVAILABLE: the broker is not serving yet, as
+a Kafka broker does not open its listeners before its initial catch-up.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import grpc
+from google.protobuf.message import Message
+
+from kraftlog_api import broker_pb2 as bpb
+from kraftlog_api import controller_pb2 as cpb
+from metadata_quorum import rpc
+
+from .controller_client import ControllerClient, ControllerUnavailable
+from .errors import Error
+from .fetch import handle_fetch
+from .metadata import metadata_response
+from .offsets import handle_list_offsets, handle_offset_for_leader_epoch
+from .produce import handle_produce
+from .replica_manager import ReplicaManager
+
+SERVICE = bpb.DESCRIPTOR.services_by_name["KafkaBroker"]
+SERVICE_NAMES = (SERVICE.full_name,)
+FORWARDED = {
+    "CreateTopics": cpb.CreateTopicsResponse,
+    "DeleteTopics": cpb.DeleteTopicsResponse,
+    "CreatePartitions": cpb.CreatePartitionsResponse,
+    "ElectLeaders": cpb.ElectLeadersResponse,
+}
+
+
+class KafkaBrokerService:
+    def __init__(self, replicas: ReplicaManager, controllers: ControllerClient, *, cluster_id: str, listener: str,
+                 ready: Callable[[], bool], controller_id: Callable[[], int], forward_timeout_s: float) -> None:
+        self.replicas = replicas
+        self.controllers = controllers
+        self.cluster_id = cluster_id
+        self.listener = listener
+        self.ready = ready
+        self.controller_id = controller_id
+        self.forward_timeout_s = forward_timeout_s
+
+    async def _check_ready(self, context: grpc.aio.ServicerContext) -> None:
+        if not self.ready():
+            await context.abort(grpc.StatusCode.UNAVAILABLE,
+                                f"broker {self.replicas.broker_id} is starting: not caught up with the metadata log")
+
+    async def Produce(self, request: bpb.ProduceRequest, context: grpc.aio.ServicerContext) -> bpb.ProduceResponse:
+        await self._check_ready(context)
+        return await handle_produce(self.replicas, request)
+
+    async def Fetch(self, request: bpb.FetchRequest, context: grpc.aio.ServicerContext) -> bpb.FetchResponse:
+        await self._check_ready(context)
+        return await handle_fetch(self.replicas, request)
+
+    async def ListOffsets(self, request: bpb.ListOffsetsRequest,
+                          context: grpc.aio.ServicerContext) -> bpb.ListOffsetsResponse:
+        await self._check_ready(context)
+        return handle_list_offsets(self.replicas, request)
+
+    async def OffsetForLeaderEpoch(self, request: bpb.OffsetForLeaderEpochRequest,
+                                   context: grpc.aio.ServicerContext) -> bpb.OffsetForLeaderEpochResponse:
+        await self._check_ready(context)
+        return handle_offset_for_leader_epoch(self.replicas, request)
+
+    async def Metadata(self, request: bpb.MetadataRequest, context: grpc.aio.ServicerContext) -> bpb.MetadataResponse:
+        await self._check_ready(context)
+        return metadata_response(self.replicas.image, request, cluster_id=self.cluster_id,
+                                 controller_id=self.controller_id(), listener=self.listener)
+
+    async def _forward(self, rpc_name: str, request: Message) -> Message:
+        try:
+            return await self.controllers.call(rpc_name, request, timeout_s=self.forward_timeout_s)
+        except ControllerUnavailable:
+            return FORWARDED[rpc_name](error_code=Error.REQUEST_TIMED_OUT, controller_id=-1)
+
+    async def CreateTopics(self, request: cpb.CreateTopicsRequest, context: grpc.aio.ServicerContext) -> Message:
+        return await self._forward("CreateTopics", request)
+
+    async def DeleteTopics(self, request: cpb.DeleteTopicsRequest, context: grpc.aio.ServicerContext) -> Message:
+        return await self._forward("DeleteTopics", request)
+
+    async def CreatePartitions(self, request: cpb.CreatePartitionsRequest,
+                               context: grpc.aio.ServicerContext) -> Message:
+        return await self._forward("CreatePartitions", request)
+
+    async def ElectLeaders(self, request: cpb.ElectLeadersRequest, context: grpc.aio.ServicerContext) -> Message:
+        return await self._forward("ElectLeaders", request)
+
+
+def add_to_server(server: grpc.aio.Server, service: KafkaBrokerService) -> None:
+    rpc.add_service(server, SERVICE, service)

@@ -1,0 +1,238 @@
+"""A throwaway local cluster of real server processes - controllers and
+brokers, or combined nodes - for tests, demos and benchmarks.
+
+Like LocalQuorum (controllers only), it writes a cluster file with ports
+free at the time and starts the nodes through the launcher (the same code
+as `kraftlog cluster up`). It offers what fault tests need: kill -9,
+SIGTERM, SIGSTOP/SIGCONT, restart, and the cluster as a client sees it
+(Metadata from a broker, topics created through a broker). Every process it
+starts is stopped by PID in `close()` (use it as a context manager), also
+when the test failed.
+
+Node ids: controllers 1..C, brokers C+1..C+B; combined nodes 1..N.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Optional
+
+import grpc
+import yaml
+
+from client.channels import open_channel
+from kraftlog_api import broker_pb2 as bpb
+from kraftlog_api import broker_pb2_grpc as bpb_grpc
+from kraftlog_api import controller_pb2 as cpb
+from kraftlog_api import controller_pb2_grpc as cpb_grpc
+
+from . import launcher
+from .local_quorum import free_ports, wait_until
+
+CLUSTER_ID = "TG9jYWxDbHVzdGVyVGVzdA"
+NOT_CONTROLLER = 41
+REQUEST_TIMED_OUT = 7
+RETRIABLE_ADMIN_ERRORS = (NOT_CONTROLLER, REQUEST_TIMED_OUT)
+
+
+class LocalCluster:
+    def __init__(self, directory: Path, *, controllers: int = 3, brokers: int = 3, combined: int = 0,
+                 properties: Optional[Mapping[str, Any]] = None,
+                 node_properties: Optional[Mapping[int, Mapping[str, Any]]] = None) -> None:
+        """`combined` > 0 makes that many broker,controller nodes instead of
+        separate controllers and brokers. `node_properties` adds per-node
+        properties by node id."""
+        self.directory = Path(directory)
+        self.directory.mkdir(parents=True, exist_ok=True)
+        nodes: list[dict[str, Any]] = []
+        self.controller_addresses: dict[int, str] = {}
+        self.broker_addresses: dict[int, str] = {}
+        if combined:
+            ports = free_ports(2 * combined)
+            for i in range(combined):
+                node_id, broker_port, controller_port = i + 1, ports[2 * i], ports[2 * i + 1]
+                nodes.append({"node.id": node_id, "process.roles": "broker,controller",
+                              "listeners": f"PLAINTEXT://127.0.0.1:{broker_port},"
+                                           f"CONTROLLER://127.0.0.1:{controller_port}"})
+                self.broker_addresses[node_id] = f"127.0.0.1:{broker_port}"
+                self.controller_addresses[node_id] = f"127.0.0.1:{controller_port}"
+        else:
+            ports = free_ports(controllers + brokers)
+            for i in range(controllers):
+                node_id = i + 1
+                nodes.append({"node.id": node_id, "process.roles": "controller",
+                              "listeners": f"CONTROLLER://127.0.0.1:{ports[i]}"})
+                self.controller_addresses[node_id] = f"127.0.0.1:{ports[i]}"
+            for i in range(brokers):
+                node_id, port = controllers + i + 1, ports[controllers + i]
+                nodes.append({"node.id": node_id, "process.roles": "broker",
+                              "listeners": f"PLAINTEXT://127.0.0.1:{port}"})
+                self.broker_addresses[node_id] = f"127.0.0.1:{port}"
+        for node in nodes:
+            node.update((node_properties or {}).get(node["node.id"], {}))
+        spec = {"cluster.id": CLUSTER_ID, "defaults": dict(properties or {}), "nodes": nodes}
+        self.cluster_file = self.directory / "cluster.yaml"
+        self.cluster_file.write_text(yaml.safe_dump(spec, sort_keys=False))
+        self.plans = {p.node_id: p for p in launcher.plan_cluster(self.cluster_file, self.directory / "data")}
+        self.pids: dict[int, int] = {}
+        self._channels: dict[str, grpc.Channel] = {}
+
+    @property
+    def controllers(self) -> tuple[int, ...]:
+        return tuple(self.controller_addresses)
+
+    @property
+    def brokers(self) -> tuple[int, ...]:
+        return tuple(self.broker_addresses)
+
+    # --- processes --------------------------------------------------------
+
+    def start(self, *node_ids: int) -> None:
+        for node_id in node_ids or tuple(self.plans):
+            self.pids[node_id] = launcher.start_node(self.plans[node_id])
+
+    def alive(self, node_id: int) -> bool:
+        """The node's process has not exited (it is our child: waitpid knows)."""
+        pid = self.pids.get(node_id)
+        return pid is not None and os.waitpid(pid, os.WNOHANG)[0] == 0
+
+    def signal(self, node_id: int, sig: signal.Signals) -> None:
+        os.kill(self.pids[node_id], sig)
+
+    def kill(self, node_id: int) -> None:
+        """kill -9, and wait until the process is gone."""
+        pid = self.pids.pop(node_id)
+        os.kill(pid, signal.SIGKILL)
+        _reap(pid)
+
+    def stop(self, node_id: int, timeout: float = 30.0) -> int:
+        """SIGTERM (a broker shuts down in a controlled way), wait; the exit
+        status. SIGKILL if it outlives `timeout`."""
+        pid = self.pids.pop(node_id)
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return os.waitstatus_to_exitcode(status)
+            time.sleep(0.02)
+        os.kill(pid, signal.SIGKILL)
+        _, status = os.waitpid(pid, 0)
+        return os.waitstatus_to_exitcode(status)
+
+    def log_text(self, node_id: int) -> str:
+        return self.plans[node_id].log_path.read_text(errors="replace")
+
+    def close(self) -> None:
+        for channel in self._channels.values():
+            channel.close()
+        self._channels.clear()
+        for node_id in list(self.pids):
+            pid = self.pids.pop(node_id)
+            for sig in (signal.SIGCONT, signal.SIGKILL):
+                try:
+                    os.kill(pid, sig)
+                except ProcessLookupError:
+                    break
+            _reap(pid)
+
+    def __enter__(self) -> "LocalCluster":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- the cluster over gRPC --------------------------------------------
+
+    def channel(self, address: str) -> grpc.Channel:
+        channel = self._channels.get(address)
+        if channel is None:
+            channel = self._channels[address] = open_channel(address)
+        return channel
+
+    def broker_stub(self, broker_id: int) -> bpb_grpc.KafkaBrokerStub:
+        return bpb_grpc.KafkaBrokerStub(self.channel(self.broker_addresses[broker_id]))
+
+    def controller_stub(self, controller_id: int) -> cpb_grpc.KRaftControllerStub:
+        return cpb_grpc.KRaftControllerStub(self.channel(self.controller_addresses[controller_id]))
+
+    def live_brokers(self) -> tuple[int, ...]:
+        return tuple(b for b in self.brokers if b in self.pids)
+
+    def metadata(self, broker_id: Optional[int] = None, topics: Iterable[str] = (),
+                 timeout: float = 2.0) -> Optional[bpb.MetadataResponse]:
+        """A broker's Metadata answer (every topic unless named); None when it
+        cannot answer (down, or still starting)."""
+        topics = list(topics)
+        for b in (broker_id,) if broker_id is not None else self.live_brokers():
+            try:
+                return self.broker_stub(b).Metadata(
+                    bpb.MetadataRequest(topics=topics, all_topics=not topics), timeout=timeout)
+            except grpc.RpcError:
+                continue
+        return None
+
+    def wait_for_brokers(self, broker_ids: Optional[Iterable[int]] = None, timeout: float = 30.0,
+                         among: Optional[Iterable[int]] = None) -> bpb.MetadataResponse:
+        """Until every broker of `broker_ids` (default: the running ones) is
+        registered and unfenced, as every broker of `among` sees it."""
+        wanted = set(broker_ids if broker_ids is not None else self.live_brokers())
+        askers = tuple(among if among is not None else wanted)
+
+        def all_unfenced() -> Optional[bpb.MetadataResponse]:
+            answer = None
+            for b in askers:
+                answer = self.metadata(b)
+                if answer is None or not wanted <= {broker.node_id for broker in answer.brokers}:
+                    return None
+            return answer
+
+        return wait_until(all_unfenced, timeout, f"brokers {sorted(wanted)} unfenced", interval=0.1)
+
+    def create_topic(self, name: str, partitions: int, replication_factor: int,
+                     configs: Optional[Mapping[str, str]] = None, timeout: float = 30.0,
+                     via: Optional[int] = None) -> cpb.CreateTopicsResponse.Result:
+        """CreateTopics through a broker (forwarded to the active controller);
+        the topic's result once a controller answered."""
+        request = cpb.CreateTopicsRequest(topics=[cpb.CreateTopicsRequest.CreatableTopic(
+            name=name, num_partitions=partitions, replication_factor=replication_factor,
+            configs=[cpb.ConfigEntry(name=k, value=v) for k, v in (configs or {}).items()])])
+
+        def answered() -> Optional[cpb.CreateTopicsResponse]:
+            for b in (via,) if via is not None else self.live_brokers():
+                try:
+                    response = self.broker_stub(b).CreateTopics(request, timeout=timeout)
+                except grpc.RpcError:
+                    continue
+                if response.error_code not in RETRIABLE_ADMIN_ERRORS:
+                    return response
+            return None
+
+        response = wait_until(answered, timeout, f"CreateTopics {name}", interval=0.2)
+        assert response.error_code == 0, response
+        return response.topics[0]
+
+    def wait_for_leaders(self, topic: str, timeout: float = 30.0, among: Optional[Iterable[int]] = None,
+                         ) -> bpb.MetadataResponse.Topic:
+        """The topic as a live broker describes it once every partition has a leader."""
+        def led() -> Optional[bpb.MetadataResponse.Topic]:
+            answer = self.metadata(topics=[topic])
+            if answer is None or not answer.topics or answer.topics[0].error_code:
+                return None
+            found = answer.topics[0]
+            allowed = set(among) if among is not None else None
+            if all(p.error_code == 0 and p.leader_id >= 0 and (allowed is None or p.leader_id in allowed)
+                   for p in found.partitions):
+                return found
+            return None
+
+        return wait_until(led, timeout, f"leaders for every partition of {topic}", interval=0.1)
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, 0)
+    except ChildProcessError:
+        pass
