@@ -14,8 +14,21 @@ requests they answer.
     fetcher          a follower's side of replication: requests to build,
                      responses to apply (truncate, append, learn the HW)
 
-No sockets, processes or timers live here: the gRPC service, the metadata
-observer and the replica fetcher loop call in from the server shell. All of
-it runs on one asyncio event loop; waits are futures completed by appends
-and high watermark moves, never polling.
+The modules above hold no sockets, processes or timers. The shell around
+them, run by `kraftlog server` for the broker role:
+
+    server             BrokerServer: the parts below, wired to the node's
+                       metadata image; BrokerSettings
+    lifecycle          registration, heartbeats, controlled shutdown
+    isr_updates        the AlterPartition loop
+    controller_client  requests to the active controller (NOT_CONTROLLER
+                       answers name it)
+    service            the KafkaBroker gRPC service; admin requests forwarded
+    replica_fetcher    the follower's fetch loops (transport injected)
+    peer_clients       that transport: gRPC to the leaders
+    log_jobs           the LogManager's periodic flush, retention,
+                       checkpoints and cleaning
+
+All of it runs on one asyncio event loop; waits are futures completed by
+appends and high watermark moves, never polling.
 """

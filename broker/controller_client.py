@@ -40,6 +40,17 @@ class ControllerUnavailable(Exception):
     """No controller answered as the active one before the call's deadline."""
 
 
+def reraise_cancellation() -> None:
+    """Call in an `except grpc.aio.AioRpcError`: when the task awaiting the
+    call is being cancelled, grpc.aio may report it as an RPC error (a race
+    between the cancellation and the call's end). Treating that as a failed
+    call to retry would swallow the cancellation, and a stopping loop would
+    run on forever."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError()
+
+
 class ControllerClient:
     def __init__(self, controllers: dict[int, str], *, attempt_timeout_s: float) -> None:
         if not controllers:
@@ -83,6 +94,7 @@ class ControllerClient:
                 response = await getattr(self._stub(target), rpc)(
                     request, timeout=min(self.attempt_timeout_s, remaining))
             except grpc.aio.AioRpcError as exc:
+                reraise_cancellation()
                 last = f"controller {target}: {exc.code().name}"
                 self._forget(target)
                 await asyncio.sleep(min(RETRY_BACKOFF_S, max(deadline - loop.time(), 0)))

@@ -13,13 +13,17 @@ import grpc
 from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import broker_pb2_grpc as bpb_grpc
 
-from .controller_client import CHANNEL_OPTIONS
+from .controller_client import CHANNEL_OPTIONS, reraise_cancellation
 from .metadata import client_endpoint
 from .replica_manager import ReplicaManager
 
 
 class UnknownLeader(Exception):
     """The image has no endpoint for the leader on the inter-broker listener."""
+
+
+class PeerUnavailable(Exception):
+    """The call to another broker failed in transport (refused, reset, timed out)."""
 
 
 class BrokerPeers:
@@ -49,11 +53,24 @@ class BrokerPeers:
 
     async def fetch(self, leader_id: int, request: bpb.FetchRequest) -> bpb.FetchResponse:
         # The leader may hold a long-polled fetch for max_wait_ms.
-        return await self._stub(leader_id).Fetch(
-            request, timeout=request.max_wait_ms / 1000 + self.request_timeout_s)
+        try:
+            return await self._stub(leader_id).Fetch(
+                request, timeout=request.max_wait_ms / 1000 + self.request_timeout_s)
+        except grpc.aio.AioRpcError as exc:
+            reraise_cancellation()
+            raise PeerUnavailable(self._describe(leader_id, exc)) from None
 
     async def list_offsets(self, leader_id: int, request: bpb.ListOffsetsRequest) -> bpb.ListOffsetsResponse:
-        return await self._stub(leader_id).ListOffsets(request, timeout=self.request_timeout_s)
+        try:
+            return await self._stub(leader_id).ListOffsets(request, timeout=self.request_timeout_s)
+        except grpc.aio.AioRpcError as exc:
+            reraise_cancellation()
+            raise PeerUnavailable(self._describe(leader_id, exc)) from None
+
+    def _describe(self, broker_id: int, exc: grpc.aio.AioRpcError) -> str:
+        """One line (gRPC's own text of an error spans several)."""
+        details = (exc.details() or "").splitlines()
+        return f"broker {broker_id}: {exc.code().name}" + (f" ({details[0]})" if details else "")
 
     async def close(self) -> None:
         channels = list(self._channels.values())

@@ -23,7 +23,7 @@ import asyncio
 import logging
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Optional
+from typing import Awaitable, Callable, Optional
 
 import grpc
 
@@ -45,6 +45,7 @@ from .replica_manager import ReplicaManager
 log = logging.getLogger(__name__)
 
 METADATA_PARTITION = ("__cluster_metadata", 0)
+STOP_TIMEOUT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -162,10 +163,16 @@ class BrokerServer:
             if task is not None:
                 task.cancel()
         await asyncio.gather(*(t for t in (self._publisher, self._failure_watch) if t), return_exceptions=True)
-        await self.isr_updates.stop()
-        await self.lifecycle.stop()
-        await self.fetcher.close()
-        await self.log_jobs.stop()
+        for what, stopping in (("ISR updates", self.isr_updates.stop()), ("lifecycle", self.lifecycle.stop()),
+                               ("replica fetcher", self.fetcher.close()), ("log jobs", self.log_jobs.stop())):
+            await self._bounded(what, stopping)
+
+    async def _bounded(self, what: str, stopping: Awaitable[None]) -> None:
+        # A task that does not end must not keep the process from exiting.
+        try:
+            await asyncio.wait_for(stopping, STOP_TIMEOUT_S)
+        except asyncio.TimeoutError:
+            log.warning("broker %d: the %s did not stop within %gs", self.broker_id, what, STOP_TIMEOUT_S)
 
     async def close(self) -> None:
         """Close the channels and the logs cleanly (after the servers stopped)."""

@@ -235,6 +235,7 @@ async def serve(config: ServerConfig) -> int:
         await broker.close()  # the partition logs, once no request can touch them
     for task in (*waits, *health_tasks):
         task.cancel()
+    log.info("node %d stopped", config.node_id)
     return 1 if failure else 0
 
 

@@ -149,6 +149,17 @@ def test_brokers_serve_replicated_partitions_and_survive_a_leaders_kill_9(cluste
     answer = produce(cluster.broker_stub(after.partitions[0].leader_id), 0, more)
     assert answer.error_code == 0 and answer.base_offset == end
 
+    # Restarted, the victim registers anew, catches up and its leaders ask
+    # the controller to take it back into every ISR (AlterPartition).
+    cluster.start(victim)
+    cluster.wait_for_brokers(brokers)
+
+    def rejoined():
+        described = cluster.metadata(survivors[0], [TOPIC])
+        return described is not None and all(set(p.isr_nodes) == brokers for p in described.topics[0].partitions)
+
+    wait_until(rejoined, 30, f"broker {victim} back in every ISR")
+
 
 def test_sigterm_is_a_controlled_shutdown(cluster) -> None:
     cluster.wait_for_brokers()
