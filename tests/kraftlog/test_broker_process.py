@@ -9,6 +9,8 @@ acknowledged record is still there; SIGTERM is a controlled shutdown.
 from __future__ import annotations
 
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from kraftlog.local_cluster import LocalCluster
 from kraftlog.local_quorum import wait_until
@@ -175,11 +177,30 @@ def test_sigterm_is_a_controlled_shutdown(cluster) -> None:
     assert all(p.leader_id in survivors for p in after.partitions), after
 
 
+def services(channel) -> set[str]:
+    stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+    answer = next(stub.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")])))
+    return {s.name for s in answer.list_services_response.service}
+
+
+def serving(channel, service: str = "") -> bool:
+    status = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(service=service), timeout=5)
+    return status.status == health_pb2.HealthCheckResponse.SERVING
+
+
 def test_combined_nodes_run_the_quorum_and_the_partitions(combined) -> None:
     nodes = set(combined.brokers)
     assert set(combined.controllers) == nodes
     seen = combined.wait_for_brokers()
     assert {broker.node_id for broker in seen.brokers} == nodes
+    # Each listener serves its own services, with health checking and reflection.
+    broker_channel = combined.channel(combined.broker_addresses[1])
+    controller_channel = combined.channel(combined.controller_addresses[1])
+    assert services(broker_channel) == {"kraftlog.broker.v1.KafkaBroker", "grpc.health.v1.Health",
+                                        "grpc.reflection.v1alpha.ServerReflection"}
+    assert {"kraftlog.quorum.v1.KRaftQuorum", "kraftlog.controller.v1.KRaftController"} <= services(controller_channel)
+    wait_until(lambda: serving(broker_channel, "kraftlog.broker.v1.KafkaBroker"), 10, "the broker service SERVING")
+    assert serving(broker_channel) and serving(controller_channel)
     combined.create_topic(TOPIC, 3, 3)
     topic = combined.wait_for_leaders(TOPIC)
     for p in topic.partitions:
