@@ -4,9 +4,13 @@ combined nodes) on 127.0.0.1, spoken to over gRPC as a client would.
 Brokers register and are unfenced; a topic is created through a broker;
 acks=all produces are read back byte for byte from every partition's leader;
 after kill -9 of a leader's broker, new leaders come from the ISR and every
-acknowledged record is still there; SIGTERM is a controlled shutdown.
+acknowledged record is still there, and the restarted broker rejoins every
+ISR; SIGTERM is a controlled shutdown; brokers keep serving through a kill -9
+of the active controller and follow its successor.
 """
 from __future__ import annotations
+
+import time
 
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -211,3 +215,32 @@ def test_combined_nodes_run_the_quorum_and_the_partitions(combined) -> None:
         stamped = bytearray(sent)
         b.stamp(stamped, 0, answer.base_offset, p.leader_epoch)
         assert read_all(stub, p.partition_index, 1) == stamped
+
+
+def test_brokers_follow_a_new_active_controller_after_kill_9(cluster) -> None:
+    cluster.wait_for_brokers()
+    cluster.create_topic(TOPIC, 3, 3)
+    topic = cluster.wait_for_leaders(TOPIC)
+    active = wait_until(lambda: (m := cluster.metadata()) is not None and m.controller_id > 0 and m.controller_id,
+                        20, "an active controller named by a broker")
+    cluster.kill(active)
+
+    # Partitions keep taking acks=all writes: their leaders do not need the controller.
+    for p in topic.partitions:
+        answer = produce(cluster.broker_stub(p.leader_id), p.partition_index,
+                         encode_batch([Record(None, b"during the election", 1_700_000_000_000)]))
+        assert answer.error_code == 0, answer
+
+    def new_controller():
+        described = cluster.metadata()
+        return described is not None and described.controller_id not in (-1, active) and described.controller_id
+
+    wait_until(new_controller, 20, "a new active controller")
+    # The new controller knows every registration from the metadata log, and
+    # the brokers' heartbeats keep their sessions with it past a session timeout.
+    cluster.create_topic("after-failover", 3, 3)
+    cluster.wait_for_leaders("after-failover")
+    time.sleep(2 * PROPERTIES["broker.session.timeout.ms"] / 1000)  # two session timeouts go by
+    assert cluster.create_topic("much-later", 3, 3).error_code == 0
+    assert {b.node_id for b in cluster.metadata().brokers} == set(cluster.brokers)
+
