@@ -65,12 +65,17 @@ class BrokerLifecycle:
         self._want_shut_down = False
         self._shut_down = asyncio.Event()
         self._wake = asyncio.Event()
+        self._stopping = False
         self._task: Optional[asyncio.Task[None]] = None
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name=f"broker-lifecycle-{self.broker_id}")
 
     async def stop(self) -> None:
+        # The flag too: in Python 3.11 asyncio.wait_for swallows a cancellation
+        # that arrives as the event it waits on is set (the _wake of a
+        # controlled shutdown), and the loop would go on.
+        self._stopping = True
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
@@ -91,7 +96,7 @@ class BrokerLifecycle:
         return True
 
     async def _run(self) -> None:
-        while self.failure is None and not self._shut_down.is_set():
+        while self.failure is None and not self._shut_down.is_set() and not self._stopping:
             if self.broker_epoch < 0:
                 await self._register()
                 if self.broker_epoch >= 0:

@@ -244,3 +244,30 @@ def test_log_jobs_follow_kafkas_intervals(tmp_path: Path):
 
     run(scenario())
     logs.close()
+
+
+def test_stopping_the_lifecycle_as_it_is_woken_ends_it():
+    """asyncio.wait_for (Python 3.11) swallows a cancellation that comes with
+    the event it waits on: stop() must end the loop all the same."""
+    async def scenario():
+        ports = free_ports(1)
+        controller = ScriptedController(1, lambda name, _: response(
+            name, controller_id=1, **({"broker_epoch": 1} if name == "BrokerRegistration" else {})))
+        servers = await serve([controller], ports)
+        client = ControllerClient({1: f"127.0.0.1:{ports[0]}"}, attempt_timeout_s=1.0)
+        lifecycle = BrokerLifecycle(7, "c", [], None, client, lambda: 0, heartbeat_interval_ms=10_000,
+                                    request_timeout_s=2)
+        lifecycle.start()
+        try:
+            await until(lambda: len(controller.requests) >= 2)  # registered, first heartbeat answered:
+            await asyncio.sleep(0.3)  # now it sleeps for the heartbeat interval
+            lifecycle._wake.set()
+            async with asyncio.timeout(5):  # stop() runs at once, in this very loop iteration
+                await lifecycle.stop()
+            assert lifecycle._task is not None and lifecycle._task.done()
+        finally:
+            await client.close()
+            for server in servers:
+                await server.stop(0)
+
+    run(scenario())
