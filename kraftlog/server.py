@@ -48,6 +48,7 @@ from .server_config import Endpoint, ServerConfig
 
 log = logging.getLogger("kraftlog.server")
 
+NODE_STOP_TIMEOUT_S = 3.0
 HEALTH_SERVICE = health_pb2.DESCRIPTOR.services_by_name["Health"].full_name
 
 
@@ -227,7 +228,7 @@ async def serve(config: ServerConfig) -> int:
     # servers and the channels close.
     if active is not None:
         await active.stop()
-    await node.stop()
+    await stop_node(node)
     for listener in listeners:
         await listener.server.stop(grace=0.5)
     await peers.close()
@@ -237,6 +238,21 @@ async def serve(config: ServerConfig) -> int:
         task.cancel()
     log.info("node %d stopped", config.node_id)
     return 1 if failure else 0
+
+
+async def stop_node(node: QuorumNode) -> None:
+    """node.stop(), bounded. One of its loops may ignore the cancellation
+    (Python 3.11's asyncio.wait_for swallows one that arrives as its wake-up
+    event is set), and node.stop() would wait on it forever: cancelling
+    again reaches that loop anew, and node.stop() goes on closing the log."""
+    stopping = asyncio.create_task(node.stop())
+    for _ in range(3):
+        done, _ = await asyncio.wait([stopping], timeout=NODE_STOP_TIMEOUT_S)
+        if done:
+            return
+        log.warning("node %d: the quorum node did not stop within %gs; cancelling its tasks again",
+                    node.node_id, NODE_STOP_TIMEOUT_S)
+        stopping.cancel()
 
 
 def bind(listener: Listener) -> None:
