@@ -359,13 +359,13 @@ def _advertised_listeners(props: Mapping[str, Any], listeners: tuple[Endpoint, .
     for name in given:
         if name not in own:
             raise InvalidConfigError(f"{ADVERTISED_LISTENERS}: {name} is not a broker listener in {LISTENERS}")
-    key = lambda name: ADVERTISED_LISTENERS if name in given else LISTENERS  # noqa: E731 - names the source
     advertised = []
     for name, endpoint in own.items():
         chosen = given.get(name, endpoint)
+        source = ADVERTISED_LISTENERS if name in given else LISTENERS
         if chosen.host in ("0.0.0.0", "::"):
             raise InvalidConfigError(
-                f"{key(name)}: {chosen} cannot be advertised (a wildcard address); "
+                f"{source}: {chosen} cannot be advertised (a wildcard address); "
                 f"set {ADVERTISED_LISTENERS} to a routable host")
         if chosen.port == 0 and name in given:
             raise InvalidConfigError(f"{ADVERTISED_LISTENERS}: {chosen} needs a port")

@@ -80,6 +80,12 @@ def test_an_empty_host_is_advertised_as_this_machines_name():
     assert c.advertised_listeners == (Endpoint("PLAINTEXT", socket.getfqdn(), 9092),)
 
 
+def test_a_broker_bound_to_every_interface_advertises_a_routable_host():
+    c = broker(listeners="PLAINTEXT://0.0.0.0:9092", advertised__listeners="PLAINTEXT://10.0.0.4:9092")
+    assert c.broker_listeners()[0].address == "0.0.0.0:9092"
+    assert c.advertised_listeners == (Endpoint("PLAINTEXT", "10.0.0.4", 9092),)
+
+
 def test_a_broker_serves_on_another_listener_name_when_told():
     c = broker(listeners="INTERNAL://127.0.0.1:9092,EXTERNAL://127.0.0.1:9192",
                inter__broker__listener__name="internal")
