@@ -22,14 +22,12 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Awaitable, Callable, Optional
 
 import grpc
 
 from metadata_quorum.image import Endpoint, MetadataDelta, MetadataImage
 from metadata_quorum.metadata_state import MetadataStateMachine
-from partition_log.config import LogConfig
 from partition_log.log_manager import LogManager
 
 from . import service
@@ -44,7 +42,6 @@ from .replica_manager import ReplicaManager
 
 log = logging.getLogger(__name__)
 
-METADATA_PARTITION = ("__cluster_metadata", 0)
 STOP_TIMEOUT_S = 5.0
 
 
@@ -69,21 +66,6 @@ class BrokerSettings:
         # Long enough for the controller to move every leadership away and
         # for a controller election on the way; bounded so SIGTERM ends.
         return max(2 * self.session_timeout_ms / 1000, 5.0)
-
-
-def open_log_manager(log_dir: Path, config: LogConfig) -> LogManager:
-    """The partition logs of `log_dir`, without the metadata log.
-
-    The metadata log directory is, by default, the first log directory,
-    and its `__cluster_metadata-0` looks like a partition to LogManager.
-    Kafka's LogManager skips it; ours does not (yet), so it is closed again
-    here, before the quorum opens it: it must never be served, retained or
-    checkpointed as a partition."""
-    logs = LogManager(log_dir, config)
-    metadata_log = logs.logs.pop(METADATA_PARTITION, None)
-    if metadata_log is not None:
-        metadata_log.close()
-    return logs
 
 
 def full_delta(image: MetadataImage, previous: Optional[MetadataImage] = None) -> MetadataDelta:

@@ -33,7 +33,7 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from broker.server import BrokerServer, BrokerSettings, open_log_manager
+from broker.server import BrokerServer, BrokerSettings
 from metadata_quorum import controller_service, log_service, transport
 from metadata_quorum.controller_service import ActiveController
 from metadata_quorum.image import Endpoint as RegisteredEndpoint
@@ -110,11 +110,11 @@ def broker_settings(config: ServerConfig) -> BrokerSettings:
 
 
 async def serve(config: ServerConfig) -> int:
-    # The partition logs first: the metadata log may share their directory,
-    # and must be closed again before the quorum opens it (open_log_manager).
+    # The partition logs (LogManager leaves the metadata log, which may share
+    # their directory, to the quorum).
     logs: Optional[LogManager] = None
     if config.is_broker:
-        logs = open_log_manager(Path(config.log_dirs[0]), config.broker.log)
+        logs = LogManager(Path(config.log_dirs[0]), config.broker.log)
     try:
         storage = open_metadata_storage(
             config.metadata_log_dir,

@@ -347,7 +347,9 @@ class QuorumNode:
     # ------------------------------------------------------------------
 
     async def _timer_loop(self) -> None:
-        while self.failure is None:
+        # _closing as well as cancellation: Python 3.11's wait_for can swallow a
+        # cancellation that lands as the awaited event is set.
+        while self.failure is None and not self._closing:
             delay = (self.core.next_deadline() - self.now_ms()) / 1000
             if delay > 0:
                 self._wakeup.clear()
@@ -360,7 +362,9 @@ class QuorumNode:
 
     async def _flush_loop(self) -> None:
         loop = asyncio.get_running_loop()
-        while self.failure is None:
+        # _closing as well as cancellation: Python 3.11's wait_for can swallow a
+        # cancellation that lands as the awaited event is set.
+        while self.failure is None and not self._closing:
             await self._unflushed.wait()
             self._unflushed.clear()
             pending = self.storage.log.begin_flush()

@@ -16,6 +16,11 @@ from .config import LogConfig
 from .errors import KafkaStorageError
 from .log import Clock, Log, parse_partition_dir, wall_clock_ms
 
+# The replicated metadata log shares a log directory with partitions (as in
+# Kafka, metadata.log.dir defaults to the first of log.dirs) but is owned by
+# the quorum, never opened as a partition here.
+METADATA_LOG_DIR = "__cluster_metadata-0"
+
 log = logging.getLogger(__name__)
 
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
@@ -41,8 +46,8 @@ class LogManager:
         recovery_points = self._read_offsets(RECOVERY_POINT_FILE)
         log_starts = self._read_offsets(LOG_START_FILE)
         for entry in sorted(self.log_dir.iterdir()):
-            if not entry.is_dir():
-                continue
+            if not entry.is_dir() or entry.name == METADATA_LOG_DIR:
+                continue  # the metadata log belongs to the quorum, as in Kafka
             try:
                 tp = parse_partition_dir(entry.name)
             except ValueError:

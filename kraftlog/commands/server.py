@@ -19,8 +19,8 @@ def server(
         "--config", metavar="FILE", help="The node's YAML file of Kafka-named properties.",
         show_default=False)],
 ) -> None:
-    """Run one node (a controller, for now), serving gRPC on its listener
-    until SIGTERM or SIGINT. Logs go to stderr."""
+    """Run one node (process.roles: controller, broker, or both), serving gRPC on
+    its listeners until SIGTERM or SIGINT. Logs go to stderr."""
     loaded = ServerConfig.load(config)
     for warning in loaded.warnings:
         typer.echo(f"kraftlog server: warning: {config}: {warning}", err=True)

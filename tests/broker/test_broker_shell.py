@@ -16,7 +16,8 @@ from broker.controller_client import ControllerClient, ControllerUnavailable
 from broker.lifecycle import BrokerLifecycle
 from broker.log_jobs import LogJobIntervals, LogJobs
 from broker.replica_manager import ReplicaManager
-from broker.server import full_delta, open_log_manager
+from broker.server import full_delta
+from partition_log.log_manager import LogManager
 from broker.service import KafkaBrokerService, add_to_server
 from kraftlog.local_quorum import free_ports
 from kraftlog_api import broker_pb2 as bpb
@@ -170,7 +171,7 @@ def test_registration_heartbeats_reregistration_and_controlled_shutdown():
 def test_the_service_refuses_data_until_caught_up_and_forwards_admin_requests(tmp_path: Path):
     async def scenario():
         ports = free_ports(2)
-        logs = open_log_manager(tmp_path / "logs", LogConfig())
+        logs = LogManager(tmp_path / "logs", LogConfig())
         replicas = ReplicaManager(1, logs)
         ready = {"caught_up": False}
         nobody = ControllerClient({1: f"127.0.0.1:{ports[1]}"}, attempt_timeout_s=0.2)  # nothing listens
@@ -205,11 +206,11 @@ def test_the_service_refuses_data_until_caught_up_and_forwards_admin_requests(tm
     run(scenario())
 
 
-def test_the_metadata_log_is_never_a_partition_of_the_broker(tmp_path: Path):
+def test_the_log_manager_never_opens_the_metadata_log_as_a_partition(tmp_path: Path):
     storage = open_metadata_storage(tmp_path, cluster_id="c", node_id=4, voters=[1])
     storage.log.close()
     assert (tmp_path / "__cluster_metadata-0").is_dir()
-    logs = open_log_manager(tmp_path, LogConfig())
+    logs = LogManager(tmp_path, LogConfig())
     logs.get_or_create("orders", 0)
     assert list(logs.logs) == [("orders", 0)]
     logs.close()
@@ -228,7 +229,7 @@ def test_a_replaced_image_removes_the_topics_it_lacks():
 
 
 def test_log_jobs_follow_kafkas_intervals(tmp_path: Path):
-    logs = open_log_manager(tmp_path, LogConfig())
+    logs = LogManager(tmp_path, LogConfig())
     names = [name for name, _, _ in LogJobs(logs, LogJobIntervals()).jobs()]
     assert names == ["retention", "checkpoint", "cleaner"]  # the flush scheduler is off by default, as in Kafka
     fast = LogJobs(logs, LogJobIntervals(flush_scheduler_ms=10, recovery_point_checkpoint_ms=10, cleaner_enable=False))
