@@ -35,6 +35,7 @@ from typing import Any, Iterable, Mapping
 import yaml
 
 from client.admin import describe_quorum
+from client.cluster import Cluster
 from partition_log.errors import InvalidConfigError, KafkaError
 
 from .server_config import (
@@ -252,6 +253,37 @@ def wait_for_leader(plans: tuple[NodePlan, ...], timeout: float) -> dict[str, An
             last_error = exc
 
 
+def broker_bootstrap(plans: Iterable[NodePlan]) -> str:
+    """HOST:PORT,... of every broker's first advertised listener ("" without brokers)."""
+    return ",".join(f"{e.host}:{e.port}" for plan in plans if plan.config.is_broker
+                    for e in plan.config.advertised_listeners[:1])
+
+
+def wait_for_brokers(plans: tuple[NodePlan, ...], timeout: float) -> list[int]:
+    """Wait until every broker of the file is registered and unfenced (Metadata lists
+    only unfenced brokers); their ids. Nothing to wait for without brokers."""
+    expected = {plan.node_id for plan in plans if plan.config.is_broker}
+    if not expected:
+        return []
+    deadline = time.monotonic() + timeout
+    seen: set[int] = set()
+    with Cluster(broker_bootstrap(plans)) as cluster:
+        while True:
+            exited = [plan.node_id for plan in plans if running_pid(plan) is None]
+            if exited:
+                raise LeaderNotFoundError(f"node {', '.join(map(str, exited))} exited")
+            try:
+                seen = {b.node_id for b in cluster.refresh([]).brokers}
+            except KafkaError:
+                pass
+            if expected <= seen:
+                return sorted(expected)
+            if time.monotonic() >= deadline:
+                missing = ", ".join(map(str, sorted(expected - seen)))
+                raise LeaderNotFoundError(f"broker {missing} not unfenced after {timeout:g}s")
+            time.sleep(0.2)
+
+
 def describe_if_reachable(plans: tuple[NodePlan, ...], timeout: float = 2.0) -> dict[str, Any] | None:
     try:
         return describe_quorum(bootstrap_controllers(plans), timeout=timeout)
@@ -260,8 +292,25 @@ def describe_if_reachable(plans: tuple[NodePlan, ...], timeout: float = 2.0) -> 
 
 
 def stop_nodes(plans: tuple[NodePlan, ...], grace: float = 10.0) -> dict[int, str]:
+    """Stop broker-only nodes first, then the rest, as Kafka's operators do: a
+    broker's controlled shutdown needs the controllers still up. Node id -> what happened."""
+    brokers_only = tuple(p for p in plans if p.config.is_broker and not p.config.is_controller)
+    combined = tuple(p for p in plans if p.config.is_broker and p.config.is_controller)
+    controllers_only = tuple(p for p in plans if not p.config.is_broker)
+    outcome = _stop_group(brokers_only, grace) if brokers_only else {}
+    # Combined nodes one at a time: each one's controlled shutdown needs a
+    # quorum of the others. (The last one has none left and waits out its
+    # bounded shutdown; see the issue note.)
+    for plan in combined:
+        outcome.update(_stop_group((plan,), grace))
+    if controllers_only:
+        outcome.update(_stop_group(controllers_only, grace))
+    return dict(sorted(outcome.items()))
+
+
+def _stop_group(plans: tuple[NodePlan, ...], grace: float) -> dict[int, str]:
     """SIGTERM each running node, SIGKILL what outlives `grace` seconds, and
-    remove the pid files of nodes that are gone. Node id -> what happened."""
+    remove the pid files of nodes that are gone."""
     outcome: dict[int, str] = {}
     running = {plan.node_id: (plan, pid) for plan in plans if (pid := running_pid(plan)) is not None}
     for plan in plans:

@@ -31,10 +31,11 @@ def register(app: typer.Typer) -> None:
 def up(
     config: ClusterFile,
     data_dir: DataDir = None,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for a leader.")] = 30.0,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for a leader, and again for the brokers.")] = 30.0,
 ) -> None:
     """Start every node that is not running, then wait until the quorum has a
-    leader. Exits 1, with the end of each node's log, if it has none in time."""
+    leader and every broker is unfenced. Exits 1, with the end of each node's
+    log, if that does not happen in time."""
     plans = launcher.plan_cluster(config, data_dir)
     typer.echo(f"data directory: {_data_dir(config, data_dir)}")
     for plan in plans:
@@ -46,6 +47,7 @@ def up(
             typer.echo(f"node {plan.node_id}: started (pid {pid}), log {plan.log_path}")
     try:
         info = launcher.wait_for_leader(plans, timeout)
+        brokers = launcher.wait_for_brokers(plans, timeout)
     except launcher.LeaderNotFoundError as exc:
         typer.echo(f"kraftlog cluster up: {exc}", err=True)
         for plan in plans:
@@ -57,6 +59,9 @@ def up(
                        f"--config {config}" + (f" --data-dir {data_dir}`" if data_dir else "`"), err=True)
         raise typer.Exit(1) from None
     typer.echo(f"leader: node {info['leader_id']} (epoch {info['leader_epoch']})")
+    if brokers:
+        typer.echo(f"brokers unfenced: {', '.join(map(str, brokers))}; "
+                   f"bootstrap: {launcher.broker_bootstrap(plans)}")
 
 
 @cluster_app.command("status")
