@@ -1,10 +1,11 @@
-"""`make demo`: the partition log on a real directory, then the metadata quorum.
+"""`make demo`: Kafka in KRaft mode through a broker failure (demo_cluster.py).
 
-Part one writes a few thousand records with every compression codec, shuts down cleanly,
+`python -m kraftlog.demo [cluster] [quorum] [log]` also runs the earlier
+parts: the metadata quorum alone (demo_quorum.py) and the partition log
+alone (below). The log part writes a few thousand records with every compression codec, shuts down cleanly,
 reopens (no recovery scan needed), looks records up by offset and by
 timestamp, then shows a segment through `kraftlog dump-log`, as an operator
-would inspect a Kafka segment with kafka-dump-log. Part two (demo_quorum.py)
-runs three controller processes through a leader failure.
+would inspect a Kafka segment with kafka-dump-log.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from rich.table import Table
 
 from partition_log.compression import Codec
 
-from . import demo_quorum
+from . import demo_cluster, demo_quorum
 from partition_log.config import LogConfig
 from partition_log.log_manager import LogManager
 from partition_log.records import Record, encode_batch, iter_records
@@ -51,10 +52,26 @@ def produce(manager: LogManager, console: Console, start_ms: int) -> list[tuple[
     return written
 
 
-def main() -> int:
+PARTS = ("cluster", "quorum", "log")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m kraftlog.demo [cluster|quorum|log ...]`: the cluster demo by default."""
+    parts = (argv if argv is not None else sys.argv[1:]) or ["cluster"]
+    unknown = [p for p in parts if p not in PARTS]
+    if unknown:
+        print(f"unknown demo part {', '.join(unknown)}; choose from {', '.join(PARTS)}", file=sys.stderr)
+        return 2
     console = Console()
-    partition_log_demo(console)
-    return demo_quorum.main(console)
+    status = 0
+    for part in parts:
+        if part == "log":
+            partition_log_demo(console)
+        elif part == "quorum":
+            status |= demo_quorum.main(console)
+        else:
+            status |= demo_cluster.main(console)
+    return status
 
 
 def partition_log_demo(console: Console) -> None:

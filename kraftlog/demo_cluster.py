@@ -1,0 +1,147 @@
+"""The main demo: Kafka in KRaft mode from deploy/local.yaml, through a broker failure.
+
+Starts 3 controllers and 3 brokers (the launcher behind `kraftlog cluster
+up`) in a temp dir, creates a topic (6 partitions, RF 3, min ISR 2),
+produces 100,000 records with acks=all, kills one broker with SIGKILL
+part way, shows leaders moving and ISRs shrinking, keeps producing,
+restarts the broker and shows it rejoin every ISR, then consumes
+everything and checks that every acknowledged record arrived exactly once
+and in order per partition.
+"""
+from __future__ import annotations
+
+import os
+import signal
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from client.cluster import Cluster
+from client.errors import KafkaError
+from client.console import consume, produce_values
+from client.topics import create_topic, describe_topics
+
+from . import launcher
+
+CLUSTER_FILE = Path(__file__).resolve().parent.parent / "deploy" / "local.yaml"
+TOPIC = "demo-events"
+PARTITIONS = 6
+RECORDS = 100_000
+CHUNK = 500  # records per produce call: one batch
+KILL_AT, RESTART_AT = 30_000, 60_000
+
+
+def partition_table(cluster: Cluster, title: str) -> Table:
+    table = Table("Partition", "Leader", "LeaderEpoch", "Replicas", "Isr", title=title)
+    for p in describe_topics(cluster, [TOPIC])[0]["partitions"]:
+        table.add_row(str(p["partition"]), "none" if p["leader"] < 0 else str(p["leader"]), str(p["leader_epoch"]),
+                      ",".join(map(str, p["replicas"])), ",".join(map(str, p["isr"])))
+    return table
+
+
+def wait_for(predicate, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() >= deadline:
+            raise TimeoutError(f"{what}: not within {timeout:g}s")
+        time.sleep(0.5)
+
+
+def every_partition_led(cluster: Cluster, isr_has: int | None = None, isr_lacks: int | None = None) -> bool:
+    """Every partition has a leader (and its ISR holds / lacks the given broker), as the brokers see it."""
+    try:
+        partitions = describe_topics(cluster, [TOPIC])[0]["partitions"]
+    except KafkaError:
+        return False  # the topic is not in this broker's image yet
+    return all(p["leader"] >= 0 and (isr_has is None or isr_has in p["isr"])
+               and (isr_lacks is None or isr_lacks not in p["isr"]) for p in partitions)
+
+
+def main(console: Console) -> int:
+    with tempfile.TemporaryDirectory(prefix="kraftlog-demo-cluster-") as workdir:
+        plans = launcher.plan_cluster(CLUSTER_FILE, Path(workdir))
+        try:
+            return run(console, plans)
+        finally:
+            console.rule("kraftlog cluster down")
+            for node, outcome in launcher.stop_nodes(plans).items():
+                console.print(f"node {node}: {outcome}")
+
+
+def run(console: Console, plans: tuple[launcher.NodePlan, ...]) -> int:
+    console.rule(f"[bold]kraftlog cluster up --config {CLUSTER_FILE.relative_to(CLUSTER_FILE.parent.parent)}")
+    for plan in plans:
+        launcher.start_node(plan)
+    info = launcher.wait_for_leader(plans, 60)
+    brokers = launcher.wait_for_brokers(plans, 60)
+    console.print(f"controller quorum leader: node {info['leader_id']}; brokers unfenced: {brokers}")
+    by_id = {plan.node_id: plan for plan in plans}
+
+    with Cluster(launcher.broker_bootstrap(plans)) as cluster:
+        create_topic(cluster, TOPIC, PARTITIONS, 3, {"min.insync.replicas": "2"})
+        wait_for(lambda: every_partition_led(cluster), 30, "every partition has a leader")
+        console.print(partition_table(cluster, f"{TOPIC}: 6 partitions, RF 3, min.insync.replicas=2"))
+
+        acknowledged: set[str] = set()
+        failed = 0
+        victim = describe_topics(cluster, [TOPIC])[0]["partitions"][0]["leader"]
+        columns = (TextColumn("producing (acks=all)"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        started = time.monotonic()
+        with Progress(*columns, console=console) as progress:
+            bar = progress.add_task("produce", total=RECORDS)
+            for first in range(0, RECORDS, CHUNK):
+                if first == KILL_AT:
+                    os.kill(launcher.read_pid(by_id[victim]) or 0, signal.SIGKILL)
+                    progress.console.print(f"[red]kill -9 of broker {victim}[/] (leader of partition 0)")
+                if first == RESTART_AT:
+                    progress.console.print(partition_table(
+                        cluster, f"leaders moved off broker {victim}, ISRs shrank without it"))
+                    launcher.start_node(by_id[victim])
+                    progress.console.print(f"[green]broker {victim} restarted[/]")
+                values = [f"rec-{n:06d}" for n in range(first, first + CHUNK)]
+                # One batch per call, acknowledged whole or not at all; the
+                # batches go round the partitions (sticky, as keyless records do).
+                summary = produce_values(cluster, TOPIC, (v.encode() for v in values), acks=-1,
+                                         batch_records=CHUNK, delivery_timeout_s=60,
+                                         partition=(first // CHUNK) % PARTITIONS)
+                if summary.acknowledged == len(values):
+                    acknowledged.update(values)
+                else:
+                    failed += len(values)
+                progress.advance(bar, CHUNK)
+        produce_s = time.monotonic() - started
+        console.print(f"{len(acknowledged):,} records acknowledged, {failed:,} not, in {produce_s:.1f}s "
+                      f"({len(acknowledged) / produce_s:,.0f} records/s)")
+
+        wait_for(lambda: every_partition_led(cluster, isr_has=victim), 120, f"broker {victim} rejoins every ISR")
+        console.print(partition_table(cluster, f"broker {victim} rejoined every ISR"))
+
+        seen: dict[str, int] = defaultdict(int)
+        last_in_partition: dict[int, int] = {}
+        out_of_order = 0
+        for record in consume(cluster, TOPIC, from_beginning=True, max_messages=len(acknowledged) + failed,
+                              idle_timeout_s=15):
+            value = (record.value or b"").decode()
+            seen[value] += 1
+            n = int(value.split("-")[1])
+            if n < last_in_partition.get(record.partition, -1):
+                out_of_order += 1
+            last_in_partition[record.partition] = n
+    missing = [v for v in acknowledged if v not in seen]
+    duplicates = sum(1 for c in seen.values() if c > 1)
+    table = Table("check", "result", title="summary")
+    table.add_row("acknowledged records", f"{len(acknowledged):,}")
+    table.add_row("consumed records", f"{sum(seen.values()):,}")
+    table.add_row("acknowledged but missing", str(len(missing)))
+    table.add_row("delivered more than once", str(duplicates))
+    table.add_row("out of order within a partition", str(out_of_order))
+    console.print(table)
+    ok = not missing and not duplicates and not out_of_order
+    console.print("[bold green]every acknowledged record arrived once, in order per partition[/]" if ok
+                  else "[bold red]the checks failed[/]")
+    return 0 if ok else 1
