@@ -28,7 +28,6 @@ import queue
 import random
 import re
 import signal
-import statistics
 import sys
 import tempfile
 import time
@@ -37,6 +36,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench_stats import summarize  # noqa: E402
 
 import grpc  # noqa: E402
 
@@ -69,19 +70,6 @@ QUICK = {"warmup": 20, "appends": 200, "latency_seconds": 5.0, "seconds": 3.0, "
 # A server log line for a state transition (metadata_quorum.node._on_transition).
 TRANSITION = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) \[node (\d+)\] \w+ [\w.]+: "
                         r"node \d+: (\w+) -> (\w+) \(epoch (\d+)")
-
-
-def percentile(ordered: list[float], q: float) -> float:
-    """Nearest-rank percentile of an ascending list."""
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
-
-
-def summarize(values: list[float]) -> dict[str, Any]:
-    ordered = sorted(values)
-    if not ordered:
-        return {"count": 0}
-    return {"count": len(ordered), "p50": percentile(ordered, 0.5), "p90": percentile(ordered, 0.9),
-            "p99": percentile(ordered, 0.99), "max": ordered[-1], "mean": statistics.fmean(ordered)}
 
 
 def error_name(exc: BaseException) -> str:

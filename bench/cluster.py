@@ -1,0 +1,253 @@
+"""Cluster benchmark: 3 controllers + 3 brokers (LocalCluster) on this machine.
+
+1. produce throughput, 100-byte records in ~16 KiB batches: RF 1 with acks=1,
+   and RF 3 with acks=all (several batches in flight);
+2. produce latency p50/p99 at a fixed moderate rate (RF 3, acks=all);
+3. consume throughput (fetching everything back from the leaders);
+4. partition-leader failover after kill -9 of a broker, with
+   broker.session.timeout.ms=2000: from the kill until the partition it led
+   takes an acks=all write again;
+5. 10,000 partitions: time to create them, then each broker's RSS and open
+   file descriptors.
+
+    python bench/cluster.py [--seconds 10] [--quick] [--out bench/results/cluster.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import queue
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import grpc  # noqa: E402
+
+from bench_stats import summarize  # noqa: E402
+from kraftlog.local_cluster import LocalCluster  # noqa: E402
+from kraftlog_api import broker_pb2 as bpb  # noqa: E402
+from partition_log.batch import iter_headers  # noqa: E402
+from partition_log.records import Record, encode_batch  # noqa: E402
+
+RECORD_BYTES = 100
+BATCH_RECORDS = 160  # 160 x ~110 bytes on disk ≈ 16 KiB
+IN_FLIGHT = 8
+PROPERTIES = {"broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 500}
+
+
+def batch_bytes() -> bytes:
+    now = int(time.time() * 1000)
+    return encode_batch([Record(None, os.urandom(RECORD_BYTES // 2).hex().encode(), now)
+                         for _ in range(BATCH_RECORDS)])
+
+
+def produce_request(topic: str, partition: int, data: bytes, acks: int) -> bpb.ProduceRequest:
+    return bpb.ProduceRequest(acks=acks, timeout_ms=30_000, topics=[bpb.ProduceRequest.TopicData(
+        name=topic, partitions=[bpb.ProduceRequest.PartitionData(index=partition, records=data)])])
+
+
+def _ms(seconds: list[float]) -> dict[str, Any]:
+    return {k: (round(v * 1000, 2) if k != "count" else v) for k, v in summarize(seconds).items()}
+
+
+def leaders(cluster: LocalCluster, topic: str) -> dict[int, int]:
+    found = cluster.wait_for_leaders(topic)
+    return {p.partition_index: p.leader_id for p in found.partitions}
+
+
+def throughput(cluster: LocalCluster, topic: str, acks: int, seconds: float) -> dict[str, Any]:
+    """Keep IN_FLIGHT produce calls going round the partitions for `seconds`."""
+    led = leaders(cluster, topic)
+    data = batch_bytes()
+    finished: "queue.Queue[tuple[Any, float]]" = queue.Queue()
+    in_flight = 0
+    latencies: list[float] = []
+    errors = 0
+    sent = 0
+    deadline = time.monotonic() + seconds
+    started = time.monotonic()
+    while time.monotonic() < deadline or in_flight:
+        while in_flight < IN_FLIGHT and time.monotonic() < deadline:
+            partition = sent % len(led)
+            began = time.monotonic()
+            future = cluster.broker_stub(led[partition]).Produce.future(
+                produce_request(topic, partition, data, acks), timeout=30)
+            future.add_done_callback(lambda f, began=began: finished.put((f, began)))
+            in_flight += 1
+            sent += 1
+        future, began = finished.get()
+        in_flight -= 1
+        try:
+            ok = future.result().responses[0].partitions[0].error_code == 0
+        except grpc.RpcError:
+            ok = False
+        if ok:
+            latencies.append(time.monotonic() - began)
+        else:
+            errors += 1
+    elapsed = time.monotonic() - started
+    records = len(latencies) * BATCH_RECORDS
+    return {"records_per_s": round(records / elapsed), "mb_per_s": round(records * RECORD_BYTES / elapsed / 1e6, 2),
+            "batches": len(latencies), "errors": errors, "batch_bytes": len(data),
+            "latency_ms": _ms(latencies)}
+
+
+def paced_latency(cluster: LocalCluster, topic: str, rate_per_s: float, seconds: float) -> dict[str, Any]:
+    """One acks=all batch at a time at a fixed rate: the latency a moderate load sees."""
+    led = leaders(cluster, topic)
+    data = batch_bytes()
+    latencies = []
+    interval = 1 / rate_per_s
+    next_at = time.monotonic()
+    deadline = next_at + seconds
+    n = 0
+    while time.monotonic() < deadline:
+        time.sleep(max(0.0, next_at - time.monotonic()))
+        partition = n % len(led)
+        began = time.monotonic()
+        response = cluster.broker_stub(led[partition]).Produce(produce_request(topic, partition, data, -1), timeout=30)
+        if response.responses[0].partitions[0].error_code == 0:
+            latencies.append(time.monotonic() - began)
+        n += 1
+        next_at += interval
+    return {"batches_per_s": rate_per_s, "records_per_s": rate_per_s * BATCH_RECORDS, "latency_ms": _ms(latencies)}
+
+
+def consume_throughput(cluster: LocalCluster, topic: str) -> dict[str, Any]:
+    led = leaders(cluster, topic)
+    positions = dict.fromkeys(led, 0)
+    records = 0
+    started = time.monotonic()
+    while True:
+        got = 0
+        for partition, leader in led.items():
+            response = cluster.broker_stub(leader).Fetch(bpb.FetchRequest(
+                replica_id=-1, max_wait_ms=0, max_bytes=8 << 20, topics=[bpb.FetchRequest.FetchTopic(
+                    topic=topic, partitions=[bpb.FetchRequest.FetchPartition(
+                        partition=partition, current_leader_epoch=-1, fetch_offset=positions[partition],
+                        last_fetched_epoch=-1, partition_max_bytes=4 << 20)])]), timeout=30)
+            data = response.responses[0].partitions[0]
+            if data.records:
+                last = None
+                for _, header in iter_headers(data.records, validate=False):
+                    last = header
+                    records += header.records_count
+                    got += 1
+                positions[partition] = last.last_offset + 1
+        if not got:
+            break
+    elapsed = time.monotonic() - started
+    return {"records": records, "records_per_s": round(records / elapsed),
+            "mb_per_s": round(records * RECORD_BYTES / elapsed / 1e6, 2)}
+
+
+def failover(cluster: LocalCluster, topic: str, trials: int) -> dict[str, Any]:
+    times = []
+    data = batch_bytes()
+    for _ in range(trials):
+        led = leaders(cluster, topic)
+        partition, victim = 0, led[0]
+        cluster.kill(victim)
+        killed = time.monotonic()
+        while True:
+            new = cluster.metadata(topics=[topic])
+            leader = None
+            if new is not None and new.topics and not new.topics[0].error_code:
+                leader = new.topics[0].partitions[0].leader_id
+            if leader not in (None, -1, victim):
+                try:
+                    response = cluster.broker_stub(leader).Produce(
+                        produce_request(topic, partition, data, -1), timeout=5)
+                    if response.responses[0].partitions[0].error_code == 0:
+                        break
+                except grpc.RpcError:
+                    pass
+            time.sleep(0.02)
+        times.append(time.monotonic() - killed)
+        cluster.start(victim)
+        cluster.wait_for_brokers()
+        # Back into every ISR before the next trial.
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            found = cluster.metadata(topics=[topic])
+            if found and all(victim in p.isr_nodes for p in found.topics[0].partitions):
+                break
+            time.sleep(0.2)
+    return {"trials": trials, "median_s": round(statistics.median(times), 3), "max_s": round(max(times), 3),
+            "all_s": [round(t, 3) for t in times]}
+
+
+def many_partitions(cluster: LocalCluster, count: int) -> dict[str, Any]:
+    per_topic = 100
+    started = time.monotonic()
+    for t in range(count // per_topic):
+        cluster.create_topic(f"scale-{t:04d}", per_topic, 3, timeout=120)
+    created = time.monotonic() - started
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        answer = cluster.metadata(timeout=30)
+        if answer is not None:
+            led = sum(1 for topic in answer.topics if topic.name.startswith("scale-")
+                      for p in topic.partitions if p.leader_id >= 0)
+            if led >= count:
+                break
+        time.sleep(1)
+    settled = time.monotonic() - started
+    brokers = {}
+    for b in cluster.brokers:
+        pid = cluster.pids[b]
+        rss_kb = int(next(line.split()[1] for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+                          if line.startswith("VmRSS:")))
+        brokers[b] = {"rss_mb": round(rss_kb / 1024, 1), "open_fds": len(os.listdir(f"/proc/{pid}/fd"))}
+    return {"partitions": count, "create_requests_s": round(created, 2), "all_led_s": round(settled, 2),
+            "brokers": brokers}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--trials", type=int, default=5)
+    parser.add_argument("--partitions", type=int, default=10_000)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "cluster.json"))
+    args = parser.parse_args()
+    if args.quick:
+        args.seconds, args.trials, args.partitions = 3, 1, 600
+    results: dict[str, Any] = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+                               "settings": {**vars(args), **PROPERTIES, "record_bytes": RECORD_BYTES,
+                                            "batch_records": BATCH_RECORDS, "in_flight": IN_FLIGHT}}
+    with tempfile.TemporaryDirectory(prefix="kraftlog-bench-cluster-") as workdir, \
+            LocalCluster(Path(workdir), properties=PROPERTIES) as cluster:
+        cluster.start()
+        cluster.wait_for_brokers(timeout=60)
+        cluster.create_topic("rf1", 6, 1)
+        cluster.create_topic("rf3", 6, 3, {"min.insync.replicas": "2"})
+        results["produce_rf1_acks1"] = throughput(cluster, "rf1", 1, args.seconds)
+        print("produce RF 1 acks=1:", results["produce_rf1_acks1"], flush=True)
+        results["produce_rf3_acks_all"] = throughput(cluster, "rf3", -1, args.seconds)
+        print("produce RF 3 acks=all:", results["produce_rf3_acks_all"], flush=True)
+        results["latency_rf3_acks_all_paced"] = paced_latency(cluster, "rf3", 50, args.seconds)
+        print("latency at 50 batches/s (8,000 records/s), RF 3 acks=all:", results["latency_rf3_acks_all_paced"],
+              flush=True)
+        results["consume_rf3"] = consume_throughput(cluster, "rf3")
+        print("consume RF 3:", results["consume_rf3"], flush=True)
+        results["failover"] = failover(cluster, "rf3", args.trials)
+        print("partition-leader failover after kill -9 (session timeout 2 s):", results["failover"], flush=True)
+        results["many_partitions"] = many_partitions(cluster, args.partitions)
+        print(f"{args.partitions:,} partitions:", results["many_partitions"], flush=True)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    print(f"written to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
