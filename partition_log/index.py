@@ -35,7 +35,6 @@ class _SparseIndex(abc.ABC):
         self.max_entries = max(1, max_bytes // self.ENTRY.size)
         self._keys: array | None = None  # offsets (offset index) or timestamps (time index)
         self._values: array | None = None  # positions (offset index) or offsets (time index)
-        self._fd: int | None = None
         self._map: mmap.mmap | None = None  # writable mapping of the preallocated file
 
     # -- loading -------------------------------------------------------------
@@ -89,17 +88,35 @@ class _SparseIndex(abc.ABC):
     # -- writing -------------------------------------------------------------
     # Like Kafka, appends go through a memory mapping of the preallocated file:
     # an entry is a memory store, not a system call, on the produce path.
+    #
+    # The mapping is made on the first write, not when the segment opens: a
+    # broker with many idle partitions holds no descriptors for their indexes
+    # (Kafka's indexes are lazy too). Our descriptor is closed once mapped;
+    # the mmap object keeps its own.
     def _mapping(self) -> mmap.mmap:
         if self._map is None:
+            size = self.max_entries * self.ENTRY.size
             try:
-                self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-                if os.fstat(self._fd).st_size != self.max_entries * self.ENTRY.size:
-                    os.ftruncate(self._fd, self.max_entries * self.ENTRY.size)
-                self._map = mmap.mmap(self._fd, self.max_entries * self.ENTRY.size)
+                fd = self._preallocate()
+                try:
+                    self._map = mmap.mmap(fd, size)
+                finally:
+                    os.close(fd)
             except OSError as exc:
                 self.close()
                 raise KafkaStorageError(f"cannot open {self.path}: {exc.strerror}") from exc
         return self._map
+
+    def _preallocate(self) -> int:
+        """Open (creating) the file at its full preallocated size; the open descriptor."""
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if os.fstat(fd).st_size != self.max_entries * self.ENTRY.size:
+                os.ftruncate(fd, self.max_entries * self.ENTRY.size)
+        except OSError:
+            os.close(fd)
+            raise
+        return fd
 
     def _append(self, key: int, value: int) -> None:
         self._load()
@@ -129,7 +146,10 @@ class _SparseIndex(abc.ABC):
         self.close()
         self.path.unlink(missing_ok=True)
         self._keys, self._values = array("q"), array("q")
-        self._mapping()
+        try:
+            os.close(self._preallocate())  # the file exists from the start; it is mapped on the first write
+        except OSError as exc:
+            raise KafkaStorageError(f"cannot create {self.path}: {exc.strerror}") from exc
 
     def trim(self) -> None:
         """Shrink the file to its entries: done when the segment stops being active."""
@@ -150,9 +170,6 @@ class _SparseIndex(abc.ABC):
         if self._map is not None:
             self._map.close()
             self._map = None
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
 
     def delete(self) -> None:
         self.close()
