@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from metadata_quorum.image import MetadataImage
-from partition_log.config import LogConfig
+from partition_log.config import LogConfig, parse_int
 from partition_log.errors import InvalidConfigError
 
 log = logging.getLogger(__name__)
@@ -48,20 +48,10 @@ class BrokerConfig:
         values: dict[str, Any] = {}
         for key, (attr, _default, minimum) in _PROPERTIES.items():
             if key in props:
-                values[attr] = _int(key, props[key], minimum)
+                values[attr] = parse_int(key, props[key], minimum)
         return cls(**values, log=LogConfig.from_mapping(props))
 
 
-def _int(key: str, raw: Any, minimum: int) -> int:
-    if isinstance(raw, bool):
-        raise InvalidConfigError(f"{key}={raw!r}: expected an integer")
-    try:
-        value = int(raw)
-    except (TypeError, ValueError):
-        raise InvalidConfigError(f"{key}={raw!r}: expected an integer") from None
-    if value < minimum:
-        raise InvalidConfigError(f"{key}={value}: must be at least {minimum}")
-    return value
 
 
 def topic_log_config(image: MetadataImage, topic: str, base: LogConfig) -> LogConfig:
@@ -83,7 +73,7 @@ def topic_min_insync_replicas(image: MetadataImage, topic: str, default: int) ->
     for scope, values in (("cluster", image.cluster_config()), (f"topic {topic}", image.topic_config(topic))):
         if MIN_INSYNC_REPLICAS in values:
             try:
-                value = _int(MIN_INSYNC_REPLICAS, values[MIN_INSYNC_REPLICAS], 1)
+                value = parse_int(MIN_INSYNC_REPLICAS, values[MIN_INSYNC_REPLICAS], 1)
             except InvalidConfigError as exc:
                 log.warning("ignoring the %s setting: %s", scope, exc)
     return value

@@ -10,8 +10,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from partition_log.config import LONG_MAX
-from partition_log.errors import InvalidConfigError
+from partition_log.config import LONG_MAX, parse_bool, parse_int
 from partition_log.log_manager import LogManager
 
 log = logging.getLogger(__name__)
@@ -50,26 +49,12 @@ class LogJobIntervals:
         values: dict[str, Any] = {}
         for key, (attr, _default) in _INTERVALS.items():
             if key in props:
-                values[attr] = _interval(key, props[key])
+                values[attr] = parse_int(key, props[key], 1)
         if LOG_CLEANER_ENABLE in props:
-            raw = props[LOG_CLEANER_ENABLE]
-            text = str(raw).strip().lower()
-            if text not in ("true", "false"):
-                raise InvalidConfigError(f"{LOG_CLEANER_ENABLE}={raw!r}: expected true or false")
-            values["cleaner_enable"] = text == "true"
+            values["cleaner_enable"] = parse_bool(LOG_CLEANER_ENABLE, props[LOG_CLEANER_ENABLE])
         return cls(**values)
 
 
-def _interval(key: str, raw: Any) -> int:
-    if isinstance(raw, bool):
-        raise InvalidConfigError(f"{key}={raw!r}: expected an integer")
-    try:
-        value = int(raw)
-    except (TypeError, ValueError):
-        raise InvalidConfigError(f"{key}={raw!r}: expected an integer") from None
-    if value < 1:
-        raise InvalidConfigError(f"{key}={value}: must be at least 1")
-    return value
 
 
 class LogJobs:

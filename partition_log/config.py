@@ -77,6 +77,29 @@ def is_log_config_key(key: str) -> bool:
     return key in _KEYS or any(v[0] == key for v in _KEYS.values())
 
 
+def parse_int(key: str, raw: Any, minimum: int | None = None) -> int:
+    """A Kafka-style integer setting (a bool is not one); INVALID_CONFIG naming the key otherwise."""
+    if isinstance(raw, bool):
+        raise InvalidConfigError(f"{key}={raw!r}: expected an integer")
+    try:
+        value = int(raw)  # int() itself allows surrounding whitespace in a string
+    except (TypeError, ValueError):
+        raise InvalidConfigError(f"{key}={raw!r}: expected an integer") from None
+    if minimum is not None and value < minimum:
+        raise InvalidConfigError(f"{key}={value}: must be at least {minimum}")
+    return value
+
+
+def parse_bool(key: str, raw: Any) -> bool:
+    """A Kafka-style boolean setting: true or false, any case."""
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("true", "false"):
+        return text == "true"
+    raise InvalidConfigError(f"{key}={raw!r}: expected true or false")
+
+
 def _parse(key: str, raw: Any, default: Any, minimum: int | None) -> Any:
     if isinstance(default, str):
         policies = [p.strip() for p in str(raw).split(",") if p.strip()]
@@ -91,14 +114,7 @@ def _parse(key: str, raw: Any, default: Any, minimum: int | None) -> Any:
         if not 0.0 <= value <= 1.0:
             raise InvalidConfigError(f"{key}={raw!r}: expected a ratio between 0 and 1")
         return value
-    if isinstance(raw, bool):
-        raise InvalidConfigError(f"{key}={raw!r}: expected an integer")
-    try:
-        value = int(raw)
-    except (TypeError, ValueError):
-        raise InvalidConfigError(f"{key}={raw!r}: expected an integer") from None
-    if minimum is not None and value < minimum:
-        raise InvalidConfigError(f"{key}={value}: must be at least {minimum}")
+    value = parse_int(key, raw, minimum)
     if key.endswith("segment.bytes") and value > 2**31 - 1:
         raise InvalidConfigError(f"{key}={value}: positions are int32, at most {2**31 - 1}")
     return value

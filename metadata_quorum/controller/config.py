@@ -9,9 +9,9 @@ INVALID_CONFIG) whose message starts with the key and says why.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Mapping
 
-from partition_log.config import LogConfig
+from partition_log.config import LogConfig, parse_bool, parse_int
 from partition_log.errors import InvalidConfigError
 
 NUM_PARTITIONS = "num.partitions"
@@ -104,27 +104,6 @@ class ControllerConfig:
                 except InvalidConfigError:
                     continue  # validated on the way in; never trust a log blindly
         return self.unclean_leader_election_enable
-
-
-def parse_bool(key: str, raw: object) -> bool:
-    if isinstance(raw, bool):
-        return raw
-    text = str(raw).strip().lower()
-    if text in ("true", "false"):
-        return text == "true"
-    raise InvalidConfigError(f"{key}={raw!r}: expected true or false")
-
-
-def parse_int(key: str, raw: object, minimum: Optional[int] = None) -> int:
-    if isinstance(raw, bool):
-        raise InvalidConfigError(f"{key}={raw!r}: expected an integer")
-    try:
-        value = int(str(raw).strip()) if isinstance(raw, str) else int(raw)  # type: ignore[call-overload]
-    except (TypeError, ValueError):
-        raise InvalidConfigError(f"{key}={raw!r}: expected an integer") from None
-    if minimum is not None and value < minimum:
-        raise InvalidConfigError(f"{key}={value}: must be at least {minimum}")
-    return value
 
 
 # --- topic-level configs --------------------------------------------------------------
