@@ -16,7 +16,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from .local_quorum import LocalQuorum, wait_until
+from .local_processes import wait_until
+from .local_quorum import LocalQuorum
 
 RECORDS = 200
 

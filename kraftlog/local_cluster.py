@@ -1,26 +1,19 @@
 """A throwaway local cluster of real server processes - controllers and
 brokers, or combined nodes - for tests, demos and benchmarks.
 
-Like LocalQuorum (controllers only), it writes a cluster file with ports
-free at the time and starts the nodes through the launcher (the same code
-as `kraftlog cluster up`). It offers what fault tests need: kill -9,
-SIGTERM, SIGSTOP/SIGCONT, restart, and the cluster as a client sees it
-(Metadata from a broker, topics created through a broker). Every process it
-starts is stopped by PID in `close()` (use it as a context manager), also
-when the test failed.
+The processes are LocalProcesses' (free ports, kill -9, SIGTERM,
+SIGSTOP/SIGCONT, restart, all stopped by PID on close); this adds the
+cluster as a client sees it (Metadata from a broker, topics created through
+a broker).
 
 Node ids: controllers 1..C, brokers C+1..C+B; combined nodes 1..N.
 """
 from __future__ import annotations
 
-import os
-import signal
-import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional
 
 import grpc
-import yaml
 
 from client.channels import open_channel
 from kraftlog_api import broker_pb2 as bpb
@@ -28,8 +21,7 @@ from kraftlog_api import broker_pb2_grpc as bpb_grpc
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import controller_pb2_grpc as cpb_grpc
 
-from . import launcher
-from .local_quorum import free_ports, wait_until
+from .local_processes import LocalProcesses, free_ports, wait_until
 
 CLUSTER_ID = "TG9jYWxDbHVzdGVyVGVzdA"
 NOT_CONTROLLER = 41
@@ -37,15 +29,13 @@ REQUEST_TIMED_OUT = 7
 RETRIABLE_ADMIN_ERRORS = (NOT_CONTROLLER, REQUEST_TIMED_OUT)
 
 
-class LocalCluster:
+class LocalCluster(LocalProcesses):
     def __init__(self, directory: Path, *, controllers: int = 3, brokers: int = 3, combined: int = 0,
                  properties: Optional[Mapping[str, Any]] = None,
                  node_properties: Optional[Mapping[int, Mapping[str, Any]]] = None) -> None:
         """`combined` > 0 makes that many broker,controller nodes instead of
         separate controllers and brokers. `node_properties` adds per-node
         properties by node id."""
-        self.directory = Path(directory)
-        self.directory.mkdir(parents=True, exist_ok=True)
         nodes: list[dict[str, Any]] = []
         self.controller_addresses: dict[int, str] = {}
         self.broker_addresses: dict[int, str] = {}
@@ -73,10 +63,7 @@ class LocalCluster:
         for node in nodes:
             node.update((node_properties or {}).get(node["node.id"], {}))
         spec = {"cluster.id": CLUSTER_ID, "defaults": dict(properties or {}), "nodes": nodes}
-        self.cluster_file = self.directory / "cluster.yaml"
-        self.cluster_file.write_text(yaml.safe_dump(spec, sort_keys=False))
-        self.plans = {p.node_id: p for p in launcher.plan_cluster(self.cluster_file, self.directory / "data")}
-        self.pids: dict[int, int] = {}
+        super().__init__(directory, spec)
         self._channels: dict[str, grpc.Channel] = {}
 
     @property
@@ -87,62 +74,11 @@ class LocalCluster:
     def brokers(self) -> tuple[int, ...]:
         return tuple(self.broker_addresses)
 
-    # --- processes --------------------------------------------------------
-
-    def start(self, *node_ids: int) -> None:
-        for node_id in node_ids or tuple(self.plans):
-            self.pids[node_id] = launcher.start_node(self.plans[node_id])
-
-    def alive(self, node_id: int) -> bool:
-        """The node's process has not exited (it is our child: waitpid knows)."""
-        pid = self.pids.get(node_id)
-        return pid is not None and os.waitpid(pid, os.WNOHANG)[0] == 0
-
-    def signal(self, node_id: int, sig: signal.Signals) -> None:
-        os.kill(self.pids[node_id], sig)
-
-    def kill(self, node_id: int) -> None:
-        """kill -9, and wait until the process is gone."""
-        pid = self.pids.pop(node_id)
-        os.kill(pid, signal.SIGKILL)
-        _reap(pid)
-
-    def stop(self, node_id: int, timeout: float = 30.0) -> int:
-        """SIGTERM (a broker shuts down in a controlled way), wait; the exit
-        status. SIGKILL if it outlives `timeout`."""
-        pid = self.pids.pop(node_id)
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                return os.waitstatus_to_exitcode(status)
-            time.sleep(0.02)
-        os.kill(pid, signal.SIGKILL)
-        _, status = os.waitpid(pid, 0)
-        return os.waitstatus_to_exitcode(status)
-
-    def log_text(self, node_id: int) -> str:
-        return self.plans[node_id].log_path.read_text(errors="replace")
-
     def close(self) -> None:
         for channel in self._channels.values():
             channel.close()
         self._channels.clear()
-        for node_id in list(self.pids):
-            pid = self.pids.pop(node_id)
-            for sig in (signal.SIGCONT, signal.SIGKILL):
-                try:
-                    os.kill(pid, sig)
-                except ProcessLookupError:
-                    break
-            _reap(pid)
-
-    def __enter__(self) -> "LocalCluster":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        super().close()
 
     # --- the cluster over gRPC --------------------------------------------
 
@@ -230,9 +166,3 @@ class LocalCluster:
 
         return wait_until(led, timeout, f"leaders for every partition of {topic}", interval=0.1)
 
-
-def _reap(pid: int) -> None:
-    try:
-        os.waitpid(pid, 0)
-    except ChildProcessError:
-        pass

@@ -17,7 +17,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from kraftlog.local_cluster import LocalCluster
-from kraftlog.local_quorum import wait_until
+from kraftlog.local_processes import wait_until
 from kraftlog_api import broker_pb2 as bpb
 from partition_log import batch as b
 from partition_log.records import Record, encode_batch

@@ -8,7 +8,6 @@ import importlib.util
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +18,7 @@ import grpc
 import pytest
 
 from kraftlog import launcher
+from kraftlog.local_processes import free_ports
 from kraftlog_api import quorum_pb2, quorum_pb2_grpc
 
 KRAFTLOG = Path(sys.executable).with_name("kraftlog")
@@ -26,17 +26,6 @@ KRAFTLOG = Path(sys.executable).with_name("kraftlog")
 
 def kraftlog(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run([str(KRAFTLOG), *args], capture_output=True, text=True, timeout=timeout)
-
-
-def free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ import signal
 import pytest
 
 from kraftlog import launcher
-from kraftlog.local_quorum import free_ports
+from kraftlog.local_processes import free_ports
 
 from .test_cluster_cli import kraftlog
 

@@ -20,7 +20,7 @@ from kafka.record.memory_records import MemoryRecords
 from client.cluster import Cluster
 from client.console import produce_values
 from kraftlog.local_cluster import RETRIABLE_ADMIN_ERRORS, LocalCluster
-from kraftlog.local_quorum import wait_until
+from kraftlog.local_processes import wait_until
 from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import controller_pb2 as cpb
 from partition_log import batch as b

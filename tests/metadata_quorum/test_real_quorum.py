@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from kraftlog.local_quorum import LocalQuorum, wait_until
+from kraftlog.local_processes import wait_until
+from kraftlog.local_quorum import LocalQuorum
 
 FAST = {
     "controller.quorum.election.timeout.ms": 500,
