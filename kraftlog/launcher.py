@@ -36,6 +36,7 @@ import yaml
 
 from client.admin import describe_quorum
 from client.cluster import Cluster
+from partition_log.checkpoint import write_atomically
 from partition_log.errors import InvalidConfigError, KafkaError
 
 from .server_config import (
@@ -226,12 +227,12 @@ def running_pid(plan: NodePlan) -> int | None:
 def start_node(plan: NodePlan) -> int:
     """Write the node's server.yaml and start it in its own session; its pid."""
     plan.home.mkdir(parents=True, exist_ok=True)
-    _write_atomically(plan.config_path, yaml.safe_dump(plan.properties, sort_keys=False))
+    write_atomically(plan.config_path, yaml.safe_dump(plan.properties, sort_keys=False).encode())
     command = [sys.executable, "-m", "kraftlog", "server", "--config", str(plan.config_path)]
     with plan.log_path.open("ab") as log:
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                    start_new_session=True)
-    _write_atomically(plan.pid_path, f"{process.pid}\n")
+    write_atomically(plan.pid_path, f"{process.pid}\n".encode())
     return process.pid
 
 
@@ -355,9 +356,3 @@ def _signal(pid: int, sig: signal.Signals) -> None:
         os.kill(pid, sig)
     except ProcessLookupError:
         pass
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(text, encoding="utf-8")
-    os.replace(temporary, path)

@@ -8,16 +8,24 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Iterable
 
 from .errors import KafkaStorageError
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
+def write_atomically(path: Path, data: bytes | Iterable[bytes], *, temp_suffix: str = ".tmp") -> None:
+    """Replace `path` with `data` (bytes, or chunks of them) so that a crash leaves old or new.
+
+    The temporary file is `path` + `temp_suffix` (Kafka names a snapshot's `.part`).
+    """
+    tmp = path.with_name(path.name + temp_suffix)
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
-            os.write(fd, data)
+            for chunk in (data,) if isinstance(data, (bytes, bytearray, memoryview)) else data:
+                view = memoryview(chunk)
+                while view:  # os.write may write less than asked
+                    view = view[os.write(fd, view):]
             os.fsync(fd)
         finally:
             os.close(fd)

@@ -25,8 +25,8 @@ from typing import Iterator, Optional
 
 from metadata_quorum.raft import Snapshot, SnapshotId
 from partition_log.batch import NO_TIMESTAMP
-from partition_log.checkpoint import fsync_dir
-from partition_log.errors import KafkaError
+from partition_log.checkpoint import write_atomically
+from partition_log.errors import KafkaError, KafkaStorageError
 from partition_log.records import DecodedBatch, Record, encode_batch, iter_batches
 
 from .control import SNAPSHOT_FOOTER, SNAPSHOT_HEADER, control_key, control_type
@@ -138,19 +138,10 @@ class SnapshotStore:
     def save(self, snapshot: Snapshot) -> None:
         """Write durably under its final name, then delete older snapshots."""
         path = self.path(snapshot.snapshot_id)
-        part = path.with_name(path.name + ".part")
         try:
-            fd = os.open(part, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            try:
-                for batch in encode_snapshot(snapshot):
-                    _write_all(fd, batch)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(part, path)
-            fsync_dir(self.directory)
-        except OSError as exc:
-            raise StorageError(f"{part}: cannot write the snapshot: {exc.strerror}") from exc
+            write_atomically(path, encode_snapshot(snapshot), temp_suffix=".part")  # -> <name>.checkpoint.part
+        except KafkaStorageError as exc:
+            raise StorageError(f"{path}: cannot write the snapshot: {exc}") from exc
         for older in self.ids():
             if older < snapshot.snapshot_id:
                 try:
@@ -158,8 +149,3 @@ class SnapshotStore:
                 except OSError as exc:
                     raise StorageError(f"{self.path(older)}: cannot delete: {exc.strerror}") from exc
 
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
