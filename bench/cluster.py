@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import queue
@@ -30,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import grpc  # noqa: E402
 
-from bench_stats import summarize  # noqa: E402
+from bench_results import save_results, summarize  # noqa: E402
 from kraftlog.local_cluster import LocalCluster  # noqa: E402
 from kraftlog_api import broker_pb2 as bpb  # noqa: E402
 from partition_log.batch import iter_headers  # noqa: E402
@@ -242,9 +241,7 @@ def main() -> int:
         print("partition-leader failover after kill -9 (session timeout 2 s):", results["failover"], flush=True)
         results["many_partitions"] = many_partitions(cluster, args.partitions)
         print(f"{args.partitions:,} partitions:", results["many_partitions"], flush=True)
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2) + "\n")
+    out = save_results(args.out, results)
     print(f"written to {out}")
     return 0
 

@@ -11,7 +11,6 @@ segments, to show lookups stay flat (binary search over segments and index).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import re
@@ -25,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench_results import save_results  # noqa: E402
 from partition_log.config import LogConfig  # noqa: E402
 from partition_log.log import Log  # noqa: E402
 from partition_log.records import Record, encode_batch  # noqa: E402
@@ -164,9 +164,7 @@ def main() -> None:
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2))
+    out = save_results(args.out, results)
     a, f, r = results["append_no_fsync"], results["append_fsync_per_batch"], results["sequential_read"]
     print(f"dd sequential write: {results['dd_page_cache_mb_per_s']:.0f} MB/s (page cache), "
           f"{results['dd_fdatasync_mb_per_s']:.0f} MB/s (fdatasync at end), "

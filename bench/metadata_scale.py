@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import os
 import platform
 import random
@@ -26,6 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench_results import save_results  # noqa: E402
 from kraftlog_api import controller_pb2 as cpb  # noqa: E402
 from kraftlog_api import metadata_pb2 as mpb  # noqa: E402
 from metadata_quorum.controller import Controller, ControllerConfig, ControllerResult  # noqa: E402
@@ -136,9 +136,7 @@ def main() -> int:
           f"(goal <= 5 s: {'met' if load_s <= 5 else 'NOT met'})")
     print(f"image memory {image_bytes / 1e6:.1f} MB = {per_partition:.0f} B per partition "
           f"(goal <= 2 KB: {'met' if per_partition <= 2048 else 'NOT met'})")
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2) + "\n")
+    out = save_results(args.out, results)
     print(f"written to {out}")
     return 0
 

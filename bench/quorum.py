@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import math
 import os
 import platform
@@ -37,7 +36,7 @@ from typing import Any, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_stats import summarize  # noqa: E402
+from bench_results import save_results, summarize  # noqa: E402
 
 import grpc  # noqa: E402
 
@@ -332,9 +331,7 @@ def main() -> None:
         "failover_max_s": {"goal": GOAL_FAILOVER_MAX_S, "value": fo["s"].get("max"),
                            "met": fo["failed"] == 0 and fo["s"].get("max", math.inf) <= GOAL_FAILOVER_MAX_S},
     }
-    out = Path(args.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(results, indent=2))
+    out = save_results(args.out, results)
 
     goals = results["goals"]
     print()

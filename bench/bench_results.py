@@ -1,8 +1,10 @@
-"""Summaries the benchmarks share (imported as a sibling: `python bench/<name>.py`)."""
+"""What the benchmarks share: latency summaries and the results file (imported as a sibling: `python bench/<name>.py`)."""
 from __future__ import annotations
 
+import json
 import math
 import statistics
+from pathlib import Path
 from typing import Any
 
 
@@ -17,3 +19,11 @@ def summarize(values: list[float]) -> dict[str, Any]:
         return {"count": 0}
     return {"count": len(ordered), "p50": percentile(ordered, 0.5), "p90": percentile(ordered, 0.9),
             "p99": percentile(ordered, 0.99), "max": ordered[-1], "mean": statistics.fmean(ordered)}
+
+
+def save_results(path: str | Path, results: dict[str, Any]) -> Path:
+    """Write `results` as JSON (bench/results/ is not committed); the path written."""
+    out = Path(path)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(results, indent=2) + "\n")
+    return out
