@@ -80,6 +80,26 @@ class KafkaBrokerStub:
                 request_serializer=kraftlog__api_dot_controller__pb2.ElectLeadersRequest.SerializeToString,
                 response_deserializer=kraftlog__api_dot_controller__pb2.ElectLeadersResponse.FromString,
                 _registered_method=True)
+        self.IncrementalAlterConfigs = channel.unary_unary(
+                '/kraftlog.broker.v1.KafkaBroker/IncrementalAlterConfigs',
+                request_serializer=kraftlog__api_dot_controller__pb2.IncrementalAlterConfigsRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_controller__pb2.IncrementalAlterConfigsResponse.FromString,
+                _registered_method=True)
+        self.InitProducerId = channel.unary_unary(
+                '/kraftlog.broker.v1.KafkaBroker/InitProducerId',
+                request_serializer=kraftlog__api_dot_broker__pb2.InitProducerIdRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_broker__pb2.InitProducerIdResponse.FromString,
+                _registered_method=True)
+        self.DescribeCluster = channel.unary_unary(
+                '/kraftlog.broker.v1.KafkaBroker/DescribeCluster',
+                request_serializer=kraftlog__api_dot_broker__pb2.DescribeClusterRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_broker__pb2.DescribeClusterResponse.FromString,
+                _registered_method=True)
+        self.DescribeConfigs = channel.unary_unary(
+                '/kraftlog.broker.v1.KafkaBroker/DescribeConfigs',
+                request_serializer=kraftlog__api_dot_broker__pb2.DescribeConfigsRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_broker__pb2.DescribeConfigsResponse.FromString,
+                _registered_method=True)
 
 
 class KafkaBrokerServicer:
@@ -140,6 +160,31 @@ class KafkaBrokerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def IncrementalAlterConfigs(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def InitProducerId(self, request, context):
+        """Answered by this broker.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeCluster(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeConfigs(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_KafkaBrokerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -187,6 +232,26 @@ def add_KafkaBrokerServicer_to_server(servicer, server):
                     servicer.ElectLeaders,
                     request_deserializer=kraftlog__api_dot_controller__pb2.ElectLeadersRequest.FromString,
                     response_serializer=kraftlog__api_dot_controller__pb2.ElectLeadersResponse.SerializeToString,
+            ),
+            'IncrementalAlterConfigs': grpc.unary_unary_rpc_method_handler(
+                    servicer.IncrementalAlterConfigs,
+                    request_deserializer=kraftlog__api_dot_controller__pb2.IncrementalAlterConfigsRequest.FromString,
+                    response_serializer=kraftlog__api_dot_controller__pb2.IncrementalAlterConfigsResponse.SerializeToString,
+            ),
+            'InitProducerId': grpc.unary_unary_rpc_method_handler(
+                    servicer.InitProducerId,
+                    request_deserializer=kraftlog__api_dot_broker__pb2.InitProducerIdRequest.FromString,
+                    response_serializer=kraftlog__api_dot_broker__pb2.InitProducerIdResponse.SerializeToString,
+            ),
+            'DescribeCluster': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeCluster,
+                    request_deserializer=kraftlog__api_dot_broker__pb2.DescribeClusterRequest.FromString,
+                    response_serializer=kraftlog__api_dot_broker__pb2.DescribeClusterResponse.SerializeToString,
+            ),
+            'DescribeConfigs': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeConfigs,
+                    request_deserializer=kraftlog__api_dot_broker__pb2.DescribeConfigsRequest.FromString,
+                    response_serializer=kraftlog__api_dot_broker__pb2.DescribeConfigsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -432,6 +497,114 @@ class KafkaBroker:
             '/kraftlog.broker.v1.KafkaBroker/ElectLeaders',
             kraftlog__api_dot_controller__pb2.ElectLeadersRequest.SerializeToString,
             kraftlog__api_dot_controller__pb2.ElectLeadersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def IncrementalAlterConfigs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.broker.v1.KafkaBroker/IncrementalAlterConfigs',
+            kraftlog__api_dot_controller__pb2.IncrementalAlterConfigsRequest.SerializeToString,
+            kraftlog__api_dot_controller__pb2.IncrementalAlterConfigsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def InitProducerId(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.broker.v1.KafkaBroker/InitProducerId',
+            kraftlog__api_dot_broker__pb2.InitProducerIdRequest.SerializeToString,
+            kraftlog__api_dot_broker__pb2.InitProducerIdResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeCluster(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.broker.v1.KafkaBroker/DescribeCluster',
+            kraftlog__api_dot_broker__pb2.DescribeClusterRequest.SerializeToString,
+            kraftlog__api_dot_broker__pb2.DescribeClusterResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeConfigs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.broker.v1.KafkaBroker/DescribeConfigs',
+            kraftlog__api_dot_broker__pb2.DescribeConfigsRequest.SerializeToString,
+            kraftlog__api_dot_broker__pb2.DescribeConfigsResponse.FromString,
             options,
             channel_credentials,
             insecure,

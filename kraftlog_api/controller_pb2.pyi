@@ -320,3 +320,51 @@ class AllocateProducerIdsResponse(_message.Message):
     producer_id_start: int
     producer_id_len: int
     def __init__(self, error_code: _Optional[int] = ..., controller_id: _Optional[int] = ..., producer_id_start: _Optional[int] = ..., producer_id_len: _Optional[int] = ...) -> None: ...
+
+class AlterableConfig(_message.Message):
+    __slots__ = ("name", "op", "value")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    OP_FIELD_NUMBER: _ClassVar[int]
+    VALUE_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    op: int
+    value: str
+    def __init__(self, name: _Optional[str] = ..., op: _Optional[int] = ..., value: _Optional[str] = ...) -> None: ...
+
+class IncrementalAlterConfigsRequest(_message.Message):
+    __slots__ = ("resources", "validate_only")
+    class Resource(_message.Message):
+        __slots__ = ("resource_type", "resource_name", "configs")
+        RESOURCE_TYPE_FIELD_NUMBER: _ClassVar[int]
+        RESOURCE_NAME_FIELD_NUMBER: _ClassVar[int]
+        CONFIGS_FIELD_NUMBER: _ClassVar[int]
+        resource_type: int
+        resource_name: str
+        configs: _containers.RepeatedCompositeFieldContainer[AlterableConfig]
+        def __init__(self, resource_type: _Optional[int] = ..., resource_name: _Optional[str] = ..., configs: _Optional[_Iterable[_Union[AlterableConfig, _Mapping]]] = ...) -> None: ...
+    RESOURCES_FIELD_NUMBER: _ClassVar[int]
+    VALIDATE_ONLY_FIELD_NUMBER: _ClassVar[int]
+    resources: _containers.RepeatedCompositeFieldContainer[IncrementalAlterConfigsRequest.Resource]
+    validate_only: bool
+    def __init__(self, resources: _Optional[_Iterable[_Union[IncrementalAlterConfigsRequest.Resource, _Mapping]]] = ..., validate_only: _Optional[bool] = ...) -> None: ...
+
+class IncrementalAlterConfigsResponse(_message.Message):
+    __slots__ = ("error_code", "controller_id", "results")
+    class Result(_message.Message):
+        __slots__ = ("resource_type", "resource_name", "error_code", "error_message")
+        RESOURCE_TYPE_FIELD_NUMBER: _ClassVar[int]
+        RESOURCE_NAME_FIELD_NUMBER: _ClassVar[int]
+        ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+        ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+        resource_type: int
+        resource_name: str
+        error_code: int
+        error_message: str
+        def __init__(self, resource_type: _Optional[int] = ..., resource_name: _Optional[str] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ...) -> None: ...
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    CONTROLLER_ID_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    controller_id: int
+    results: _containers.RepeatedCompositeFieldContainer[IncrementalAlterConfigsResponse.Result]
+    def __init__(self, error_code: _Optional[int] = ..., controller_id: _Optional[int] = ..., results: _Optional[_Iterable[_Union[IncrementalAlterConfigsResponse.Result, _Mapping]]] = ...) -> None: ...

@@ -74,6 +74,11 @@ class KRaftControllerStub:
                 request_serializer=kraftlog__api_dot_controller__pb2.AllocateProducerIdsRequest.SerializeToString,
                 response_deserializer=kraftlog__api_dot_controller__pb2.AllocateProducerIdsResponse.FromString,
                 _registered_method=True)
+        self.IncrementalAlterConfigs = channel.unary_unary(
+                '/kraftlog.controller.v1.KRaftController/IncrementalAlterConfigs',
+                request_serializer=kraftlog__api_dot_controller__pb2.IncrementalAlterConfigsRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_controller__pb2.IncrementalAlterConfigsResponse.FromString,
+                _registered_method=True)
 
 
 class KRaftControllerServicer:
@@ -127,6 +132,12 @@ class KRaftControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def IncrementalAlterConfigs(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_KRaftControllerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -169,6 +180,11 @@ def add_KRaftControllerServicer_to_server(servicer, server):
                     servicer.AllocateProducerIds,
                     request_deserializer=kraftlog__api_dot_controller__pb2.AllocateProducerIdsRequest.FromString,
                     response_serializer=kraftlog__api_dot_controller__pb2.AllocateProducerIdsResponse.SerializeToString,
+            ),
+            'IncrementalAlterConfigs': grpc.unary_unary_rpc_method_handler(
+                    servicer.IncrementalAlterConfigs,
+                    request_deserializer=kraftlog__api_dot_controller__pb2.IncrementalAlterConfigsRequest.FromString,
+                    response_serializer=kraftlog__api_dot_controller__pb2.IncrementalAlterConfigsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -387,6 +403,33 @@ class KRaftController:
             '/kraftlog.controller.v1.KRaftController/AllocateProducerIds',
             kraftlog__api_dot_controller__pb2.AllocateProducerIdsRequest.SerializeToString,
             kraftlog__api_dot_controller__pb2.AllocateProducerIdsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def IncrementalAlterConfigs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.controller.v1.KRaftController/IncrementalAlterConfigs',
+            kraftlog__api_dot_controller__pb2.IncrementalAlterConfigsRequest.SerializeToString,
+            kraftlog__api_dot_controller__pb2.IncrementalAlterConfigsResponse.FromString,
             options,
             channel_credentials,
             insecure,

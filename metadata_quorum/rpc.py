@@ -18,8 +18,16 @@ from google.protobuf.message import DecodeError
 
 def add_service(server: grpc.aio.Server, service: ServiceDescriptor, servicer: Any) -> None:
     """Serve `servicer`'s async methods, one per RPC of `service` (unary-unary only)."""
-    handlers = {m.name: _unary_handler(m, getattr(servicer, m.name)) for m in service.methods}
+    handlers = {m.name: _unary_handler(m, getattr(servicer, m.name, None) or _unimplemented(m))
+                for m in service.methods}
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service.full_name, handlers),))
+
+
+def _unimplemented(method: MethodDescriptor) -> Callable[..., Awaitable[Any]]:
+    """A method the servicer lacks answers UNIMPLEMENTED, as gRPC does for an unknown method."""
+    async def refuse(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, f"{method.full_name} is not served by this node")
+    return refuse
 
 
 def _unary_handler(method: MethodDescriptor, implementation: Callable[..., Awaitable[Any]]) -> grpc.RpcMethodHandler:
