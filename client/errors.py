@@ -6,10 +6,11 @@ the same way: `NOT_LEADER_OR_FOLLOWER: ...` on one line.
 """
 from __future__ import annotations
 
-from partition_log.errors import InvalidConfigError, KafkaError
+from partition_log.errors import InvalidConfigError, KafkaError, OffsetOutOfRangeError
 
-__all__ = ["InvalidConfigError", "KafkaError", "NetworkError", "NotLeaderOrFollowerError",
-           "RequestTimedOutError", "error_for_code", "error_name"]
+__all__ = ["InvalidConfigError", "KafkaError", "NetworkError", "NoOffsetForPartitionError",
+           "NotLeaderOrFollowerError", "OffsetOutOfRangeError", "RequestTimedOutError",
+           "error_for_code", "error_name"]
 
 
 class NotLeaderOrFollowerError(KafkaError):
@@ -28,6 +29,11 @@ class NetworkError(KafkaError):
     name, code, retriable = "NETWORK_EXCEPTION", 13, True
 
 
+class NoOffsetForPartitionError(OffsetOutOfRangeError):
+    """A consumer has no committed offset for a partition and auto.offset.reset=none
+    (Kafka's NoOffsetForPartitionException, reported with the OFFSET_OUT_OF_RANGE code)."""
+
+
 # Kafka's names of the codes a node may answer with, for one-line reports.
 _CODE_NAMES = {
     1: "OFFSET_OUT_OF_RANGE",
@@ -35,9 +41,16 @@ _CODE_NAMES = {
     3: "UNKNOWN_TOPIC_OR_PARTITION",
     5: "LEADER_NOT_AVAILABLE",
     10: "MESSAGE_TOO_LARGE",
+    14: "COORDINATOR_LOAD_IN_PROGRESS",
+    15: "COORDINATOR_NOT_AVAILABLE",
+    16: "NOT_COORDINATOR",
     17: "INVALID_TOPIC_EXCEPTION",
     19: "NOT_ENOUGH_REPLICAS",
     20: "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+    22: "ILLEGAL_GENERATION",
+    24: "INVALID_GROUP_ID",
+    25: "UNKNOWN_MEMBER_ID",
+    27: "REBALANCE_IN_PROGRESS",
     36: "TOPIC_ALREADY_EXISTS",
     37: "INVALID_PARTITIONS",
     38: "INVALID_REPLICATION_FACTOR",
@@ -45,10 +58,17 @@ _CODE_NAMES = {
     40: "INVALID_CONFIG",
     41: "NOT_CONTROLLER",
     42: "INVALID_REQUEST",
+    56: "KAFKA_STORAGE_ERROR",
+    68: "NON_EMPTY_GROUP",
+    69: "GROUP_ID_NOT_FOUND",
     74: "FENCED_LEADER_EPOCH",
     75: "UNKNOWN_LEADER_EPOCH",
     94: "INCONSISTENT_VOTER_SET",
     104: "INCONSISTENT_CLUSTER_ID",
+    110: "FENCED_MEMBER_EPOCH",
+    111: "UNRELEASED_INSTANCE_ID",
+    112: "UNSUPPORTED_ASSIGNOR",
+    113: "STALE_MEMBER_EPOCH",
 }
 
 
