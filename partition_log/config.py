@@ -73,6 +73,11 @@ class LogConfig:
         return {k: getattr(self, v[1]) for k, v in _KEYS.items()}
 
 
+def broker_key(topic_key: str) -> str:
+    """The broker-wide setting a topic's log config defaults to (`retention.ms` -> `log.retention.ms`)."""
+    return _KEYS[topic_key][0]
+
+
 def is_log_config_key(key: str) -> bool:
     return key in _KEYS or any(v[0] == key for v in _KEYS.values())
 
