@@ -43,6 +43,21 @@ class PartitionInfo:
     error_code: int
 
 
+def broker_addresses(response: bpb.MetadataResponse) -> dict[int, str]:
+    """Broker id -> HOST:PORT of the brokers a Metadata answer names."""
+    return {b.node_id: f"{b.host}:{b.port}" for b in response.brokers}
+
+
+def partition_infos(topic: bpb.MetadataResponse.Topic) -> list[PartitionInfo]:
+    """A topic's partitions from a Metadata answer, by partition number."""
+    return sorted(
+        (PartitionInfo(topic.name, p.partition_index, p.leader_id, p.leader_epoch,
+                       tuple(p.replica_nodes), tuple(p.isr_nodes), p.error_code)
+         for p in topic.partitions),
+        key=lambda p: p.partition,
+    )
+
+
 class Cluster:
     def __init__(self, bootstrap: str) -> None:
         self._bootstrap = parse_bootstrap(bootstrap)
@@ -95,17 +110,12 @@ class Cluster:
         self.cluster_id = response.cluster_id
         self.controller_id = response.controller_id
         if response.brokers:
-            self.brokers = {b.node_id: f"{b.host}:{b.port}" for b in response.brokers}
+            self.brokers = broker_addresses(response)
         for topic in response.topics:
             if topic.error_code:
                 self.topics.pop(topic.name, None)
                 continue
-            self.topics[topic.name] = sorted(
-                (PartitionInfo(topic.name, p.partition_index, p.leader_id, p.leader_epoch,
-                               tuple(p.replica_nodes), tuple(p.isr_nodes), p.error_code)
-                 for p in topic.partitions),
-                key=lambda p: p.partition,
-            )
+            self.topics[topic.name] = partition_infos(topic)
 
     def partitions(self, topic: str) -> list[PartitionInfo]:
         """The topic's partitions, from the last refresh (refreshing if it is unknown)."""

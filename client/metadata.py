@@ -1,0 +1,315 @@
+"""The cluster's metadata as an asyncio client keeps it: brokers, partition
+leaders, and one gRPC channel per broker.
+
+The producer and the consumer look leaders up here for every request they
+send, so a lookup is a dictionary read. The view is refreshed from any broker
+(the last one that answered first, then the others, then the bootstrap list):
+- on demand (`request_update()`), which a client does when a broker answers
+  NOT_LEADER_OR_FOLLOWER, UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, a
+  leader-epoch error, or cannot be reached (`note_error` / `note_unreachable`);
+- when it is older than `metadata.max.age.ms`;
+- for a topic the client starts using (`partitions_for`).
+Refreshes never run closer together than the backoff: `retry.backoff.ms`,
+doubling after each failed or still-incomplete refresh up to
+`retry.backoff.max.ms` (Kafka's exponential backoff, KIP-580), with jitter.
+Each refresh asks for every topic the client has used, as Kafka's clients do.
+
+Everything runs on one event loop: grpc.aio channels belong to the loop that
+made them, so a client running on several loops needs one Metadata per loop.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from typing import Any, Iterable, Optional, Sequence
+
+import grpc
+
+from kraftlog_api import broker_pb2 as bpb
+from kraftlog_api import broker_pb2_grpc as bpb_grpc
+
+from .admin import parse_bootstrap
+from .channels import CHANNEL_OPTIONS
+from .cluster import PartitionInfo, broker_addresses, partition_infos
+from .errors import NetworkError, error_for_code
+
+log = logging.getLogger(__name__)
+
+UNKNOWN_TOPIC_OR_PARTITION = 3
+LEADER_NOT_AVAILABLE = 5
+NOT_LEADER_OR_FOLLOWER = 6
+FENCED_LEADER_EPOCH = 74
+UNKNOWN_LEADER_EPOCH = 75
+UNSUPPORTED_VERSION = 35
+# Answers that mean "your idea of the leader is out of date".
+STALE_METADATA_ERRORS = frozenset({UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER,
+                                   FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH})
+# gRPC statuses after which another broker may do better.
+TRANSPORT_FAILURES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
+                                grpc.StatusCode.CANCELLED, grpc.StatusCode.UNKNOWN})
+# A Metadata answer is small: a broker that has not given one in this long is
+# paused or gone, and the next broker is asked instead of waiting out the
+# whole request.timeout.ms.
+METADATA_CALL_TIMEOUT_S = 5.0
+
+
+class Metadata:
+    def __init__(self, bootstrap: str | Sequence[str], *, retry_backoff_ms: int = 100,
+                 retry_backoff_max_ms: int = 1000, metadata_max_age_ms: int = 300_000,
+                 request_timeout_ms: int = 30_000) -> None:
+        self._bootstrap = parse_bootstrap(bootstrap if isinstance(bootstrap, str) else ",".join(bootstrap))
+        self._backoff_s = retry_backoff_ms / 1000
+        self._backoff_max_s = max(retry_backoff_max_ms, retry_backoff_ms) / 1000
+        self._max_age_s = metadata_max_age_ms / 1000
+        self._call_timeout_s = min(request_timeout_ms / 1000, METADATA_CALL_TIMEOUT_S)
+        self._channels: dict[str, grpc.aio.Channel] = {}
+        self.brokers: dict[int, str] = {}
+        self.cluster_id = ""
+        self.controller_id = -1
+        self._topics: dict[str, list[PartitionInfo]] = {}
+        self._topic_errors: dict[str, int] = {}  # topics the last answer refused, with its error code
+        self._wanted: set[str] = set()           # every topic this client has used
+        self._need_update = True
+        self._updated_at = float("-inf")          # monotonic time of the last successful refresh
+        self._next_attempt_at = float("-inf")     # backoff: no refresh before this
+        self._failures = 0                       # consecutive refreshes that failed or left something unknown
+        self._last_good: Optional[str] = None    # the address that answered last
+        self._refresh_task: Optional[asyncio.Task[None]] = None
+        self._changed: Optional[asyncio.Event] = None  # made on the loop, at first use
+        self._closed = False
+
+    # --- lookups (cache only) ----------------------------------------------
+
+    def partitions(self, topic: str) -> list[PartitionInfo]:
+        """The topic's partitions as last seen (empty: unknown so far)."""
+        return self._topics.get(topic, [])
+
+    def topic_error(self, topic: str) -> int:
+        """The error code the last answer gave for this topic (0: none)."""
+        return self._topic_errors.get(topic, 0)
+
+    def leader_for(self, topic: str, partition: int) -> Optional[PartitionInfo]:
+        """The partition when its leader is known and reachable, else None."""
+        parts = self._topics.get(topic)
+        if parts is None or not 0 <= partition < len(parts):
+            return None
+        info = parts[partition]
+        if info.leader < 0 or info.leader not in self.brokers:
+            return None
+        return info
+
+    def leader_address(self, broker_id: int) -> Optional[str]:
+        return self.brokers.get(broker_id)
+
+    @property
+    def age_s(self) -> float:
+        return time.monotonic() - self._updated_at
+
+    # --- channels ----------------------------------------------------------
+
+    def channel(self, address: str) -> grpc.aio.Channel:
+        channel = self._channels.get(address)
+        if channel is None:
+            channel = self._channels[address] = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+        return channel
+
+    def stub(self, broker_id: int) -> bpb_grpc.KafkaBrokerStub:
+        """The stub of a known broker (KeyError when the metadata does not name it)."""
+        return bpb_grpc.KafkaBrokerStub(self.channel(self.brokers[broker_id]))
+
+    def stub_at(self, address: str) -> bpb_grpc.KafkaBrokerStub:
+        return bpb_grpc.KafkaBrokerStub(self.channel(address))
+
+    def _addresses_to_ask(self) -> list[str]:
+        known = list(self.brokers.values())
+        random.shuffle(known)
+        first = [self._last_good] if self._last_good else []
+        return list(dict.fromkeys([*first, *known, *self._bootstrap]))
+
+    async def any_broker(self, method: str, request: Any, timeout_s: Optional[float] = None) -> Any:
+        """Send a request any broker can answer (Metadata, InitProducerId,
+        FindCoordinator ...) to the first that does. NetworkError when none does."""
+        problems = []
+        for address in self._addresses_to_ask():
+            try:
+                response = await getattr(self.stub_at(address), method)(
+                    request, timeout=timeout_s or self._call_timeout_s)
+            except grpc.aio.AioRpcError as exc:
+                if exc.code() == grpc.StatusCode.UNIMPLEMENTED:
+                    raise error_for_code(UNSUPPORTED_VERSION, f"{address} does not offer {method}") from None
+                if exc.code() not in TRANSPORT_FAILURES:
+                    raise
+                problems.append(f"{address} {exc.code().name}")
+                continue
+            self._last_good = address
+            return response
+        raise NetworkError(f"no broker answered {method} ({', '.join(problems) or 'none known'})")
+
+    # --- refreshing --------------------------------------------------------
+
+    def add_topics(self, topics: Iterable[str]) -> None:
+        """Topics this client uses from now on; an unknown one makes the next refresh due."""
+        for topic in topics:
+            if topic not in self._wanted:
+                self._wanted.add(topic)
+                if topic not in self._topics:
+                    self._need_update = True
+
+    def request_update(self) -> None:
+        """The view is stale: refresh at the next chance the backoff allows."""
+        self._need_update = True
+
+    def note_error(self, code: int) -> None:
+        """A partition-level error from a broker: refresh if it says the leader moved."""
+        if code in STALE_METADATA_ERRORS:
+            self._need_update = True
+
+    def note_unreachable(self, broker_id: int) -> None:
+        """A broker could not be reached: its partitions may have moved."""
+        self._need_update = True
+
+    @property
+    def update_due(self) -> bool:
+        return self._need_update or self.age_s >= self._max_age_s
+
+    def maybe_update(self) -> Optional[asyncio.Task[None]]:
+        """Start a background refresh if one is due and the backoff allows; the
+        running refresh, if any. Never waits: senders call this on every turn."""
+        if self._refresh_task is not None and not self._refresh_task.done():
+            return self._refresh_task
+        if self._closed or not self.update_due:
+            return None
+        if time.monotonic() < self._next_attempt_at:
+            return None
+        self._refresh_task = asyncio.get_running_loop().create_task(self._refresh())
+        return self._refresh_task
+
+    def next_update_in(self) -> float:
+        """Seconds until maybe_update() would start a refresh (for a sender's sleep)."""
+        if not self.update_due:
+            return max(0.0, self._max_age_s - self.age_s)
+        return max(0.0, self._next_attempt_at - time.monotonic())
+
+    async def update(self) -> None:
+        """Refresh now (after the backoff) and wait for it; raises NetworkError
+        when no broker answered."""
+        self._need_update = True
+        while True:
+            task = self.maybe_update()
+            if task is not None:
+                started_before = self._updated_at
+                await asyncio.shield(task)
+                if self._updated_at == started_before:
+                    raise NetworkError(f"no broker answered Metadata (bootstrap {','.join(self._bootstrap)})")
+                return
+            await asyncio.sleep(self.next_update_in())
+
+    async def wait_for_change(self, timeout_s: float) -> bool:
+        """Until the next successful refresh, at most `timeout_s`; whether one came."""
+        changed = self._event()
+        try:
+            await asyncio.wait_for(changed.wait(), timeout_s)
+            return True
+        except asyncio.TimeoutError:
+            return False
+
+    async def partitions_for(self, topic: str, max_block_ms: int = 60_000) -> list[PartitionInfo]:
+        """The topic's partitions, refreshing until the cluster knows the topic,
+        for at most `max_block_ms` (Kafka's producer blocks in send() likewise)."""
+        self.add_topics([topic])
+        deadline = time.monotonic() + max_block_ms / 1000
+        last_problem = ""
+        while True:
+            parts = self._topics.get(topic)
+            if parts:
+                return parts
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                code = self._topic_errors.get(topic, UNKNOWN_TOPIC_OR_PARTITION)
+                raise error_for_code(code, f"topic {topic} not present in metadata after {max_block_ms} ms"
+                                     + (f" ({last_problem})" if last_problem else ""))
+            self._need_update = True
+            task = self.maybe_update()
+            try:
+                if task is not None:
+                    await asyncio.wait_for(asyncio.shield(task), remaining)
+                else:
+                    await asyncio.sleep(min(remaining, max(self.next_update_in(), 0.001)))
+            except asyncio.TimeoutError:
+                continue
+            except NetworkError as exc:
+                last_problem = str(exc)
+
+    async def _refresh(self) -> None:
+        self._need_update = False
+        topics = sorted(self._wanted)
+        request = bpb.MetadataRequest(topics=topics, all_topics=False)
+        try:
+            response = await self.any_broker("Metadata", request)
+        except NetworkError as exc:
+            log.info("metadata refresh failed: %s", exc)
+            self._need_update = True
+            self._back_off()
+            return
+        incomplete = self._learn(response)
+        self._updated_at = time.monotonic()
+        if incomplete:
+            # An offline leader or a topic the cluster does not know (yet):
+            # ask again, after a growing backoff rather than at once.
+            self._need_update = True
+            self._back_off()
+        else:
+            self._failures = 0
+            self._next_attempt_at = time.monotonic() + self._backoff_s
+        changed = self._event()
+        changed.set()
+        self._changed = asyncio.Event()
+
+    def _back_off(self) -> None:
+        delay = min(self._backoff_s * (2 ** self._failures), self._backoff_max_s)
+        self._failures += 1
+        self._next_attempt_at = time.monotonic() + delay * random.uniform(0.8, 1.2)
+
+    def _learn(self, response: bpb.MetadataResponse) -> bool:
+        """Take in a Metadata answer; whether something asked for is still unknown or leaderless."""
+        self.cluster_id = response.cluster_id
+        self.controller_id = response.controller_id
+        if response.brokers:
+            self.brokers = broker_addresses(response)
+        incomplete = False
+        for topic in response.topics:
+            if topic.error_code:
+                self._topics.pop(topic.name, None)
+                self._topic_errors[topic.name] = topic.error_code
+                incomplete = True
+                continue
+            self._topic_errors.pop(topic.name, None)
+            parts = partition_infos(topic)
+            self._topics[topic.name] = parts
+            if any(p.leader < 0 or p.leader not in self.brokers for p in parts):
+                incomplete = True
+        return incomplete
+
+    def _event(self) -> asyncio.Event:
+        if self._changed is None:
+            self._changed = asyncio.Event()
+        return self._changed
+
+    # --- closing -----------------------------------------------------------
+
+    async def close(self) -> None:
+        self._closed = True
+        if self._refresh_task is not None and not self._refresh_task.done():
+            self._refresh_task.cancel()
+            try:
+                await self._refresh_task
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001 - closing anyway
+                pass
+        channels, self._channels = list(self._channels.values()), {}
+        for channel in channels:
+            await channel.close()
+
+
+__all__ = ["Metadata", "PartitionInfo", "STALE_METADATA_ERRORS"]
