@@ -35,6 +35,24 @@ func TestJSONLPairsCallsWithCompletions(t *testing.T) {
 
 func raw(s string) []byte { return []byte(s) }
 
+func TestJSONLSkipsNemesisLines(t *testing.T) {
+	in := `{"process": "nemesis", "type": "info", "f": "kill", "value": {"nodes": [4]}, "time": 5}
+{"process": 1, "type": "invoke", "f": "send", "key": "t-0", "value": "a", "time": 10}
+{"process": "nemesis", "type": "info", "f": "heal", "time": 11}
+{"process": 1, "type": "ok", "f": "send", "value": 0, "time": 13}`
+	ops, err := ReadJSONL(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ops) != 1 || ops[0].InvokeLine != 2 || ops[0].CompleteLine != 4 {
+		t.Fatalf("got %+v, want the one send of lines 2 and 4", ops)
+	}
+	_, err = ReadJSONL(strings.NewReader(`{"process": "client", "type": "invoke", "f": "read", "time": 1}`))
+	if err == nil || !strings.Contains(err.Error(), "not an integer") {
+		t.Fatalf("a process other than \"nemesis\" must be an integer: %v", err)
+	}
+}
+
 func TestJSONLErrorsNameTheLine(t *testing.T) {
 	invoke := `{"process": 1, "type": "invoke", "f": "read", "key": "k", "time": 5}` + "\n"
 	cases := []struct {

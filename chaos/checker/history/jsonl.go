@@ -15,7 +15,7 @@ const maxLine = 16 << 20
 // than these are allowed and ignored, so recorders may add notes such as an
 // error text.
 type record struct {
-	Process *json.Number    `json:"process"`
+	Process json.RawMessage `json:"process"`
 	Type    *string         `json:"type"`
 	F       *string         `json:"f"`
 	Key     json.RawMessage `json:"key"`
@@ -31,8 +31,7 @@ func ReadJSONL(r io.Reader) ([]Op, error) {
 		if len(text) == 0 {
 			return event{}, false, nil
 		}
-		e, err := parseRecord(line, text)
-		return e, true, err
+		return parseRecord(line, text)
 	})
 }
 
@@ -63,32 +62,41 @@ func readEvents(r io.Reader, parse func(line int, text []byte) (event, bool, err
 	return p.finish(), nil
 }
 
-func parseRecord(line int, text []byte) (event, error) {
+// nemesis is the process of fault lines: the chaos runs record every fault
+// in the history with its time, for people and pictures; the checker skips
+// them, as Jepsen's checkers skip :nemesis operations.
+const nemesis = `"nemesis"`
+
+// parseRecord turns one line into an event; false for a line to skip.
+func parseRecord(line int, text []byte) (event, bool, error) {
 	var rec record
 	dec := json.NewDecoder(bytes.NewReader(text))
 	dec.UseNumber()
 	if err := dec.Decode(&rec); err != nil {
-		return event{}, lineErrorf(line, "not a JSON object: %v", err)
+		return event{}, false, lineErrorf(line, "not a JSON object: %v", err)
 	}
 	if dec.More() {
-		return event{}, lineErrorf(line, "more than one JSON value on the line")
+		return event{}, false, lineErrorf(line, "more than one JSON value on the line")
 	}
 	if rec.Process == nil || rec.Type == nil || rec.F == nil || rec.Time == nil {
-		return event{}, lineErrorf(line, `"process", "type", "f" and "time" are all required`)
+		return event{}, false, lineErrorf(line, `"process", "type", "f" and "time" are all required`)
 	}
-	process, err := strconv.Atoi(rec.Process.String())
+	if string(bytes.TrimSpace(rec.Process)) == nemesis {
+		return event{}, false, nil
+	}
+	process, err := strconv.Atoi(string(bytes.TrimSpace(rec.Process)))
 	if err != nil {
-		return event{}, lineErrorf(line, "process %s is not an integer", rec.Process)
+		return event{}, false, lineErrorf(line, "process %s is not an integer", rec.Process)
 	}
 	time, err := strconv.ParseInt(rec.Time.String(), 10, 64)
 	if err != nil {
-		return event{}, lineErrorf(line, "time %s is not an integer (nanoseconds)", rec.Time)
+		return event{}, false, lineErrorf(line, "time %s is not an integer (nanoseconds)", rec.Time)
 	}
 	kind := Kind(*rec.Type)
 	switch kind {
 	case Invoke, Ok, Fail, Unknown:
 	default:
-		return event{}, lineErrorf(line, `type %q is not one of "invoke", "ok", "fail", "info"`, *rec.Type)
+		return event{}, false, lineErrorf(line, `type %q is not one of "invoke", "ok", "fail", "info"`, *rec.Type)
 	}
 	return event{
 		line:    line,
@@ -98,7 +106,7 @@ func parseRecord(line int, text []byte) (event, error) {
 		key:     nullToNil(rec.Key),
 		value:   nullToNil(rec.Value),
 		time:    time,
-	}, nil
+	}, true, nil
 }
 
 // nullToNil treats an explicit JSON null like an absent field for keys and
