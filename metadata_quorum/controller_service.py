@@ -45,6 +45,7 @@ HANDLERS: dict[str, tuple[str, bool]] = {
     "CreatePartitions": ("handle_create_partitions", False),
     "ElectLeaders": ("handle_elect_leaders", False),
     "AllocateProducerIds": ("handle_allocate_producer_ids", False),
+    "IncrementalAlterConfigs": ("handle_incremental_alter_configs", False),
 }
 RESPONSES: dict[str, type[Message]] = {
     name: getattr(cpb, method.output_type.name)

@@ -31,7 +31,7 @@ from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.image import MetadataImage
 
-from . import brokers, partitions, topics
+from . import brokers, configs, partitions, topics
 from .config import ControllerConfig
 from .errors import ControllerError, Error
 from .heartbeats import BrokerHeartbeats
@@ -94,6 +94,11 @@ class Controller:
 
     def handle_create_partitions(self, request: cpb.CreatePartitionsRequest) -> ControllerResult:
         return topics.create_partitions(self.image, request, self.node_id)
+
+    # --- configs ---------------------------------------------------------------------------
+
+    def handle_incremental_alter_configs(self, request: cpb.IncrementalAlterConfigsRequest) -> ControllerResult:
+        return configs.incremental_alter_configs(self.image, request, self.node_id)
 
     # --- producer ids ----------------------------------------------------------------------
 
