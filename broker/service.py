@@ -1,8 +1,9 @@
 """The KafkaBroker gRPC service of one broker listener.
 
-Produce, Fetch, ListOffsets, Metadata and OffsetForLeaderEpoch are answered
-here by the broker's handlers; CreateTopics, DeleteTopics, CreatePartitions
-and ElectLeaders are forwarded to the active controller, and its answer is
+Produce, Fetch, ListOffsets, Metadata, OffsetForLeaderEpoch, DescribeCluster
+and DescribeConfigs are answered here by the broker's handlers; CreateTopics,
+DeleteTopics, CreatePartitions, ElectLeaders and IncrementalAlterConfigs are
+forwarded to the active controller, and its answer is
 returned as it is (REQUEST_TIMED_OUT at the request level when no
 controller answered in time).
 
@@ -21,6 +22,7 @@ from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import controller_pb2 as cpb
 from metadata_quorum import rpc
 
+from .admin_info import describe_cluster, describe_configs
 from .controller_client import ControllerClient, ControllerUnavailable
 from .errors import Error
 from .fetch import handle_fetch
@@ -36,6 +38,7 @@ FORWARDED = {
     "DeleteTopics": cpb.DeleteTopicsResponse,
     "CreatePartitions": cpb.CreatePartitionsResponse,
     "ElectLeaders": cpb.ElectLeadersResponse,
+    "IncrementalAlterConfigs": cpb.IncrementalAlterConfigsResponse,
 }
 
 
@@ -78,6 +81,18 @@ class KafkaBrokerService:
         return metadata_response(self.replicas.image, request, cluster_id=self.cluster_id,
                                  controller_id=self.controller_id(), listener=self.listener)
 
+    async def DescribeCluster(self, request: bpb.DescribeClusterRequest,
+                              context: grpc.aio.ServicerContext) -> bpb.DescribeClusterResponse:
+        await self._check_ready(context)
+        return describe_cluster(self.replicas.image, cluster_id=self.cluster_id,
+                                controller_id=self.controller_id(), listener=self.listener)
+
+    async def DescribeConfigs(self, request: bpb.DescribeConfigsRequest,
+                              context: grpc.aio.ServicerContext) -> bpb.DescribeConfigsResponse:
+        await self._check_ready(context)
+        return describe_configs(self.replicas.image, request, broker_id=self.replicas.broker_id,
+                                config=self.replicas.config)
+
     async def _forward(self, rpc_name: str, request: Message) -> Message:
         try:
             return await self.controllers.call(rpc_name, request, timeout_s=self.forward_timeout_s)
@@ -96,6 +111,10 @@ class KafkaBrokerService:
 
     async def ElectLeaders(self, request: cpb.ElectLeadersRequest, context: grpc.aio.ServicerContext) -> Message:
         return await self._forward("ElectLeaders", request)
+
+    async def IncrementalAlterConfigs(self, request: cpb.IncrementalAlterConfigsRequest,
+                                      context: grpc.aio.ServicerContext) -> Message:
+        return await self._forward("IncrementalAlterConfigs", request)
 
 
 def add_to_server(server: grpc.aio.Server, service: KafkaBrokerService) -> None:
