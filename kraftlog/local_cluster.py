@@ -6,7 +6,8 @@ SIGSTOP/SIGCONT, restart, all stopped by PID on close); this adds the
 cluster as a client sees it (Metadata from a broker, topics created through
 a broker).
 
-Node ids: controllers 1..C, brokers C+1..C+B; combined nodes 1..N.
+Node ids: controllers 1..C, brokers C+1..C+B; combined nodes 1..N. Every
+node also serves Prometheus metrics (`metrics_addresses`) on a free port.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import controller_pb2_grpc as cpb_grpc
 
 from .local_processes import LocalProcesses, free_ports, wait_until
+from .server_config import METRICS_LISTENER
 
 CLUSTER_ID = "TG9jYWxDbHVzdGVyVGVzdA"
 NOT_CONTROLLER = 41
@@ -39,8 +41,11 @@ class LocalCluster(LocalProcesses):
         nodes: list[dict[str, Any]] = []
         self.controller_addresses: dict[int, str] = {}
         self.broker_addresses: dict[int, str] = {}
+        self.metrics_addresses: dict[int, str] = {}
+        node_count = combined or controllers + brokers
+        # One call, so that no port is handed out twice; the metrics ports come last.
+        ports = free_ports((2 * combined or node_count) + node_count)
         if combined:
-            ports = free_ports(2 * combined)
             for i in range(combined):
                 node_id, broker_port, controller_port = i + 1, ports[2 * i], ports[2 * i + 1]
                 nodes.append({"node.id": node_id, "process.roles": "broker,controller",
@@ -49,7 +54,6 @@ class LocalCluster(LocalProcesses):
                 self.broker_addresses[node_id] = f"127.0.0.1:{broker_port}"
                 self.controller_addresses[node_id] = f"127.0.0.1:{controller_port}"
         else:
-            ports = free_ports(controllers + brokers)
             for i in range(controllers):
                 node_id = i + 1
                 nodes.append({"node.id": node_id, "process.roles": "controller",
@@ -60,6 +64,8 @@ class LocalCluster(LocalProcesses):
                 nodes.append({"node.id": node_id, "process.roles": "broker",
                               "listeners": f"PLAINTEXT://127.0.0.1:{port}"})
                 self.broker_addresses[node_id] = f"127.0.0.1:{port}"
+        for node, port in zip(nodes, ports[-node_count:]):
+            self.metrics_addresses[node["node.id"]] = node[METRICS_LISTENER] = f"127.0.0.1:{port}"
         for node in nodes:
             node.update((node_properties or {}).get(node["node.id"], {}))
         spec = {"cluster.id": CLUSTER_ID, "defaults": dict(properties or {}), "nodes": nodes}

@@ -11,6 +11,8 @@ metadata log from the voters. Above it, the roles:
   same node's metadata image (broker/server.py).
 
 Every gRPC server has health checking and reflection (so `grpcurl` works).
+With `kraftlog.metrics.listener` set, the node serves Prometheus metrics
+there (kraftlog/metrics), and every gRPC server counts and times requests.
 SIGTERM or SIGINT stop the node gracefully: a broker first shuts down in a
 controlled way (the controller moves its leaderships away), a leading
 controller hands over (EndQuorumEpoch); then the logs are flushed and
@@ -44,7 +46,8 @@ from metadata_quorum.storage import StorageError, open_metadata_storage
 from partition_log.errors import KafkaStorageError
 from partition_log.log_manager import LogManager
 
-from .server_config import Endpoint, ServerConfig
+from .metrics import NodeMetrics
+from .server_config import Endpoint, ServerConfig, format_address
 
 log = logging.getLogger("kraftlog.server")
 
@@ -86,8 +89,9 @@ class Listener:
     ready: Optional[asyncio.Event] = field(default=None)  # SERVING once set (None: at once)
 
 
-def new_listener(endpoint: Endpoint) -> Listener:
-    server = grpc.aio.server(options=transport.SERVER_OPTIONS)
+def new_listener(endpoint: Endpoint, metrics: Optional[NodeMetrics] = None) -> Listener:
+    interceptors = (metrics.interceptor,) if metrics is not None else ()
+    server = grpc.aio.server(options=transport.SERVER_OPTIONS, interceptors=interceptors)
     servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
     return Listener(endpoint, server, servicer, ())
@@ -157,11 +161,14 @@ async def serve(config: ServerConfig) -> int:
         rng=random.Random(),
     )
     peers.node = node
+    metrics = NodeMetrics() if config.metrics_listener is not None else None
+    if metrics is not None:
+        metrics.add_quorum(node)
 
     listeners: list[Listener] = []
     active: Optional[ActiveController] = None
     if config.is_controller:
-        controller = new_listener(config.controller_endpoint())
+        controller = new_listener(config.controller_endpoint(), metrics)
         transport.add_to_server(controller.server, node)
         if metadata is None:
             log_service.add_to_server(controller.server, node, store)
@@ -169,6 +176,8 @@ async def serve(config: ServerConfig) -> int:
         else:
             active = controller_service.ActiveController(node, metadata, config.controller)
             controller_service.add_to_server(controller.server, active)
+            if metrics is not None:
+                metrics.add_controller(node, metadata)
             app_services = controller_service.SERVICE_NAMES
         controller.services = (*transport.SERVICE_NAMES, *app_services)
         listeners.append(controller)
@@ -176,8 +185,10 @@ async def serve(config: ServerConfig) -> int:
     if config.is_broker:
         assert metadata is not None and logs is not None  # the config insists on the metadata image
         broker = BrokerServer(broker_settings(config), logs, metadata, node.leader)
+        if metrics is not None:
+            metrics.add_broker(broker)
         for endpoint in config.broker_listeners():
-            listener = new_listener(endpoint)
+            listener = new_listener(endpoint, metrics)
             listener.services = broker.add_services(listener.server, endpoint.name)
             listener.ready = broker.serving
             listeners.append(listener)
@@ -187,6 +198,8 @@ async def serve(config: ServerConfig) -> int:
     try:
         for listener in listeners:
             bind(listener)
+        if metrics is not None:
+            await serve_metrics(metrics, config)
     except StartupError:
         storage.log.close()
         if logs is not None:
@@ -231,6 +244,8 @@ async def serve(config: ServerConfig) -> int:
     await stop_node(node)
     for listener in listeners:
         await listener.server.stop(grace=0.5)
+    if metrics is not None:
+        await metrics.close()
     await peers.close()
     if broker is not None:
         await broker.close()  # the partition logs, once no request can touch them
@@ -265,6 +280,16 @@ def bind(listener: Listener) -> None:
         reason = "address in use or not local"
     if not bound:
         raise StartupError(f"cannot listen on {address} ({listener.endpoint.name}): {reason}")
+
+
+async def serve_metrics(metrics: NodeMetrics, config: ServerConfig) -> None:
+    assert config.metrics_listener is not None
+    host, port = config.metrics_listener
+    try:
+        await metrics.serve(host, port)
+    except OSError as exc:
+        raise StartupError(f"cannot listen on {format_address(host, port)} (metrics): {exc.strerror or exc}") from None
+    log.info("node %d serves metrics on http://%s/metrics", config.node_id, format_address(host or "0.0.0.0", port))
 
 
 async def report_serving(listener: Listener) -> None:

@@ -60,11 +60,15 @@ BROKER_RACK = "broker.rack"
 # its benchmark). Not a Kafka setting; Kafka has only the former.
 STATE_MACHINE = "kraftlog.quorum.state.machine"
 STATE_MACHINES = ("metadata", "records")
+# Where the node serves Prometheus metrics (HOST:PORT; absent or empty: no
+# metrics). Kafka has no such setting: it exposes JMX, which the Prometheus
+# JMX exporter agent turns into what this listener serves directly.
+METRICS_LISTENER = "kraftlog.metrics.listener"
 
 KNOWN_PROPERTIES = frozenset({
     NODE_ID, PROCESS_ROLES, CLUSTER_ID, VOTERS, LISTENERS, CONTROLLER_LISTENER_NAMES,
     LOG_DIRS, LOG_DIR, METADATA_LOG_DIR, MAX_BYTES_BETWEEN_SNAPSHOTS, METADATA_LOG_SEGMENT_BYTES,
-    LOG_LEVEL, STATE_MACHINE, ADVERTISED_LISTENERS, INTER_BROKER_LISTENER_NAME, BROKER_RACK,
+    LOG_LEVEL, STATE_MACHINE, METRICS_LISTENER, ADVERTISED_LISTENERS, INTER_BROKER_LISTENER_NAME, BROKER_RACK,
     *QUORUM_PROPERTY_NAMES, *CONTROLLER_PROPERTY_NAMES, *BROKER_PROPERTY_NAMES, *LOG_JOB_PROPERTY_NAMES,
 })
 # Topic-level log settings (`segment.bytes`) are not server properties:
@@ -124,6 +128,7 @@ class ServerConfig:
     advertised_listeners: tuple[Endpoint, ...]  # a broker's, as it registers them; () on a controller
     inter_broker_listener_name: str
     rack: Optional[str]
+    metrics_listener: Optional[tuple[str, int]]  # (host, port); an empty host: every interface
     properties: dict[str, Any] = field(compare=False)
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
@@ -171,6 +176,7 @@ class ServerConfig:
                                   if "broker" in roles else ()),
             inter_broker_listener_name=_listener_name(props, INTER_BROKER_LISTENER_NAME, "PLAINTEXT"),
             rack=_optional_text(props, BROKER_RACK),
+            metrics_listener=_metrics_listener(props, listeners),
             properties=props,
             warnings=_warnings(props, roles, log_dirs),
         )
@@ -371,6 +377,21 @@ def _advertised_listeners(props: Mapping[str, Any], listeners: tuple[Endpoint, .
             raise InvalidConfigError(f"{ADVERTISED_LISTENERS}: {chosen} needs a port")
         advertised.append(chosen._replace(host=chosen.host or socket.getfqdn()))
     return tuple(advertised)
+
+
+def _metrics_listener(props: Mapping[str, Any], listeners: tuple[Endpoint, ...]) -> Optional[tuple[str, int]]:
+    value = props.get(METRICS_LISTENER)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str):
+        raise InvalidConfigError(f"{METRICS_LISTENER}: expected HOST:PORT (e.g. 127.0.0.1:9404), got {value!r}")
+    host, port = parse_host_port(METRICS_LISTENER, value)
+    if port == 0:
+        raise InvalidConfigError(f"{METRICS_LISTENER}: {value!r} needs a port (Prometheus must know where to scrape)")
+    taken = [str(e) for e in listeners if e.port == port]
+    if taken:
+        raise InvalidConfigError(f"{METRICS_LISTENER}: port {port} is already used by {LISTENERS} {taken[0]}")
+    return host, port
 
 
 def _listener_name(props: Mapping[str, Any], key: str, default: str) -> str:

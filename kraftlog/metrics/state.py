@@ -1,0 +1,145 @@
+"""Gauges of a node's live state, computed when Prometheus scrapes.
+
+Each collector reads the objects the node runs on (the replica manager,
+the metadata image, the Raft core) at scrape time, so nothing is counted
+twice and nothing costs anything between scrapes. Scrapes are served on
+the node's event loop (exposition.py), so these reads never race the
+code that changes the state.
+
+Names are those of the Prometheus JMX exporter over Kafka's MBeans with
+lowercaseOutputName, as Strimzi's dashboards use them: MBean
+kafka.server:type=ReplicaManager,name=LeaderCount becomes
+kafka_server_replicamanager_leadercount, a `...PerSec` meter a `_total`
+counter, raft-metrics' `current-leader` kafka_server_raftmetrics_current_leader.
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from broker.server import BrokerServer
+from metadata_quorum.image.model import NO_LEADER
+from metadata_quorum.metadata_state import MetadataStateMachine
+from metadata_quorum.node import QuorumNode
+
+REPLICA_MANAGER = "kafka_server_replicamanager_"
+CONTROLLER = "kafka_controller_kafkacontroller_"
+RAFT = "kafka_server_raftmetrics_"
+
+# Kafka's BrokerState values (org.apache.kafka.metadata.BrokerState).
+STARTING, RECOVERY, RUNNING = 1, 2, 3
+
+
+def gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
+    return GaugeMetricFamily(name, documentation, value=value)
+
+
+class BrokerCollector:
+    """kafka.server:type=ReplicaManager and BrokerState, from this broker's replicas."""
+
+    def __init__(self, broker: BrokerServer) -> None:
+        self.broker = broker
+
+    def collect(self) -> Iterator[Metric]:
+        replicas = self.broker.replicas
+        leaders = under_replicated = under_min_isr = at_min_isr = 0
+        for partition in replicas.partitions.values():
+            if not partition.is_leader:
+                continue
+            leaders += 1
+            isr = len(partition.isr)  # the committed ISR, as Kafka counts it
+            under_replicated += isr < len(partition.replicas)
+            under_min_isr += isr < partition.min_insync_replicas
+            at_min_isr += isr == partition.min_insync_replicas
+        yield gauge(REPLICA_MANAGER + "partitioncount", "Replicas on this broker, offline ones included",
+                    len(replicas.partitions) + len(replicas.offline))
+        yield gauge(REPLICA_MANAGER + "leadercount", "Partitions this broker leads", leaders)
+        yield gauge(REPLICA_MANAGER + "underreplicatedpartitions",
+                    "Partitions led here whose ISR is smaller than their replica set", under_replicated)
+        yield gauge(REPLICA_MANAGER + "underminisrpartitioncount",
+                    "Partitions led here whose ISR is below min.insync.replicas (acks=all refused)", under_min_isr)
+        yield gauge(REPLICA_MANAGER + "atminisrpartitioncount",
+                    "Partitions led here whose ISR is exactly min.insync.replicas", at_min_isr)
+        yield gauge(REPLICA_MANAGER + "offlinereplicacount",
+                    "Replicas on this broker whose log could not be opened", len(replicas.offline))
+        updates = self.broker.isr_updates
+        yield CounterMetricFamily(REPLICA_MANAGER + "isrshrinks",
+                                  "ISR shrinks of partitions led here, accepted by the controller", value=updates.shrinks)
+        yield CounterMetricFamily(REPLICA_MANAGER + "isrexpands",
+                                  "ISR expansions of partitions led here, accepted by the controller",
+                                  value=updates.expands)
+        state = STARTING if not self.broker.published else RECOVERY if self.broker.lifecycle.fenced else RUNNING
+        yield gauge("kafka_server_kafkaserver_brokerstate",
+                    "1 starting (catching up with the metadata log), 2 recovery (fenced), 3 running", state)
+
+
+class ControllerCollector:
+    """kafka.controller:type=KafkaController, from this controller's metadata image.
+
+    Every controller replays the same image, so the cluster-wide gauges are
+    the same on each (aggregate them with max, not sum); only
+    ActiveControllerCount tells the active one."""
+
+    def __init__(self, node: QuorumNode, metadata: MetadataStateMachine) -> None:
+        self.node = node
+        self.metadata = metadata
+
+    def collect(self) -> Iterator[Metric]:
+        image = self.metadata.image
+        partitions = offline = imbalanced = 0
+        for topic in image.topics.values():
+            for state in topic.partitions.values():
+                partitions += 1
+                offline += state.leader == NO_LEADER
+                imbalanced += not state.replicas or state.leader != state.replicas[0]
+        fenced = sum(broker.fenced for broker in image.brokers.values())
+        yield gauge(CONTROLLER + "activecontrollercount", "1 on the active controller, 0 on the others",
+                    int(self.node.is_leader()))
+        yield gauge(CONTROLLER + "globaltopiccount", "Topics in the cluster", len(image.topics))
+        yield gauge(CONTROLLER + "globalpartitioncount", "Partitions in the cluster", partitions)
+        yield gauge(CONTROLLER + "offlinepartitionscount", "Partitions without a leader", offline)
+        yield gauge(CONTROLLER + "preferredreplicaimbalancecount",
+                    "Partitions not led by their preferred (first) replica", imbalanced)
+        yield gauge(CONTROLLER + "fencedbrokercount", "Registered brokers that are fenced", fenced)
+        yield gauge(CONTROLLER + "activebrokercount", "Registered brokers that are unfenced",
+                    len(image.brokers) - fenced)
+        yield gauge(CONTROLLER + "lastappliedrecordoffset", "Offset of the last metadata record applied here",
+                    image.offset)
+        yield gauge(CONTROLLER + "lastcommittedrecordoffset", "Offset of the last committed metadata record",
+                    self.node.high_watermark() - 1)
+
+
+class RaftCollector:
+    """kafka.server:type=raft-metrics: this node's view of the metadata quorum
+    (a broker-only node is an observer of it)."""
+
+    def __init__(self, node: QuorumNode) -> None:
+        self.node = node
+
+    def collect(self) -> Iterator[Metric]:
+        core = self.node.core
+        leader = core.leader()
+        voted_for = core.quorum_state().voted_for
+        yield gauge(RAFT + "current_leader", "Id of the current quorum leader, -1 when unknown",
+                    -1 if leader is None else leader)
+        yield gauge(RAFT + "current_epoch", "The current quorum epoch", core.epoch())
+        yield gauge(RAFT + "current_vote", "Id of the voter voted for in this epoch, -1 for none",
+                    -1 if voted_for is None else voted_for)
+        yield gauge(RAFT + "high_watermark", "High watermark of the metadata log", core.high_watermark)
+        yield gauge(RAFT + "log_end_offset", "End offset of the metadata log here", core.log.end_offset)
+        yield gauge(RAFT + "log_end_epoch", "Epoch of the last entry of the metadata log here", core.log.last_epoch)
+        state = GaugeMetricFamily(RAFT + "current_state", "1 for this node's quorum state (label current_state)",
+                                  labels=("current_state",))
+        state.add_metric((current_state(core.state.name, core.is_voter, voted_for),), 1)
+        yield state
+
+
+def current_state(name: str, is_voter: bool, voted_for: object) -> str:
+    """Kafka's raft-metrics current-state names: leader, candidate, prospective,
+    voted, unattached, follower, observer, resigned."""
+    if not is_voter and name in ("Follower", "Unattached"):
+        return "observer"
+    if name == "Unattached" and voted_for is not None:
+        return "voted"
+    return name.lower()
