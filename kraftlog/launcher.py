@@ -30,7 +30,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 import yaml
 
@@ -224,11 +224,13 @@ def running_pid(plan: NodePlan) -> int | None:
     return pid if pid is not None and is_alive(pid, plan.config_path) else None
 
 
-def start_node(plan: NodePlan) -> int:
-    """Write the node's server.yaml and start it in its own session; its pid."""
+def start_node(plan: NodePlan, command_prefix: Sequence[str] = ()) -> int:
+    """Write the node's server.yaml and start it in its own session; its pid.
+    `command_prefix` runs it through another command that execs it (the
+    chaos testbed's `ip netns exec NS`), so the pid is still the server's."""
     plan.home.mkdir(parents=True, exist_ok=True)
     write_atomically(plan.config_path, yaml.safe_dump(plan.properties, sort_keys=False).encode())
-    command = [sys.executable, "-m", "kraftlog", "server", "--config", str(plan.config_path)]
+    command = [*command_prefix, sys.executable, "-m", "kraftlog", "server", "--config", str(plan.config_path)]
     with plan.log_path.open("ab") as log:
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
                                    start_new_session=True)

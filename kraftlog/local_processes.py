@@ -15,7 +15,7 @@ import signal
 import socket
 import time
 from pathlib import Path
-from typing import Any, Callable, Mapping, Optional, TypeVar
+from typing import Any, Callable, Mapping, Optional, Sequence, TypeVar
 
 import yaml
 
@@ -53,8 +53,12 @@ class LocalProcesses:
     # How long stop() waits after SIGTERM before SIGKILL.
     stop_timeout_s = 30.0
 
-    def __init__(self, directory: Path, spec: Mapping[str, Any]) -> None:
-        """`spec`: a cluster file's content (cluster.id, defaults, nodes)."""
+    def __init__(self, directory: Path, spec: Mapping[str, Any],
+                 command_prefix: Callable[[int], Sequence[str]] = lambda node_id: ()) -> None:
+        """`spec`: a cluster file's content (cluster.id, defaults, nodes).
+        `command_prefix(node_id)`: what a node's command runs through (the
+        chaos testbed puts each node in its own network namespace)."""
+        self.command_prefix = command_prefix
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
         self.cluster_file = self.directory / "cluster.yaml"
@@ -64,7 +68,7 @@ class LocalProcesses:
 
     def start(self, *node_ids: int) -> None:
         for node_id in node_ids or tuple(self.plans):
-            self.pids[node_id] = launcher.start_node(self.plans[node_id])
+            self.pids[node_id] = launcher.start_node(self.plans[node_id], self.command_prefix(node_id))
 
     def alive(self, node_id: int) -> bool:
         """The node's process has not exited (it is our child: waitpid knows)."""
@@ -73,6 +77,12 @@ class LocalProcesses:
 
     def signal(self, node_id: int, sig: signal.Signals) -> None:
         os.kill(self.pids[node_id], sig)
+
+    def pause(self, node_id: int) -> None:
+        self.signal(node_id, signal.SIGSTOP)
+
+    def resume(self, node_id: int) -> None:
+        self.signal(node_id, signal.SIGCONT)
 
     def kill(self, node_id: int) -> None:
         """kill -9, and wait until the process is gone."""
