@@ -12,6 +12,7 @@ from rich.table import Table
 
 from kraftlog import launcher
 from kraftlog.commands.quorum import output_console
+from kraftlog.server_config import WILDCARD_HOSTS, format_address
 
 cluster_app = typer.Typer(help="Start, inspect and stop a local cluster described by a YAML file.",
                           no_args_is_help=True)
@@ -70,7 +71,7 @@ def status(
     data_dir: DataDir = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
-    """Each node's id, roles, pid, whether it runs, its listeners; and the leader if reachable."""
+    """Each node's id, roles, pid, whether it runs, its listeners and metrics URL; and the leader if reachable."""
     plans = launcher.plan_cluster(config, data_dir)
     nodes = [_node_status(plan) for plan in plans]
     leader = launcher.describe_if_reachable(plans) if any(n["alive"] for n in nodes) else None
@@ -84,10 +85,10 @@ def status(
     if as_json:
         print(json.dumps(summary))
         return
-    table = Table("Id", "Roles", "Pid", "Alive", "Listeners", box=box.SIMPLE_HEAD)
+    table = Table("Id", "Roles", "Pid", "Alive", "Listeners", "Metrics", box=box.SIMPLE_HEAD)
     for node in nodes:
         table.add_row(str(node["id"]), ",".join(node["roles"]), "-" if node["pid"] is None else str(node["pid"]),
-                      "yes" if node["alive"] else "no", ",".join(node["listeners"]))
+                      "yes" if node["alive"] else "no", ",".join(node["listeners"]), node["metrics"] or "-")
     console = output_console()
     console.print(table)
     lead = summary["leader"]
@@ -118,9 +119,20 @@ def _node_status(plan: launcher.NodePlan) -> dict[str, Any]:
         "pid": pid,
         "alive": pid is not None and launcher.is_alive(pid, plan.config_path),
         "listeners": [str(endpoint) for endpoint in plan.config.listeners],
+        "metrics": _metrics_url(plan),
         "config": str(plan.config_path),
         "log": str(plan.log_path),
     }
+
+
+def _metrics_url(plan: launcher.NodePlan) -> str | None:
+    """Where Prometheus scrapes the node (a listener on every interface: via 127.0.0.1)."""
+    if plan.config.metrics_listener is None:
+        return None
+    host, port = plan.config.metrics_listener
+    if host in WILDCARD_HOSTS:
+        host = "::1" if host == "::" else "127.0.0.1"
+    return f"http://{format_address(host, port)}/metrics"
 
 
 def _data_dir(config: Path, data_dir: Path | None) -> Path:
