@@ -1,0 +1,204 @@
+"""Queue checks over a recorded queue-workload history, in the manner of
+Jepsen's Kafka analyses: what acknowledged writes were lost, what was read
+twice or out of order, what was read that nobody wrote.
+
+The workload's history (chaos/history.py) holds, per process:
+- `send`: invoke value = the unique value, key = "topic-partition";
+  ok value = the offset it was written at; fail = not written; info = unknown.
+- `poll`: invoke value = {"consumer": C, "mode": "assign"|"subscribe"};
+  ok value = {"topic-partition": [[offset, value], ...]} in the order polled.
+  A consumer whose assignment changes writes an `assigned` note line
+  (f "assign", ok value = the list of partitions it owns from then on).
+- `final-read`: key = "topic-partition"; ok value = [[offset, value], ...],
+  the whole partition read after every fault was healed.
+
+`analyze()` is pure: the anomalies by kind, each with enough detail to find
+it in the history. `to_log_model()` turns the same history into the input of
+the checker's `log` model (sends as they are; every polled or finally read
+record a `read` of its offset), so linearizability of each partition's log
+is checked too.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Iterator, Optional
+
+from .history import FAIL, INFO, INVOKE, NEMESIS, OK
+
+SEND, POLL, ASSIGN, FINAL_READ = "send", "poll", "assign", "final-read"
+
+ANOMALY_KINDS = (
+    "lost",              # acknowledged, absent from the final read
+    "lost-unacked-ok",   # info send absent: allowed, counted for the summary only
+    "duplicate",         # one value at two offsets
+    "inconsistent-offset",  # one offset read with two values
+    "wrong-offset",      # acknowledged at offset o, but o holds another value
+    "non-monotonic",     # a consumer's stream of a partition went backwards without a reassignment
+    "skip",              # an assigned consumer's stream jumped over an offset that holds a value
+    "unexpected",        # a value read that no send invoked
+)
+# Kinds that break the promise (acks=all + clean election loses nothing);
+# lost-unacked-ok is information.
+FAILURES = tuple(k for k in ANOMALY_KINDS if k != "lost-unacked-ok")
+
+
+@dataclass
+class QueueReport:
+    sends: dict[str, int] = field(default_factory=lambda: {OK: 0, FAIL: 0, INFO: 0})
+    polled_records: int = 0
+    final_records: int = 0
+    anomalies: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in ANOMALY_KINDS})
+
+    @property
+    def valid(self) -> bool:
+        return not any(self.anomalies[k] for k in FAILURES)
+
+    def counts(self) -> dict[str, int]:
+        return {k: len(v) for k, v in self.anomalies.items()}
+
+
+def analyze(history: Iterable[dict[str, Any]]) -> QueueReport:
+    report = QueueReport()
+    invokes: dict[Any, dict[str, Any]] = {}
+    acked: dict[str, tuple[str, int]] = {}  # value -> (partition, offset)
+    unknown: dict[str, str] = {}  # info sends: value -> partition
+    invoked_values: set[str] = set()
+    final: dict[str, dict[int, Any]] = {}
+    # every (partition, offset) -> values seen, and value -> offsets seen
+    at_offset: dict[tuple[str, int], set[Any]] = defaultdict(set)
+    offsets_of: dict[Any, set[tuple[str, int]]] = defaultdict(set)
+    streams: dict[tuple[Any, str], list[int]] = defaultdict(list)  # (consumer, partition) -> offsets
+    stream_modes: dict[Any, str] = {}
+
+    def seen(partition: str, offset: int, value: Any) -> None:
+        at_offset[(partition, offset)].add(value)
+        offsets_of[value].add((partition, offset))
+
+    for line in history:
+        if line["process"] == NEMESIS:
+            continue
+        if line["type"] == INVOKE:
+            invokes[line["process"]] = line
+            if line["f"] == SEND:
+                invoked_values.add(line["value"])
+            continue
+        call = invokes.pop(line["process"], None)
+        if call is None:
+            continue
+        f, kind = call["f"], line["type"]
+        if f == SEND:
+            report.sends[kind] += 1
+            if kind == OK:
+                acked[call["value"]] = (call["key"], int(line["value"]))
+            elif kind == INFO:
+                unknown[call["value"]] = call["key"]
+        elif f == POLL and kind == OK:
+            consumer = call["value"]["consumer"]
+            stream_modes[consumer] = call["value"].get("mode", "assign")
+            for partition, records in (line["value"] or {}).items():
+                for offset, value in records:
+                    report.polled_records += 1
+                    seen(partition, offset, value)
+                    streams[(consumer, partition)].append(offset)
+        elif f == ASSIGN and kind == OK:
+            consumer = call["value"]["consumer"]
+            for partition in line["value"] or ():
+                # a new assignment may restart from the committed offset: a new stream
+                streams[(consumer, partition)].append(-1)
+        elif f == FINAL_READ and kind == OK:
+            records = final.setdefault(call["key"], {})
+            for offset, value in line["value"] or ():
+                report.final_records += 1
+                records[offset] = value
+                seen(call["key"], offset, value)
+
+    anomalies = report.anomalies
+    final_values = {value for records in final.values() for value in records.values()}
+    for value, (partition, offset) in sorted(acked.items(), key=lambda kv: kv[1]):
+        if value not in final_values:
+            anomalies["lost"].append({"value": value, "partition": partition, "offset": offset})
+        if final.get(partition, {}).get(offset, value) != value:
+            anomalies["wrong-offset"].append({"value": value, "partition": partition, "acked_offset": offset,
+                                              "holds": final[partition][offset]})
+    for value, partition in sorted(unknown.items()):
+        if value not in final_values:
+            anomalies["lost-unacked-ok"].append({"value": value, "partition": partition})
+    for value, places in offsets_of.items():
+        if len(places) > 1:
+            anomalies["duplicate"].append({"value": value, "at": sorted(places)})
+        if value not in invoked_values:
+            anomalies["unexpected"].append({"value": value, "at": sorted(places)})
+    for (partition, offset), values in sorted(at_offset.items()):
+        if len(values) > 1:
+            anomalies["inconsistent-offset"].append({"partition": partition, "offset": offset,
+                                                     "values": sorted(map(str, values))})
+    for (consumer, partition), offsets in sorted(streams.items(), key=lambda kv: str(kv[0])):
+        for stream in _split_streams(offsets):
+            _check_stream(consumer, partition, stream, stream_modes.get(consumer) == "assign",
+                          final.get(partition, {}), anomalies)
+    return report
+
+
+def _split_streams(offsets: list[int]) -> Iterator[list[int]]:
+    stream: list[int] = []
+    for offset in offsets:
+        if offset == -1:
+            if stream:
+                yield stream
+            stream = []
+        else:
+            stream.append(offset)
+    if stream:
+        yield stream
+
+
+def _check_stream(consumer: Any, partition: str, stream: list[int], assigned: bool,
+                  final: dict[int, Any], anomalies: dict[str, list[Any]]) -> None:
+    for before, after in zip(stream, stream[1:]):
+        if after <= before:
+            anomalies["non-monotonic"].append({"consumer": consumer, "partition": partition,
+                                               "from": before, "to": after})
+        elif assigned:
+            holes = [o for o in range(before + 1, after) if o in final]
+            if holes:
+                anomalies["skip"].append({"consumer": consumer, "partition": partition, "from": before,
+                                          "to": after, "skipped": holes[:10]})
+
+
+def to_log_model(history: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The history as the `log` model's input: sends as recorded, and each
+    record of a poll or final read a `read` op of its own (its own process
+    number, the poll's invoke and completion times)."""
+    invokes: dict[Any, dict[str, Any]] = {}
+    next_process = 1 << 20  # above the workload's own process numbers
+    for line in history:
+        if line["process"] == NEMESIS:
+            continue
+        if line["type"] == INVOKE:
+            invokes[line["process"]] = line
+            if line["f"] == SEND:
+                yield line
+            continue
+        call = invokes.pop(line["process"], None)
+        if call is None:
+            continue
+        if call["f"] == SEND:
+            yield line
+            continue
+        if line["type"] != OK or call["f"] not in (POLL, FINAL_READ):
+            continue
+        groups = line["value"].items() if call["f"] == POLL else [(call["key"], line["value"])]
+        for partition, records in groups:
+            for offset, value in records or ():
+                yield {"process": next_process, "type": INVOKE, "f": "read", "key": partition,
+                       "value": offset, "time": call["time"]}
+                yield {"process": next_process, "type": OK, "f": "read", "key": partition,
+                       "value": value, "time": line["time"]}
+                next_process += 1
+
+
+def summarize(report: QueueReport, *, faults: int, verdict: Optional[str]) -> dict[str, Any]:
+    return {"sends": report.sends, "polled_records": report.polled_records,
+            "final_records": report.final_records, "faults": faults, "anomalies": report.counts(),
+            "valid": report.valid, "linearizable": verdict}
