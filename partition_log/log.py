@@ -207,12 +207,20 @@ class Log:
         return LoadReport(recovered, truncated, deleted, rebuilt, completed_swaps, reasons)
 
     # -- append --------------------------------------------------------------
-    def append_as_leader(self, data: bytes | bytearray | memoryview, leader_epoch: int) -> AppendInfo:
+    def validate_as_leader(self, data: bytes | bytearray | memoryview) -> list[tuple[int, b.BatchHeader]]:
+        """append_as_leader's checks (header, CRC, dense offsets, size) alone, for
+        a caller that decides on the batches before they are written
+        (idempotent producers); pass the result to append_as_leader."""
+        return self._validate(data, require_dense=True)
+
+    def append_as_leader(self, data: bytes | bytearray | memoryview, leader_epoch: int, *,
+                         validated: list[tuple[int, b.BatchHeader]] | None = None) -> AppendInfo:
         """Append producer batches: checks, then offsets and the leader epoch are
         stamped into a copy of each 61-byte header (both fields lie outside the
-        CRC); the record bytes are written as they came, never copied."""
+        CRC); the record bytes are written as they came, never copied.
+        `validated`: validate_as_leader's answer for these very bytes."""
         view = memoryview(data)
-        headers = self._validate(view, require_dense=True)
+        headers = self._validate(view, require_dense=True) if validated is None else validated
         offset = self._log_end_offset
         chunks: list[bytes | bytearray | memoryview] = []
         stamped = []
@@ -343,6 +351,15 @@ class Log:
                 return
             yield data
             offset = b.end_offset(data)
+
+    def iter_batch_headers(self, start_offset: int = 0) -> Iterator[b.BatchHeader]:
+        """The header of every batch ending at or after `start_offset`, read
+        from the segment files (61 bytes a batch; records are not read)."""
+        i = max(0, bisect.bisect_right(self._bases, start_offset) - 1)
+        for seg in self.segments[i:]:
+            for bp in seg.iter_batch_positions():
+                if bp.header.next_offset > start_offset:
+                    yield bp.header
 
     def find_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """(offset, timestamp) of the first record with timestamp >= `timestamp`."""
