@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from partition_log.errors import InvalidConfigError, KafkaError, OffsetOutOfRangeError
 
-__all__ = ["InvalidConfigError", "KafkaError", "NetworkError", "NoOffsetForPartitionError",
+__all__ = ["IllegalStateError", "InvalidConfigError", "KafkaError", "NetworkError", "NoOffsetForPartitionError",
            "NotLeaderOrFollowerError", "OffsetOutOfRangeError", "RequestTimedOutError",
            "error_for_code", "error_name"]
 
@@ -27,6 +27,13 @@ class NetworkError(KafkaError):
     """No node could be reached: refused, unreachable or no answer in time."""
 
     name, code, retriable = "NETWORK_EXCEPTION", 13, True
+
+
+class IllegalStateError(KafkaError):
+    """A call the client's state does not allow (Kafka's IllegalStateException):
+    poll() before assign()/subscribe(), seek() of a partition not assigned, ..."""
+
+    name = "ILLEGAL_STATE"
 
 
 class NoOffsetForPartitionError(OffsetOutOfRangeError):
