@@ -19,6 +19,8 @@ REPLICA_FETCH_MAX_BYTES = "replica.fetch.max.bytes"
 REPLICA_FETCH_WAIT_MAX_MS = "replica.fetch.wait.max.ms"
 REPLICA_FETCH_MIN_BYTES = "replica.fetch.min.bytes"
 REPLICA_FETCH_BACKOFF_MS = "replica.fetch.backoff.ms"
+PRODUCER_ID_EXPIRATION_MS = "producer.id.expiration.ms"
+PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS = "producer.id.expiration.check.interval.ms"
 
 # Kafka property name -> (field, default, minimum)
 _PROPERTIES: dict[str, tuple[str, int, int]] = {
@@ -28,6 +30,8 @@ _PROPERTIES: dict[str, tuple[str, int, int]] = {
     REPLICA_FETCH_WAIT_MAX_MS: ("replica_fetch_wait_max_ms", 500, 0),
     REPLICA_FETCH_MIN_BYTES: ("replica_fetch_min_bytes", 1, 1),
     REPLICA_FETCH_BACKOFF_MS: ("replica_fetch_backoff_ms", 1000, 0),
+    PRODUCER_ID_EXPIRATION_MS: ("producer_id_expiration_ms", 86_400_000, 1),
+    PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS: ("producer_id_expiration_check_interval_ms", 600_000, 1),
 }
 KAFKA_PROPERTY_NAMES = frozenset(_PROPERTIES)
 
@@ -40,6 +44,8 @@ class BrokerConfig:
     replica_fetch_wait_max_ms: int = 500
     replica_fetch_min_bytes: int = 1
     replica_fetch_backoff_ms: int = 1000
+    producer_id_expiration_ms: int = 86_400_000
+    producer_id_expiration_check_interval_ms: int = 600_000
     log: LogConfig = field(default_factory=LogConfig)
 
     @classmethod

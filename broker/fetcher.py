@@ -124,12 +124,12 @@ def apply_partition(partition: Partition, sent: FetchPartition, got: PartitionDa
             log.info("%s-%d: diverged from leader %d at epoch %d, end offset %d: truncating to %d",
                      partition.topic, partition.index, partition.leader_id, got.diverging_epoch.epoch,
                      got.diverging_epoch.end_offset, offset)
-            lg.truncate_to(offset)
+            partition.truncate_to(offset)
             partition.changed.fire()
             return FetchOutcome(Outcome.TRUNCATED, log_end_offset=lg.log_end_offset)
         records = _from_offset(got.records, lg.log_end_offset)
         if records:
-            lg.append_as_follower(records)
+            partition.append_as_follower(records)
         lg.maybe_increment_high_watermark(got.high_watermark)
         if got.log_start_offset > lg.log_start_offset:
             lg.advance_log_start_offset(min(got.log_start_offset, lg.high_watermark))
@@ -166,9 +166,9 @@ def reset_out_of_range(partition: Partition, leader_start_offset: int, leader_en
     Returns the new fetch offset."""
     lg = partition.log
     if leader_end_offset < lg.log_end_offset:
-        lg.truncate_to(leader_end_offset)
+        partition.truncate_to(leader_end_offset)
     if leader_start_offset > lg.log_end_offset:
-        lg.truncate_fully_and_start_at(leader_start_offset)
+        partition.truncate_fully_and_start_at(leader_start_offset)
     partition.changed.fire()
     return lg.log_end_offset
 

@@ -16,11 +16,13 @@ from typing import Callable, Optional
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.image import PartitionState
+from partition_log.batch import iter_headers
 from partition_log.log import AppendInfo, Clock, Log
 
 from . import isr as isr_rules
 from .epochs import end_offset_for_epoch
 from .errors import BrokerError, Error
+from .producer_state import ProducerStateManager
 from .waiting import OffsetWaiters, Signal
 
 log = logging.getLogger(__name__)
@@ -43,7 +45,8 @@ class Leadership:
 
 
 class Partition:
-    def __init__(self, topic: str, index: int, topic_id: bytes, log: Log, broker_id: int, clock: Clock) -> None:
+    def __init__(self, topic: str, index: int, topic_id: bytes, log: Log, broker_id: int, clock: Clock, *,
+                 producers: Optional[ProducerStateManager] = None) -> None:
         self.topic = topic
         self.index = index
         self.topic_id = topic_id
@@ -60,6 +63,10 @@ class Partition:
         self.leadership: Optional[Leadership] = None
         self.stopped = False
         self.changed = Signal()  # appends, high watermark moves, role changes
+        # Idempotent producers, on every replica: a function of the log, so it
+        # is replayed from the log here and after every truncation.
+        self.producers = producers or ProducerStateManager()
+        self._replay_producers()
 
     def __repr__(self) -> str:
         role = "leader" if self.leadership else f"follower of {self.leader_id}"
@@ -184,7 +191,15 @@ class Partition:
         if acks == -1 and len(self.isr) < self.min_insync_replicas:
             raise BrokerError(Error.NOT_ENOUGH_REPLICAS,
                               f"isr {list(self.isr)} is smaller than min.insync.replicas={self.min_insync_replicas}")
-        info = self.log.append_as_leader(records, self.leader_epoch)
+        view = memoryview(records)
+        validated = self.log.validate_as_leader(view)
+        now = self.clock()
+        duplicate = self.producers.check_leader_append([h for _, h in validated], now)
+        if duplicate is not None:
+            # A retry of batches already written: the original offsets, nothing appended.
+            return AppendInfo(duplicate.first_offset, duplicate.last_offset, duplicate.timestamp, 0, 0)
+        info = self.log.append_as_leader(view, self.leader_epoch, validated=validated)
+        self.producers.update_appended((h for _, h in validated), info.first_offset, now)
         self.maybe_advance_high_watermark()
         self.changed.fire()
         return info
@@ -306,6 +321,33 @@ class Partition:
             self.partition_epoch = result.partition_epoch
             self.leader_recovery_state = result.leader_recovery_state
         self.maybe_advance_high_watermark()
+
+    # -- follower appends and truncation ---------------------------------------
+    def append_as_follower(self, records: bytes) -> AppendInfo:
+        """Batches fetched from the leader, with their offsets; the producer
+        state follows them, so it is in place when this replica leads."""
+        info = self.log.append_as_follower(records)
+        self.producers.update_all((h for _, h in iter_headers(records, validate=False)), self.clock())
+        return info
+
+    def truncate_to(self, offset: int) -> int:
+        """Follower divergence: drop the log from `offset` and what the
+        producer state learned from it."""
+        end = self.log.truncate_to(offset)
+        self._replay_producers()
+        return end
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        self.log.truncate_fully_and_start_at(offset)
+        self._replay_producers()
+
+    def _replay_producers(self) -> None:
+        """The producer state as the log holds it, from the log start offset
+        (batch headers only)."""
+        now = self.clock()
+        self.producers.clear()
+        self.producers.update_all(self.log.iter_batch_headers(self.log.log_start_offset), now)
+        self.producers.expire(now)
 
     # -- reads ---------------------------------------------------------------
     def read(self, offset: int, max_bytes: int, *, up_to_log_end: bool, min_one_batch: bool) -> bytes:

@@ -23,6 +23,7 @@ from partition_log.log_manager import LogManager
 from .config import BrokerConfig, topic_log_config, topic_min_insync_replicas
 from .errors import BrokerError, Error
 from .partition import NO_EPOCH, NO_LEADER, Partition
+from .producer_state import ProducerStateManager
 from .waiting import Signal
 
 log = logging.getLogger(__name__)
@@ -91,7 +92,10 @@ class ReplicaManager:
                 self.offline[tp] = str(exc)
                 changes.failed[tp] = str(exc)
                 return
-            partition = Partition(topic, index, topic_id, lg, self.broker_id, self.clock)
+            producers = ProducerStateManager(
+                expiration_ms=self.config.producer_id_expiration_ms,
+                check_interval_ms=self.config.producer_id_expiration_check_interval_ms)
+            partition = Partition(topic, index, topic_id, lg, self.broker_id, self.clock, producers=producers)
             partition.min_insync_replicas = self._min_insync(topic)
             self.partitions[tp] = partition
             self.offline.pop(tp, None)
