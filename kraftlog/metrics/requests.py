@@ -1,7 +1,8 @@
 """Request metrics: how many requests of each kind a node served, how many
 failed and with which error, and how long they took - Kafka's
 RequestMetrics (RequestsPerSec, ErrorsPerSec, TotalTimeMs), labelled by the
-RPC method name (Produce, Fetch, CreateTopics, Vote, ...).
+RPC method name (Produce, Fetch, CreateTopics, Vote, ...). As in Kafka, a
+broker's Fetch is also counted as FetchConsumer or FetchFollower.
 
 A gRPC server interceptor measures every application RPC of a listener
 without any service knowing (health checking and reflection are not
@@ -23,6 +24,7 @@ from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, M
 from prometheus_client.utils import floatToGoString
 
 from broker.errors import Error as BrokerError
+from broker.service import SERVICE as BROKER_SERVICE
 from client.errors import error_name as client_error_name
 from metadata_quorum.controller.errors import Error as ControllerError
 from metadata_quorum.raft.messages import Errors as RaftError
@@ -32,6 +34,7 @@ from metadata_quorum.raft.messages import Errors as RaftError
 LATENCY_BUCKETS_MS = (0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0,
                       1000.0, 2500.0, 5000.0, 10000.0, 30000.0)
 BUCKET_LABELS = (*map(floatToGoString, LATENCY_BUCKETS_MS), "+Inf")
+BROKER_FETCH = f"/{BROKER_SERVICE.full_name}/Fetch"
 # Services that are not Kafka requests: grpc.health.v1, grpc.reflection.*.
 UNMEASURED_PREFIX = "/grpc."
 
@@ -128,24 +131,45 @@ class RequestMetricsInterceptor(grpc.aio.ServerInterceptor):
         known = self._wrapped.get(method)
         if known is not None and known[0] is handler:
             return known[1]
-        wrapped = self._wrap(handler, self.metrics.stats(method.rpartition("/")[2]))
+        wrapped = self._wrap(handler, self.metrics.stats(method.rpartition("/")[2]),
+                             self._fetch_kind if method == BROKER_FETCH else _no_kind)
         self._wrapped[method] = (handler, wrapped)
         return wrapped
 
+    def _fetch_kind(self, request: Any) -> Optional[RequestStats]:
+        return self.metrics.stats("FetchConsumer" if is_consumer_fetch(request) else "FetchFollower")
+
     @staticmethod
-    def _wrap(handler: Any, stats: RequestStats) -> Any:
+    def _wrap(handler: Any, stats: RequestStats, kind: Kind) -> Any:
         # Every kraftlog RPC is unary-unary; a stream-unary one has the same
         # shape. Streaming responses (health Watch, reflection) pass unmeasured.
         if handler.unary_unary is not None:
-            return handler._replace(unary_unary=_measured(handler.unary_unary, stats))
+            return handler._replace(unary_unary=_measured(handler.unary_unary, stats, kind))
         if handler.stream_unary is not None:
-            return handler._replace(stream_unary=_measured(handler.stream_unary, stats))
+            return handler._replace(stream_unary=_measured(handler.stream_unary, stats, kind))
         return handler
 
 
-def _measured(behavior: Behavior, stats: RequestStats) -> Behavior:
+def is_consumer_fetch(raw: Any) -> bool:
+    """A KafkaBroker Fetch from a consumer, told from the request's bytes
+    without decoding them: replica_id (field 1, written first) is -1 for a
+    consumer, on the wire tag 0x08 and a negative int32's ten-byte varint
+    (nine bytes with the high bit set, then 0x01). A follower's id is >= 0."""
+    return (isinstance(raw, bytes) and raw[:1] == b"\x08" and raw[10:11] == b"\x01"
+            and min(raw[1:10]) >= 0x80)
+
+
+Kind = Callable[[Any], Optional[RequestStats]]
+
+
+def _no_kind(request: Any) -> Optional[RequestStats]:
+    return None
+
+
+def _measured(behavior: Behavior, stats: RequestStats, kind: Kind) -> Behavior:
     async def measured(request: Any, context: grpc.aio.ServicerContext) -> Any:
         started = time.perf_counter()
+        also = kind(request)  # FetchConsumer/FetchFollower: counted and timed, errors under Fetch only
         try:
             response = await behavior(request, context)
         except asyncio.CancelledError:
@@ -154,6 +178,9 @@ def _measured(behavior: Behavior, stats: RequestStats) -> Behavior:
         except BaseException:
             stats.finish(started, _status_name(context))
             raise
+        finally:
+            if also is not None:
+                also.finish(started, None)
         code = getattr(response, "error_code", 0)
         stats.finish(started, kafka_error_name(code) if code else None)
         return response
