@@ -1,0 +1,417 @@
+"""The group coordinator of one __consumer_offsets partition as a pure state
+machine: requests (with the time and the broker's topics as inputs) come in,
+responses and the records to append come out. No sockets, clocks or files.
+
+Every change is made by replaying a record (GroupsState.replay), so the
+records returned are exactly what rebuilds this state from the log.
+
+Consumer group protocol (KIP-848):
+- The group epoch is bumped when a member joins or leaves, changes its
+  subscription or assignor, or a subscribed topic changes its partition
+  count; the target assignment is recomputed at once by the assignor the
+  most members asked for (uniform by default).
+- Each member moves towards its target on its own heartbeats
+  (reconcile.next_assignment): revocations first, new partitions once
+  released. Members whose target did not change only see a new epoch.
+- Members are removed when they leave (epoch -1, or -2 for a static member),
+  when their session expires (no heartbeat for group.consumer.session.timeout.ms)
+  or when a revocation takes longer than their rebalance timeout.
+"""
+from __future__ import annotations
+
+import re
+import uuid
+from collections import Counter
+from dataclasses import dataclass
+from typing import Callable, Iterable, Mapping, Optional
+
+from kraftlog_api import groups_pb2 as gpb
+
+from ..errors import Error
+from .assignors import ASSIGNORS, DEFAULT_ASSIGNOR
+from .reconcile import next_assignment
+from .records import (Assignment, CurrentMemberAssignment, GroupMetadata, Key, MemberMetadata, MemberState,
+                      OffsetCommit, PartitionMetadata, Record, RecordType, TargetAssignmentMember,
+                      TargetAssignmentMetadata, Value)
+from .state import ConsumerGroup, GroupsState, Member
+
+LEAVE_EPOCHS = (-1, -2)  # -2: a static member leaving for now (handled as a leave)
+ADMIN_EPOCH = -1
+Topics = Mapping[str, int]  # the cluster's (non-internal) topics and their partition counts
+
+
+@dataclass(frozen=True)
+class GroupConfig:
+    session_timeout_ms: int = 45000
+    heartbeat_interval_ms: int = 5000
+    offset_metadata_max_bytes: int = 4096
+
+
+class GroupError(Exception):
+    def __init__(self, code: Error, message: str = "") -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+def _partitions(assignment: Iterable[tuple[str, int]]) -> list[gpb.TopicPartitions]:
+    by_topic: dict[str, list[int]] = {}
+    for topic, index in assignment:
+        by_topic.setdefault(topic, []).append(index)
+    return [gpb.TopicPartitions(topic=t, partitions=sorted(p)) for t, p in sorted(by_topic.items())]
+
+
+def _assignment(topics: Iterable[gpb.TopicPartitions]) -> Assignment:
+    return frozenset((t.topic, p) for t in topics for p in t.partitions)
+
+
+def _new_member_id() -> str:
+    return uuid.uuid4().hex
+
+
+class GroupMachine:
+    def __init__(self, config: GroupConfig = GroupConfig(), new_member_id: Callable[[], str] = _new_member_id) -> None:
+        self.config = config
+        self.new_member_id = new_member_id
+        self.state = GroupsState()
+        self._records: list[Record] = []
+
+    # -- records ---------------------------------------------------------------------------------
+    def replay(self, record: Record) -> None:
+        """Loading: a record of the log."""
+        self.state.replay(record)
+
+    def _emit(self, key: Key, value: Optional[Value]) -> None:
+        self.state.replay((key, value))
+        self._records.append((key, value))
+
+    def _take(self) -> list[Record]:
+        records, self._records = self._records, []
+        return records
+
+    # -- timers ----------------------------------------------------------------------------------
+    def arm_timers(self, now_ms: int) -> None:
+        """After loading: every member gets a full session (and revocation) timeout from now."""
+        for group in self.state.groups.values():
+            for member in group.members.values():
+                member.session_deadline_ms = now_ms + self.config.session_timeout_ms
+                if member.current.state == MemberState.UNREVOKED_PARTITIONS:
+                    member.revocation_deadline_ms = now_ms + self._rebalance_timeout(member)
+
+    def next_deadline(self) -> Optional[int]:
+        deadlines = [d for g in self.state.groups.values() for m in g.members.values()
+                     for d in (m.session_deadline_ms, m.revocation_deadline_ms) if d is not None]
+        return min(deadlines, default=None)
+
+    def expire(self, now_ms: int, topics: Topics) -> list[Record]:
+        """Remove every member whose session expired or whose revocation took
+        longer than its rebalance timeout."""
+        for group in list(self.state.groups.values()):
+            expired = [m.member_id for m in group.members.values()
+                       if any(d is not None and d <= now_ms for d in (m.session_deadline_ms, m.revocation_deadline_ms))]
+            for member_id in sorted(expired):
+                self._remove_member(group, member_id, topics)
+        return self._take()
+
+    # -- ConsumerGroupHeartbeat ------------------------------------------------------------------
+    def heartbeat(self, request: gpb.ConsumerGroupHeartbeatRequest, now_ms: int, topics: Topics,
+                  client_id: str = "", client_host: str = "") -> tuple[gpb.ConsumerGroupHeartbeatResponse, list[Record]]:
+        try:
+            response = self._heartbeat(request, now_ms, topics, client_id, client_host)
+        except GroupError as exc:
+            assert not self._records, "a refused heartbeat changes nothing"
+            response = gpb.ConsumerGroupHeartbeatResponse(error_code=exc.code, error_message=exc.message)
+        return response, self._take()
+
+    def _heartbeat(self, req: gpb.ConsumerGroupHeartbeatRequest, now_ms: int, topics: Topics,
+                   client_id: str, client_host: str) -> gpb.ConsumerGroupHeartbeatResponse:
+        _check_group_id(req.group_id)
+        if req.HasField("server_assignor") and req.server_assignor and req.server_assignor not in ASSIGNORS:
+            raise GroupError(Error.UNSUPPORTED_ASSIGNOR,
+                             f"{req.server_assignor!r}: the assignors are {', '.join(ASSIGNORS)}")
+        if req.HasField("subscribed_topic_regex") and req.subscribed_topic_regex:
+            try:
+                re.compile(req.subscribed_topic_regex)
+            except re.error as exc:
+                raise GroupError(Error.INVALID_REQUEST, f"subscribed_topic_regex: {exc}") from None
+        group = self.state.groups.get(req.group_id)
+        if req.member_epoch in LEAVE_EPOCHS:
+            if group is None or req.member_id not in group.members:
+                raise GroupError(Error.UNKNOWN_MEMBER_ID, f"{req.member_id!r} is not a member of {req.group_id!r}")
+            self._remove_member(group, req.member_id, topics)
+            return gpb.ConsumerGroupHeartbeatResponse(member_id=req.member_id, member_epoch=req.member_epoch)
+        if req.member_epoch == 0:
+            group, member = self._join(req, group)
+        else:
+            member = self._existing_member(req, group)
+            assert group is not None
+        before = member.current
+        metadata = _member_metadata(req, member.metadata, client_id, client_host)
+        bump = member.metadata is None or _assignment_inputs(metadata) != _assignment_inputs(member.metadata)
+        if metadata != member.metadata:
+            self._emit(Key(RecordType.MEMBER_METADATA, group.group_id, member.member_id), metadata)
+        self._maybe_bump(group, topics, bump)
+        member.session_deadline_ms = now_ms + self.config.session_timeout_ms
+        owned = _assignment(req.owned_partitions.topic_partitions) if req.HasField("owned_partitions") else None
+        after = next_assignment(member.member_id, before, group.assignment_epoch, member.target, owned,
+                                group.owners.get)
+        if after != member.current:
+            self._emit(Key(RecordType.CURRENT_MEMBER_ASSIGNMENT, group.group_id, member.member_id), after)
+        if after.state != MemberState.UNREVOKED_PARTITIONS:
+            member.revocation_deadline_ms = None
+        elif before.state != MemberState.UNREVOKED_PARTITIONS or member.revocation_deadline_ms is None:
+            member.revocation_deadline_ms = now_ms + self._rebalance_timeout(member)
+        response = gpb.ConsumerGroupHeartbeatResponse(member_id=member.member_id, member_epoch=after.member_epoch,
+                                                      heartbeat_interval_ms=self.config.heartbeat_interval_ms)
+        if (after.assigned != before.assigned or req.member_epoch != after.member_epoch
+                or (owned is not None and owned != after.assigned)):
+            response.assignment.topic_partitions.extend(_partitions(after.assigned))
+        return response
+
+    def _join(self, req: gpb.ConsumerGroupHeartbeatRequest,
+              group: Optional[ConsumerGroup]) -> tuple[ConsumerGroup, Member]:
+        if not req.HasField("subscribed_topic_names") and not req.subscribed_topic_regex:
+            raise GroupError(Error.INVALID_REQUEST, "a joining member names its subscription (topics or a regex)")
+        if req.rebalance_timeout_ms <= 0:
+            raise GroupError(Error.INVALID_REQUEST, "a joining member gives its rebalance_timeout_ms")
+        member_id = req.member_id or self.new_member_id()
+        if group is not None and req.instance_id:
+            for other in group.members.values():
+                if other.member_id != member_id and other.metadata and other.metadata.instance_id == req.instance_id:
+                    raise GroupError(Error.UNRELEASED_INSTANCE_ID,
+                                     f"instance {req.instance_id!r} is member {other.member_id} of {req.group_id!r}")
+        if group is None:
+            self._emit(Key(RecordType.GROUP_METADATA, req.group_id), GroupMetadata(0))
+            group = self.state.groups[req.group_id]
+        elif member_id in group.members:
+            # A member rejoining (it was fenced) starts from nothing: it gave up all it held.
+            self._member_tombstones(group, member_id)
+        return group, group.members.setdefault(member_id, Member(member_id))
+
+    def _existing_member(self, req: gpb.ConsumerGroupHeartbeatRequest, group: Optional[ConsumerGroup]) -> Member:
+        member = group.members.get(req.member_id) if group is not None else None
+        if member is None:
+            raise GroupError(Error.UNKNOWN_MEMBER_ID, f"{req.member_id!r} is not a member of {req.group_id!r}")
+        current = member.current
+        if req.member_epoch == current.member_epoch:
+            return member
+        # The answer that gave the member its current epoch may have been
+        # lost: its previous epoch is fine if it holds nothing it should not.
+        if (req.member_epoch == current.previous_member_epoch and req.HasField("owned_partitions")
+                and _assignment(req.owned_partitions.topic_partitions) <= current.assigned):
+            return member
+        raise GroupError(Error.FENCED_MEMBER_EPOCH,
+                         f"epoch {req.member_epoch}, the member's epoch is {current.member_epoch}: rejoin")
+
+    def _rebalance_timeout(self, member: Member) -> int:
+        timeout = member.metadata.rebalance_timeout_ms if member.metadata else -1
+        return timeout if timeout > 0 else self.config.session_timeout_ms
+
+    # -- membership changes ----------------------------------------------------------------------
+    def _member_tombstones(self, group: ConsumerGroup, member_id: str) -> None:
+        for kind in (RecordType.CURRENT_MEMBER_ASSIGNMENT, RecordType.TARGET_ASSIGNMENT_MEMBER,
+                     RecordType.MEMBER_METADATA):
+            self._emit(Key(kind, group.group_id, member_id), None)
+
+    def _remove_member(self, group: ConsumerGroup, member_id: str, topics: Topics) -> None:
+        self._member_tombstones(group, member_id)
+        self._maybe_bump(group, topics, True)
+
+    def _maybe_bump(self, group: ConsumerGroup, topics: Topics, bump: bool) -> None:
+        """A new group epoch and target assignment when membership,
+        subscriptions or the subscribed topics' partition counts changed."""
+        subscribed: set[str] = set()
+        resolved: dict[str, frozenset[str]] = {}
+        for member in group.members.values():
+            resolved[member.member_id] = _resolve(member.metadata, topics)
+            subscribed |= resolved[member.member_id]
+        subscription = tuple(sorted((t, topics[t]) for t in subscribed))
+        if not bump and subscription == group.subscription:
+            return
+        epoch = group.epoch + 1
+        if subscription != group.subscription:
+            self._emit(Key(RecordType.PARTITION_METADATA, group.group_id), PartitionMetadata(epoch, subscription))
+        self._emit(Key(RecordType.GROUP_METADATA, group.group_id), GroupMetadata(epoch))
+        assignor = ASSIGNORS[_group_assignor(group)]
+        target = assignor(resolved, dict(subscription), {m.member_id: m.target for m in group.members.values()})
+        for member_id in sorted(target):
+            if target[member_id] != group.members[member_id].target:
+                self._emit(Key(RecordType.TARGET_ASSIGNMENT_MEMBER, group.group_id, member_id),
+                           TargetAssignmentMember(target[member_id]))
+        self._emit(Key(RecordType.TARGET_ASSIGNMENT_METADATA, group.group_id), TargetAssignmentMetadata(epoch))
+
+    # -- offsets ---------------------------------------------------------------------------------
+    def commit(self, req: gpb.OffsetCommitRequest, now_ms: int) -> tuple[gpb.OffsetCommitResponse, list[Record]]:
+        response = gpb.OffsetCommitResponse()
+        try:
+            _check_group_id(req.group_id)
+            group = self._committing_group(req)
+        except GroupError as exc:
+            response.error_code = exc.code
+            for topic in req.topics:
+                out = response.topics.add(name=topic.name)
+                for p in topic.partitions:
+                    out.partitions.add(partition_index=p.partition_index, error_code=exc.code)
+            return response, []
+        if group is None:  # an admin's commit to a new group makes it (an empty consumer group)
+            self._emit(Key(RecordType.GROUP_METADATA, req.group_id), GroupMetadata(0))
+        for topic in req.topics:
+            out = response.topics.add(name=topic.name)
+            for p in topic.partitions:
+                code = Error.NONE
+                if len(p.committed_metadata.encode()) > self.config.offset_metadata_max_bytes:
+                    code = Error.OFFSET_METADATA_TOO_LARGE
+                elif not topic.name or p.partition_index < 0:
+                    code = Error.UNKNOWN_TOPIC_OR_PARTITION
+                else:
+                    self._emit(Key(RecordType.OFFSET_COMMIT, req.group_id, topic=topic.name,
+                                   partition=p.partition_index),
+                               OffsetCommit(p.committed_offset, p.committed_leader_epoch, p.committed_metadata, now_ms))
+                out.partitions.add(partition_index=p.partition_index, error_code=code)
+        return response, self._take()
+
+    def _committing_group(self, req: gpb.OffsetCommitRequest) -> Optional[ConsumerGroup]:
+        group = self.state.groups.get(req.group_id)
+        admin = req.member_epoch == ADMIN_EPOCH and not req.member_id
+        if group is None:
+            if admin:
+                return None
+            raise GroupError(Error.GROUP_ID_NOT_FOUND, f"group {req.group_id!r} does not exist")
+        if admin and not group.members:
+            return group
+        _check_member_epoch(group, req.member_id, req.member_epoch)
+        return group
+
+    def fetch(self, req: gpb.OffsetFetchRequest) -> gpb.OffsetFetchResponse:
+        response = gpb.OffsetFetchResponse()
+        try:
+            _check_group_id(req.group_id)
+            group = self.state.groups.get(req.group_id)
+            if req.member_id and req.member_epoch >= 0:
+                if group is None:
+                    raise GroupError(Error.UNKNOWN_MEMBER_ID, f"group {req.group_id!r} has no members")
+                _check_member_epoch(group, req.member_id, req.member_epoch)
+        except GroupError as exc:
+            response.error_code = exc.code
+            return response
+        offsets = group.offsets if group is not None else {}
+        wanted = ([(t.topic, list(t.partitions)) for t in req.topics] if req.topics else
+                  [(t, [p for (tt, p) in sorted(offsets) if tt == t]) for t in sorted({t for t, _ in offsets})])
+        for topic, indexes in wanted:
+            out = response.topics.add(name=topic)
+            for index in indexes:
+                found = offsets.get((topic, index))
+                if found is None:
+                    out.partitions.add(partition_index=index, committed_offset=-1, committed_leader_epoch=-1)
+                else:
+                    out.partitions.add(partition_index=index, committed_offset=found.offset,
+                                       committed_leader_epoch=found.leader_epoch, metadata=found.metadata)
+        return response
+
+    # -- administration --------------------------------------------------------------------------
+    def delete(self, group_ids: Iterable[str]) -> tuple[gpb.DeleteGroupsResponse, list[Record]]:
+        response = gpb.DeleteGroupsResponse()
+        for group_id in group_ids:
+            group = self.state.groups.get(group_id)
+            code = Error.NONE
+            if group is None:
+                code = Error.GROUP_ID_NOT_FOUND
+            elif group.members:
+                code = Error.NON_EMPTY_GROUP
+            else:
+                for topic, index in sorted(group.offsets):
+                    self._emit(Key(RecordType.OFFSET_COMMIT, group_id, topic=topic, partition=index), None)
+                for kind in (RecordType.TARGET_ASSIGNMENT_METADATA, RecordType.PARTITION_METADATA,
+                             RecordType.GROUP_METADATA):
+                    self._emit(Key(kind, group_id), None)
+            response.results.add(group_id=group_id, error_code=code)
+        return response, self._take()
+
+    def list_groups(self, states: Iterable[str], coordinator_id: int) -> list[gpb.ListGroupsResponse.Group]:
+        wanted = {s.lower() for s in states}
+        return [gpb.ListGroupsResponse.Group(group_id=g.group_id, group_state=g.state, group_type="consumer",
+                                             coordinator_id=coordinator_id)
+                for _, g in sorted(self.state.groups.items()) if not wanted or g.state.lower() in wanted]
+
+    def describe(self, group_id: str) -> gpb.ConsumerGroupDescribeResponse.Group:
+        group = self.state.groups.get(group_id)
+        if group is None:
+            return gpb.ConsumerGroupDescribeResponse.Group(
+                group_id=group_id, error_code=Error.GROUP_ID_NOT_FOUND,
+                error_message=f"group {group_id!r} does not exist")
+        out = gpb.ConsumerGroupDescribeResponse.Group(
+            group_id=group_id, group_state=group.state, group_epoch=group.epoch,
+            assignment_epoch=group.assignment_epoch, assignor_name=_group_assignor(group))
+        for member_id, member in sorted(group.members.items()):
+            meta = member.metadata
+            out.members.add(
+                member_id=member_id, member_epoch=member.current.member_epoch,
+                instance_id=meta.instance_id or "" if meta else "", rack_id=meta.rack_id or "" if meta else "",
+                client_id=meta.client_id if meta else "", client_host=meta.client_host if meta else "",
+                subscribed_topic_names=list(meta.subscribed_topic_names) if meta else [],
+                subscribed_topic_regex=meta.subscribed_topic_regex or "" if meta else "",
+                assignment=_partitions(member.current.assigned | member.current.pending_revocation),
+                target_assignment=_partitions(member.target))
+        return out
+
+
+def _check_group_id(group_id: str) -> None:
+    if not group_id:
+        raise GroupError(Error.INVALID_GROUP_ID, "the group id is empty")
+
+
+def _check_member_epoch(group: ConsumerGroup, member_id: str, epoch: int) -> None:
+    member = group.members.get(member_id)
+    if member is None:
+        raise GroupError(Error.UNKNOWN_MEMBER_ID, f"{member_id!r} is not a member of {group.group_id!r}")
+    current = member.current.member_epoch
+    if epoch > current:
+        raise GroupError(Error.FENCED_MEMBER_EPOCH, f"epoch {epoch} is newer than the member's {current}")
+    if epoch < current:
+        raise GroupError(Error.STALE_MEMBER_EPOCH, f"epoch {epoch} is older than the member's {current}")
+
+
+def _member_metadata(req: gpb.ConsumerGroupHeartbeatRequest, old: Optional[MemberMetadata], client_id: str,
+                     client_host: str) -> MemberMetadata:
+    """The member's metadata after this heartbeat: what it sent, else what it had."""
+    def sent(field: str, value: Optional[str], previous: Optional[str]) -> Optional[str]:
+        return (value or None) if req.HasField(field) else previous
+
+    return MemberMetadata(
+        instance_id=(req.instance_id or None) if old is None else old.instance_id,
+        rack_id=req.rack_id or (old.rack_id if old else None),
+        client_id=client_id if old is None else old.client_id,
+        client_host=client_host if old is None else old.client_host,
+        subscribed_topic_names=(tuple(sorted(set(req.subscribed_topic_names.names)))
+                                if req.HasField("subscribed_topic_names") or old is None
+                                else old.subscribed_topic_names),
+        subscribed_topic_regex=sent("subscribed_topic_regex", req.subscribed_topic_regex,
+                                    old.subscribed_topic_regex if old else None),
+        rebalance_timeout_ms=req.rebalance_timeout_ms if req.rebalance_timeout_ms > 0 or old is None
+        else old.rebalance_timeout_ms,
+        server_assignor=sent("server_assignor", req.server_assignor, old.server_assignor if old else None))
+
+
+def _assignment_inputs(meta: MemberMetadata) -> tuple:
+    return meta.subscribed_topic_names, meta.subscribed_topic_regex, meta.server_assignor
+
+
+def _resolve(meta: Optional[MemberMetadata], topics: Topics) -> frozenset[str]:
+    if meta is None:
+        return frozenset()
+    names = {t for t in meta.subscribed_topic_names if t in topics}
+    if meta.subscribed_topic_regex:
+        pattern = re.compile(meta.subscribed_topic_regex)
+        names.update(t for t in topics if pattern.fullmatch(t))
+    return frozenset(names)
+
+
+def _group_assignor(group: ConsumerGroup) -> str:
+    """The assignor most members asked for; the default on a tie or when none asked."""
+    votes = Counter(m.metadata.server_assignor for m in group.members.values()
+                    if m.metadata is not None and m.metadata.server_assignor)
+    if not votes:
+        return DEFAULT_ASSIGNOR
+    best = max(votes.values())
+    chosen = [name for name, count in votes.items() if count == best]
+    return DEFAULT_ASSIGNOR if DEFAULT_ASSIGNOR in chosen or len(chosen) > 1 else chosen[0]
