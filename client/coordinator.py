@@ -1,0 +1,118 @@
+"""Finding and calling a group's coordinator (Kafka's FindCoordinator, then
+every group request to that broker's GroupCoordinator service).
+
+The coordinator is the leader of the group's `__consumer_offsets`
+partition, so it moves when that leader does: NOT_COORDINATOR,
+COORDINATOR_NOT_AVAILABLE or a broker that cannot be reached make the
+client forget it and ask again.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Any, Callable, Optional
+
+import grpc
+
+from kraftlog_api import groups_pb2 as gpb
+from kraftlog_api import groups_pb2_grpc as gpb_grpc
+
+from .errors import KafkaError, NetworkError, error_for_code
+from .metadata import TRANSPORT_FAILURES, Metadata
+
+log = logging.getLogger(__name__)
+
+COORDINATOR_LOAD_IN_PROGRESS = 14
+COORDINATOR_NOT_AVAILABLE = 15
+NOT_COORDINATOR = 16
+UNSUPPORTED_VERSION = 35
+# Answers after which the coordinator must be looked up again.
+COORDINATOR_MOVED = frozenset({COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR})
+RETRY_SAME = frozenset({COORDINATOR_LOAD_IN_PROGRESS})
+
+
+class CoordinatorUnavailable(Exception):
+    """This attempt found no coordinator or it did not answer: retry after a backoff."""
+
+
+class Coordinator:
+    def __init__(self, metadata: Metadata, group_id: str, *, request_timeout_s: float, backoff_s: float) -> None:
+        self._metadata = metadata
+        self.group_id = group_id
+        self._timeout_s = request_timeout_s
+        self._backoff_s = backoff_s
+        self.node_id: Optional[int] = None
+        self.address: Optional[str] = None
+
+    def invalidate(self) -> None:
+        if self.address is not None:
+            log.info("group %s: coordinator %s (node %s) forgotten", self.group_id, self.address, self.node_id)
+        self.node_id = self.address = None
+
+    async def _find(self) -> str:
+        if not self._metadata.brokers:
+            await self._metadata.update()
+        request = gpb.FindCoordinatorRequest(key_type=0, keys=[self.group_id])
+        problems = []
+        for address in dict.fromkeys(self._metadata.brokers.values()):
+            stub = gpb_grpc.GroupCoordinatorStub(self._metadata.channel(address))
+            try:
+                response = await stub.FindCoordinator(request, timeout=min(self._timeout_s, 5.0))
+            except grpc.aio.AioRpcError as exc:
+                _raise_unimplemented(exc, address, "FindCoordinator")
+                problems.append(f"{address} {exc.code().name}")
+                continue
+            [found] = response.coordinators
+            if found.error_code:
+                problems.append(f"{address} {error_for_code(found.error_code, found.error_message)}")
+                if found.error_code in COORDINATOR_MOVED | RETRY_SAME:
+                    continue
+                raise error_for_code(found.error_code, f"FindCoordinator {self.group_id}: {found.error_message}")
+            self.node_id, self.address = found.node_id, f"{found.host}:{found.port}"
+            return self.address
+        self._metadata.request_update()
+        raise CoordinatorUnavailable(f"no coordinator for group {self.group_id} ({'; '.join(problems) or 'no broker'})")
+
+    async def call_once(self, method: str, request: Any, timeout_s: Optional[float] = None) -> Any:
+        """One attempt: the response, or CoordinatorUnavailable (coordinator
+        forgotten when it moved or could not be reached)."""
+        address = self.address or await self._find()
+        stub = gpb_grpc.GroupCoordinatorStub(self._metadata.channel(address))
+        try:
+            response = await getattr(stub, method)(request, timeout=timeout_s or self._timeout_s)
+        except grpc.aio.AioRpcError as exc:
+            _raise_unimplemented(exc, address, method)
+            if exc.code() not in TRANSPORT_FAILURES:
+                raise
+            self.invalidate()
+            raise CoordinatorUnavailable(f"{method} to {address}: {exc.code().name}") from None
+        code = getattr(response, "error_code", 0)
+        if code in COORDINATOR_MOVED:
+            self.invalidate()
+            raise CoordinatorUnavailable(f"{method} to {address}: {error_for_code(code, '')}")
+        if code in RETRY_SAME:
+            raise CoordinatorUnavailable(f"{method} to {address}: {error_for_code(code, '')}")
+        return response
+
+    async def call(self, method: str, make_request: Callable[[], Any], deadline: float) -> Any:
+        """Retry until the coordinator answers or `deadline` (monotonic) passes.
+        `make_request` is called for each attempt (a member epoch may change)."""
+        last = ""
+        while True:
+            try:
+                return await self.call_once(method, make_request(),
+                                            max(0.1, min(self._timeout_s, deadline - time.monotonic())))
+            except (CoordinatorUnavailable, NetworkError) as exc:
+                last = str(exc)
+            if time.monotonic() + self._backoff_s >= deadline:
+                raise error_for_code(7, f"{method} for group {self.group_id}: no answer in time ({last})")
+            await asyncio.sleep(self._backoff_s)
+
+
+def _raise_unimplemented(exc: grpc.aio.AioRpcError, address: str, method: str) -> None:
+    if exc.code() == grpc.StatusCode.UNIMPLEMENTED:
+        raise error_for_code(UNSUPPORTED_VERSION, f"{address} has no group coordinator ({method} UNIMPLEMENTED)") from None
+
+
+__all__ = ["Coordinator", "CoordinatorUnavailable", "KafkaError"]

@@ -1,0 +1,292 @@
+"""The consumer's prefetcher, on the background loop: it keeps one Fetch in
+flight per leader broker for the assigned partitions that have a position,
+are not paused and have nothing prefetched, decodes the answers into
+records and leaves them in the SubscriptionState for poll() to take. So
+the buffer holds at most one fetch answer per partition
+(max.partition.fetch.bytes each) and the application's processing time
+overlaps the network's.
+
+It also gives positions to partitions that have none: the group's
+committed offset (OffsetFetch), else auto.offset.reset (ListOffsets).
+
+Errors, per partition: a moved leader (NOT_LEADER_OR_FOLLOWER,
+FENCED_LEADER_EPOCH, UNKNOWN_TOPIC_OR_PARTITION, ...) refreshes the
+metadata and retries after retry.backoff.ms; OFFSET_OUT_OF_RANGE resets by
+auto.offset.reset, or with `none` is raised by the next poll(); anything
+else is raised by the next poll().
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import Awaitable, Callable, Optional
+
+import grpc
+
+from kraftlog_api import broker_pb2 as bpb
+from partition_log.batch import NO_PARTITION_LEADER_EPOCH
+from partition_log.errors import KafkaError
+from partition_log.records import iter_batches
+
+from .consumer_config import ConsumerConfig
+from .consumer_types import ConsumerRecord, OffsetAndMetadata, TimestampType, TopicPartition
+from .errors import NoOffsetForPartitionError, OffsetOutOfRangeError, error_for_code
+from .io_thread import sleep_or_wake
+from .metadata import STALE_METADATA_ERRORS, TRANSPORT_FAILURES, Metadata
+from .offsets import list_offsets
+from .subscription_state import RESET_TIMESTAMPS, CompletedFetch, SubscriptionState
+
+log = logging.getLogger(__name__)
+
+OFFSET_OUT_OF_RANGE = 1
+IDLE_WAKE_S = 1.0  # a bound on any sleep, so nothing waits on a lost wake-up forever
+
+CommittedLookup = Callable[[list[TopicPartition]], Awaitable[dict[TopicPartition, Optional[OffsetAndMetadata]]]]
+
+
+def decode_fetched(tp: TopicPartition, position: int, data: bpb.FetchResponse.PartitionData) -> CompletedFetch:
+    """The records of a fetch answer from `position` on, below the high
+    watermark; control batches (transaction markers) are stepped over."""
+    records: list[ConsumerRecord] = []
+    next_offset = position
+    hw = data.high_watermark
+    for batch in iter_batches(data.records):
+        h = batch.header
+        if h.is_control:
+            next_offset = max(next_offset, h.next_offset)
+            continue
+        append_time = h.is_log_append_time
+        ts_type = TimestampType.LOG_APPEND_TIME if append_time else TimestampType.CREATE_TIME
+        epoch = h.partition_leader_epoch if h.partition_leader_epoch != NO_PARTITION_LEADER_EPOCH else None
+        for r in batch.records:
+            if r.offset < position or (0 <= hw <= r.offset):
+                continue
+            records.append(ConsumerRecord(tp.topic, tp.partition, r.offset,
+                                          h.max_timestamp if append_time else r.timestamp, ts_type,
+                                          r.key, r.value, r.headers, epoch))
+        next_offset = max(next_offset, h.next_offset)
+    if hw >= 0:
+        next_offset = min(next_offset, max(hw, position))
+    if records:
+        next_offset = max(next_offset, records[-1].offset + 1)
+    return CompletedFetch(tp, position, records, next_offset, size=len(data.records))
+
+
+class Fetcher:
+    def __init__(self, config: ConsumerConfig, metadata: Metadata, state: SubscriptionState,
+                 committed_lookup: Optional[CommittedLookup]) -> None:
+        self._config = config
+        self._metadata = metadata
+        self._state = state
+        self._committed_lookup = committed_lookup
+        self._backoff_s = config.retry_backoff_ms / 1000
+        self._wake: Optional[asyncio.Event] = None
+        self._in_flight: dict[int, set[TopicPartition]] = {}  # leader -> the partitions of its fetch
+        self._resolving: Optional[asyncio.Task[None]] = None
+        self._closed = False
+
+    def wake(self) -> None:
+        """From the loop: something changed (a poll took records, a seek, an assignment)."""
+        if self._wake is not None:
+            self._wake.set()
+
+    def close(self) -> None:
+        self._closed = True
+        self.wake()
+
+    async def run(self) -> None:
+        self._wake = asyncio.Event()
+        while not self._closed:
+            self._wake.clear()
+            self._metadata.maybe_update()
+            waiting = self._start_resolving()
+            waiting |= self._send_fetches()
+            await sleep_or_wake(self._wake, self._backoff_s if waiting else IDLE_WAKE_S)
+
+    # --- fetching -------------------------------------------------------------
+
+    def _send_fetches(self) -> bool:
+        """Start a fetch to every leader that has none in flight; whether some
+        partition waits on metadata or a backoff (so the loop looks again soon)."""
+        now = time.monotonic()
+        with self._state.cond:
+            candidates = self._state.fetchable(now)
+            waiting = any(ps.retry_at > now and ps.retry_at != float("inf")
+                          for ps in self._state.assignment.values())
+        busy = set().union(*self._in_flight.values()) if self._in_flight else set()
+        by_leader: dict[int, list[tuple[TopicPartition, int, int]]] = {}
+        for tp, position in candidates:
+            if tp in busy:
+                continue
+            info = self._metadata.leader_for(tp.topic, tp.partition)
+            if info is None:
+                self._metadata.add_topics([tp.topic])
+                self._metadata.request_update()
+                waiting = True
+                continue
+            by_leader.setdefault(info.leader, []).append((tp, position, info.leader_epoch))
+        for leader, parts in by_leader.items():
+            if leader not in self._in_flight:
+                self._in_flight[leader] = {tp for tp, _, _ in parts}
+                asyncio.get_running_loop().create_task(self._fetch(leader, parts))
+        return waiting
+
+    async def _fetch(self, leader: int, parts: list[tuple[TopicPartition, int, int]]) -> None:
+        try:
+            await self._fetch_from(leader, parts)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - surfaced by poll(), not lost in a task
+            log.exception("fetch from broker %s failed", leader)
+            with self._state.cond:
+                for tp, position, _ in parts:
+                    ps = self._state.position_is(tp, position)
+                    if ps is not None:
+                        ps.error = exc if isinstance(exc, KafkaError) else KafkaError(f"{tp}: {exc!r}")
+                self._state.cond.notify_all()
+        finally:
+            self._in_flight.pop(leader, None)
+            self.wake()
+
+    async def _fetch_from(self, leader: int, parts: list[tuple[TopicPartition, int, int]]) -> None:
+        c = self._config
+        topics: dict[str, list[bpb.FetchRequest.FetchPartition]] = {}
+        for tp, position, epoch in parts:
+            topics.setdefault(tp.topic, []).append(bpb.FetchRequest.FetchPartition(
+                partition=tp.partition, current_leader_epoch=epoch, fetch_offset=position,
+                last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=c.max_partition_fetch_bytes))
+        request = bpb.FetchRequest(replica_id=-1, max_wait_ms=c.fetch_max_wait_ms, min_bytes=c.fetch_min_bytes,
+                                   max_bytes=c.fetch_max_bytes, isolation_level=c.isolation_level,
+                                   topics=[bpb.FetchRequest.FetchTopic(topic=t, partitions=ps)
+                                           for t, ps in topics.items()])
+        try:
+            stub = self._metadata.stub(leader)
+            response = await stub.Fetch(request, timeout=(c.request_timeout_ms + c.fetch_max_wait_ms) / 1000)
+        except (grpc.aio.AioRpcError, KeyError) as exc:
+            if isinstance(exc, grpc.aio.AioRpcError) and exc.code() not in TRANSPORT_FAILURES:
+                raise
+            log.info("fetch from broker %s: %s", leader, exc.code().name if isinstance(exc, grpc.aio.AioRpcError)
+                     else "not in metadata")
+            self._metadata.note_unreachable(leader)
+            with self._state.cond:
+                for tp, _, _ in parts:
+                    self._state.back_off(tp, self._backoff_s)
+            return
+        positions = {tp: position for tp, position, _ in parts}
+        decoded: list[tuple[TopicPartition, int, CompletedFetch | int | KafkaError]] = []
+        for topic in response.responses:
+            for data in topic.partitions:
+                tp = TopicPartition(topic.topic, data.partition_index)
+                position = positions.get(tp)
+                if position is None:
+                    continue
+                if data.error_code:
+                    decoded.append((tp, position, data.error_code))
+                    continue
+                try:
+                    decoded.append((tp, position, decode_fetched(tp, position, data)))
+                except KafkaError as exc:  # a corrupt batch: poll() says so
+                    decoded.append((tp, position, exc))
+        with self._state.cond:
+            for tp, position, result in decoded:
+                self._apply(tp, position, result)
+
+    def _apply(self, tp: TopicPartition, position: int, result: CompletedFetch | int | KafkaError) -> None:
+        """One partition's answer (caller holds the state's lock)."""
+        state = self._state
+        if isinstance(result, CompletedFetch):
+            state.add_fetched(result)
+            return
+        ps = state.position_is(tp, position)
+        if ps is None:
+            return  # sought or revoked meanwhile: the answer no longer applies
+        if isinstance(result, KafkaError):
+            ps.error = result
+        elif result in STALE_METADATA_ERRORS:
+            self._metadata.note_error(result)
+            state.back_off(tp, self._backoff_s)
+        elif result == OFFSET_OUT_OF_RANGE:
+            policy = self._config.auto_offset_reset
+            if policy == "none":
+                ps.error = OffsetOutOfRangeError(f"{tp}: fetch position {position} is out of range "
+                                                 "and auto.offset.reset=none")
+            else:
+                log.info("%s: fetch position %d out of range, resetting to %s", tp, position, policy)
+                state.request_reset(tp, RESET_TIMESTAMPS[policy])
+        else:
+            ps.error = error_for_code(result, f"Fetch {tp} at offset {position}")
+        state.cond.notify_all()
+
+    # --- positions --------------------------------------------------------------
+
+    def _start_resolving(self) -> bool:
+        """Start looking up positions for partitions that have none; whether some wait."""
+        if self._resolving is not None and not self._resolving.done():
+            return True
+        with self._state.cond:
+            pending = bool(self._state.awaiting_committed() or self._state.awaiting_reset())
+        if pending:
+            self._resolving = asyncio.get_running_loop().create_task(self._resolve())
+        return pending
+
+    async def _resolve(self) -> None:
+        try:
+            await self._resolve_committed()
+            await self._resolve_resets()
+        except asyncio.CancelledError:
+            raise
+        except KafkaError as exc:
+            log.info("looking up positions: %s", exc)
+            if not exc.retriable:
+                self._fail_unresolved(exc)
+            await asyncio.sleep(self._backoff_s)
+        finally:
+            self.wake()
+
+    async def _resolve_committed(self) -> None:
+        with self._state.cond:
+            wanted = self._state.awaiting_committed()
+        if not wanted or self._committed_lookup is None:
+            return
+        found = await self._committed_lookup(wanted)
+        policy = self._config.auto_offset_reset
+        with self._state.cond:
+            for tp, committed in found.items():
+                ps = self._state.assignment.get(tp)
+                if ps is None or not ps.awaiting_committed:
+                    continue  # revoked, or sought, meanwhile
+                ps.awaiting_committed = False
+                if committed is not None:
+                    ps.position, ps.leader_epoch = committed.offset, committed.leader_epoch
+                elif policy == "none":
+                    ps.error = NoOffsetForPartitionError(f"{tp}: no committed offset and auto.offset.reset=none")
+                else:
+                    ps.reset_to = RESET_TIMESTAMPS[policy]
+            self._state.cond.notify_all()
+
+    async def _resolve_resets(self) -> None:
+        with self._state.cond:
+            wanted = self._state.awaiting_reset()
+        if not wanted:
+            return
+        c = self._config
+        found = await list_offsets(self._metadata, wanted, isolation_level=c.isolation_level,
+                                   deadline=time.monotonic() + c.default_api_timeout_ms / 1000,
+                                   backoff_s=self._backoff_s, timeout_s=c.request_timeout_ms / 1000)
+        with self._state.cond:
+            for tp, result in found.items():
+                ps = self._state.assignment.get(tp)
+                if ps is None or ps.reset_to != wanted[tp] or ps.awaiting_committed:
+                    continue
+                ps.reset_to = None
+                ps.position, ps.leader_epoch = (result.offset, result.leader_epoch) if result else (0, None)
+                self._state.buffer.pop(tp, None)
+            self._state.cond.notify_all()
+
+    def _fail_unresolved(self, exc: KafkaError) -> None:
+        with self._state.cond:
+            for ps in self._state.assignment.values():
+                if (ps.awaiting_committed or ps.reset_to is not None) and ps.error is None:
+                    ps.error = exc
+            self._state.cond.notify_all()
