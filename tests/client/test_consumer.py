@@ -1,0 +1,267 @@
+"""The consumer in assign() mode against a real cluster (3 combined nodes):
+every record once and in order, prefetching without duplicates, seek /
+position / pause / resume, offsets_for_times, auto.offset.reset, bad config."""
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from typing import Iterable
+
+import pytest
+
+from client.cluster import Cluster
+from client.console import produce_values
+from client.consumer import Consumer, ConsumerRecord, TimestampType, TopicPartition
+from client.errors import (IllegalStateError, InvalidConfigError, NoOffsetForPartitionError,
+                           OffsetOutOfRangeError)
+from kraftlog.local_cluster import LocalCluster
+from kraftlog_api import broker_pb2 as bpb
+from partition_log.records import Record, encode_batch
+
+POLL_DEADLINE_S = 90  # bounds every poll loop; never part of an assert
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = LocalCluster(tmp_path_factory.mktemp("consumer"), combined=3)
+    try:
+        c.start()
+        c.wait_for_brokers(timeout=60)
+        yield c
+    finally:
+        c.close()
+
+
+@pytest.fixture(scope="module")
+def bootstrap(cluster) -> str:
+    return ",".join(cluster.broker_addresses.values())
+
+
+def make_topic(cluster: LocalCluster, name: str, partitions: int, values: Iterable[bytes] = (),
+               batch_records: int = 100) -> list[bytes]:
+    cluster.create_topic(name, partitions, 3)
+    cluster.wait_for_leaders(name)
+    values = list(values)
+    if values:
+        produce(cluster, name, values, batch_records=batch_records)
+    return values
+
+
+def produce(cluster: LocalCluster, topic: str, values: list[bytes], batch_records: int = 100,
+            partition: int | None = None) -> None:
+    with Cluster(",".join(cluster.broker_addresses.values())) as c:
+        summary = produce_values(c, topic, values, batch_records=batch_records, partition=partition)
+    assert summary.acknowledged == len(values), summary.errors
+
+
+def consumer(bootstrap: str, **config) -> Consumer:
+    return Consumer({"bootstrap.servers": bootstrap, **{k.replace("_", "."): v for k, v in config.items()}})
+
+
+def poll_until(c: Consumer, count: int, timeout_s: float = POLL_DEADLINE_S) -> list[ConsumerRecord]:
+    got: list[ConsumerRecord] = []
+    deadline = time.monotonic() + timeout_s
+    while len(got) < count and time.monotonic() < deadline:
+        got += c.poll(0.5)
+    return got
+
+
+def by_partition(records: list[ConsumerRecord]) -> dict[int, list[ConsumerRecord]]:
+    out: dict[int, list[ConsumerRecord]] = defaultdict(list)
+    for r in records:
+        out[r.partition].append(r)
+    return out
+
+
+def test_assign_polls_every_record_once_in_order(cluster, bootstrap) -> None:
+    values = make_topic(cluster, "orders", 3, [f"order-{i}".encode() for i in range(3000)])
+    with consumer(bootstrap, auto_offset_reset="earliest", max_poll_records=250) as c:
+        c.assign([TopicPartition("orders", p) for p in range(3)])
+        got = poll_until(c, len(values))
+        assert sorted(r.value for r in got) == sorted(values)  # every record, exactly once
+        parts = by_partition(got)
+        assert set(parts) == {0, 1, 2}
+        for p, records in parts.items():
+            assert [r.offset for r in records] == list(range(len(records)))  # in order, no gap
+            # produced in order, so within a partition the values are increasing
+            numbers = [int(r.value.split(b"-")[1]) for r in records]
+            assert numbers == sorted(numbers)
+            assert c.position(TopicPartition("orders", p)) == len(records)
+        first = got[0]
+        assert first.topic == "orders" and first.key is None and first.headers == ()
+        assert first.timestamp_type == TimestampType.CREATE_TIME and first.timestamp > 0
+        assert first.leader_epoch is not None and first.leader_epoch >= 0
+        assert c.poll(0.2) == []  # nothing more: only records below the high watermark came back
+
+
+def test_max_poll_records_bounds_each_poll(cluster, bootstrap) -> None:
+    values = make_topic(cluster, "bounded", 1, [b"x%d" % i for i in range(500)], batch_records=500)
+    with consumer(bootstrap, auto_offset_reset="earliest", max_poll_records=37) as c:
+        c.assign([TopicPartition("bounded", 0)])
+        sizes, got = [], []
+        deadline = time.monotonic() + POLL_DEADLINE_S
+        while len(got) < len(values) and time.monotonic() < deadline:
+            batch = c.poll(0.5)
+            sizes.append(len(batch))
+            got += batch
+        assert max(sizes) == 37
+        assert [r.offset for r in got] == list(range(500))
+
+
+def test_prefetch_while_the_application_works_never_duplicates_or_skips(cluster, bootstrap) -> None:
+    """Small fetches and slow processing: the background thread fetches ahead
+    while records wait in the buffer; seeks in between drop what was prefetched."""
+    values = make_topic(cluster, "prefetch", 2, [b"p%05d" % i for i in range(2000)], batch_records=50)
+    seen: dict[int, list[int]] = defaultdict(list)
+    with consumer(bootstrap, auto_offset_reset="earliest", max_poll_records=30,
+                  max_partition_fetch_bytes=1024, fetch_max_bytes=4096) as c:
+        tps = [TopicPartition("prefetch", p) for p in range(2)]
+        c.assign(tps)
+        sought = False
+        deadline = time.monotonic() + POLL_DEADLINE_S * 2
+        while sum(len(v) for v in seen.values()) < len(values) and time.monotonic() < deadline:
+            batch = c.poll(0.5)
+            for r in batch:
+                seen[r.partition].append(r.offset)
+            time.sleep(0.002)  # the application's "work": fetches complete meanwhile
+            if not sought and len(seen[0]) >= 300:
+                # rewind partition 0 to 100: what was prefetched past it must not come back twice
+                c.seek(tps[0], 100)
+                seen[0] = seen[0][:100]
+                sought = True
+        assert sought
+        for p, offsets in seen.items():
+            assert offsets == list(range(len(offsets))), f"partition {p} has a duplicate or a gap"
+        assert sum(len(v) for v in seen.values()) == len(values)
+
+
+def test_seek_position_pause_resume(cluster, bootstrap) -> None:
+    make_topic(cluster, "seeking", 2)
+    produce(cluster, "seeking", [b"a%d" % i for i in range(200)], partition=0)
+    produce(cluster, "seeking", [b"b%d" % i for i in range(200)], partition=1)
+    p0, p1 = TopicPartition("seeking", 0), TopicPartition("seeking", 1)
+    with consumer(bootstrap, auto_offset_reset="earliest") as c:
+        c.assign([p0, p1])
+        assert c.assignment() == {p0, p1}
+        assert c.position(p0) == 0 and c.position(p1) == 0
+        c.seek(p0, 150)
+        assert c.position(p0) == 150
+        c.pause([p1])
+        assert c.paused() == {p1}
+        got = poll_until(c, 50)
+        assert [r.offset for r in got] == list(range(150, 200)) and {r.partition for r in got} == {0}
+        assert c.poll(0.5) == []  # p1 paused, p0 at its end
+        assert c.position(p1) == 0
+        c.resume([p1])
+        assert c.paused() == set()
+        got = poll_until(c, 200)
+        assert [(r.partition, r.offset) for r in got] == [(1, o) for o in range(200)]
+        c.seek_to_beginning([p0])
+        assert c.position(p0) == 0
+        c.seek_to_end()
+        assert c.position(p0) == 200 and c.position(p1) == 200
+        assert c.end_offsets([p0, p1]) == {p0: 200, p1: 200}
+        assert c.beginning_offsets([p0]) == {p0: 0}
+        with pytest.raises(IllegalStateError):
+            c.seek(TopicPartition("seeking", 7), 0)  # not assigned
+
+
+def test_offsets_for_times(cluster, bootstrap) -> None:
+    make_topic(cluster, "timed", 1)
+    base = 1_700_000_000_000
+    # three batches whose records are 1 s apart: offsets 0..29 at base + offset * 1000
+    leader = cluster.wait_for_leaders("timed").partitions[0].leader_id
+    for b in range(3):
+        data = encode_batch([Record(None, b"t%d" % (b * 10 + i), base + (b * 10 + i) * 1000) for i in range(10)])
+        response = cluster.broker_stub(leader).Produce(bpb.ProduceRequest(acks=-1, timeout_ms=10000, topics=[
+            bpb.ProduceRequest.TopicData(name="timed", partitions=[
+                bpb.ProduceRequest.PartitionData(index=0, records=data)])]), timeout=15)
+        assert response.responses[0].partitions[0].error_code == 0
+    tp = TopicPartition("timed", 0)
+    with consumer(bootstrap) as c:
+        found = c.offsets_for_times({tp: base + 12_500})
+        assert found[tp] is not None and found[tp].offset == 13 and found[tp].timestamp == base + 13_000
+        assert c.offsets_for_times({tp: base})[tp].offset == 0
+        assert c.offsets_for_times({tp: base + 10**9})[tp] is None  # nothing that late
+        c.assign([tp])
+        c.seek(tp, c.offsets_for_times({tp: base + 25_000})[tp].offset)
+        got = poll_until(c, 5)
+        assert [r.offset for r in got] == [25, 26, 27, 28, 29]
+        assert [r.timestamp for r in got] == [base + o * 1000 for o in range(25, 30)]
+
+
+def test_auto_offset_reset(cluster, bootstrap) -> None:
+    make_topic(cluster, "resets", 1, [b"old-%d" % i for i in range(100)])
+    tp = TopicPartition("resets", 0)
+    with consumer(bootstrap, auto_offset_reset="latest") as latest, \
+            consumer(bootstrap, auto_offset_reset="earliest") as earliest:
+        latest.assign([tp])
+        assert latest.position(tp) == 100  # positioned before the new records are produced
+        earliest.assign([tp])
+        produce(cluster, "resets", [b"new-%d" % i for i in range(20)])
+        got = poll_until(latest, 20)
+        assert [r.value for r in got] == [b"new-%d" % i for i in range(20)]
+        got = poll_until(earliest, 120)
+        assert [r.offset for r in got] == list(range(120))
+
+        # Out of range: a position past the log end resets by the policy.
+        earliest.seek(tp, 10_000)
+        got = poll_until(earliest, 120)
+        assert [r.offset for r in got] == list(range(120))
+
+    with consumer(bootstrap, auto_offset_reset="none") as none:
+        none.assign([tp])
+        with pytest.raises(NoOffsetForPartitionError) as no_offset:
+            poll_until(none, 1)
+        assert no_offset.value.name == "OFFSET_OUT_OF_RANGE"
+        none.seek(tp, 10_000)
+        with pytest.raises(OffsetOutOfRangeError) as out_of_range:
+            poll_until(none, 1)
+        assert out_of_range.value.name == "OFFSET_OUT_OF_RANGE"
+        none.seek(tp, 118)  # a seek makes the partition usable again
+        assert [r.offset for r in poll_until(none, 2)] == [118, 119]
+
+
+def test_unknown_partition_is_retried_until_it_exists(cluster, bootstrap) -> None:
+    """A topic that does not exist yet: the consumer keeps refreshing metadata
+    and reads it once created (UNKNOWN_TOPIC_OR_PARTITION is retriable)."""
+    tp = TopicPartition("later", 0)
+    with consumer(bootstrap, auto_offset_reset="earliest") as c:
+        c.assign([tp])
+        assert c.poll(0.5) == []
+        make_topic(cluster, "later", 1, [b"finally"])
+        got = poll_until(c, 1)
+        assert [(r.offset, r.value) for r in got] == [(0, b"finally")]
+
+
+@pytest.mark.parametrize("key, value", [
+    ("auto.offset.reset", "smallest"),
+    ("max.poll.records", "0"),
+    ("fetch.max.wait.ms", "soon"),
+    ("enable.auto.commit", "maybe"),
+    ("isolation.level", "serializable"),
+    ("group.remote.assignor", "roundrobin"),
+    ("bootstrap.servers", "no-port"),
+    ("max.poll.recordz", "5"),
+])
+def test_bad_config_names_the_key(key, value) -> None:
+    config = {"bootstrap.servers": "127.0.0.1:1", key: value}
+    with pytest.raises(InvalidConfigError) as error:
+        Consumer(config)
+    assert error.value.name == "INVALID_CONFIG" and key in str(error.value)
+
+
+def test_calls_the_state_does_not_allow() -> None:
+    with pytest.raises(InvalidConfigError, match="group.id"):
+        Consumer({"bootstrap.servers": "127.0.0.1:1", "enable.auto.commit": "true"})
+    with Consumer({"bootstrap.servers": "127.0.0.1:1"}) as c:
+        with pytest.raises(IllegalStateError):
+            c.poll(0)
+        with pytest.raises(Exception) as no_group:
+            c.subscribe(["x"])
+        assert getattr(no_group.value, "name", "") == "INVALID_GROUP_ID"
+        with pytest.raises(Exception) as no_group:
+            c.commit({TopicPartition("x", 0): 1})
+        assert getattr(no_group.value, "name", "") == "INVALID_GROUP_ID"
+    with pytest.raises(IllegalStateError):
+        c.poll(0)  # closed
