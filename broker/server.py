@@ -37,6 +37,7 @@ from .isr_updates import IsrUpdates
 from .lifecycle import BrokerLifecycle
 from .log_jobs import LogJobIntervals, LogJobs
 from .peer_clients import BrokerPeers
+from .producer_ids import ProducerIdManager, controller_allocator
 from .replica_fetcher import ReplicaFetcher
 from .replica_manager import ReplicaManager
 
@@ -104,6 +105,9 @@ class BrokerServer:
         self.isr_updates = IsrUpdates(self.replicas, self.controllers,
                                       request_timeout_s=settings.session_timeout_ms / 1000)
         self.log_jobs = LogJobs(logs, settings.log_jobs)
+        self.producer_ids = ProducerIdManager(
+            controller_allocator(self.controllers, broker_id, lambda: self.lifecycle.broker_epoch,
+                                 timeout_s=settings.request_timeout_ms / 1000))
         self.published = False  # the image is applied to the replicas (caught up at startup)
         self.serving = asyncio.Event()  # set with `published`
         self.failure: Optional[str] = None
@@ -121,7 +125,7 @@ class BrokerServer:
         service.add_to_server(server, service.KafkaBrokerService(
             self.replicas, self.controllers, cluster_id=self.settings.cluster_id, listener=listener,
             ready=lambda: self.published, controller_id=self.controller_id,
-            forward_timeout_s=self.settings.request_timeout_ms / 1000))
+            forward_timeout_s=self.settings.request_timeout_ms / 1000, producer_ids=self.producer_ids))
         return service.SERVICE_NAMES
 
     def controller_id(self) -> int:
@@ -146,7 +150,8 @@ class BrokerServer:
                 task.cancel()
         await asyncio.gather(*(t for t in (self._publisher, self._failure_watch) if t), return_exceptions=True)
         for what, stopping in (("ISR updates", self.isr_updates.stop()), ("lifecycle", self.lifecycle.stop()),
-                               ("replica fetcher", self.fetcher.close()), ("log jobs", self.log_jobs.stop())):
+                               ("replica fetcher", self.fetcher.close()), ("log jobs", self.log_jobs.stop()),
+                               ("producer id allocation", self.producer_ids.close())):
             await self._bounded(what, stopping)
 
     async def _bounded(self, what: str, stopping: Awaitable[None]) -> None:

@@ -1,7 +1,7 @@
 """The KafkaBroker gRPC service of one broker listener.
 
-Produce, Fetch, ListOffsets, Metadata, OffsetForLeaderEpoch, DescribeCluster
-and DescribeConfigs are answered here by the broker's handlers; CreateTopics,
+Produce, Fetch, ListOffsets, Metadata, OffsetForLeaderEpoch, InitProducerId,
+DescribeCluster and DescribeConfigs are answered here by the broker's handlers; CreateTopics,
 DeleteTopics, CreatePartitions, ElectLeaders and IncrementalAlterConfigs are
 forwarded to the active controller, and its answer is
 returned as it is (REQUEST_TIMED_OUT at the request level when no
@@ -29,6 +29,7 @@ from .fetch import handle_fetch
 from .metadata import metadata_response
 from .offsets import handle_list_offsets, handle_offset_for_leader_epoch
 from .produce import handle_produce
+from .producer_ids import ProducerIdManager, handle_init_producer_id
 from .replica_manager import ReplicaManager
 
 SERVICE = bpb.DESCRIPTOR.services_by_name["KafkaBroker"]
@@ -44,8 +45,10 @@ FORWARDED = {
 
 class KafkaBrokerService:
     def __init__(self, replicas: ReplicaManager, controllers: ControllerClient, *, cluster_id: str, listener: str,
-                 ready: Callable[[], bool], controller_id: Callable[[], int], forward_timeout_s: float) -> None:
+                 ready: Callable[[], bool], controller_id: Callable[[], int], forward_timeout_s: float,
+                 producer_ids: ProducerIdManager) -> None:
         self.replicas = replicas
+        self.producer_ids = producer_ids
         self.controllers = controllers
         self.cluster_id = cluster_id
         self.listener = listener
@@ -80,6 +83,11 @@ class KafkaBrokerService:
         await self._check_ready(context)
         return metadata_response(self.replicas.image, request, cluster_id=self.cluster_id,
                                  controller_id=self.controller_id(), listener=self.listener)
+
+    async def InitProducerId(self, request: bpb.InitProducerIdRequest,
+                             context: grpc.aio.ServicerContext) -> bpb.InitProducerIdResponse:
+        await self._check_ready(context)
+        return await handle_init_producer_id(self.producer_ids, request)
 
     async def DescribeCluster(self, request: bpb.DescribeClusterRequest,
                               context: grpc.aio.ServicerContext) -> bpb.DescribeClusterResponse:

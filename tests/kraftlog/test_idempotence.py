@@ -1,0 +1,195 @@
+"""Idempotent producers against real processes (3 controllers + 3 brokers),
+by raw gRPC: InitProducerId hands out ids from the controller's blocks and
+bumps epochs; a retried batch is answered with its original offset and
+written once - also by a new leader after kill -9 of the old one, and by a
+broker that replayed its log after a restart; a gap is refused, an old
+epoch fenced.
+"""
+from __future__ import annotations
+
+import time
+from typing import Optional
+
+import pytest
+
+from kraftlog.local_cluster import LocalCluster
+from kraftlog.local_processes import wait_until
+from kraftlog_api import broker_pb2 as bpb
+from partition_log.records import Record, encode_batch, iter_batches
+
+PROPERTIES = {
+    "controller.quorum.election.timeout.ms": 500,
+    "controller.quorum.fetch.timeout.ms": 1000,
+    "broker.session.timeout.ms": 2000,
+    "broker.heartbeat.interval.ms": 500,
+    "replica.lag.time.max.ms": 5000,
+    "replica.fetch.wait.max.ms": 200,
+    "replica.fetch.backoff.ms": 200,
+}
+NONE = 0
+UNSUPPORTED_VERSION = 35
+INVALID_REQUEST = 42
+OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+INVALID_PRODUCER_EPOCH = 47
+UNKNOWN_PRODUCER_ID = 59
+NOT_LEADER_OR_FOLLOWER = 6
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = LocalCluster(tmp_path_factory.mktemp("idempotence"), properties=PROPERTIES)
+    try:
+        c.start()
+        c.wait_for_brokers(timeout=60)
+        yield c
+    finally:
+        c.close()  # every process still running, by PID
+
+
+def init_producer_id(c: LocalCluster, broker: int, producer_id: int = -1, epoch: int = -1,
+                     transactional_id: str = "") -> bpb.InitProducerIdResponse:
+    return c.broker_stub(broker).InitProducerId(bpb.InitProducerIdRequest(
+        transactional_id=transactional_id, producer_id=producer_id, producer_epoch=epoch), timeout=20)
+
+
+def new_producer(c: LocalCluster, broker: int) -> tuple[int, int]:
+    answer = init_producer_id(c, broker)
+    assert answer.error_code == NONE, answer
+    return answer.producer_id, answer.producer_epoch
+
+
+def idempotent_batch(producer_id: int, epoch: int, sequence: int, values: list[bytes]) -> bytes:
+    now = int(time.time() * 1000)  # producers expire by their batches' timestamps
+    return encode_batch([Record(None, v, now) for v in values], producer_id=producer_id, producer_epoch=epoch,
+                        base_sequence=sequence)
+
+
+def leader_of(c: LocalCluster, topic: str, among: Optional[tuple[int, ...]] = None) -> int:
+    return c.wait_for_leaders(topic, timeout=60, among=among).partitions[0].leader_id
+
+
+def produce(c: LocalCluster, broker: int, topic: str, batch: bytes,
+            acks: int = -1) -> bpb.ProduceResponse.PartitionResponse:
+    response = c.broker_stub(broker).Produce(bpb.ProduceRequest(acks=acks, timeout_ms=15000, topics=[
+        bpb.ProduceRequest.TopicData(name=topic, partitions=[
+            bpb.ProduceRequest.PartitionData(index=0, records=batch)])]), timeout=30)
+    return response.responses[0].partitions[0]
+
+
+def produce_to_leader(c: LocalCluster, topic: str, batch: bytes) -> bpb.ProduceResponse.PartitionResponse:
+    """Produce to whoever leads now, again while leadership moves (NOT_LEADER_OR_FOLLOWER)."""
+    def answered() -> Optional[bpb.ProduceResponse.PartitionResponse]:
+        answer = produce(c, leader_of(c, topic), topic, batch)
+        return None if answer.error_code == NOT_LEADER_OR_FOLLOWER else answer
+    return wait_until(answered, 60, f"an answer from the leader of {topic}", interval=0.2)
+
+
+def values_in(c: LocalCluster, broker: int, topic: str) -> list[bytes]:
+    """Every committed record of partition 0, as a consumer reads it from `broker`."""
+    values: list[bytes] = []
+    offset = 0
+    while True:
+        response = c.broker_stub(broker).Fetch(bpb.FetchRequest(replica_id=-1, max_wait_ms=0, min_bytes=1, topics=[
+            bpb.FetchRequest.FetchTopic(topic=topic, partitions=[bpb.FetchRequest.FetchPartition(
+                partition=0, current_leader_epoch=-1, fetch_offset=offset, last_fetched_epoch=-1,
+                partition_max_bytes=1 << 20)])]), timeout=10)
+        answer = response.responses[0].partitions[0]
+        assert answer.error_code == NONE, answer
+        if not answer.records:
+            return values
+        for batch in iter_batches(answer.records):
+            values += [r.value for r in batch.records if r.offset >= offset]
+            offset = batch.header.last_offset + 1
+
+
+def test_init_producer_id_hands_out_distinct_ids_and_bumps_epochs(cluster) -> None:
+    ids = [new_producer(cluster, b) for b in cluster.brokers for _ in range(3)]
+    assert all(epoch == 0 for _, epoch in ids)
+    assert len({pid for pid, _ in ids}) == len(ids)  # every broker draws from its own block
+    pid, _ = ids[0]
+    bumped = init_producer_id(cluster, cluster.brokers[1], pid, 0)
+    assert (bumped.error_code, bumped.producer_id, bumped.producer_epoch) == (NONE, pid, 1)
+    exhausted = init_producer_id(cluster, cluster.brokers[0], pid, 32766)
+    assert exhausted.error_code == NONE and exhausted.producer_epoch == 0
+    assert exhausted.producer_id not in {p for p, _ in ids}
+    refused = init_producer_id(cluster, cluster.brokers[0], transactional_id="tx-1")
+    assert refused.error_code == UNSUPPORTED_VERSION and "transactions are not supported" in refused.error_message
+    bad = init_producer_id(cluster, cluster.brokers[0], -1, 3)
+    assert bad.error_code == INVALID_REQUEST
+
+
+def test_a_retried_batch_is_written_once_a_gap_refused_an_old_epoch_fenced(cluster) -> None:
+    cluster.create_topic("idem", 1, 3, {"min.insync.replicas": "2"})
+    leader = leader_of(cluster, "idem")
+    pid, epoch = new_producer(cluster, leader)
+    first = idempotent_batch(pid, epoch, 0, [b"a", b"b"])
+    answer = produce(cluster, leader, "idem", first)
+    assert (answer.error_code, answer.base_offset) == (NONE, 0)
+    again = produce(cluster, leader, "idem", first)
+    assert (again.error_code, again.base_offset) == (NONE, 0), again
+
+    gap = produce(cluster, leader, "idem", idempotent_batch(pid, epoch, 5, [b"gap"]))
+    assert gap.error_code == OUT_OF_ORDER_SEQUENCE_NUMBER, gap
+    unknown = produce(cluster, leader, "idem", idempotent_batch(pid + 1, 0, 3, [b"who?"]))
+    assert unknown.error_code == UNKNOWN_PRODUCER_ID, unknown
+    second = produce(cluster, leader, "idem", idempotent_batch(pid, epoch, 2, [b"c"]))
+    assert (second.error_code, second.base_offset) == (NONE, 2)
+
+    bumped = init_producer_id(cluster, leader, pid, epoch)
+    assert bumped.producer_epoch == epoch + 1
+    new_epoch = produce(cluster, leader, "idem", idempotent_batch(pid, epoch + 1, 0, [b"d"]))
+    assert (new_epoch.error_code, new_epoch.base_offset) == (NONE, 3)
+    fenced = produce(cluster, leader, "idem", idempotent_batch(pid, epoch, 3, [b"zombie"]))
+    assert fenced.error_code == INVALID_PRODUCER_EPOCH, fenced
+    assert values_in(cluster, leader, "idem") == [b"a", b"b", b"c", b"d"]
+
+
+def test_a_new_leader_after_kill_9_answers_a_retry_with_the_original_offset(cluster) -> None:
+    cluster.create_topic("failover", 1, 3, {"min.insync.replicas": "2"})
+    leader = leader_of(cluster, "failover")
+    pid, epoch = new_producer(cluster, leader)
+    batches = [idempotent_batch(pid, epoch, 2 * i, [f"v{2 * i}".encode(), f"v{2 * i + 1}".encode()])
+               for i in range(4)]
+    for i, batch in enumerate(batches[:3]):
+        answer = produce(cluster, leader, "failover", batch)  # acks=all: every ISR member holds it
+        assert (answer.error_code, answer.base_offset) == (NONE, 2 * i), answer
+
+    cluster.kill(leader)
+    try:
+        others = tuple(b for b in cluster.brokers if b != leader)
+        new_leader = leader_of(cluster, "failover", among=others)
+        # The producer never heard back about its last two batches: it sends them again.
+        for i in (1, 2):
+            retried = produce_to_leader(cluster, "failover", batches[i])
+            assert (retried.error_code, retried.base_offset) == (NONE, 2 * i), retried
+        fourth = produce_to_leader(cluster, "failover", batches[3])
+        assert (fourth.error_code, fourth.base_offset) == (NONE, 6), fourth
+        assert values_in(cluster, new_leader, "failover") == [f"v{i}".encode() for i in range(8)]
+    finally:
+        cluster.start(leader)
+        cluster.wait_for_brokers(timeout=60)
+
+
+@pytest.mark.parametrize("how", ["sigterm", "kill -9"])
+def test_a_restarted_broker_rebuilds_the_producer_state_from_its_log(cluster, how) -> None:
+    topic = f"restart-{how.replace(' ', '')}"
+    cluster.create_topic(topic, 1, 1)  # one replica: only its own log can tell what was written
+    leader = leader_of(cluster, topic)
+    pid, epoch = new_producer(cluster, leader)
+    batches = [idempotent_batch(pid, epoch, i, [f"r{i}".encode()]) for i in range(3)]
+    for i, batch in enumerate(batches[:2]):
+        assert produce(cluster, leader, topic, batch).base_offset == i
+
+    if how == "sigterm":
+        assert cluster.stop(leader) == 0
+    else:
+        cluster.kill(leader)
+    cluster.start(leader)
+    cluster.wait_for_brokers(timeout=60)
+    retried = produce_to_leader(cluster, topic, batches[1])
+    assert (retried.error_code, retried.base_offset) == (NONE, 1), retried
+    third = produce_to_leader(cluster, topic, batches[2])
+    assert (third.error_code, third.base_offset) == (NONE, 2), third
+    gap = produce_to_leader(cluster, topic, idempotent_batch(pid, epoch, 9, [b"gap"]))
+    assert gap.error_code == OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert values_in(cluster, leader, topic) == [b"r0", b"r1", b"r2"]
