@@ -163,9 +163,11 @@ class GroupMembership:
                 if self.pattern is not None:
                     request.subscribed_topic_regex = self.pattern
                 else:
+                    request.subscribed_topic_names.SetInParent()  # present even when empty
                     request.subscribed_topic_names.names.extend(self.topics or ())
                 request.server_assignor = c.group_remote_assignor
             if self._send_full or self.member_epoch == JOIN_EPOCH or self.owned != self._acked_owned:
+                request.owned_partitions.SetInParent()  # present even when empty: "I hold nothing"
                 request.owned_partitions.topic_partitions.extend(topic_partitions(self.owned))
             return request
 
