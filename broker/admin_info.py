@@ -74,7 +74,7 @@ def _settings(image: MetadataImage, resource: bpb.DescribeConfigsRequest.Resourc
     static = static_broker_settings(config)
     if resource.resource_type == TOPIC:
         if image.topic(name) is None:
-            result.error_code, result.error_message = Error.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {name!r}"
+            result.error_code, result.error_message = Error.UNKNOWN_TOPIC_OR_PARTITION, "no such topic"
             return None
         return [(key, setting, False) for key, setting in topic_settings(image, name, static)]
     if resource.resource_type == BROKER:
@@ -83,8 +83,7 @@ def _settings(image: MetadataImage, resource: bpb.DescribeConfigsRequest.Resourc
                     for key, value in sorted(image.cluster_config().items())]
         if name != str(broker_id):
             result.error_code = Error.INVALID_REQUEST
-            result.error_message = (f"broker {broker_id} describes only its own settings, not broker {name!r}'s: "
-                                    "send the request to that broker")
+            result.error_message = f"broker {broker_id} describes only its own settings: ask broker {name} itself"
             return None
         return [(key, setting, key not in DYNAMIC_CLUSTER_CONFIGS)
                 for key, setting in broker_settings(image, static)]

@@ -1,5 +1,10 @@
 """Operator calls on a cluster, like Kafka's Admin client.
 
+Through any broker (a `Cluster`): DescribeCluster and DescribeConfigs are
+answered from the broker's metadata image; IncrementalAlterConfigs and
+ElectLeaders are forwarded by it to the active controller. A broker's own
+settings are described by that broker, so those requests go to it.
+
 `describe_quorum` asks the metadata quorum who leads and how far each
 replica has got. Only the leader answers it; a follower names the leader by
 id but cannot say where it listens, so the caller gives every controller it
@@ -8,22 +13,143 @@ knows (`HOST:PORT,HOST:PORT,...`) and each is asked in turn until one leads.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, Iterable, Optional
 
 import grpc
 
+from kraftlog_api import broker_pb2 as bpb
+from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import quorum_pb2, quorum_pb2_grpc
 
 from .channels import open_channel
 from .errors import (
-    InvalidConfigError, KafkaError, NetworkError, NotLeaderOrFollowerError, error_for_code,
+    InvalidConfigError, KafkaError, NetworkError, NotLeaderOrFollowerError, error_for_code, error_name,
 )
+
+if TYPE_CHECKING:  # cluster.py imports parse_bootstrap from here
+    from .cluster import Cluster
 
 NONE = 0
 NOT_LEADER_OR_FOLLOWER = NotLeaderOrFollowerError.code
 CALL_TIMEOUT_S = 2.0  # one node's answer; the overall timeout bounds the rounds
+FORWARDED_TIMEOUT_S = 15.0  # a forwarded request waits for the controller's records to commit
+BROKER_NOT_AVAILABLE = 8
+TOPIC, BROKER = 2, 4  # Kafka's ConfigResource.Type ids
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # Kafka's AlterConfigOp.OpType ids
+CONFIG_SOURCES = {1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG", 3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+                  4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG"}
+ELECTION_TYPES = {"preferred": cpb.PREFERRED, "unclean": cpb.UNCLEAN}
 RETRY_BACKOFF_S = 0.2  # between rounds, while an election may be under way
 
+
+# --- through the brokers -----------------------------------------------------------------
+
+def ask_any_broker(cluster: "Cluster", method: str, request: Any, timeout: float = FORWARDED_TIMEOUT_S) -> Any:
+    """The first broker's answer to `method` (bootstrap brokers first); a request-level error raises."""
+    problems = []
+    for stub in cluster.any_broker_calls():
+        try:
+            response = getattr(stub, method)(request, timeout=timeout)
+        except grpc.RpcError as exc:
+            problems.append(_rpc_problem(exc))
+            continue
+        if getattr(response, "error_code", 0):
+            raise error_for_code(response.error_code, f"{method}: {error_name(response.error_code)}")
+        return response
+    raise NetworkError(f"no broker answered {method} ({'; '.join(problems) or 'none known'})")
+
+
+def describe_cluster(cluster: "Cluster") -> dict[str, Any]:
+    """{"cluster_id", "controller_id", "metadata_offset", "brokers": [{"id", "host", "port", "rack",
+    "fenced", "in_controlled_shutdown", "broker_epoch"}, ...]}: every registered broker."""
+    response = ask_any_broker(cluster, "DescribeCluster", bpb.DescribeClusterRequest())
+    return {
+        "cluster_id": response.cluster_id,
+        "controller_id": response.controller_id,
+        "metadata_offset": response.metadata_offset,
+        "brokers": [{"id": b.broker_id, "host": b.host, "port": b.port,
+                     "rack": b.rack if b.HasField("rack") else None, "fenced": b.fenced,
+                     "in_controlled_shutdown": b.in_controlled_shutdown, "broker_epoch": b.broker_epoch}
+                    for b in response.brokers],
+    }
+
+
+def describe_configs(cluster: "Cluster", resource_type: int, names: Iterable[str],
+                     keys: Iterable[str] = ()) -> dict[str, list[dict[str, Any]]]:
+    """Resource name -> its settings [{"name", "value", "source", "read_only", "is_default"}, ...].
+
+    Topics are described by any broker; broker N (not "", the cluster default) by broker N itself."""
+    names = list(names)
+    request = bpb.DescribeConfigsRequest(resources=[
+        bpb.DescribeConfigsRequest.Resource(resource_type=resource_type, resource_name=name,
+                                            configuration_keys=list(keys))
+        for name in names])
+    if resource_type == BROKER and any(names):
+        [name] = names  # one broker per request: each describes only itself
+        response = _ask_broker(cluster, int(name), "DescribeConfigs", request)
+    else:
+        response = ask_any_broker(cluster, "DescribeConfigs", request, timeout=CALL_TIMEOUT_S * 3)
+    described = {}
+    for result in response.results:
+        if result.error_code:
+            raise error_for_code(result.error_code, f"{_resource(result)}: {result.error_message}")
+        described[result.resource_name] = [
+            {"name": c.name, "value": c.value, "source": CONFIG_SOURCES.get(c.config_source, str(c.config_source)),
+             "read_only": c.read_only, "is_default": c.is_default}
+            for c in result.configs]
+    return described
+
+
+def alter_configs(cluster: "Cluster", resource_type: int, name: str,
+                  operations: Iterable[tuple[str, int, Optional[str]]], validate_only: bool = False) -> None:
+    """IncrementalAlterConfigs of one resource: (config name, SET/DELETE/APPEND/SUBTRACT, value) each."""
+    resource = cpb.IncrementalAlterConfigsRequest.Resource(resource_type=resource_type, resource_name=name)
+    for key, op, value in operations:
+        config = resource.configs.add(name=key, op=op)
+        if value is not None:
+            config.value = value
+    request = cpb.IncrementalAlterConfigsRequest(resources=[resource], validate_only=validate_only)
+    [result] = ask_any_broker(cluster, "IncrementalAlterConfigs", request).results
+    if result.error_code:
+        raise error_for_code(result.error_code, f"{_resource(result)}: {result.error_message}")
+
+
+def elect_leaders(cluster: "Cluster", election_type: str,
+                  partitions: Optional[dict[str, list[int]]] = None) -> list[dict[str, Any]]:
+    """ElectLeaders of `partitions` (None: every partition), preferred or unclean; each partition's outcome
+    as {"topic", "partition", "error": Kafka's error name or None, "message"}."""
+    request = cpb.ElectLeadersRequest(election_type=ELECTION_TYPES[election_type], topic_partitions=[
+        cpb.TopicPartitions(topic=topic, partitions=ids) for topic, ids in (partitions or {}).items()])
+    response = ask_any_broker(cluster, "ElectLeaders", request)
+    return [{"topic": r.topic, "partition": p.partition_id,
+             "error": error_name(p.error_code) if p.error_code else None, "message": p.error_message}
+            for r in response.results for p in sorted(r.partitions, key=lambda p: p.partition_id)]
+
+
+def _ask_broker(cluster: "Cluster", broker_id: int, method: str, request: Any) -> Any:
+    if broker_id not in cluster.brokers:
+        cluster.refresh([])
+    if broker_id not in cluster.brokers:
+        raise error_for_code(BROKER_NOT_AVAILABLE, f"broker {broker_id} is not a live broker of this cluster "
+                             f"(live: {', '.join(map(str, sorted(cluster.brokers))) or 'none'})")
+    try:
+        return getattr(cluster.broker_stub(broker_id), method)(request, timeout=CALL_TIMEOUT_S * 3)
+    except grpc.RpcError as exc:
+        raise NetworkError(f"broker {broker_id} did not answer {method}: {_rpc_problem(exc)}") from None
+
+
+def _rpc_problem(exc: grpc.RpcError) -> str:
+    code = exc.code()  # type: ignore[attr-defined]
+    return code.name if code else "UNKNOWN"
+
+
+def _resource(result: Any) -> str:
+    if result.resource_type == TOPIC:
+        return f"topic {result.resource_name}"
+    return f"broker {result.resource_name}" if result.resource_name else "the cluster-wide broker defaults"
+
+
+# --- the metadata quorum ------------------------------------------------------------------
 
 def describe_quorum(bootstrap: str, timeout: float = 5.0) -> dict[str, Any]:
     """The quorum as its leader describes it, ready for `json.dumps`:

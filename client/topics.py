@@ -3,12 +3,11 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional
 
-import grpc
-
 from kraftlog_api import controller_pb2 as cpb
 
-from .cluster import CALL_TIMEOUT_S, Cluster
-from .errors import NetworkError, error_for_code, error_name
+from .admin import ask_any_broker
+from .cluster import Cluster
+from .errors import error_for_code, error_name
 
 
 def create_topic(cluster: Cluster, name: str, partitions: int = -1, replication_factor: int = -1,
@@ -17,23 +16,29 @@ def create_topic(cluster: Cluster, name: str, partitions: int = -1, replication_
     request = cpb.CreateTopicsRequest(topics=[cpb.CreateTopicsRequest.CreatableTopic(
         name=name, num_partitions=partitions, replication_factor=replication_factor,
         configs=[cpb.ConfigEntry(name=k, value=v) for k, v in (configs or {}).items()])])
-    response = _ask(cluster, "CreateTopics", request)
-    result = response.topics[0]
-    if result.error_code:
-        raise error_for_code(result.error_code, f"{name}: {result.error_message or error_name(result.error_code)}")
+    result = ask_any_broker(cluster, "CreateTopics", request).topics[0]
+    _raise_for(result)
     return {"name": result.name, "topic_id": result.topic_id.hex(), "partitions": result.num_partitions,
             "replication_factor": result.replication_factor}
 
 
 def delete_topic(cluster: Cluster, name: str) -> None:
-    response = _ask(cluster, "DeleteTopics", cpb.DeleteTopicsRequest(names=[name]))
-    result = response.topics[0]
-    if result.error_code:
-        raise error_for_code(result.error_code, f"{name}: {result.error_message or error_name(result.error_code)}")
+    _raise_for(ask_any_broker(cluster, "DeleteTopics", cpb.DeleteTopicsRequest(names=[name])).topics[0])
+
+
+def add_partitions(cluster: Cluster, name: str, total: int) -> None:
+    """Grow a topic to `total` partitions (Kafka's CreatePartitions: the count only grows)."""
+    request = cpb.CreatePartitionsRequest(topics=[cpb.CreatePartitionsRequest.Topic(name=name, count=total)])
+    _raise_for(ask_any_broker(cluster, "CreatePartitions", request).topics[0])
+
+
+def list_topics(cluster: Cluster) -> list[str]:
+    return sorted(t.name for t in cluster.refresh(None).topics if not t.error_code)
 
 
 def describe_topics(cluster: Cluster, names: Optional[list[str]] = None) -> list[dict[str, Any]]:
-    """Partitions with leader, leader epoch, replicas and ISR, as the brokers' image has them."""
+    """Partitions with leader, leader epoch, replicas, ISR and offline replicas, as the brokers' image
+    has them; `offline` when no live leader, `under_replicated` when the ISR is short of the replicas."""
     response = cluster.refresh(names or None)
     described = []
     for topic in sorted(response.topics, key=lambda t: t.name):
@@ -45,22 +50,15 @@ def describe_topics(cluster: Cluster, names: Optional[list[str]] = None) -> list
             "partitions": [
                 {"partition": p.partition_index, "leader": p.leader_id, "leader_epoch": p.leader_epoch,
                  "replicas": list(p.replica_nodes), "isr": list(p.isr_nodes),
-                 "offline_replicas": list(p.offline_replicas)}
+                 "offline_replicas": list(p.offline_replicas),
+                 "offline": p.leader_id < 0, "under_replicated": len(p.isr_nodes) < len(p.replica_nodes)}
                 for p in sorted(topic.partitions, key=lambda p: p.partition_index)
             ],
         })
     return described
 
 
-def _ask(cluster: Cluster, method: str, request: Any) -> Any:
-    problems = []
-    for stub in cluster.any_broker_calls():
-        try:
-            response = getattr(stub, method)(request, timeout=CALL_TIMEOUT_S * 3)
-        except grpc.RpcError as exc:
-            problems.append(exc.code().name)  # type: ignore[attr-defined]
-            continue
-        if response.error_code:
-            raise error_for_code(response.error_code, error_name(response.error_code))
-        return response
-    raise NetworkError(f"no broker answered {method} ({', '.join(problems) or 'none known'})")
+def _raise_for(result: Any) -> None:
+    if result.error_code:
+        raise error_for_code(result.error_code,
+                             f"{result.name}: {result.error_message or error_name(result.error_code)}")

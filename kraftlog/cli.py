@@ -11,11 +11,16 @@ from typing import NoReturn
 
 import typer
 
+try:  # typer vendors Click from 0.2x on; before, it used Click itself
+    from typer._click.exceptions import NoArgsIsHelpError, UsageError
+except ImportError:  # pragma: no cover - older typer
+    from click.exceptions import NoArgsIsHelpError, UsageError  # type: ignore[no-redef]
+
 from partition_log.errors import KafkaError
 
-from .commands import chaos, cluster, console, dump_log, quorum, server, topics
+from .commands import chaos, cluster, configs, console, dump_log, elections, quorum, server, topics
 
-COMMAND_GROUPS = (dump_log, server, quorum, cluster, topics, console, chaos)
+COMMAND_GROUPS = (dump_log, server, quorum, cluster, topics, configs, elections, console, chaos)
 
 app = typer.Typer(
     name="kraftlog",
@@ -37,7 +42,17 @@ for group in COMMAND_GROUPS:
 
 def main() -> None:
     try:
-        app(prog_name="kraftlog")
+        # Not standalone: usage errors come back here to be told in one line,
+        # rather than as Click's usage block.
+        code = app(prog_name="kraftlog", standalone_mode=False)
+    except NoArgsIsHelpError as exc:
+        exc.show()  # `kraftlog topics` alone: the group's help, as standalone Click would
+        sys.exit(exc.exit_code)
+    except UsageError as exc:
+        command = exc.ctx.command_path if exc.ctx is not None else "kraftlog"
+        _fail(f"{exc.format_message()} (see `{command} --help`)", exit_code=exc.exit_code)
+    except typer.Abort:
+        _fail("aborted", exit_code=130)
     except BrokenPipeError:
         # The reader went away (`kraftlog dump-log ... | head`): not an error
         # worth a message. Point stdout at /dev/null so the final flush at
@@ -49,8 +64,10 @@ def main() -> None:
     except OSError as exc:
         where = f"{exc.filename}: " if exc.filename else ""
         _fail(f"{where}{exc.strerror or exc}")
+    if isinstance(code, int) and code:
+        sys.exit(code)
 
 
-def _fail(message: str) -> NoReturn:
+def _fail(message: str, exit_code: int = 1) -> NoReturn:
     typer.echo(f"kraftlog: error: {message}", err=True)
-    sys.exit(1)
+    sys.exit(exit_code)

@@ -1,5 +1,6 @@
 """`kraftlog cluster up|status|down`: a local cluster from one YAML file,
-each node a background `kraftlog server` process (see deploy/README.md)."""
+each node a background `kraftlog server` process (see deploy/README.md);
+`kraftlog cluster describe`: any running cluster's brokers as a broker sees them."""
 from __future__ import annotations
 
 import json
@@ -10,8 +11,10 @@ import typer
 from rich import box
 from rich.table import Table
 
+from client.admin import describe_cluster
 from kraftlog import launcher
-from kraftlog.commands.quorum import output_console
+
+from .common import BootstrapOption, JsonOption, connect, output_console, print_json
 from kraftlog.server_config import WILDCARD_HOSTS, format_address
 
 cluster_app = typer.Typer(help="Start, inspect and stop a local cluster described by a YAML file.",
@@ -109,6 +112,27 @@ def down(
         typer.echo(f"node {node_id}: {what}")
     if any(what.startswith("still running") for what in outcome.values()):
         raise typer.Exit(1)
+
+
+@cluster_app.command("describe")
+def describe(as_json: JsonOption = False, bootstrap: BootstrapOption = None) -> None:
+    """The cluster id, the active controller and every registered broker: where it listens,
+    whether it is fenced (out of the cluster) or in a controlled shutdown."""
+    with connect(bootstrap) as cluster:
+        info = describe_cluster(cluster)
+    if as_json:
+        print_json(info)
+        return
+    console = output_console()
+    console.print(f"ClusterId: {info['cluster_id']}", markup=False, highlight=False)
+    controller = info["controller_id"]
+    console.print(f"ControllerId: {controller if controller >= 0 else 'unknown'}", highlight=False)
+    table = Table("Id", "Host:Port", "Rack", "BrokerEpoch", "State", box=box.SIMPLE_HEAD)
+    for b in info["brokers"]:
+        state = ("fenced" if b["fenced"] else "unfenced") + (", controlled shutdown" if b["in_controlled_shutdown"]
+                                                             else "")
+        table.add_row(str(b["id"]), f"{b['host']}:{b['port']}", b["rack"] or "-", str(b["broker_epoch"]), state)
+    console.print(table)
 
 
 def _node_status(plan: launcher.NodePlan) -> dict[str, Any]:

@@ -11,7 +11,7 @@ import typer
 from client.cluster import Cluster, bootstrap_from
 from client.console import ConsumedRecord, consume, produce_values
 
-from .topics import BootstrapOption
+from .common import BootstrapOption
 
 
 def register(app: typer.Typer) -> None:

@@ -102,7 +102,7 @@ def incremental_alter_configs(
         result = response.results.add(resource_type=resource.resource_type, resource_name=resource.resource_name)
         try:
             if counts[(resource.resource_type, resource.resource_name)] > 1:
-                raise ControllerError(Error.INVALID_REQUEST, f"{_describe(resource)} is listed more than once")
+                raise ControllerError(Error.INVALID_REQUEST, "the resource is listed more than once")
             changes = _changes(image, resource)
         except ControllerError as exc:
             result.error_code = exc.error
@@ -169,18 +169,17 @@ def _scope(image: MetadataImage, resource: cpb.IncrementalAlterConfigsRequest.Re
     name = resource.resource_name
     if resource.resource_type == TOPIC:
         if image.topic(name) is None:
-            raise ControllerError(Error.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {name!r}")
+            raise ControllerError(Error.UNKNOWN_TOPIC_OR_PARTITION, "no such topic")
         return _Scope(image.topic_config(name), TOPIC_CONFIGS, lambda key: inherited_topic_value(image, key),
                       "unknown topic config")
     if resource.resource_type == BROKER:
         if name:
             if not name.isdigit():
                 raise ControllerError(
-                    Error.INVALID_REQUEST, f"broker {name!r}: a broker is named by its id, the cluster default by \"\"")
+                    Error.INVALID_REQUEST, f"{name!r} is not a broker id (the cluster-wide default is named \"\")")
             raise ControllerError(
                 Error.INVALID_REQUEST,
-                f"broker {name}: per-broker dynamic configs are not supported; "
-                "change the cluster-wide default (resource name \"\") instead")
+                "per-broker dynamic configs are not supported; change the cluster-wide default (resource name \"\") instead")
         return _Scope(
             image.cluster_config(),
             {key: TOPIC_CONFIGS[topic_key] for key, topic_key in DYNAMIC_CLUSTER_CONFIGS.items()},
@@ -199,11 +198,3 @@ def _list_op(op: int, current: str, items: str) -> str:
     else:
         values = [v for v in values if v not in given]
     return ",".join(values)
-
-
-def _describe(resource: cpb.IncrementalAlterConfigsRequest.Resource) -> str:
-    if resource.resource_type == TOPIC:
-        return f"topic {resource.resource_name!r}"
-    if resource.resource_type == BROKER:
-        return f"broker {resource.resource_name!r}" if resource.resource_name else "the cluster default"
-    return f"resource {resource.resource_type}/{resource.resource_name!r}"

@@ -141,7 +141,7 @@ def test_cluster_wide_broker_defaults(h: Harness) -> None:
     ("", [op("retention.ms", "1")], Error.INVALID_CONFIG, "cluster-wide"),  # a topic name, not a broker one
     ("", [op("num.network.threads", "8")], Error.INVALID_CONFIG, "cluster-wide"),
     ("1", [op("log.retention.ms", "1")], Error.INVALID_REQUEST, "per-broker"),
-    ("broker-one", [op("log.retention.ms", "1")], Error.INVALID_REQUEST, "broker is named by its id"),
+    ("broker-one", [op("log.retention.ms", "1")], Error.INVALID_REQUEST, "not a broker id"),
 ])
 def test_broker_resources_refused(h: Harness, name, configs, error, words) -> None:
     [result] = alter(h, (BROKER, name, configs)).results
