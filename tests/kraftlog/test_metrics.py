@@ -1,0 +1,346 @@
+"""Prometheus metrics of real nodes: three controllers and three brokers,
+each scraped over HTTP and parsed with prometheus_client's own parser.
+
+The active controller is the one node with ActiveControllerCount 1; the
+brokers' PartitionCount and LeaderCount match what Metadata says; produce,
+consume and a malformed request move the request counters; a killed broker
+makes its partners' ISRs shrink (UnderReplicatedPartitions, IsrShrinks) and,
+once restarted, grow back (IsrExpands, no under-replicated partition left).
+Plus the metrics listener's configuration and HTTP answers, without a cluster.
+"""
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import socket
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from typing import Optional
+
+import grpc
+import pytest
+import yaml
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.parser import text_string_to_metric_families
+
+from client.cluster import Cluster
+from client.console import consume, produce_values
+from kraftlog.local_cluster import LocalCluster
+from kraftlog.local_processes import free_ports, wait_until
+from kraftlog.metrics.exposition import start_metrics_server
+from broker.service import SERVICE as BROKER_SERVICE
+from kraftlog.metrics.requests import is_consumer_fetch
+from kraftlog.server_config import METRICS_LISTENER, ServerConfig
+from kraftlog_api import broker_pb2 as bpb
+from partition_log.errors import InvalidConfigError
+
+# The leader's own ISR check (replica.lag.time.max.ms) must drop a killed
+# follower long before the controller fences it (broker.session.timeout.ms):
+# Kafka's IsrShrinks counts only the leader's shrinks, not the controller's.
+PROPERTIES = {
+    "broker.session.timeout.ms": 20000,
+    "broker.heartbeat.interval.ms": 500,
+    "replica.lag.time.max.ms": 2000,
+    "replica.fetch.wait.max.ms": 200,
+    "replica.fetch.backoff.ms": 200,
+}
+RM = "kafka_server_replicamanager_"
+KC = "kafka_controller_kafkacontroller_"
+RAFT = "kafka_server_raftmetrics_"
+REQUESTS = "kafka_network_requestmetrics_requests_total"
+ERRORS = "kafka_network_requestmetrics_errors_total"
+LATENCY_COUNT = "kafka_network_requestmetrics_totaltimems_count"
+
+Samples = dict[str, list]  # sample name -> prometheus_client Sample(name, labels, value, ...)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = LocalCluster(tmp_path_factory.mktemp("metrics"), properties=PROPERTIES)
+    try:
+        c.start()
+        c.wait_for_brokers(timeout=60)
+        yield c
+    finally:
+        c.close()  # every process, by PID
+
+
+def scrape(address: str) -> Samples:
+    with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    samples: Samples = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            samples.setdefault(sample.name, []).append(sample)
+    return samples
+
+
+def try_scrape(address: str) -> Optional[Samples]:
+    try:
+        return scrape(address)
+    except (urllib.error.URLError, ConnectionError, TimeoutError):
+        return None
+
+
+def value(samples: Samples, name: str, **labels: str) -> Optional[float]:
+    """The sample's value (None when absent): the one whose labels include `labels`."""
+    for sample in samples.get(name, ()):
+        if all(sample.labels.get(k) == v for k, v in labels.items()):
+            return sample.value
+    return None
+
+
+def scrape_nodes(c: LocalCluster, nodes) -> dict[int, Samples]:
+    return {n: scrape(c.metrics_addresses[n]) for n in nodes}
+
+
+def total(by_node: dict[int, Samples], name: str, **labels: str) -> float:
+    return sum(value(s, name, **labels) or 0.0 for s in by_node.values())
+
+
+# --- one cluster, every node scraped ----------------------------------------------------------
+
+def test_one_active_controller_and_every_node_agrees_on_the_leader(cluster) -> None:
+    nodes = (*cluster.controllers, *cluster.brokers)
+
+    def settled() -> Optional[dict[int, Samples]]:
+        by_node = scrape_nodes(cluster, nodes)
+        active = [n for n in cluster.controllers if value(by_node[n], KC + "activecontrollercount") == 1]
+        leaders = {value(by_node[n], RAFT + "current_leader") for n in nodes}
+        return by_node if len(active) == 1 and leaders == {float(active[0])} else None
+
+    by_node = wait_until(settled, 30, "one active controller that every node follows", interval=0.2)
+    assert total({n: by_node[n] for n in cluster.controllers}, KC + "activecontrollercount") == 1
+    active = next(n for n in cluster.controllers if value(by_node[n], KC + "activecontrollercount") == 1)
+    assert value(by_node[active], RAFT + "current_state", current_state="leader") == 1
+    for n in cluster.controllers:
+        if n != active:
+            assert value(by_node[n], RAFT + "current_state", current_state="follower") == 1
+        assert value(by_node[n], RM + "leadercount") is None  # a controller-only node has no replicas
+    epochs = {value(by_node[n], RAFT + "current_epoch") for n in nodes}
+    assert len(epochs) == 1 and epochs.pop() >= 1
+    for n in cluster.brokers:
+        s = by_node[n]
+        assert value(s, RAFT + "current_state", current_state="observer") == 1
+        assert value(s, KC + "activecontrollercount") is None  # brokers are not controllers
+        assert value(s, "kafka_server_kafkaserver_brokerstate") == 3  # RUNNING
+        assert value(s, RAFT + "high_watermark") <= value(s, RAFT + "log_end_offset")
+    assert value(by_node[active], "process_resident_memory_bytes") > 0
+
+
+def test_partition_and_leader_counts_match_the_metadata(cluster) -> None:
+    cluster.create_topic("metered", partitions=6, replication_factor=2)
+    cluster.wait_for_leaders("metered")
+
+    def matching() -> Optional[bpb.MetadataResponse]:
+        answer = cluster.metadata()
+        if answer is None:
+            return None
+        partitions = [p for t in answer.topics for p in t.partitions]
+        by_node = scrape_nodes(cluster, cluster.brokers)
+        for b in cluster.brokers:
+            hosted = sum(b in p.replica_nodes for p in partitions)
+            led = sum(p.leader_id == b for p in partitions)
+            if (value(by_node[b], RM + "partitioncount"), value(by_node[b], RM + "leadercount")) != (hosted, led):
+                return None
+        for n in cluster.controllers:
+            s = scrape(cluster.metrics_addresses[n])
+            if (value(s, KC + "globaltopiccount"), value(s, KC + "globalpartitioncount")) != \
+                    (len(answer.topics), len(partitions)):
+                return None
+        return answer
+
+    answer = wait_until(matching, 30, "broker and controller gauges matching Metadata", interval=0.2)
+    metered = next(t for t in answer.topics if t.name == "metered")
+    assert len(metered.partitions) == 6
+    by_node = scrape_nodes(cluster, cluster.brokers)
+    assert total(by_node, RM + "leadercount") >= 6
+    assert total(by_node, RM + "partitioncount") >= 12  # RF 2
+    for n in cluster.controllers:
+        s = scrape(cluster.metrics_addresses[n])
+        assert value(s, KC + "offlinepartitionscount") == 0
+        assert (value(s, KC + "activebrokercount"), value(s, KC + "fencedbrokercount")) == (3, 0)
+
+
+def test_request_counters_follow_produce_fetch_and_errors(cluster) -> None:
+    cluster.create_topic("requests", partitions=3, replication_factor=3)
+    cluster.wait_for_leaders("requests")
+    before = scrape_nodes(cluster, cluster.brokers)
+    values = [f"value-{i}".encode() for i in range(60)]
+    with Cluster(",".join(cluster.broker_addresses.values())) as client:
+        summary = produce_values(client, "requests", values, batch_records=10)
+        assert summary.acknowledged == 60 and not summary.failed, summary
+        consumed = list(consume(client, "requests", max_messages=60))
+    assert sorted(r.value for r in consumed) == sorted(values)
+    after = scrape_nodes(cluster, cluster.brokers)
+
+    # Six batches, one Produce each (a retry would only add more).
+    assert total(after, REQUESTS, request="Produce") - total(before, REQUESTS, request="Produce") >= 6
+    assert total(after, REQUESTS, request="FetchConsumer") > total(before, REQUESTS, request="FetchConsumer")
+    assert total(after, REQUESTS, request="FetchFollower") > total(before, REQUESTS, request="FetchFollower")
+    assert total(after, REQUESTS, request="ListOffsets") > total(before, REQUESTS, request="ListOffsets")
+    for b in cluster.brokers:
+        s = after[b]
+        for request in ("Produce", "Fetch"):
+            # Every request is timed; a Fetch is a consumer's or a follower's.
+            assert value(s, LATENCY_COUNT, request=request) == value(s, REQUESTS, request=request)
+        assert value(s, REQUESTS, request="Fetch") == \
+            (value(s, REQUESTS, request="FetchConsumer") or 0) + (value(s, REQUESTS, request="FetchFollower") or 0)
+        buckets = [x for x in s["kafka_network_requestmetrics_totaltimems_bucket"] if x.labels["request"] == "Produce"]
+        if buckets:  # cumulative, ending with +Inf = the count
+            assert [x.value for x in buckets] == sorted(x.value for x in buckets)
+            assert buckets[-1].labels["le"] == "+Inf" and buckets[-1].value == value(s, LATENCY_COUNT, request="Produce")
+
+    # Bytes that are no ProduceRequest: INVALID_ARGUMENT, counted as Produce's error.
+    broker = cluster.brokers[0]
+    errors_before = value(scrape(cluster.metrics_addresses[broker]), ERRORS, request="Produce",
+                          error="INVALID_ARGUMENT") or 0
+    raw = cluster.channel(cluster.broker_addresses[broker]).unary_unary(
+        f"/{BROKER_SERVICE.full_name}/Produce", request_serializer=None, response_deserializer=None)
+    with pytest.raises(grpc.RpcError) as refused:
+        raw(b"\xff\xff\xff", timeout=10)
+    assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert value(scrape(cluster.metrics_addresses[broker]), ERRORS, request="Produce",
+                 error="INVALID_ARGUMENT") == errors_before + 1
+
+
+def test_cluster_status_shows_each_nodes_metrics_address(cluster) -> None:
+    status = subprocess.run(
+        [sys.executable, "-m", "kraftlog", "cluster", "status", "--config", str(cluster.cluster_file),
+         "--data-dir", str(cluster.directory / "data"), "--json"],
+        capture_output=True, text=True, timeout=120)
+    assert status.returncode == 0, status.stderr
+    nodes = {n["id"]: n for n in json.loads(status.stdout)["nodes"]}
+    assert {i: n["metrics"] for i, n in nodes.items()} == \
+        {i: f"http://{a}/metrics" for i, a in cluster.metrics_addresses.items()}
+    assert all(n["alive"] for n in nodes.values())
+
+
+def test_a_killed_broker_shrinks_isrs_and_its_return_expands_them(cluster) -> None:
+    cluster.create_topic("isr-watch", partitions=3, replication_factor=3)
+    cluster.wait_for_leaders("isr-watch")
+    victim = cluster.brokers[-1]
+    survivors = tuple(b for b in cluster.brokers if b != victim)
+    wait_until(lambda: total(scrape_nodes(cluster, cluster.brokers), RM + "underreplicatedpartitions") == 0,
+               60, "every ISR full before the kill", interval=0.2)
+    before = scrape_nodes(cluster, survivors)
+
+    cluster.kill(victim)  # kill -9 by PID
+
+    def shrunk() -> Optional[dict[int, Samples]]:
+        by_node = scrape_nodes(cluster, survivors)
+        grew = total(by_node, RM + "isrshrinks_total") > total(before, RM + "isrshrinks_total")
+        under = any(value(s, RM + "underreplicatedpartitions") > 0 for s in by_node.values())
+        return by_node if grew and under else None
+
+    after_kill = wait_until(shrunk, 60, "a leader's ISR shrink after the kill", interval=0.2)
+    leaders = [b for b in survivors if value(after_kill[b], RM + "underreplicatedpartitions") > 0]
+    assert all(value(after_kill[b], RM + "leadercount") > 0 for b in leaders)
+    assert try_scrape(cluster.metrics_addresses[victim]) is None  # it is gone
+
+    cluster.start(victim)
+
+    def healed() -> Optional[dict[int, Samples]]:
+        by_node = {b: try_scrape(cluster.metrics_addresses[b]) for b in cluster.brokers}
+        if any(s is None for s in by_node.values()):
+            return None
+        grew = total(by_node, RM + "isrexpands_total") > total(after_kill, RM + "isrexpands_total")
+        return by_node if grew and total(by_node, RM + "underreplicatedpartitions") == 0 else None
+
+    # The restarted broker registers once its old session expires (20 s), catches up, rejoins.
+    healed_nodes = wait_until(healed, 120, "ISRs expanded again with the broker back", interval=0.5)
+    assert all(value(s, "kafka_server_kafkaserver_brokerstate") == 3 for s in healed_nodes.values())
+    for n in cluster.controllers:
+        s = scrape(cluster.metrics_addresses[n])
+        assert value(s, KC + "fencedbrokercount") == 0 and value(s, KC + "offlinepartitionscount") == 0
+
+
+# --- without a cluster ---------------------------------------------------------------------------
+
+NODE = {"node.id": 1, "process.roles": "controller", "cluster.id": "TWV0cmljc1Rlc3QtMDAx",
+        "controller.quorum.voters": "1@127.0.0.1:19093", "listeners": "CONTROLLER://127.0.0.1:19093",
+        "log.dirs": "/tmp/unused"}
+
+
+@pytest.mark.parametrize("given, reason", [
+    ("localhost", "is not HOST:PORT"),
+    ("127.0.0.1:99999", "has no valid port"),
+    ("127.0.0.1:0", "needs a port"),
+    (9404, "expected HOST:PORT"),
+    ("127.0.0.1:19093", "already used by listeners CONTROLLER://127.0.0.1:19093"),
+])
+def test_a_bad_metrics_listener_is_refused_with_key_and_reason(given, reason) -> None:
+    with pytest.raises(InvalidConfigError) as refused:
+        ServerConfig.from_mapping({**NODE, METRICS_LISTENER: given})
+    message = refused.value.args[0]  # str() adds the Kafka name: INVALID_CONFIG: ...
+    assert message.startswith(f"{METRICS_LISTENER}: ") and reason in message
+
+
+def test_metrics_listener_values() -> None:
+    assert ServerConfig.from_mapping(NODE).metrics_listener is None
+    assert ServerConfig.from_mapping({**NODE, METRICS_LISTENER: ""}).metrics_listener is None
+    assert ServerConfig.from_mapping({**NODE, METRICS_LISTENER: "127.0.0.1:9404"}).metrics_listener == \
+        ("127.0.0.1", 9404)
+    assert ServerConfig.from_mapping({**NODE, METRICS_LISTENER: ":9404"}).metrics_listener == ("", 9404)
+    assert not any(METRICS_LISTENER in w for w in ServerConfig.from_mapping(NODE).warnings)
+
+
+def test_a_taken_metrics_port_stops_the_node_with_one_line(tmp_path) -> None:
+    controller, metrics = free_ports(2)
+    config = tmp_path / "server.yaml"
+    config.write_text(yaml.safe_dump({
+        **NODE, "controller.quorum.voters": f"1@127.0.0.1:{controller}",
+        "listeners": f"CONTROLLER://127.0.0.1:{controller}", "log.dirs": str(tmp_path / "data"),
+        METRICS_LISTENER: f"127.0.0.1:{metrics}"}))
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", metrics))
+        taken.listen()
+        node = subprocess.run([sys.executable, "-m", "kraftlog", "server", "--config", str(config)],
+                              capture_output=True, text=True, timeout=120, env=dict(os.environ))
+    assert node.returncode == 1
+    assert f"kraftlog: error: cannot listen on 127.0.0.1:{metrics} (metrics)" in node.stderr
+    assert "Traceback" not in node.stderr
+
+
+def test_the_listener_answers_metrics_and_refuses_the_rest() -> None:
+    registry = CollectorRegistry(auto_describe=False)
+
+    class One:
+        def collect(self):
+            yield GaugeMetricFamily("kafka_test_gauge", "a gauge", value=7)
+
+    registry.register(One())
+
+    def get(url: str, method: str = "GET") -> tuple[int, bytes]:
+        try:
+            with urllib.request.urlopen(urllib.request.Request(url, method=method), timeout=10) as answer:
+                return answer.status, answer.read()
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.read()
+
+    async def scenario() -> list[tuple[int, bytes]]:
+        server = await start_metrics_server(registry, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        try:
+            return [await asyncio.to_thread(get, f"http://127.0.0.1:{port}{path}", method)
+                    for path, method in (("/metrics", "GET"), ("/", "HEAD"), ("/nope", "GET"), ("/metrics", "POST"))]
+        finally:
+            server.close()
+            await server.wait_closed()
+
+    (ok, body), (head, empty), (missing, _), (post, _) = asyncio.run(scenario())
+    assert ok == 200 and b"kafka_test_gauge 7.0" in body
+    assert (head, empty) == (200, b"")
+    assert (missing, post) == (404, 405)
+
+
+def test_consumer_fetches_are_told_from_followers_by_their_bytes() -> None:
+    for replica_id, consumer in ((-1, True), (0, False), (4, False), (300, False), (2**31 - 1, False)):
+        raw = bpb.FetchRequest(replica_id=replica_id, max_wait_ms=500, topics=[
+            bpb.FetchRequest.FetchTopic(topic="t")]).SerializeToString()
+        assert is_consumer_fetch(raw) is consumer, replica_id
+    assert not is_consumer_fetch(b"") and not is_consumer_fetch(b"\x08")
