@@ -12,7 +12,7 @@ node also serves Prometheus metrics (`metrics_addresses`) on a free port.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 import grpc
 
@@ -29,47 +29,62 @@ CLUSTER_ID = "TG9jYWxDbHVzdGVyVGVzdA"
 NOT_CONTROLLER = 41
 REQUEST_TIMED_OUT = 7
 RETRIABLE_ADMIN_ERRORS = (NOT_CONTROLLER, REQUEST_TIMED_OUT)
+# Kafka's customary ports, for nodes with an address of their own (hosts=)
+BROKER_PORT, CONTROLLER_PORT, METRICS_PORT = 9092, 9093, 9100
 
 
 class LocalCluster(LocalProcesses):
     def __init__(self, directory: Path, *, controllers: int = 3, brokers: int = 3, combined: int = 0,
                  properties: Optional[Mapping[str, Any]] = None,
-                 node_properties: Optional[Mapping[int, Mapping[str, Any]]] = None) -> None:
+                 node_properties: Optional[Mapping[int, Mapping[str, Any]]] = None,
+                 hosts: Optional[Mapping[int, str]] = None,
+                 command_prefix: Callable[[int], Sequence[str]] = lambda node_id: ()) -> None:
         """`combined` > 0 makes that many broker,controller nodes instead of
         separate controllers and brokers. `node_properties` adds per-node
-        properties by node id."""
+        properties by node id. `hosts` gives each node its own address (the
+        chaos testbed's namespaces, each with its own ports: the listeners
+        then use fixed ports); `command_prefix(node_id)` starts a node there."""
         nodes: list[dict[str, Any]] = []
         self.controller_addresses: dict[int, str] = {}
         self.broker_addresses: dict[int, str] = {}
         self.metrics_addresses: dict[int, str] = {}
         node_count = combined or controllers + brokers
-        # One call, so that no port is handed out twice; the metrics ports come last.
-        ports = free_ports((2 * combined or node_count) + node_count)
+        if hosts is None:
+            # One call, so that no port is handed out twice; the metrics ports come last.
+            ports = free_ports((2 * combined or node_count) + node_count)
+        else:
+            ports = [BROKER_PORT, CONTROLLER_PORT] * combined if combined else (
+                [CONTROLLER_PORT] * controllers + [BROKER_PORT] * brokers)
+            ports += [METRICS_PORT] * node_count
+
+        def host(node_id: int) -> str:
+            return "127.0.0.1" if hosts is None else hosts[node_id]
+
         if combined:
             for i in range(combined):
                 node_id, broker_port, controller_port = i + 1, ports[2 * i], ports[2 * i + 1]
                 nodes.append({"node.id": node_id, "process.roles": "broker,controller",
-                              "listeners": f"PLAINTEXT://127.0.0.1:{broker_port},"
-                                           f"CONTROLLER://127.0.0.1:{controller_port}"})
-                self.broker_addresses[node_id] = f"127.0.0.1:{broker_port}"
-                self.controller_addresses[node_id] = f"127.0.0.1:{controller_port}"
+                              "listeners": f"PLAINTEXT://{host(node_id)}:{broker_port},"
+                                           f"CONTROLLER://{host(node_id)}:{controller_port}"})
+                self.broker_addresses[node_id] = f"{host(node_id)}:{broker_port}"
+                self.controller_addresses[node_id] = f"{host(node_id)}:{controller_port}"
         else:
             for i in range(controllers):
                 node_id = i + 1
                 nodes.append({"node.id": node_id, "process.roles": "controller",
-                              "listeners": f"CONTROLLER://127.0.0.1:{ports[i]}"})
-                self.controller_addresses[node_id] = f"127.0.0.1:{ports[i]}"
+                              "listeners": f"CONTROLLER://{host(node_id)}:{ports[i]}"})
+                self.controller_addresses[node_id] = f"{host(node_id)}:{ports[i]}"
             for i in range(brokers):
                 node_id, port = controllers + i + 1, ports[controllers + i]
                 nodes.append({"node.id": node_id, "process.roles": "broker",
-                              "listeners": f"PLAINTEXT://127.0.0.1:{port}"})
-                self.broker_addresses[node_id] = f"127.0.0.1:{port}"
+                              "listeners": f"PLAINTEXT://{host(node_id)}:{port}"})
+                self.broker_addresses[node_id] = f"{host(node_id)}:{port}"
         for node, port in zip(nodes, ports[-node_count:]):
-            self.metrics_addresses[node["node.id"]] = node[METRICS_LISTENER] = f"127.0.0.1:{port}"
+            self.metrics_addresses[node["node.id"]] = node[METRICS_LISTENER] = f"{host(node['node.id'])}:{port}"
         for node in nodes:
             node.update((node_properties or {}).get(node["node.id"], {}))
         spec = {"cluster.id": CLUSTER_ID, "defaults": dict(properties or {}), "nodes": nodes}
-        super().__init__(directory, spec)
+        super().__init__(directory, spec, command_prefix)
         self._channels: dict[str, grpc.Channel] = {}
 
     @property
