@@ -1,0 +1,382 @@
+"""kraftlog's producer: Kafka's producer semantics over gRPC, in two flavours.
+
+    async with AsyncProducer({"bootstrap.servers": "127.0.0.1:9092"}) as producer:
+        delivered = await producer.produce("events", b"value", key=b"user-1")
+        print(delivered.partition, delivered.offset)
+
+    with Producer({"bootstrap.servers": "127.0.0.1:9092", "linger.ms": 20}) as producer:
+        futures = [producer.produce("events", line) for line in lines]
+        producer.flush()
+
+`produce()` never waits for the network: it picks the partition (murmur2
+of the key, else the sticky partition; or the one given), appends the record
+to its partition's batch and returns a future of RecordMetadata(topic,
+partition, offset, timestamp). A background sender sends batches, one
+Produce request per broker, and settles the futures. `on_delivery(err,
+metadata)` is called as well, on the producer's event loop (the sync
+producer's I/O thread): keep it short.
+
+Settings are Kafka's (see ProducerConfig); idempotence is on by default.
+A record larger than max.request.size fails with MESSAGE_TOO_LARGE without
+being sent; a topic unknown for max.block.ms fails its records with
+UNKNOWN_TOPIC_OR_PARTITION.
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import threading
+import time
+from collections import deque
+from typing import Any, Callable, Iterable, Mapping, Optional, Union
+
+from partition_log.batch import HEADER_SIZE
+from partition_log.errors import KafkaError, MessageTooLargeError
+from partition_log.records import Record
+
+from .accumulator import RecordAccumulator
+from .errors import RequestTimedOutError, error_for_code
+from .idempotence import IdempotenceState
+from .io_thread import IoThread
+from .metadata import UNKNOWN_TOPIC_OR_PARTITION, Metadata
+from .partitioner import StickyPartitioner, key_partition
+from .producer_batch import Completion, RecordMetadata, record_size_upper_bound
+from .producer_config import ProducerConfig
+from .sender import Sender
+
+__all__ = ["AsyncProducer", "Producer", "RecordMetadata"]
+
+Bytes = Union[bytes, bytearray, memoryview, str]
+HeadersArg = Union[Mapping[str, Optional[Bytes]], Iterable[tuple[str, Optional[Bytes]]], None]
+DeliveryCallback = Callable[[Optional[KafkaError], Optional[RecordMetadata]], Any]
+
+
+def make_record(value: Optional[Bytes], key: Optional[Bytes], headers: HeadersArg,
+                timestamp: Optional[int]) -> Record:
+    """A record from produce()'s arguments: str is UTF-8, timestamps are ms (now when None)."""
+    items = headers.items() if isinstance(headers, Mapping) else (headers or ())
+    return Record(_as_bytes("key", key), _as_bytes("value", value),
+                  int(time.time() * 1000) if timestamp is None else int(timestamp),
+                  tuple((str(k), _as_bytes("header value", v)) for k, v in items))
+
+
+def _as_bytes(what: str, data: Optional[Bytes]) -> Optional[bytes]:
+    if data is None or isinstance(data, bytes):
+        return data
+    if isinstance(data, str):
+        return data.encode("utf-8")
+    if isinstance(data, (bytearray, memoryview)):
+        return bytes(data)
+    raise TypeError(f"{what} must be bytes, str or None, not {type(data).__name__}")
+
+
+class AsyncProducer:
+    """The producer on the caller's asyncio loop (every call from that loop)."""
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        self.config = ProducerConfig.parse(config)
+        c = self.config
+        self._metadata = Metadata(c.bootstrap_servers, retry_backoff_ms=c.retry_backoff_ms,
+                                  retry_backoff_max_ms=c.retry_backoff_max_ms,
+                                  metadata_max_age_ms=c.metadata_max_age_ms, request_timeout_ms=c.request_timeout_ms)
+        self._accumulator = RecordAccumulator(batch_size=c.batch_size, linger_ms=c.linger_ms)
+        self._sender = Sender(c, self._metadata, self._accumulator,
+                              IdempotenceState() if c.enable_idempotence else None, self._batch_finished)
+        self._sticky = StickyPartitioner()
+        self._sender_task: Optional[asyncio.Task[None]] = None
+        self._waiting: dict[str, list[tuple[Optional[int], Record, int, Completion]]] = {}
+        self._topic_tasks: set[asyncio.Task[None]] = set()
+        self._finished_event: Optional[asyncio.Event] = None
+        self._listeners: list[Callable[[], None]] = []  # told when memory frees (the sync producer)
+        self._closed = False
+
+    async def __aenter__(self) -> "AsyncProducer":
+        self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    def start(self) -> None:
+        """Start the sender (produce() does it too)."""
+        if self._sender_task is None:
+            self._sender_task = asyncio.get_running_loop().create_task(self._sender.run())
+
+    @property
+    def buffered_bytes(self) -> int:
+        return self._accumulator.buffered_bytes
+
+    # --- producing ---------------------------------------------------------
+
+    def produce(self, topic: str, value: Optional[Bytes], key: Optional[Bytes] = None, headers: HeadersArg = None,
+                partition: Optional[int] = None, timestamp: Optional[int] = None,
+                on_delivery: Optional[DeliveryCallback] = None) -> "asyncio.Future[RecordMetadata]":
+        """Queue a record; a future of where it landed. Never waits (see send() for backpressure)."""
+        future: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
+        self.submit(topic, make_record(value, key, headers, timestamp), partition,
+                    _future_completion(future, on_delivery))
+        return future
+
+    async def send(self, topic: str, value: Optional[Bytes], key: Optional[Bytes] = None,
+                   headers: HeadersArg = None, partition: Optional[int] = None, timestamp: Optional[int] = None,
+                   on_delivery: Optional[DeliveryCallback] = None) -> "asyncio.Future[RecordMetadata]":
+        """produce() after waiting, up to max.block.ms, for buffer.memory to have room."""
+        await self.wait_for_room()
+        return self.produce(topic, value, key, headers, partition, timestamp, on_delivery)
+
+    async def wait_for_room(self) -> None:
+        deadline = time.monotonic() + self.config.max_block_ms / 1000
+        while self._accumulator.buffered_bytes >= self.config.buffer_memory:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise RequestTimedOutError(f"failed to allocate memory within max.block.ms "
+                                           f"({self.config.max_block_ms} ms): buffer.memory is full")
+            event = self._finished()
+            try:
+                await asyncio.wait_for(event.wait(), remaining)
+            except asyncio.TimeoutError:
+                pass
+
+    def submit(self, topic: str, record: Record, partition: Optional[int], completion: Completion) -> None:
+        """Queue a built record with its completion (on this loop)."""
+        if self._closed:
+            raise RuntimeError("cannot send after the producer is closed")
+        self.start()
+        if self._sender.fatal_error is not None:
+            completion(None, self._sender.fatal_error)
+            return
+        size = record_size_upper_bound(record)
+        limit = min(self.config.max_request_size, self.config.buffer_memory)
+        if HEADER_SIZE + size > limit:
+            completion(None, MessageTooLargeError(
+                f"the message is {HEADER_SIZE + size} bytes when serialized, larger than "
+                f"{'max.request.size' if limit == self.config.max_request_size else 'buffer.memory'} ({limit})"))
+            return
+        if topic in self._waiting or not self._metadata.partitions(topic):
+            # Behind other records waiting for this topic's metadata, in order.
+            waiting = self._waiting.get(topic)
+            if waiting is None:
+                waiting = self._waiting[topic] = []
+                task = asyncio.get_running_loop().create_task(self._await_topic(topic))
+                self._topic_tasks.add(task)
+                task.add_done_callback(self._topic_tasks.discard)
+            waiting.append((partition, record, size, completion))
+            return
+        self._append(topic, partition, record, size, completion)
+
+    async def _await_topic(self, topic: str) -> None:
+        try:
+            await self._metadata.partitions_for(topic, self.config.max_block_ms)
+        except KafkaError as exc:
+            for _, _, _, completion in self._waiting.pop(topic, []):
+                completion(None, exc)
+            return
+        for partition, record, size, completion in self._waiting.pop(topic, []):
+            self._append(topic, partition, record, size, completion)
+
+    def _append(self, topic: str, partition: Optional[int], record: Record, size: int,
+                completion: Completion) -> None:
+        partitions = self._metadata.partitions(topic)
+        if partition is None:
+            if record.key is not None:
+                partition = key_partition(record.key, len(partitions))
+            else:
+                partition = self._sticky.partition(topic, partitions)
+                if not self._accumulator.has_room((topic, partition), size):
+                    partition = self._sticky.on_new_batch(topic, partitions, partition)
+        elif not 0 <= partition < len(partitions):
+            completion(None, error_for_code(UNKNOWN_TOPIC_OR_PARTITION, f"partition {partition} of {topic} is not "
+                                            f"in the range [0...{len(partitions) - 1}]"))
+            return
+        if self._accumulator.append((topic, partition), record, size, completion, time.monotonic()):
+            self._sender.wakeup()
+
+    # --- flush and close ---------------------------------------------------
+
+    def _finished(self) -> asyncio.Event:
+        if self._finished_event is None:
+            self._finished_event = asyncio.Event()
+        return self._finished_event
+
+    def _batch_finished(self) -> None:
+        if self._finished_event is not None:
+            self._finished_event.set()
+            self._finished_event = None
+        for listener in self._listeners:
+            listener()
+
+    def add_room_listener(self, listener: Callable[[], None]) -> None:
+        """Called (on this loop) whenever a batch finishes and frees memory."""
+        self._listeners.append(listener)
+
+    async def flush(self, timeout: Optional[float] = None) -> int:
+        """Send everything queued now, without waiting for linger.ms, and wait
+        until it is delivered or failed; the number of records still
+        undelivered when `timeout` (seconds) ran out (0: all done)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        self._accumulator.flushing += 1
+        self._sender.wakeup()
+        try:
+            if self._topic_tasks:
+                await asyncio.wait(list(self._topic_tasks), timeout=_remaining(deadline))
+            batches = [*self._accumulator.queued(), *self._accumulator.in_flight()]
+            while True:
+                pending = [b for b in batches if not b.finished]
+                waiting = sum(len(w) for w in self._waiting.values())
+                if not pending:
+                    return waiting
+                remaining = _remaining(deadline)
+                if remaining is not None and remaining <= 0:
+                    return waiting + sum(b.record_count for b in pending)
+                try:
+                    await asyncio.wait_for(self._finished().wait(), remaining)
+                except asyncio.TimeoutError:
+                    pass
+        finally:
+            self._accumulator.flushing -= 1
+
+    async def close(self, timeout: Optional[float] = None) -> None:
+        """Deliver what is queued (up to `timeout` seconds; None: as long as it
+        takes), then fail whatever is left and release the connections."""
+        if self._closed:
+            return
+        self._closed = True
+        self._accumulator.closing = True
+        try:
+            left = await self.flush(timeout)
+            if left:
+                await self._sender.abort(KafkaError(f"producer closed forcefully with {left} record(s) undelivered"))
+        finally:
+            for task in list(self._topic_tasks):
+                task.cancel()
+            await asyncio.gather(*self._topic_tasks, return_exceptions=True)
+            for topic, waiting in self._waiting.items():
+                for _, _, _, completion in waiting:
+                    completion(None, KafkaError(f"producer closed before {topic}'s metadata arrived"))
+            self._waiting.clear()
+            self._sender.stop()
+            if self._sender_task is not None:
+                try:
+                    await asyncio.wait_for(asyncio.shield(self._sender_task), 5.0)
+                except asyncio.TimeoutError:
+                    self._sender_task.cancel()
+                    await asyncio.gather(self._sender_task, return_exceptions=True)
+            await self._metadata.close()
+
+
+def _remaining(deadline: Optional[float]) -> Optional[float]:
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
+
+
+def _future_completion(future: "asyncio.Future[RecordMetadata]",
+                       on_delivery: Optional[DeliveryCallback]) -> Completion:
+    def done(metadata: Optional[RecordMetadata], error: Optional[BaseException]) -> None:
+        if not future.done():
+            if error is None:
+                future.set_result(metadata)  # type: ignore[arg-type]
+            else:
+                future.set_exception(error)
+        if on_delivery is not None:
+            on_delivery(error, metadata)  # type: ignore[arg-type]
+    return done
+
+
+def _concurrent_completion(future: "concurrent.futures.Future[RecordMetadata]",
+                           on_delivery: Optional[DeliveryCallback]) -> Completion:
+    def done(metadata: Optional[RecordMetadata], error: Optional[BaseException]) -> None:
+        if future.set_running_or_notify_cancel():
+            if error is None:
+                future.set_result(metadata)  # type: ignore[arg-type]
+            else:
+                future.set_exception(error)
+        if on_delivery is not None:
+            on_delivery(error, metadata)  # type: ignore[arg-type]
+    return done
+
+
+class Producer:
+    """The producer for threaded code: an AsyncProducer on its own I/O thread.
+
+    produce() returns a concurrent.futures.Future and blocks only when
+    buffer.memory is full (up to max.block.ms), as Kafka's send() does.
+    """
+
+    def __init__(self, config: Mapping[str, Any]) -> None:
+        ProducerConfig.parse(config)  # bad settings fail here, before a thread starts
+        self._io = IoThread("kraftlog-producer")
+        self._producer: AsyncProducer = self._io.call(_started(config))
+        self._incoming: deque[tuple[str, Record, Optional[int], Completion]] = deque()
+        self._scheduled = False
+        self._room = threading.Condition()
+        self._io.call_soon(self._producer.add_room_listener, self._notify_room)
+        self._closed = False
+
+    def __enter__(self) -> "Producer":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def config(self) -> ProducerConfig:
+        return self._producer.config
+
+    def produce(self, topic: str, value: Optional[Bytes], key: Optional[Bytes] = None, headers: HeadersArg = None,
+                partition: Optional[int] = None, timestamp: Optional[int] = None,
+                on_delivery: Optional[DeliveryCallback] = None) -> "concurrent.futures.Future[RecordMetadata]":
+        if self._closed:
+            raise RuntimeError("cannot send after the producer is closed")
+        record = make_record(value, key, headers, timestamp)
+        self._wait_for_room()
+        future: concurrent.futures.Future[RecordMetadata] = concurrent.futures.Future()
+        self._incoming.append((topic, record, partition, _concurrent_completion(future, on_delivery)))
+        if not self._scheduled:
+            self._scheduled = True
+            self._io.call_soon(self._hand_over)
+        return future
+
+    def _hand_over(self) -> None:
+        """On the I/O thread: move what produce() queued into the producer, in order."""
+        self._scheduled = False
+        while self._incoming:
+            topic, record, partition, completion = self._incoming.popleft()
+            try:
+                self._producer.submit(topic, record, partition, completion)
+            except RuntimeError as exc:  # closed meanwhile
+                completion(None, exc)
+
+    def _wait_for_room(self) -> None:
+        limit = self._producer.config.buffer_memory
+        if self._producer.buffered_bytes < limit:
+            return
+        deadline = time.monotonic() + self._producer.config.max_block_ms / 1000
+        with self._room:
+            while self._producer.buffered_bytes >= limit:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise RequestTimedOutError(f"failed to allocate memory within max.block.ms "
+                                               f"({self._producer.config.max_block_ms} ms): buffer.memory is full")
+                self._room.wait(min(remaining, 0.5))
+
+    def _notify_room(self) -> None:
+        with self._room:
+            self._room.notify_all()
+
+    def flush(self, timeout: Optional[float] = None) -> int:
+        """As AsyncProducer.flush: records still undelivered after `timeout` seconds (0: all done)."""
+        return self._io.call(self._producer.flush(timeout))
+
+    def close(self, timeout: Optional[float] = None) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self._io.call(self._producer.close(timeout))
+        finally:
+            self._io.stop()
+
+
+async def _started(config: Mapping[str, Any]) -> AsyncProducer:
+    producer = AsyncProducer(config)
+    producer.start()
+    return producer

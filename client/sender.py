@@ -1,0 +1,315 @@
+"""The producer's sender: one asyncio task that moves ready batches to the
+partition leaders and settles every batch with its answer.
+
+Each turn it expires batches past `delivery.timeout.ms`, starts a metadata
+refresh when one is due, gets (or bumps) the producer id of an idempotent
+producer, drains the accumulator for every broker with room for another
+request (`max.in.flight.requests.per.connection`), and sends one Produce
+request per broker. Answers are handled per partition: success completes
+the batch, a retriable error puts it back in order after a backoff
+(`retry.backoff.ms` doubling up to `retry.backoff.max.ms`) while `retries`
+and the delivery timeout allow, anything else fails it. Then it sleeps until
+the next linger or backoff deadline, or until something wakes it.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from typing import Callable, Optional
+
+import grpc
+
+from kraftlog_api import broker_pb2 as bpb
+from partition_log.errors import KafkaError
+
+from .accumulator import IDLE_DELAY_S, RecordAccumulator
+from .errors import NetworkError, RequestTimedOutError, error_for_code
+from .idempotence import IdempotenceState
+from .metadata import Metadata
+from .producer_batch import ProducerBatch
+from .producer_config import ProducerConfig
+
+log = logging.getLogger(__name__)
+
+NONE = 0
+UNKNOWN_SERVER_ERROR = -1
+MESSAGE_TOO_LARGE = 10
+OUT_OF_ORDER_SEQUENCE_NUMBER = 45
+DUPLICATE_SEQUENCE_NUMBER = 46
+INVALID_PRODUCER_EPOCH = 47
+UNKNOWN_PRODUCER_ID = 59
+PRODUCER_FENCED = 90
+# Kafka's retriable errors of a Produce answer.
+RETRIABLE_PRODUCE_ERRORS = frozenset({
+    2,   # CORRUPT_MESSAGE (damaged on the way: the broker checks the CRC)
+    3,   # UNKNOWN_TOPIC_OR_PARTITION
+    5,   # LEADER_NOT_AVAILABLE
+    6,   # NOT_LEADER_OR_FOLLOWER
+    7,   # REQUEST_TIMED_OUT
+    13,  # NETWORK_EXCEPTION
+    19,  # NOT_ENOUGH_REPLICAS
+    20,  # NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    56,  # KAFKA_STORAGE_ERROR
+    74,  # FENCED_LEADER_EPOCH
+    75,  # UNKNOWN_LEADER_EPOCH
+})
+# InitProducerId answers worth asking again.
+RETRIABLE_INIT_ERRORS = frozenset({7, 13, 14, 15, 16, 51})  # ... COORDINATOR_*, NOT_COORDINATOR, CONCURRENT_TRANSACTIONS
+
+
+def transport_error(exc: grpc.aio.AioRpcError) -> KafkaError:
+    """A failed gRPC call as the Kafka error a Java client would see."""
+    code = exc.code()
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return RequestTimedOutError(f"no answer within request.timeout.ms ({exc.details()})")
+    if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED, grpc.StatusCode.UNKNOWN):
+        return NetworkError(f"{code.name}: {exc.details()}")
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
+        return error_for_code(MESSAGE_TOO_LARGE, f"request refused by the transport: {exc.details()}")
+    return error_for_code(UNKNOWN_SERVER_ERROR, f"gRPC {code.name}: {exc.details()}")
+
+
+class Sender:
+    def __init__(self, config: ProducerConfig, metadata: Metadata, accumulator: RecordAccumulator,
+                 idempotence: Optional[IdempotenceState], on_batch_finished: Callable[[], None],
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._config = config
+        self._metadata = metadata
+        self._acc = accumulator
+        self._idem = idempotence
+        self._on_batch_finished = on_batch_finished
+        self._clock = clock
+        self._request_timeout_s = config.request_timeout_ms / 1000
+        self._delivery_timeout_s = config.delivery_timeout_ms / 1000
+        self._wake = asyncio.Event()
+        self._node_in_flight: dict[int, int] = {}
+        self._requests: set[asyncio.Task[None]] = set()
+        self._init_task: Optional[asyncio.Task[None]] = None
+        self._init_retry_at = 0.0
+        self._init_failures = 0
+        self._stopping = False
+        self.fatal_error: Optional[KafkaError] = None
+
+    # --- the loop ----------------------------------------------------------
+
+    def wakeup(self) -> None:
+        self._wake.set()
+
+    def stop(self) -> None:
+        """Finish what is queued and in flight, then end run()."""
+        self._stopping = True
+        self.wakeup()
+
+    @property
+    def idle(self) -> bool:
+        return not self._acc.has_unsent() and not self._requests
+
+    async def run(self) -> None:
+        while not (self._stopping and self.idle):
+            delay = self._run_once()
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=max(delay, 0.0))
+            except asyncio.TimeoutError:
+                pass
+            self._wake.clear()
+
+    def _run_once(self) -> float:
+        now = self._clock()
+        for batch in self._acc.expired(now, self._delivery_timeout_s):
+            self._fail(batch, RequestTimedOutError(
+                f"expiring {batch.record_count} record(s) for {batch.topic}-{batch.partition}: "
+                f"{(now - batch.created) * 1000:.0f} ms has passed since batch creation"))
+        refresh = self._metadata.maybe_update()
+        if refresh is not None:
+            refresh.add_done_callback(lambda _: self.wakeup())
+        if self.fatal_error is not None:
+            for batch in self._acc.take_all_queued():
+                self._fail(batch, self.fatal_error)
+            return IDLE_DELAY_S
+        if self._idem is not None and (not self._idem.has_producer_id or self._idem.bump_needed):
+            return self._init_producer_id_step(now)
+        check = self._acc.ready(now, self._metadata_leader)
+        if check.unknown_leaders:
+            self._metadata.request_update()
+        open_nodes = frozenset(n for n in check.nodes
+                               if self._node_in_flight.get(n, 0) < self._config.max_in_flight)
+        for node, batches in self._acc.drain(open_nodes, self._metadata_leader,
+                                             self._config.max_request_size, now).items():
+            self._send(node, batches, now)
+        delay = check.next_delay_s
+        if self._metadata.update_due:
+            delay = min(delay, max(self._metadata.next_update_in(), 0.005))
+        return delay
+
+    def _metadata_leader(self, topic: str, partition: int) -> Optional[int]:
+        info = self._metadata.leader_for(topic, partition)
+        return None if info is None else info.leader
+
+    # --- producing ---------------------------------------------------------
+
+    def _send(self, node: int, batches: list[ProducerBatch], now: float) -> None:
+        topics: dict[str, list[bpb.ProduceRequest.PartitionData]] = {}
+        for batch in batches:
+            if self._idem is not None:
+                self._idem.stamp(batch)
+            batch.attempts += 1
+            topics.setdefault(batch.topic, []).append(bpb.ProduceRequest.PartitionData(
+                index=batch.partition, records=batch.encode(self._config.compression)))
+        request = bpb.ProduceRequest(acks=self._config.acks, timeout_ms=self._config.request_timeout_ms, topics=[
+            bpb.ProduceRequest.TopicData(name=name, partitions=parts) for name, parts in topics.items()])
+        self._node_in_flight[node] = self._node_in_flight.get(node, 0) + 1
+        task = asyncio.get_running_loop().create_task(self._produce(node, request, batches))
+        self._requests.add(task)
+        task.add_done_callback(self._requests.discard)
+
+    async def _produce(self, node: int, request: bpb.ProduceRequest, batches: list[ProducerBatch]) -> None:
+        try:
+            try:
+                response = await self._metadata.stub(node).Produce(request, timeout=self._request_timeout_s)
+            except (grpc.aio.AioRpcError, KeyError) as exc:
+                error = transport_error(exc) if isinstance(exc, grpc.aio.AioRpcError) else \
+                    NetworkError(f"broker {node} left the metadata")
+                if error.retriable:
+                    self._metadata.note_unreachable(node)
+                for batch in batches:
+                    self._settle(batch, error.code, -1, -1, str(error), error)
+                return
+            answers = {(t.name, p.index): p for t in response.responses for p in t.partitions}
+            for batch in batches:
+                answer = answers.get(batch.tp)
+                if answer is None:
+                    self._settle(batch, UNKNOWN_SERVER_ERROR, -1, -1, f"broker {node} did not answer for it")
+                else:
+                    self._settle(batch, answer.error_code, answer.base_offset, answer.log_append_time_ms,
+                                 answer.error_message)
+        finally:
+            self._node_in_flight[node] -= 1
+            self.wakeup()
+
+    def _settle(self, batch: ProducerBatch, code: int, base_offset: int, log_append_time: int,
+                message: str, error: Optional[KafkaError] = None) -> None:
+        """One batch's answer (or its request's failure)."""
+        self._acc.returned(batch)
+        if batch.finished:
+            return  # failed by a forced close meanwhile
+        if code in (NONE, DUPLICATE_SEQUENCE_NUMBER):
+            if self._idem is not None:
+                self._idem.acknowledged(batch)
+            if self._config.acks == 0:
+                base_offset, log_append_time = -1, -1  # acks=0: the producer learns no offset
+            batch.complete(base_offset, log_append_time)
+            self._finished(batch)
+            return
+        if error is None:
+            error = error_for_code(code, f"{batch.topic}-{batch.partition}: {message}" if message
+                                   else f"{batch.topic}-{batch.partition}")
+        self._metadata.note_error(code)
+        retriable = error.retriable or code in RETRIABLE_PRODUCE_ERRORS
+        if self._idem is not None and code in (OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID):
+            # Not explained by an earlier batch of ours still being retried: the
+            # broker's sequence state and ours differ, so start a new epoch.
+            if code == UNKNOWN_PRODUCER_ID or self._idem.is_next_expected(batch):
+                log.info("%s for %s: bumping the producer epoch", error.name, batch)
+                self._idem.request_epoch_bump()
+            retriable = True
+        now = self._clock()
+        if retriable and batch.attempts <= self._config.retries and now - batch.created < self._delivery_timeout_s:
+            log.debug("retrying %s after %s", batch, error)
+            self._acc.reenqueue(batch, now + self._backoff_s(batch.attempts))
+            return
+        self._fail(batch, error)
+
+    def _fail(self, batch: ProducerBatch, error: BaseException) -> None:
+        if self._idem is not None and batch.attempts > 0:
+            # Its sequence number may now be a gap the broker waits to see filled.
+            self._idem.request_epoch_bump()
+        batch.fail(error)
+        self._finished(batch)
+
+    def _finished(self, batch: ProducerBatch) -> None:
+        self._acc.finished(batch)
+        self._on_batch_finished()
+
+    def _backoff_s(self, attempts: int) -> float:
+        """retry.backoff.ms doubling per attempt up to retry.backoff.max.ms, with 20% jitter (KIP-580)."""
+        base = self._config.retry_backoff_ms * (2 ** max(attempts - 1, 0))
+        return min(base, self._config.retry_backoff_max_ms) * random.uniform(0.8, 1.2) / 1000
+
+    # --- producer id -------------------------------------------------------
+
+    def _init_producer_id_step(self, now: float) -> float:
+        """Get a producer id, or bump the epoch once nothing is in flight."""
+        if self._init_task is not None and not self._init_task.done():
+            return IDLE_DELAY_S
+        if self._requests:
+            return IDLE_DELAY_S  # a response wakes us up
+        if now < self._init_retry_at:
+            return self._init_retry_at - now
+        self._init_task = asyncio.get_running_loop().create_task(self._init_producer_id())
+        self._init_task.add_done_callback(lambda _: self.wakeup())
+        return IDLE_DELAY_S
+
+    async def _init_producer_id(self) -> None:
+        assert self._idem is not None
+        bump = self._idem.has_producer_id
+        request = bpb.InitProducerIdRequest(
+            transactional_id="", transaction_timeout_ms=60000,
+            producer_id=self._idem.producer_id if bump else -1,
+            producer_epoch=self._idem.producer_epoch if bump else -1)
+        try:
+            response = await self._metadata.any_broker("InitProducerId", request, self._request_timeout_s)
+        except KafkaError as exc:
+            if exc.retriable:
+                self._retry_init(exc)
+            else:
+                self._fatal(exc)
+            return
+        if response.error_code in (INVALID_PRODUCER_EPOCH, PRODUCER_FENCED) and bump:
+            # The broker no longer accepts our id and epoch: start over with a new id.
+            log.info("InitProducerId refused the epoch bump (%s): asking for a new producer id",
+                     response.error_code)
+            self._idem.set_producer(-1, -1)
+            self._idem.request_epoch_bump()
+            return
+        if response.error_code:
+            error = error_for_code(response.error_code, response.error_message or "InitProducerId")
+            if response.error_code in RETRIABLE_INIT_ERRORS or error.retriable:
+                self._retry_init(error)
+            else:
+                self._fatal(error)
+            return
+        self._init_failures = 0
+        self._idem.set_producer(response.producer_id, response.producer_epoch)
+        log.info("producer id %d epoch %d%s", response.producer_id, response.producer_epoch,
+                 " (epoch bump)" if bump else "")
+
+    def _retry_init(self, error: KafkaError) -> None:
+        self._init_failures += 1
+        self._init_retry_at = self._clock() + self._backoff_s(self._init_failures)
+        log.info("InitProducerId failed (%s); retrying", error)
+
+    def _fatal(self, error: KafkaError) -> None:
+        """The producer cannot go on (e.g. the brokers lack InitProducerId): fail everything."""
+        log.error("producer failed: %s", error)
+        self.fatal_error = error
+        self.wakeup()
+
+    # --- closing -----------------------------------------------------------
+
+    async def abort(self, error: KafkaError) -> None:
+        """A forced close: fail everything queued and in flight, stop waiting for answers."""
+        for batch in self._acc.take_all_queued():
+            self._fail(batch, error)
+        for task in list(self._requests):
+            task.cancel()
+        for batch in list(self._acc.in_flight()):
+            self._acc.returned(batch)
+            if not batch.finished:
+                batch.fail(error)
+                self._finished(batch)
+        await asyncio.gather(*self._requests, return_exceptions=True)
+        if self._init_task is not None:
+            self._init_task.cancel()
+        self.stop()
