@@ -65,7 +65,7 @@ class Partition:
         self.changed = Signal()  # appends, high watermark moves, role changes
         # Idempotent producers, on every replica: a function of the log, so it
         # is replayed from the log here and after every truncation.
-        self.producers = producers or ProducerStateManager()
+        self.producers = producers if producers is not None else ProducerStateManager()
         self._replay_producers()
 
     def __repr__(self) -> str:

@@ -13,7 +13,7 @@ a Kafka broker does not open its listeners before its initial catch-up.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Optional
 
 import grpc
 from google.protobuf.message import Message
@@ -46,7 +46,7 @@ FORWARDED = {
 class KafkaBrokerService:
     def __init__(self, replicas: ReplicaManager, controllers: ControllerClient, *, cluster_id: str, listener: str,
                  ready: Callable[[], bool], controller_id: Callable[[], int], forward_timeout_s: float,
-                 producer_ids: ProducerIdManager) -> None:
+                 producer_ids: Optional[ProducerIdManager] = None) -> None:
         self.replicas = replicas
         self.producer_ids = producer_ids
         self.controllers = controllers
@@ -87,6 +87,8 @@ class KafkaBrokerService:
     async def InitProducerId(self, request: bpb.InitProducerIdRequest,
                              context: grpc.aio.ServicerContext) -> bpb.InitProducerIdResponse:
         await self._check_ready(context)
+        if self.producer_ids is None:
+            await context.abort(grpc.StatusCode.UNIMPLEMENTED, "this service hands out no producer ids")
         return await handle_init_producer_id(self.producer_ids, request)
 
     async def DescribeCluster(self, request: bpb.DescribeClusterRequest,
