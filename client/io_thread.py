@@ -55,8 +55,9 @@ class IoThread:
             pass
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(STOP_TIMEOUT_S)
-        if not self._thread.is_alive():
-            self.loop.close()
+        # The loop is stopped but not closed: grpc.aio's process-wide poller may
+        # still hand it a completion, and a closed loop would log "Event loop is
+        # closed" for each; a stopped one just never runs it.
 
     async def _shutdown(self) -> None:
         me = asyncio.current_task()
