@@ -1,0 +1,198 @@
+"""The queue workload of a chaos run: producers and consumers recording every
+operation into the history (chaos/queue_checks.py documents the ops).
+
+- Producers (idempotent, acks=all) send unique values `p<i>-<n>` to explicit
+  partitions, round robin, a bounded number in flight each. A send that
+  completed with an offset is `ok`; one that failed is `info` (after the
+  producer's own retries the outcome is unknown to the client: the batch may
+  have been appended before the connection broke), never `fail`.
+- Consumers poll: some with assign() from the beginning (their streams must
+  not skip), some subscribed in a group (their streams restart on
+  reassignment; the `assign` lines mark where).
+- After the faults are healed, `final_read()` reads every partition from its
+  log start to its end with a fresh consumer.
+
+Everything is bounded: the run's deadline stops the loops; every client is
+closed at the end.
+"""
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from client.consumer import Consumer
+from client.consumer_types import TopicPartition
+from client.producer import Producer
+
+from .history import FAIL, INFO, OK, HistoryRecorder
+
+POLL_TIMEOUT_S = 0.5
+FINAL_READ_TIMEOUT_S = 120.0
+
+
+@dataclass
+class QueueWorkload:
+    history: HistoryRecorder
+    bootstrap: str
+    topic: str
+    partitions: int
+    producers: int = 2
+    assigned_consumers: int = 1
+    group_consumers: int = 2
+    in_flight_per_producer: int = 16
+    rate_per_producer: float = 200.0  # sends per second at most
+    producer_config: dict[str, Any] = field(default_factory=dict)
+    _stop: threading.Event = field(default_factory=threading.Event, init=False)
+    _threads: list[threading.Thread] = field(default_factory=list, init=False)
+    _processes: "itertools.count[int]" = field(default_factory=itertools.count, init=False)
+    _process_lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    errors: list[str] = field(default_factory=list, init=False)
+
+    def _process(self) -> int:
+        with self._process_lock:
+            return next(self._processes)
+
+    def key(self, partition: int) -> str:
+        return f"{self.topic}-{partition}"
+
+    # -- running ------------------------------------------------------------------------------
+    def start(self) -> None:
+        for i in range(self.producers):
+            self._spawn(f"producer-{i}", self._produce, i)
+        for i in range(self.assigned_consumers):
+            self._spawn(f"assigned-{i}", self._consume, f"assigned-{i}", False)
+        for i in range(self.group_consumers):
+            self._spawn(f"group-{i}", self._consume, f"group-{i}", True)
+
+    def stop(self, timeout: float = 60.0) -> None:
+        self._stop.set()
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        alive = [t.name for t in self._threads if t.is_alive()]
+        if alive:
+            self.errors.append(f"workload threads still running after {timeout:g}s: {alive}")
+
+    def _spawn(self, name: str, target: Any, *args: Any) -> None:
+        def guarded() -> None:
+            try:
+                target(*args)
+            except Exception as exc:  # noqa: BLE001 - recorded in the run's summary, not swallowed
+                self.errors.append(f"{name}: {type(exc).__name__}: {exc}")
+        thread = threading.Thread(target=guarded, name=f"chaos-{name}", daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+    def _produce(self, index: int) -> None:
+        config = {"bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": True,
+                  "linger.ms": 2, "delivery.timeout.ms": 30000, "request.timeout.ms": 5000,
+                  "client.id": f"chaos-producer-{index}", **self.producer_config}
+        slots = threading.BoundedSemaphore(self.in_flight_per_producer)
+        interval = 1.0 / self.rate_per_producer
+        producer = Producer(config)
+        try:
+            for n in itertools.count():
+                if self._stop.is_set():
+                    break
+                partition = n % self.partitions
+                value = f"p{index}-{n}"
+                if not slots.acquire(timeout=1.0):
+                    continue
+                call = self.history.invoke(self._process(), "send", self.key(partition), value)
+                future = producer.produce(self.topic, value.encode(), partition=partition)
+                future.add_done_callback(lambda f, call=call: self._sent(f, call, slots))
+                time.sleep(interval)
+            producer.flush(timeout=40.0)
+        finally:
+            producer.close(timeout=10.0)
+
+    def _sent(self, future: Any, call: Any, slots: threading.BoundedSemaphore) -> None:
+        try:
+            error = future.exception()
+            if error is None:
+                self.history.complete(call, OK, future.result().offset)
+            else:
+                self.history.complete(call, INFO, error=f"{type(error).__name__}: {error}")
+        finally:
+            slots.release()
+
+    def _consume(self, name: str, in_group: bool) -> None:
+        config = {"bootstrap.servers": self.bootstrap, "client.id": f"chaos-{name}",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": in_group,
+                  "auto.commit.interval.ms": 1000}
+        if in_group:
+            config["group.id"] = f"chaos-{self.topic}"
+        consumer = Consumer(config)
+        process = self._process()
+        mode = "subscribe" if in_group else "assign"
+
+        def assigned(partitions: Any) -> None:
+            call = self.history.invoke(process, "assign", None, {"consumer": name})
+            self.history.complete(call, OK, sorted(self.key(tp.partition) for tp in partitions))
+
+        try:
+            if in_group:
+                consumer.subscribe([self.topic], on_assign=assigned)
+            else:
+                partitions = [TopicPartition(self.topic, p) for p in range(self.partitions)]
+                consumer.assign(partitions)
+                consumer.seek_to_beginning(partitions)
+            while not self._stop.is_set():
+                call = self.history.invoke(process, "poll", None, {"consumer": name, "mode": mode})
+                try:
+                    records = consumer.poll(POLL_TIMEOUT_S)
+                except Exception as exc:  # noqa: BLE001 - a failed poll read nothing
+                    self.history.complete(call, FAIL, error=f"{type(exc).__name__}: {exc}")
+                    time.sleep(0.2)
+                    continue
+                polled: dict[str, list[list[Any]]] = {}
+                for r in records:
+                    polled.setdefault(self.key(r.partition), []).append(
+                        [r.offset, r.value.decode() if r.value is not None else None])
+                self.history.complete(call, OK, polled)
+        finally:
+            consumer.close()
+
+    # -- after healing ------------------------------------------------------------------------
+    def final_read(self, timeout: float = FINAL_READ_TIMEOUT_S) -> dict[int, int]:
+        """Read every partition whole; the record count per partition."""
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "client.id": "chaos-final-read",
+                             "auto.offset.reset": "earliest", "enable.auto.commit": False})
+        process = self._process()
+        counts: dict[int, int] = {}
+        try:
+            partitions = [TopicPartition(self.topic, p) for p in range(self.partitions)]
+            deadline = time.monotonic() + timeout
+            ends = consumer.end_offsets(partitions, timeout=timeout)
+            for tp in partitions:
+                call = self.history.invoke(process, "final-read", self.key(tp.partition))
+                consumer.assign([tp])
+                consumer.seek_to_beginning([tp])
+                records: list[list[Any]] = []
+                end = ends[tp]
+                while consumer.position(tp) < end:
+                    if time.monotonic() > deadline:
+                        self.history.complete(call, INFO, error=f"final read did not reach offset {end}")
+                        raise TimeoutError(f"final read of {self.key(tp.partition)} did not reach {end}")
+                    for r in consumer.poll(POLL_TIMEOUT_S):
+                        records.append([r.offset, r.value.decode() if r.value is not None else None])
+                self.history.complete(call, OK, records)
+                counts[tp.partition] = len(records)
+        finally:
+            consumer.close()
+        return counts
+
+
+def leader_of(metadata: Any, topic: str, partition: int = 0) -> Optional[int]:
+    """The leader of a partition in a Metadata answer; None if offline or unknown."""
+    if metadata is None:
+        return None
+    for t in metadata.topics:
+        if t.name == topic:
+            for p in t.partitions:
+                if p.partition_index == partition and p.leader_id >= 0:
+                    return p.leader_id
+    return None
