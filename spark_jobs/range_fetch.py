@@ -1,0 +1,160 @@
+"""One Spark task's fetch loop: the raw record batches of one partition's
+offsets [start, end), from its leader, as the broker stores them.
+
+Runs inside an executor's Python worker, which opens its own gRPC channels
+here (a channel cannot be pickled from the driver). Fetch is long-polled
+(max_wait_ms) and the broker only answers below the high watermark, so a
+task waiting for data a new leader has not yet committed does not spin.
+On NOT_LEADER_OR_FOLLOWER, a leader epoch error or a lost connection the
+task refreshes metadata and asks again at the same offset: the new leader
+serves exactly the records the old one had acknowledged.
+"""
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Iterator, Optional
+
+import grpc
+
+from client.cluster import CALL_TIMEOUT_S, Cluster
+from client.console import RETRIABLE, RETRY_BACKOFF_S
+from client.errors import KafkaError, NetworkError, error_for_code
+from kraftlog_api import broker_pb2 as bpb
+from partition_log.batch import end_offset
+
+from .options import EARLIEST, LATEST
+from .planning import OffsetRange
+from .topic_offsets import list_offsets
+
+log = logging.getLogger(__name__)
+
+OFFSET_OUT_OF_RANGE = 1
+MAX_WAIT_MS = 500
+
+
+@dataclass(frozen=True)
+class FetchSettings:
+    bootstrap: str
+    fail_on_data_loss: bool = True
+    poll_timeout_ms: int = 120_000  # Spark's kafkaConsumer.pollTimeoutMs: no progress for this long fails the task
+    max_bytes: int = 4 << 20
+
+
+@dataclass(frozen=True)
+class FetchedChunk:
+    """Whole batches from one Fetch answer; records below `position` or at or
+    past `end` are not the task's and are dropped by the decoder."""
+
+    records: bytes
+    position: int
+    end: int
+
+
+def fetch_range(settings: FetchSettings, rng: OffsetRange) -> Iterator[FetchedChunk]:
+    with Cluster(settings.bootstrap) as cluster:
+        yield from _RangeFetch(cluster, settings, rng).chunks()
+
+
+class _RangeFetch:
+    def __init__(self, cluster: Cluster, settings: FetchSettings, rng: OffsetRange) -> None:
+        self.cluster = cluster
+        self.settings = settings
+        self.rng = rng
+        self.tp = (rng.topic, rng.partition)
+        self.name = f"{rng.topic}-{rng.partition}"
+
+    def chunks(self) -> Iterator[FetchedChunk]:
+        position = self.rng.start
+        if position == EARLIEST:
+            position = list_offsets(self._refreshed(), {self.tp: EARLIEST})[self.tp]
+        idle_since = time.monotonic()
+        last_problem = "no data yet"
+        while position < self.rng.end:
+            if time.monotonic() - idle_since > self.settings.poll_timeout_ms / 1000:
+                raise NetworkError(f"{self.name}: no progress at offset {position} (reading to {self.rng.end}) "
+                                   f"for kafkaConsumer.pollTimeoutMs={self.settings.poll_timeout_ms} "
+                                   f"(last: {last_problem})")
+            answer = self._fetch_once(position)
+            if isinstance(answer, str):
+                last_problem = answer
+                time.sleep(RETRY_BACKOFF_S)
+                self._refresh_quietly()
+                continue
+            if answer.error_code == OFFSET_OUT_OF_RANGE:
+                moved = self._out_of_range(position)
+                if moved == position:
+                    last_problem = f"OFFSET_OUT_OF_RANGE at {position} from a stale leader"
+                    time.sleep(RETRY_BACKOFF_S)
+                else:
+                    position, idle_since = moved, time.monotonic()
+                continue
+            if answer.error_code:
+                last_problem = str(error_for_code(answer.error_code, self.name))
+                if answer.error_code not in RETRIABLE:
+                    raise error_for_code(answer.error_code, f"Fetch of {self.name} at offset {position}")
+                time.sleep(RETRY_BACKOFF_S)
+                self._refresh_quietly()
+                continue
+            if not answer.records:
+                last_problem = f"high watermark {answer.high_watermark}, waiting for offset {position}"
+                continue  # the long poll waited already
+            yield FetchedChunk(answer.records, position, self.rng.end)
+            position = max(position, end_offset(answer.records))
+            idle_since = time.monotonic()
+
+    def _fetch_once(self, position: int) -> "bpb.FetchResponse.PartitionData | str":
+        leader = self._leader()
+        if leader is None:
+            return "no leader known"
+        request = bpb.FetchRequest(
+            replica_id=-1, max_wait_ms=MAX_WAIT_MS, min_bytes=1, max_bytes=self.settings.max_bytes,
+            topics=[bpb.FetchRequest.FetchTopic(topic=self.rng.topic, partitions=[bpb.FetchRequest.FetchPartition(
+                partition=self.rng.partition, current_leader_epoch=-1, fetch_offset=position,
+                last_fetched_epoch=-1, partition_max_bytes=self.settings.max_bytes)])])
+        try:
+            response = self.cluster.broker_stub(leader).Fetch(request, timeout=CALL_TIMEOUT_S + MAX_WAIT_MS / 1000)
+        except grpc.RpcError as exc:
+            return f"broker {leader}: {exc.code().name}"  # type: ignore[attr-defined]
+        if response.error_code:
+            return str(error_for_code(response.error_code, "Fetch"))
+        return response.responses[0].partitions[0]
+
+    def _out_of_range(self, position: int) -> int:
+        """Records at `position` are gone (retention, or a truncation below it):
+        Spark's failOnDataLoss decides between failing and skipping ahead."""
+        bounds = list_offsets(self._refreshed(), {self.tp: EARLIEST})
+        earliest = bounds[self.tp]
+        latest = list_offsets(self.cluster, {self.tp: LATEST})[self.tp]
+        detail = f"{self.name}: offset {position} is out of range (the log holds {earliest} up to {latest})"
+        if earliest <= position <= latest:
+            log.info("%s; asking again (the answer came from a stale leader)", detail)
+            return position
+        if position < earliest and not self.settings.fail_on_data_loss:
+            log.warning("%s; skipping to %s (failOnDataLoss=false)", detail, earliest)
+            return earliest
+        if not self.settings.fail_on_data_loss:
+            log.warning("%s; nothing more to read (failOnDataLoss=false)", detail)
+            return self.rng.end
+        raise error_for_code(OFFSET_OUT_OF_RANGE, f"{detail}: data was lost; set option 'failOnDataLoss' to false "
+                                                  "to skip it")
+
+    def _leader(self) -> Optional[int]:
+        for attempt in range(2):
+            for p in self.cluster.topics.get(self.rng.topic, ()):
+                if p.partition == self.rng.partition and p.leader in self.cluster.brokers:
+                    return p.leader
+            if attempt == 0:
+                self._refresh_quietly()
+        return None
+
+    def _refreshed(self) -> Cluster:
+        self.cluster.refresh([self.rng.topic])
+        return self.cluster
+
+    def _refresh_quietly(self) -> None:
+        try:
+            self.cluster.refresh([self.rng.topic])
+        except KafkaError as exc:
+            log.info("metadata refresh for %s failed: %s", self.name, exc)
