@@ -9,10 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
-from partition_log.config import parse_bool, parse_int
-
-from .admin import parse_bootstrap
 from .errors import InvalidConfigError
+from .settings import read_settings
 
 AUTO_OFFSET_RESETS = ("earliest", "latest", "none")
 ISOLATION_LEVELS = {"read_uncommitted": 0, "read_committed": 1}
@@ -85,19 +83,8 @@ class ConsumerConfig:
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any]) -> "ConsumerConfig":
-        unknown = sorted(set(raw) - set(_INTS) - set(_STRINGS) - set(_BOOLS))
-        if unknown:
-            raise InvalidConfigError(f"{unknown[0]}: not a consumer setting")
-        ints = {k: parse_int(k, raw[k], minimum) if k in raw else default
-                for k, (default, minimum) in _INTS.items()}
-        strings = {k: (str(raw[k]).strip() if raw.get(k) is not None else default) for k, default in _STRINGS.items()}
-        bools = {k: parse_bool(k, raw[k]) if k in raw else default for k, default in _BOOLS.items()}
-        if not strings["bootstrap.servers"]:
-            raise InvalidConfigError("bootstrap.servers: required (HOST:PORT,...)")
-        try:
-            bootstrap = tuple(parse_bootstrap(strings["bootstrap.servers"]))
-        except InvalidConfigError as exc:
-            raise InvalidConfigError(f"bootstrap.servers={strings['bootstrap.servers']!r}: {exc}") from None
+        settings = read_settings(raw, "consumer", ints=_INTS, strings=_STRINGS, bools=_BOOLS)
+        ints, strings, bools = settings.ints, settings.strings, settings.bools
         _one_of("auto.offset.reset", strings["auto.offset.reset"], AUTO_OFFSET_RESETS)
         _one_of("isolation.level", strings["isolation.level"], tuple(ISOLATION_LEVELS))
         _one_of("group.remote.assignor", strings["group.remote.assignor"], ASSIGNORS)
@@ -106,7 +93,7 @@ class ConsumerConfig:
         if group_id is None and "enable.auto.commit" in raw and bools["enable.auto.commit"]:
             raise InvalidConfigError("enable.auto.commit=true: needs a group.id to commit to")
         return cls(
-            bootstrap_servers=bootstrap,
+            bootstrap_servers=settings.bootstrap,
             group_id=group_id,
             client_id=strings["client.id"] or "",
             group_instance_id=strings["group.instance.id"] or None,

@@ -32,7 +32,7 @@ from partition_log.records import iter_batches
 from .consumer_config import ConsumerConfig
 from .consumer_types import ConsumerRecord, OffsetAndMetadata, TimestampType, TopicPartition
 from .errors import NoOffsetForPartitionError, OffsetOutOfRangeError, error_for_code
-from .io_thread import sleep_or_wake
+from .io_thread import LoopWorker
 from .metadata import STALE_METADATA_ERRORS, TRANSPORT_FAILURES, Metadata
 from .offsets import list_offsets
 from .subscription_state import RESET_TIMESTAMPS, CompletedFetch, SubscriptionState
@@ -73,36 +73,26 @@ def decode_fetched(tp: TopicPartition, position: int, data: bpb.FetchResponse.Pa
     return CompletedFetch(tp, position, records, next_offset, size=len(data.records))
 
 
-class Fetcher:
+class Fetcher(LoopWorker):
     def __init__(self, config: ConsumerConfig, metadata: Metadata, state: SubscriptionState,
                  committed_lookup: Optional[CommittedLookup]) -> None:
+        super().__init__()
         self._config = config
         self._metadata = metadata
         self._state = state
         self._committed_lookup = committed_lookup
         self._backoff_s = config.retry_backoff_ms / 1000
-        self._wake: Optional[asyncio.Event] = None
         self._in_flight: dict[int, set[TopicPartition]] = {}  # leader -> the partitions of its fetch
         self._resolving: Optional[asyncio.Task[None]] = None
-        self._closed = False
-
-    def wake(self) -> None:
-        """From the loop: something changed (a poll took records, a seek, an assignment)."""
-        if self._wake is not None:
-            self._wake.set()
-
-    def close(self) -> None:
-        self._closed = True
-        self.wake()
 
     async def run(self) -> None:
-        self._wake = asyncio.Event()
-        while not self._closed:
-            self._wake.clear()
+        """Woken when something changed: a poll took records, a seek, an
+        assignment, a fetch or a look-up ended."""
+        while self._next_turn():
             self._metadata.maybe_update()
             waiting = self._start_resolving()
             waiting |= self._send_fetches()
-            await sleep_or_wake(self._wake, self._backoff_s if waiting else IDLE_WAKE_S)
+            await self._sleep(self._backoff_s if waiting else IDLE_WAKE_S)
 
     # --- fetching -------------------------------------------------------------
 

@@ -35,7 +35,7 @@ from .consumer_config import ConsumerConfig
 from .consumer_types import TopicPartition
 from .coordinator import Coordinator, CoordinatorUnavailable
 from .errors import KafkaError, NetworkError, error_for_code
-from .io_thread import sleep_or_wake
+from .io_thread import LoopWorker
 from .subscription_state import SubscriptionState
 
 log = logging.getLogger(__name__)
@@ -60,15 +60,14 @@ def from_topic_partitions(items: list[gpb.TopicPartitions]) -> frozenset[TopicPa
     return frozenset(TopicPartition(t.topic, p) for t in items for p in t.partitions)
 
 
-class GroupMembership:
+class GroupMembership(LoopWorker):
     def __init__(self, config: ConsumerConfig, coordinator: Coordinator, state: SubscriptionState) -> None:
+        super().__init__()
         self._config = config
         self._coordinator = coordinator
         self._state = state
         self._interval_s = config.heartbeat_interval_ms / 1000
         self._backoff_s = config.retry_backoff_ms / 1000
-        self._wake: Optional[asyncio.Event] = None
-        self._closed = False
         # Under state.cond:
         self.member_id = ""
         self.member_epoch = JOIN_EPOCH
@@ -110,21 +109,11 @@ class GroupMembership:
 
     # --- on the loop ---------------------------------------------------------
 
-    def wake(self) -> None:
-        if self._wake is not None:
-            self._wake.set()
-
-    def close(self) -> None:
-        self._closed = True
-        self.wake()
-
     async def run(self) -> None:
-        self._wake = asyncio.Event()
-        while not self._closed:
-            self._wake.clear()
+        while self._next_turn():
             request = self._next_request()
             if request is None:
-                await sleep_or_wake(self._wake, IDLE_WAKE_S)
+                await self._sleep(IDLE_WAKE_S)
                 continue
             try:
                 response = await self._coordinator.call_once("ConsumerGroupHeartbeat", request)
@@ -132,7 +121,7 @@ class GroupMembership:
                 log.info("group %s: heartbeat: %s", self._config.group_id, exc)
                 with self._state.cond:
                     self._send_full = True
-                await sleep_or_wake(self._wake, self._backoff_s)
+                await self._sleep(self._backoff_s)
                 continue
             except KafkaError as exc:  # e.g. UNSUPPORTED_VERSION: no coordinator on the brokers
                 self._fail(exc)
@@ -140,7 +129,7 @@ class GroupMembership:
             self._handle(request, response)
             if self._must_send_now():
                 continue
-            await sleep_or_wake(self._wake, self._interval_s)
+            await self._sleep(self._interval_s)
 
     def _next_request(self) -> Optional[gpb.ConsumerGroupHeartbeatRequest]:
         c = self._config

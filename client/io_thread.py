@@ -67,10 +67,33 @@ class IoThread:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
-async def sleep_or_wake(event: asyncio.Event, seconds: float) -> None:
-    """Wait `seconds`, or less if `event` is set first (the caller clears it)."""
-    try:
-        await asyncio.wait_for(event.wait(), timeout=max(seconds, 0))
-    except asyncio.TimeoutError:
-        pass
+class LoopWorker:
+    """A task on the background loop that works in turns and sleeps between
+    them until a timeout or a wake(). wake() and close() are called on the loop."""
+
+    def __init__(self) -> None:
+        self._wake_event: Optional[asyncio.Event] = None
+        self._closed = False
+
+    def wake(self) -> None:
+        if self._wake_event is not None:
+            self._wake_event.set()
+
+    def close(self) -> None:
+        self._closed = True
+        self.wake()
+
+    def _next_turn(self) -> bool:
+        """Start a turn (wake-ups from now on end the next sleep); False once closed."""
+        if self._wake_event is None:
+            self._wake_event = asyncio.Event()
+        self._wake_event.clear()
+        return not self._closed
+
+    async def _sleep(self, seconds: float) -> None:
+        assert self._wake_event is not None
+        try:
+            await asyncio.wait_for(self._wake_event.wait(), timeout=max(seconds, 0))
+        except asyncio.TimeoutError:
+            pass
 
