@@ -106,6 +106,12 @@ class AsyncProducer:
     def buffered_bytes(self) -> int:
         return self._accumulator.buffered_bytes
 
+    def metrics(self) -> dict[str, int]:
+        """Counters by Kafka's producer metric names (record-send-total,
+        record-retry-total, record-error-total, request-total), plus
+        producer-epoch-bump-total."""
+        return dict(self._sender.metrics)
+
     # --- producing ---------------------------------------------------------
 
     def produce(self, topic: str, value: Optional[Bytes], key: Optional[Bytes] = None, headers: HeadersArg = None,
@@ -361,6 +367,9 @@ class Producer:
     def _notify_room(self) -> None:
         with self._room:
             self._room.notify_all()
+
+    def metrics(self) -> dict[str, int]:
+        return self._producer.metrics()
 
     def flush(self, timeout: Optional[float] = None) -> int:
         """As AsyncProducer.flush: records still undelivered after `timeout` seconds (0: all done)."""

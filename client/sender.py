@@ -91,6 +91,9 @@ class Sender:
         self._init_failures = 0
         self._stopping = False
         self.fatal_error: Optional[KafkaError] = None
+        # A few of Kafka's producer metrics, by Kafka's names.
+        self.metrics = {"request-total": 0, "record-send-total": 0, "record-retry-total": 0,
+                        "record-error-total": 0, "producer-epoch-bump-total": 0}
 
     # --- the loop ----------------------------------------------------------
 
@@ -155,11 +158,15 @@ class Sender:
             if self._idem is not None:
                 self._idem.stamp(batch)
             batch.attempts += 1
+            self.metrics["record-send-total"] += batch.record_count
+            if batch.attempts > 1:
+                self.metrics["record-retry-total"] += batch.record_count
             topics.setdefault(batch.topic, []).append(bpb.ProduceRequest.PartitionData(
                 index=batch.partition, records=batch.encode(self._config.compression)))
         request = bpb.ProduceRequest(acks=self._config.acks, timeout_ms=self._config.request_timeout_ms, topics=[
             bpb.ProduceRequest.TopicData(name=name, partitions=parts) for name, parts in topics.items()])
         self._node_in_flight[node] = self._node_in_flight.get(node, 0) + 1
+        self.metrics["request-total"] += 1
         task = asyncio.get_running_loop().create_task(self._produce(node, request, batches))
         self._requests.add(task)
         task.add_done_callback(self._requests.discard)
@@ -226,6 +233,7 @@ class Sender:
             # Its sequence number may now be a gap the broker waits to see filled.
             self._idem.request_epoch_bump()
         batch.fail(error)
+        self.metrics["record-error-total"] += batch.record_count
         self._finished(batch)
 
     def _finished(self, batch: ProducerBatch) -> None:
@@ -281,6 +289,8 @@ class Sender:
                 self._fatal(error)
             return
         self._init_failures = 0
+        if bump:
+            self.metrics["producer-epoch-bump-total"] += 1
         self._idem.set_producer(response.producer_id, response.producer_epoch)
         log.info("producer id %d epoch %d%s", response.producer_id, response.producer_epoch,
                  " (epoch bump)" if bump else "")

@@ -1,0 +1,281 @@
+"""The producer against a real cluster (3 combined nodes): every setting has
+an effect one can see in the partition's batches, keys land where Kafka puts
+them and keep their order, the async and sync APIs, flush and close."""
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import defaultdict
+
+import pytest
+from kafka.partitioner.default import murmur2 as kafka_python_murmur2
+
+from client.errors import InvalidConfigError, KafkaError
+from client.producer import AsyncProducer, Producer, RecordMetadata
+from kraftlog.local_cluster import LocalCluster
+from partition_log.compression import Codec
+
+from .producer_helpers import read_batches, read_records
+
+PROPERTIES = {"broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 500}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    c = LocalCluster(tmp_path_factory.mktemp("producer"), combined=3, properties=PROPERTIES)
+    try:
+        c.start()
+        c.wait_for_brokers(timeout=60)
+        yield c
+    finally:
+        c.close()
+
+
+@pytest.fixture(scope="module")
+def bootstrap(cluster) -> str:
+    return ",".join(cluster.broker_addresses.values())
+
+
+def topic(cluster: LocalCluster, name: str, partitions: int = 1, configs: dict | None = None) -> str:
+    cluster.create_topic(name, partitions, 3, configs=configs)
+    cluster.wait_for_leaders(name)
+    return name
+
+
+def produce_all(bootstrap: str, config: dict, records: list[dict], metrics: dict | None = None) -> list:
+    """Produce every record (produce()'s keyword arguments) with one AsyncProducer
+    and wait; each record's RecordMetadata or exception. The producer's
+    metrics go into `metrics`."""
+    async def run() -> list:
+        async with AsyncProducer({"bootstrap.servers": bootstrap, **config}) as producer:
+            futures = [producer.produce(**r) for r in records]
+            results = await asyncio.gather(*futures, return_exceptions=True)
+            if metrics is not None:
+                metrics.update(producer.metrics())
+            return results
+    return asyncio.run(run())
+
+
+def test_every_record_lands_once_in_order_with_offsets_timestamps_and_headers(cluster, bootstrap) -> None:
+    name = topic(cluster, "basic")
+    records = [{"topic": name, "value": f"v{i}".encode(), "headers": [("n", str(i).encode()), ("empty", None)],
+                "timestamp": 1_700_000_000_000 + i} for i in range(500)]
+    results = produce_all(bootstrap, {}, records)
+    assert all(isinstance(r, RecordMetadata) for r in results), results[:3]
+    assert [r.offset for r in results] == list(range(500))
+    assert [r.timestamp for r in results] == [1_700_000_000_000 + i for i in range(500)]
+    assert {r.topic for r in results} == {name} and {r.partition for r in results} == {0}
+    stored = read_records(cluster, name, 0, 500)
+    assert [r.value for r in stored] == [f"v{i}".encode() for i in range(500)]
+    assert [r.offset for r in stored] == list(range(500))
+    assert stored[7].headers == (("n", b"7"), ("empty", None)) and stored[7].timestamp == 1_700_000_000_007
+
+
+def test_keyed_records_land_in_their_murmur2_partition_and_keep_per_key_order(cluster, bootstrap) -> None:
+    name = topic(cluster, "keyed", partitions=6)
+    keys = [f"user-{k}".encode() for k in range(40)]
+    records = [{"topic": name, "key": keys[i % 40], "value": f"{i}".encode()} for i in range(2000)]
+    results = produce_all(bootstrap, {"linger.ms": 20}, records)
+    for record, result in zip(records, results):
+        # kafka-python's murmur2, as Kafka's Java client partitions keys.
+        assert result.partition == (kafka_python_murmur2(record["key"]) & 0x7FFFFFFF) % 6
+    per_key: dict[bytes, list[int]] = defaultdict(list)
+    for p in range(6):
+        for r in read_records(cluster, name, p):
+            assert (kafka_python_murmur2(r.key) & 0x7FFFFFFF) % 6 == p
+            per_key[r.key].append(int(r.value))
+    assert sorted(per_key) == sorted(keys)
+    for key, values in per_key.items():
+        assert values == sorted(values) and len(values) == 50  # once each, in production order
+
+
+def test_keyless_records_stick_to_a_partition_per_batch(cluster, bootstrap) -> None:
+    name = topic(cluster, "sticky", partitions=3)
+    records = [{"topic": name, "value": f"{i:05d}".encode() * 20} for i in range(3000)]
+    results = produce_all(bootstrap, {"batch.size": 4096, "linger.ms": 50}, records)
+    assert {r.partition for r in results} == {0, 1, 2}
+    batches = [b for p in range(3) for b in read_batches(cluster, name, p, 1)]
+    assert sum(len(b.records) for b in batches) == 3000
+    for batch in batches:
+        # A batch holds consecutive records: the partition changed only between batches.
+        numbers = [int(r.value[:5]) for r in batch.records]
+        assert numbers == list(range(numbers[0], numbers[0] + len(numbers)))
+    assert len(batches) >= 3000 * 121 // 4096  # full batches, each on one partition
+
+
+def test_batch_size_bounds_the_records_of_a_batch(cluster, bootstrap) -> None:
+    name = topic(cluster, "batch-size", partitions=2)
+    value = b"x" * 100  # 100 bytes + 21 bytes of record overhead at most
+    small = produce_all(bootstrap, {"batch.size": 1000, "linger.ms": 1000},
+                        [{"topic": name, "value": value, "partition": 0} for _ in range(200)])
+    large = produce_all(bootstrap, {"batch.size": 65536, "linger.ms": 1000},
+                        [{"topic": name, "value": value, "partition": 1} for _ in range(200)])
+    assert all(isinstance(r, RecordMetadata) for r in small + large)
+    small_batches = read_batches(cluster, name, 0, 200)
+    large_batches = read_batches(cluster, name, 1, 200)
+    assert max(len(b.records) for b in small_batches) == (1000 - 61) // 121  # 7: what fits in 1000 bytes
+    assert len(small_batches) >= 200 // 7
+    assert max(len(b.records) for b in large_batches) > 7
+
+
+def test_linger_ms_gathers_records_produced_apart_into_one_batch(cluster, bootstrap) -> None:
+    name = topic(cluster, "linger", partitions=1)
+
+    async def spaced(config: dict, await_each: bool) -> list[RecordMetadata]:
+        async with AsyncProducer({"bootstrap.servers": bootstrap, **config}) as producer:
+            futures = []
+            for i in range(5):
+                futures.append(producer.produce(name, f"{config['linger.ms']}-{i}".encode()))
+                if await_each:
+                    await futures[-1]
+                else:
+                    await asyncio.sleep(0.05)
+            return await asyncio.gather(*futures)
+
+    asyncio.run(spaced({"linger.ms": 0}, await_each=True))
+    lingered = asyncio.run(spaced({"linger.ms": 30000}, await_each=False))  # close() flushes: no 30 s wait
+    assert len({r.offset for r in lingered}) == 5
+    batches = read_batches(cluster, name, 0, 10)
+    assert [len(b.records) for b in batches] == [1, 1, 1, 1, 1, 5]
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
+def test_compression_type_is_the_codec_of_every_batch(cluster, bootstrap, codec: str) -> None:
+    name = topic(cluster, f"compressed-{codec}")
+    values = [f"record {i} ".encode() * 30 for i in range(300)]
+    produce_all(bootstrap, {"compression.type": codec, "linger.ms": 100},
+                [{"topic": name, "value": v} for v in values])
+    batches = read_batches(cluster, name, 0, 300)
+    assert {b.header.codec for b in batches} == {Codec.from_name(codec)}
+    assert [r.value for b in batches for r in b.records] == values
+    if codec != "none":
+        raw = sum(b.header.size for b in batches)
+        assert raw < sum(len(v) for v in values) / 3  # repetitive values compress well
+
+
+def test_acks_0_returns_no_offset_but_the_records_arrive(cluster, bootstrap) -> None:
+    name = topic(cluster, "acks0")
+    results = produce_all(bootstrap, {"acks": 0}, [{"topic": name, "value": f"{i}".encode()} for i in range(100)])
+    assert [r.offset for r in results] == [-1] * 100
+    assert [r.value for r in read_records(cluster, name, 0, 100)] == [f"{i}".encode() for i in range(100)]
+
+
+def test_acks_1_and_all_return_offsets(cluster, bootstrap) -> None:
+    name = topic(cluster, "acks1")
+    one = produce_all(bootstrap, {"acks": "1"}, [{"topic": name, "value": b"a"}] * 10)
+    every = produce_all(bootstrap, {"acks": "all"}, [{"topic": name, "value": b"b"}] * 10)
+    assert [r.offset for r in one + every] == list(range(20))
+
+
+def test_idempotence_puts_producer_id_and_consecutive_sequences_in_the_batches(cluster, bootstrap) -> None:
+    name = topic(cluster, "idempotent", partitions=2)
+    records = [{"topic": name, "value": b"x" * 50, "partition": i % 2} for i in range(1000)]
+    produce_all(bootstrap, {"batch.size": 2048, "linger.ms": 20}, records)
+    produce_all(bootstrap, {"enable.idempotence": False}, [{"topic": name, "value": b"plain", "partition": 0}])
+    producer_ids = set()
+    for p in (0, 1):
+        batches = read_batches(cluster, name, p, 500)
+        idempotent, plain = batches[:-1] if p == 0 else batches, batches[-1:] if p == 0 else []
+        expected_sequence = 0
+        for b in idempotent:
+            assert b.header.producer_id >= 0 and b.header.producer_epoch == 0
+            assert b.header.base_sequence == expected_sequence
+            expected_sequence += len(b.records)
+        assert expected_sequence == 500
+        producer_ids |= {b.header.producer_id for b in idempotent}
+        for b in plain:
+            assert (b.header.producer_id, b.header.base_sequence) == (-1, -1)
+    assert len(producer_ids) == 1
+
+
+def test_oversized_records_fail_with_message_too_large_without_being_sent(cluster, bootstrap) -> None:
+    name = topic(cluster, "too-large")
+    results = produce_all(bootstrap, {"max.request.size": 1000}, [
+        {"topic": name, "value": b"a" * 2000},
+        {"topic": name, "value": b"b" * 800},  # fits: 61 + 21 + 800
+    ])
+    assert isinstance(results[0], KafkaError) and results[0].name == "MESSAGE_TOO_LARGE"
+    assert "max.request.size" in str(results[0])
+    assert isinstance(results[1], RecordMetadata) and results[1].offset == 0
+    assert [r.value for r in read_records(cluster, name, 0, 1)] == [b"b" * 800]
+
+
+def test_a_batch_the_broker_refuses_fails_alone_and_the_idempotent_producer_goes_on(cluster, bootstrap) -> None:
+    name = topic(cluster, "small-messages", configs={"max.message.bytes": "2000"})
+    metrics: dict = {}
+    # The large record is a batch of its own (over batch.size); the small one follows in the next.
+    results = produce_all(bootstrap, {"batch.size": 4096}, [{"topic": name, "value": b"z" * 5000},
+                                                            {"topic": name, "value": b"small"}], metrics)
+    assert isinstance(results[0], KafkaError) and results[0].name == "MESSAGE_TOO_LARGE"
+    # Its sequence number is a gap the broker would wait for forever: the
+    # producer bumped its epoch (KIP-360) and the next batch went through.
+    assert isinstance(results[1], RecordMetadata) and results[1].offset == 0
+    assert metrics["producer-epoch-bump-total"] >= 1 and metrics["record-error-total"] == 1
+    [batch] = read_batches(cluster, name, 0, 1)
+    assert batch.header.producer_epoch >= 1 and batch.header.base_sequence == 0
+
+
+def test_unknown_topic_and_partition_out_of_range(cluster, bootstrap) -> None:
+    name = topic(cluster, "two", partitions=2)
+    results = produce_all(bootstrap, {"max.block.ms": 1500}, [
+        {"topic": "no-such-topic", "value": b"x"},
+        {"topic": name, "value": b"x", "partition": 2},
+        {"topic": name, "value": b"x", "partition": 1},
+    ])
+    assert results[0].name == "UNKNOWN_TOPIC_OR_PARTITION" and "1500 ms" in str(results[0])
+    assert results[1].name == "UNKNOWN_TOPIC_OR_PARTITION" and "[0...1]" in str(results[1])
+    assert isinstance(results[2], RecordMetadata) and results[2].partition == 1
+
+
+def test_sync_producer_futures_callbacks_flush_and_close(cluster, bootstrap) -> None:
+    name = topic(cluster, "sync", partitions=3)
+    delivered: list[tuple] = []
+    threads: set[str] = set()
+
+    def on_delivery(err, metadata) -> None:
+        threads.add(threading.current_thread().name)
+        delivered.append((err, metadata))
+
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 10000})
+    try:
+        futures = [producer.produce(name, f"{i}", key=f"k{i % 7}", on_delivery=on_delivery) for i in range(300)]
+        assert producer.flush(timeout=60) == 0  # without flush, linger.ms would hold them 10 s
+        assert all(f.done() for f in futures)
+        results = [f.result() for f in futures]
+    finally:
+        producer.close()
+    assert len(delivered) == 300 and all(err is None for err, _ in delivered)
+    assert threads == {"kraftlog-producer"}
+    assert sorted((r.partition, r.offset) for r in results) == sorted((m.partition, m.offset) for _, m in delivered)
+    for p in range(3):
+        assert len({r.offset for r in results if r.partition == p}) == len([r for r in results if r.partition == p])
+    with pytest.raises(RuntimeError, match="closed"):
+        producer.produce(name, b"late")
+    assert sum(len(read_records(cluster, name, p)) for p in range(3)) == 300
+
+
+def test_close_delivers_what_is_queued(cluster, bootstrap) -> None:
+    name = topic(cluster, "close")
+    with Producer({"bootstrap.servers": bootstrap, "linger.ms": 60000}) as producer:
+        futures = [producer.produce(name, f"{i}") for i in range(50)]
+    assert [f.result(timeout=0).offset for f in futures] == list(range(50))
+
+
+def test_bad_config_names_the_key(bootstrap) -> None:
+    for config, key in [
+        ({"acks": "2"}, "acks"),
+        ({"linger.ms": -1}, "linger.ms"),
+        ({"batch.size": "big"}, "batch.size"),
+        ({"compression.type": "brotli"}, "compression.type"),
+        ({"enable.idempotence": "maybe"}, "enable.idempotence"),
+        ({"enable.idempotence": True, "acks": 1}, "acks"),
+        ({"enable.idempotence": True, "max.in.flight.requests.per.connection": 6},
+         "max.in.flight.requests.per.connection"),
+        ({"delivery.timeout.ms": 1000, "request.timeout.ms": 30000}, "delivery.timeout.ms"),
+        ({"linger.ms.typo": 5}, "linger.ms.typo"),
+        ({"bootstrap.servers": "nohostport"}, "bootstrap.servers"),
+    ]:
+        with pytest.raises(InvalidConfigError, match=key.replace(".", r"\.")):
+            Producer({"bootstrap.servers": bootstrap, **config})
+    with pytest.raises(InvalidConfigError, match="bootstrap.servers"):
+        AsyncProducer({})
