@@ -12,6 +12,7 @@ from typing import Optional
 
 import pytest
 
+from broker.errors import Error
 from kraftlog.local_cluster import LocalCluster
 from kraftlog.local_processes import wait_until
 from kraftlog_api import broker_pb2 as bpb
@@ -26,13 +27,6 @@ PROPERTIES = {
     "replica.fetch.wait.max.ms": 200,
     "replica.fetch.backoff.ms": 200,
 }
-NONE = 0
-UNSUPPORTED_VERSION = 35
-INVALID_REQUEST = 42
-OUT_OF_ORDER_SEQUENCE_NUMBER = 45
-INVALID_PRODUCER_EPOCH = 47
-UNKNOWN_PRODUCER_ID = 59
-NOT_LEADER_OR_FOLLOWER = 6
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +48,7 @@ def init_producer_id(c: LocalCluster, broker: int, producer_id: int = -1, epoch:
 
 def new_producer(c: LocalCluster, broker: int) -> tuple[int, int]:
     answer = init_producer_id(c, broker)
-    assert answer.error_code == NONE, answer
+    assert answer.error_code == Error.NONE, answer
     return answer.producer_id, answer.producer_epoch
 
 
@@ -80,7 +74,7 @@ def produce_to_leader(c: LocalCluster, topic: str, batch: bytes) -> bpb.ProduceR
     """Produce to whoever leads now, again while leadership moves (NOT_LEADER_OR_FOLLOWER)."""
     def answered() -> Optional[bpb.ProduceResponse.PartitionResponse]:
         answer = produce(c, leader_of(c, topic), topic, batch)
-        return None if answer.error_code == NOT_LEADER_OR_FOLLOWER else answer
+        return None if answer.error_code == Error.NOT_LEADER_OR_FOLLOWER else answer
     return wait_until(answered, 60, f"an answer from the leader of {topic}", interval=0.2)
 
 
@@ -94,7 +88,7 @@ def values_in(c: LocalCluster, broker: int, topic: str) -> list[bytes]:
                 partition=0, current_leader_epoch=-1, fetch_offset=offset, last_fetched_epoch=-1,
                 partition_max_bytes=1 << 20)])]), timeout=10)
         answer = response.responses[0].partitions[0]
-        assert answer.error_code == NONE, answer
+        assert answer.error_code == Error.NONE, answer
         if not answer.records:
             return values
         for batch in iter_batches(answer.records):
@@ -108,14 +102,14 @@ def test_init_producer_id_hands_out_distinct_ids_and_bumps_epochs(cluster) -> No
     assert len({pid for pid, _ in ids}) == len(ids)  # every broker draws from its own block
     pid, _ = ids[0]
     bumped = init_producer_id(cluster, cluster.brokers[1], pid, 0)
-    assert (bumped.error_code, bumped.producer_id, bumped.producer_epoch) == (NONE, pid, 1)
+    assert (bumped.error_code, bumped.producer_id, bumped.producer_epoch) == (Error.NONE, pid, 1)
     exhausted = init_producer_id(cluster, cluster.brokers[0], pid, 32766)
-    assert exhausted.error_code == NONE and exhausted.producer_epoch == 0
+    assert exhausted.error_code == Error.NONE and exhausted.producer_epoch == 0
     assert exhausted.producer_id not in {p for p, _ in ids}
     refused = init_producer_id(cluster, cluster.brokers[0], transactional_id="tx-1")
-    assert refused.error_code == UNSUPPORTED_VERSION and "transactions are not supported" in refused.error_message
+    assert refused.error_code == Error.UNSUPPORTED_VERSION and "transactions are not supported" in refused.error_message
     bad = init_producer_id(cluster, cluster.brokers[0], -1, 3)
-    assert bad.error_code == INVALID_REQUEST
+    assert bad.error_code == Error.INVALID_REQUEST
 
 
 def test_a_retried_batch_is_written_once_a_gap_refused_an_old_epoch_fenced(cluster) -> None:
@@ -124,23 +118,23 @@ def test_a_retried_batch_is_written_once_a_gap_refused_an_old_epoch_fenced(clust
     pid, epoch = new_producer(cluster, leader)
     first = idempotent_batch(pid, epoch, 0, [b"a", b"b"])
     answer = produce(cluster, leader, "idem", first)
-    assert (answer.error_code, answer.base_offset) == (NONE, 0)
+    assert (answer.error_code, answer.base_offset) == (Error.NONE, 0)
     again = produce(cluster, leader, "idem", first)
-    assert (again.error_code, again.base_offset) == (NONE, 0), again
+    assert (again.error_code, again.base_offset) == (Error.NONE, 0), again
 
     gap = produce(cluster, leader, "idem", idempotent_batch(pid, epoch, 5, [b"gap"]))
-    assert gap.error_code == OUT_OF_ORDER_SEQUENCE_NUMBER, gap
+    assert gap.error_code == Error.OUT_OF_ORDER_SEQUENCE_NUMBER, gap
     unknown = produce(cluster, leader, "idem", idempotent_batch(pid + 1, 0, 3, [b"who?"]))
-    assert unknown.error_code == UNKNOWN_PRODUCER_ID, unknown
+    assert unknown.error_code == Error.UNKNOWN_PRODUCER_ID, unknown
     second = produce(cluster, leader, "idem", idempotent_batch(pid, epoch, 2, [b"c"]))
-    assert (second.error_code, second.base_offset) == (NONE, 2)
+    assert (second.error_code, second.base_offset) == (Error.NONE, 2)
 
     bumped = init_producer_id(cluster, leader, pid, epoch)
     assert bumped.producer_epoch == epoch + 1
     new_epoch = produce(cluster, leader, "idem", idempotent_batch(pid, epoch + 1, 0, [b"d"]))
-    assert (new_epoch.error_code, new_epoch.base_offset) == (NONE, 3)
+    assert (new_epoch.error_code, new_epoch.base_offset) == (Error.NONE, 3)
     fenced = produce(cluster, leader, "idem", idempotent_batch(pid, epoch, 3, [b"zombie"]))
-    assert fenced.error_code == INVALID_PRODUCER_EPOCH, fenced
+    assert fenced.error_code == Error.INVALID_PRODUCER_EPOCH, fenced
     assert values_in(cluster, leader, "idem") == [b"a", b"b", b"c", b"d"]
 
 
@@ -152,7 +146,7 @@ def test_a_new_leader_after_kill_9_answers_a_retry_with_the_original_offset(clus
                for i in range(4)]
     for i, batch in enumerate(batches[:3]):
         answer = produce(cluster, leader, "failover", batch)  # acks=all: every ISR member holds it
-        assert (answer.error_code, answer.base_offset) == (NONE, 2 * i), answer
+        assert (answer.error_code, answer.base_offset) == (Error.NONE, 2 * i), answer
 
     cluster.kill(leader)
     try:
@@ -161,9 +155,9 @@ def test_a_new_leader_after_kill_9_answers_a_retry_with_the_original_offset(clus
         # The producer never heard back about its last two batches: it sends them again.
         for i in (1, 2):
             retried = produce_to_leader(cluster, "failover", batches[i])
-            assert (retried.error_code, retried.base_offset) == (NONE, 2 * i), retried
+            assert (retried.error_code, retried.base_offset) == (Error.NONE, 2 * i), retried
         fourth = produce_to_leader(cluster, "failover", batches[3])
-        assert (fourth.error_code, fourth.base_offset) == (NONE, 6), fourth
+        assert (fourth.error_code, fourth.base_offset) == (Error.NONE, 6), fourth
         assert values_in(cluster, new_leader, "failover") == [f"v{i}".encode() for i in range(8)]
     finally:
         cluster.start(leader)
@@ -187,9 +181,9 @@ def test_a_restarted_broker_rebuilds_the_producer_state_from_its_log(cluster, ho
     cluster.start(leader)
     cluster.wait_for_brokers(timeout=60)
     retried = produce_to_leader(cluster, topic, batches[1])
-    assert (retried.error_code, retried.base_offset) == (NONE, 1), retried
+    assert (retried.error_code, retried.base_offset) == (Error.NONE, 1), retried
     third = produce_to_leader(cluster, topic, batches[2])
-    assert (third.error_code, third.base_offset) == (NONE, 2), third
+    assert (third.error_code, third.base_offset) == (Error.NONE, 2), third
     gap = produce_to_leader(cluster, topic, idempotent_batch(pid, epoch, 9, [b"gap"]))
-    assert gap.error_code == OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert gap.error_code == Error.OUT_OF_ORDER_SEQUENCE_NUMBER
     assert values_in(cluster, leader, topic) == [b"r0", b"r1", b"r2"]
