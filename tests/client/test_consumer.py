@@ -265,3 +265,31 @@ def test_calls_the_state_does_not_allow() -> None:
         assert getattr(no_group.value, "name", "") == "INVALID_GROUP_ID"
     with pytest.raises(IllegalStateError):
         c.poll(0)  # closed
+
+
+@pytest.mark.parametrize("how", ["stop", "kill"])
+def test_leader_moves_while_consuming(cluster, bootstrap, how) -> None:
+    """The partition leader shut down (SIGTERM: leadership moves first, the
+    consumer sees NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH) or killed (-9:
+    the broker stops answering): the consumer refreshes its metadata and reads
+    on from the new leader, every record once and in order."""
+    topic = f"moving-{how}"
+    make_topic(cluster, topic, 1, [b"%s-%d" % (how.encode(), i) for i in range(600)])
+    tp = TopicPartition(topic, 0)
+    leader = cluster.wait_for_leaders(topic).partitions[0].leader_id
+    with consumer(bootstrap, auto_offset_reset="earliest", max_poll_records=100) as c:
+        c.assign([tp])
+        got = poll_until(c, 300)
+        try:
+            if how == "stop":
+                cluster.stop(leader)
+            else:
+                cluster.kill(leader)
+            cluster.wait_for_leaders(topic, among=[b for b in cluster.brokers if b != leader])
+            produce(cluster, topic, [b"after-%d" % i for i in range(300)])
+            got += poll_until(c, 900 - len(got))
+        finally:
+            cluster.start(leader)
+            cluster.wait_for_brokers(timeout=60)
+        assert [r.offset for r in got] == list(range(900))
+        assert got[-1].value == b"after-299" and got[-1].leader_epoch > got[0].leader_epoch
