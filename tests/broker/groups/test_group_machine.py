@@ -1,0 +1,247 @@
+"""The group coordinator's state machine: KIP-848 membership, incremental
+assignment, offsets and administration, with time as an input."""
+from __future__ import annotations
+
+from broker.errors import Error
+from broker.groups.machine import GroupMachine
+from broker.groups.records import MemberState
+from kraftlog_api import groups_pb2 as gpb
+
+from .sim import CONFIG, GROUP, Sim, owned_proto
+
+TOPICS = {"orders": 6}
+ALL = frozenset(("orders", p) for p in range(6))
+
+
+def test_two_members_converge_to_disjoint_complete_balanced_ownership() -> None:
+    sim = Sim(TOPICS)
+    a = sim.join("a", ("orders",))
+    assert a.told == ALL and a.epoch == 1  # alone, it gets everything at once
+    b = sim.join("b", ("orders",))
+    assert b.told == frozenset()  # nothing is free yet: a still holds all six
+    sim.converge()
+    sim.check_no_two_owners()
+    assert a.owned | b.owned == ALL and len(a.owned) == len(b.owned) == 3
+
+
+def test_a_third_member_gets_moved_partitions_only_after_they_are_revoked() -> None:
+    sim = Sim(TOPICS)
+    a, b = sim.join("a", ("orders",)), sim.join("b", ("orders",))
+    sim.converge()
+    before = {"a": a.owned, "b": b.owned}
+    c = sim.join("c", ("orders",))
+    assert c.told == frozenset()  # the two partitions it will get are still owned
+    group = sim.group
+    moved = group.members[c.member_id].target
+    assert len(moved) == 2
+    # a heartbeats without having acted yet: told to revoke, epoch unchanged.
+    response = sim.heartbeat(a)
+    lost_a = before["a"] - a.told
+    assert lost_a and lost_a <= moved and a.told <= before["a"]
+    assert group.members[a.member_id].current.state == MemberState.UNREVOKED_PARTITIONS
+    sim.heartbeat(c)
+    assert not (c.told & lost_a)  # a has not let go yet
+    sim.process(a)
+    sim.heartbeat(a)  # reports owned without them: the revocation is done
+    assert response.error_code == 0 and group.members[a.member_id].current.state == MemberState.STABLE
+    sim.heartbeat(c)
+    assert lost_a <= c.told
+    sim.converge()
+    sim.check_no_two_owners()
+    assert sorted(len(x.owned) for x in (a, b, c)) == [2, 2, 2]
+    # Sticky: the old members only lost partitions, never swapped them.
+    assert a.owned <= before["a"] and b.owned <= before["b"]
+    for client in (a, b):  # every assignment they were sent only shrank
+        assert all(after <= told_before or not told_before for told_before, after in client.history[1:])
+
+
+def test_leaving_and_expiring_members_give_their_partitions_back() -> None:
+    sim = Sim(TOPICS)
+    a, b, c = (sim.join(n, ("orders",)) for n in "abc")
+    sim.converge()
+    assert sim.leave("c") == 0
+    sim.converge()
+    assert a.owned | b.owned == ALL
+    epoch = sim.group.epoch
+    sim.crash("b")
+    sim.expire_all_silent()
+    assert b.member_id not in sim.group.members and sim.group.epoch == epoch + 1
+    sim.converge()
+    assert a.owned == ALL
+    assert sim.machine.next_deadline() == sim.group.members[a.member_id].session_deadline_ms
+
+
+def test_a_member_that_does_not_revoke_in_time_is_removed() -> None:
+    sim = Sim(TOPICS)
+    a = sim.join("a", ("orders",))
+    sim.process(a)
+    b = sim.join("b", ("orders",))
+    sim.heartbeat(a)  # told to revoke three; never does
+    member = sim.group.members[a.member_id]
+    assert member.revocation_deadline_ms == sim.now + 30_000
+    sim.now += 30_001
+    sim.group.members[b.member_id].session_deadline_ms = sim.now + 1
+    sim.records += sim.machine.expire(sim.now, sim.topics)
+    assert a.member_id not in sim.group.members
+    sim.crash("a")
+    sim.converge()
+    assert b.owned == ALL
+
+
+def test_stale_and_unknown_members_are_fenced() -> None:
+    sim = Sim(TOPICS)
+    a = sim.join("a", ("orders",))
+    request = gpb.ConsumerGroupHeartbeatRequest(group_id=GROUP, member_id=a.member_id, member_epoch=a.epoch + 5)
+    response, records = sim.machine.heartbeat(request, 0, TOPICS)
+    assert response.error_code == Error.FENCED_MEMBER_EPOCH and records == []
+    request.member_id, request.member_epoch = "nobody", 1
+    assert sim.machine.heartbeat(request, 0, TOPICS)[0].error_code == Error.UNKNOWN_MEMBER_ID
+    # A lost answer: the previous epoch is accepted while it owns nothing beyond its assignment.
+    sim.process(a)
+    sim.join("b", ("orders",))
+    sim.heartbeat(a)
+    sim.process(a)
+    previous = a.epoch
+    sim.heartbeat(a)
+    assert a.epoch > previous
+    request = gpb.ConsumerGroupHeartbeatRequest(group_id=GROUP, member_id=a.member_id, member_epoch=previous,
+                                                owned_partitions=owned_proto(a.owned))
+    response, _ = sim.machine.heartbeat(request, 0, TOPICS)
+    assert response.error_code == 0 and response.member_epoch == a.epoch and response.HasField("assignment")
+    # A fenced member rejoins with epoch 0 under its id and starts from nothing.
+    a.epoch, a.owned = 0, frozenset()
+    assert sim.heartbeat(a).error_code == 0 and a.epoch > 0
+
+
+def test_bad_requests_change_nothing() -> None:
+    machine = GroupMachine(CONFIG)
+    join = gpb.ConsumerGroupHeartbeatRequest(group_id=GROUP, member_epoch=0, rebalance_timeout_ms=1000)
+    assert machine.heartbeat(join, 0, TOPICS)[0].error_code == Error.INVALID_REQUEST  # no subscription
+    join.subscribed_topic_names.names.append("orders")
+    join.server_assignor = "roundrobin"
+    assert machine.heartbeat(join, 0, TOPICS)[0].error_code == Error.UNSUPPORTED_ASSIGNOR
+    join.server_assignor = "range"
+    join.subscribed_topic_regex = "orders("
+    assert machine.heartbeat(join, 0, TOPICS)[0].error_code == Error.INVALID_REQUEST
+    join.ClearField("subscribed_topic_regex")
+    join.group_id = ""
+    assert machine.heartbeat(join, 0, TOPICS)[0].error_code == Error.INVALID_GROUP_ID
+    assert machine.state.groups == {}
+
+
+def test_static_instance_ids_are_unique() -> None:
+    sim = Sim(TOPICS)
+    sim.join("a", ("orders",))
+    request = gpb.ConsumerGroupHeartbeatRequest(group_id=GROUP, member_epoch=0, rebalance_timeout_ms=1000,
+                                                instance_id="i-1", subscribed_topic_names={"names": ["orders"]})
+    assert sim.machine.heartbeat(request, 0, TOPICS)[0].error_code == 0
+    assert sim.machine.heartbeat(request, 0, TOPICS)[0].error_code == Error.UNRELEASED_INSTANCE_ID
+
+
+def test_new_partitions_and_regex_subscriptions_bump_the_epoch() -> None:
+    sim = Sim({"orders": 2, "payments": 2, "other": 1})
+    request = gpb.ConsumerGroupHeartbeatRequest(group_id=GROUP, member_epoch=0, rebalance_timeout_ms=1000,
+                                                subscribed_topic_regex="(orders|payments)")
+    response, records = sim.machine.heartbeat(request, 0, sim.topics)
+    sim.records += records
+    got = {(t.topic, p) for t in response.assignment.topic_partitions for p in t.partitions}
+    assert got == {("orders", 0), ("orders", 1), ("payments", 0), ("payments", 1)}
+    sim.topics["orders"] = 3  # CreatePartitions
+    request = gpb.ConsumerGroupHeartbeatRequest(group_id=GROUP, member_id=response.member_id,
+                                                member_epoch=response.member_epoch)
+    again, records = sim.machine.heartbeat(request, 0, sim.topics)
+    sim.records += records
+    assert again.member_epoch == response.member_epoch + 1
+    assert ("orders", 2) in {(t.topic, p) for t in again.assignment.topic_partitions for p in t.partitions}
+
+
+def test_range_assignor_gives_consecutive_ranges() -> None:
+    sim = Sim({"orders": 5}, assignor="range")
+    a, b = sim.join("a", ("orders",)), sim.join("b", ("orders",))
+    sim.converge()
+    first, second = sorted((a, b), key=lambda c: c.member_id)
+    assert first.owned == {("orders", p) for p in range(3)} and second.owned == {("orders", 3), ("orders", 4)}
+    assert sim.machine.describe(GROUP).assignor_name == "range"
+
+
+def test_offsets_are_checked_against_the_member_epoch() -> None:
+    sim = Sim(TOPICS)
+    a = sim.join("a", ("orders",))
+
+    def commit(member_id, epoch, offset=10, metadata=""):
+        request = gpb.OffsetCommitRequest(group_id=GROUP, member_id=member_id, member_epoch=epoch, topics=[
+            gpb.OffsetCommitRequest.Topic(name="orders", partitions=[gpb.OffsetCommitRequest.Partition(
+                partition_index=0, committed_offset=offset, committed_leader_epoch=3, committed_metadata=metadata)])])
+        response, records = sim.machine.commit(request, 5)
+        sim.records += records
+        return response.topics[0].partitions[0].error_code
+
+    assert commit(a.member_id, a.epoch) == Error.NONE
+    assert commit(a.member_id, a.epoch - 1) == Error.STALE_MEMBER_EPOCH
+    assert commit(a.member_id, a.epoch + 1) == Error.FENCED_MEMBER_EPOCH
+    assert commit("nobody", 1) == Error.UNKNOWN_MEMBER_ID
+    assert commit("", -1, 99) == Error.UNKNOWN_MEMBER_ID  # an admin commit while members remain
+    assert commit(a.member_id, a.epoch, 11, "x" * 5000) == Error.OFFSET_METADATA_TOO_LARGE
+    fetched = sim.machine.fetch(gpb.OffsetFetchRequest(group_id=GROUP, member_epoch=-1))
+    assert [(t.name, p.partition_index, p.committed_offset, p.committed_leader_epoch)
+            for t in fetched.topics for p in t.partitions] == [("orders", 0, 10, 3)]
+    asked = sim.machine.fetch(gpb.OffsetFetchRequest(group_id=GROUP, member_epoch=-1, topics=[
+        gpb.TopicPartitions(topic="orders", partitions=[0, 1])]))
+    assert [p.committed_offset for p in asked.topics[0].partitions] == [10, -1]
+    stale = sim.machine.fetch(gpb.OffsetFetchRequest(group_id=GROUP, member_id=a.member_id, member_epoch=0))
+    assert stale.error_code == Error.STALE_MEMBER_EPOCH
+    assert sim.leave("a") == 0
+    assert commit("", -1, 99) == Error.NONE  # an admin (reset-offsets) commit to an empty group
+    assert sim.machine.fetch(gpb.OffsetFetchRequest(group_id=GROUP, member_epoch=-1)).topics[0] \
+        .partitions[0].committed_offset == 99
+
+
+def test_admin_commit_creates_a_group_and_delete_needs_it_empty() -> None:
+    sim = Sim(TOPICS)
+    request = gpb.OffsetCommitRequest(group_id="fresh", member_epoch=-1, topics=[gpb.OffsetCommitRequest.Topic(
+        name="orders", partitions=[gpb.OffsetCommitRequest.Partition(partition_index=1, committed_offset=4)])])
+    response, records = sim.machine.commit(request, 0)
+    sim.records += records
+    assert response.error_code == 0 and "fresh" in sim.machine.state.groups
+    request.member_id, request.member_epoch = "m", 3
+    assert sim.machine.commit(request, 0)[0].error_code == Error.UNKNOWN_MEMBER_ID
+    request.group_id = "unknown"
+    assert sim.machine.commit(request, 0)[0].error_code == Error.GROUP_ID_NOT_FOUND
+    sim.join("a", ("orders",))
+    response, records = sim.machine.delete([GROUP, "fresh", "unknown"])
+    sim.records += records
+    assert [(r.group_id, r.error_code) for r in response.results] == [
+        (GROUP, Error.NON_EMPTY_GROUP), ("fresh", 0), ("unknown", Error.GROUP_ID_NOT_FOUND)]
+    assert "fresh" not in sim.machine.state.groups
+    assert [g.group_id for g in sim.machine.list_groups([], 1)] == [GROUP]
+    assert sim.machine.list_groups(["Empty"], 1) == []
+    assert sim.replayed().groups.keys() == sim.machine.state.groups.keys()
+
+
+def test_describe_and_states() -> None:
+    sim = Sim(TOPICS)
+    a = sim.join("a", ("orders",))
+    sim.process(a)
+    sim.join("b", ("orders",))
+    assert sim.group.state == "Reconciling"
+    sim.converge()
+    described = sim.machine.describe(GROUP)
+    assert described.group_state == "Stable" and described.group_epoch == 2 and described.assignment_epoch == 2
+    assert sorted(sum(len(t.partitions) for t in m.assignment) for m in described.members) == [3, 3]
+    assert all(m.subscribed_topic_names == ["orders"] for m in described.members)
+    assert sim.machine.describe("nope").error_code == Error.GROUP_ID_NOT_FOUND
+
+
+def test_the_records_rebuild_the_same_state() -> None:
+    sim = Sim({"orders": 6, "payments": 3})
+    for name, topics in (("a", ("orders",)), ("b", ("orders", "payments")), ("c", ("payments",))):
+        sim.join(name, topics)
+        sim.converge()
+    assert sim.leave("b") == 0
+    sim.converge()
+    rebuilt = sim.replayed().groups[GROUP]
+    live = sim.group
+    assert (rebuilt.epoch, rebuilt.assignment_epoch, rebuilt.subscription, rebuilt.owners) == \
+        (live.epoch, live.assignment_epoch, live.subscription, live.owners)
+    assert {m: (x.metadata, x.current, x.target) for m, x in rebuilt.members.items()} == \
+        {m: (x.metadata, x.current, x.target) for m, x in live.members.items()}
