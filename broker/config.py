@@ -19,6 +19,12 @@ REPLICA_FETCH_MAX_BYTES = "replica.fetch.max.bytes"
 REPLICA_FETCH_WAIT_MAX_MS = "replica.fetch.wait.max.ms"
 REPLICA_FETCH_MIN_BYTES = "replica.fetch.min.bytes"
 REPLICA_FETCH_BACKOFF_MS = "replica.fetch.backoff.ms"
+OFFSETS_TOPIC_REPLICATION_FACTOR = "offsets.topic.replication.factor"
+OFFSETS_TOPIC_NUM_PARTITIONS = "offsets.topic.num.partitions"
+OFFSETS_COMMIT_TIMEOUT_MS = "offsets.commit.timeout.ms"
+OFFSET_METADATA_MAX_BYTES = "offset.metadata.max.bytes"
+GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS = "group.consumer.heartbeat.interval.ms"
+GROUP_CONSUMER_SESSION_TIMEOUT_MS = "group.consumer.session.timeout.ms"
 PRODUCER_ID_EXPIRATION_MS = "producer.id.expiration.ms"
 PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS = "producer.id.expiration.check.interval.ms"
 
@@ -32,6 +38,13 @@ _PROPERTIES: dict[str, tuple[str, int, int]] = {
     REPLICA_FETCH_BACKOFF_MS: ("replica_fetch_backoff_ms", 1000, 0),
     PRODUCER_ID_EXPIRATION_MS: ("producer_id_expiration_ms", 86_400_000, 1),
     PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS: ("producer_id_expiration_check_interval_ms", 600_000, 1),
+    # The group coordinator (broker/groups).
+    OFFSETS_TOPIC_REPLICATION_FACTOR: ("offsets_topic_replication_factor", 3, 1),
+    OFFSETS_TOPIC_NUM_PARTITIONS: ("offsets_topic_num_partitions", 50, 1),
+    OFFSETS_COMMIT_TIMEOUT_MS: ("offsets_commit_timeout_ms", 5000, 1),
+    OFFSET_METADATA_MAX_BYTES: ("offset_metadata_max_bytes", 4096, 0),
+    GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS: ("group_consumer_heartbeat_interval_ms", 5000, 1),
+    GROUP_CONSUMER_SESSION_TIMEOUT_MS: ("group_consumer_session_timeout_ms", 45000, 1),
 }
 KAFKA_PROPERTY_NAMES = frozenset(_PROPERTIES)
 
@@ -46,6 +59,12 @@ class BrokerConfig:
     replica_fetch_backoff_ms: int = 1000
     producer_id_expiration_ms: int = 86_400_000
     producer_id_expiration_check_interval_ms: int = 600_000
+    offsets_topic_replication_factor: int = 3
+    offsets_topic_num_partitions: int = 50
+    offsets_commit_timeout_ms: int = 5000  # how long an append to __consumer_offsets may wait for the ISR
+    offset_metadata_max_bytes: int = 4096
+    group_consumer_heartbeat_interval_ms: int = 5000
+    group_consumer_session_timeout_ms: int = 45000
     log: LogConfig = field(default_factory=LogConfig)
 
     @classmethod
