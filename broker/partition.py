@@ -112,7 +112,7 @@ class Partition:
             # Kafka records the epoch's start at once, not at its first
             # append: a follower holding batches of an epoch this leader never
             # wrote must learn where this leader's log ends (OffsetsForLeaderEpoch).
-            self.log.leader_epochs.assign(state.leader_epoch, end)
+            self.log.start_leader_epoch(state.leader_epoch)
             # Every follower must fetch again before the high watermark moves;
             # ISR members count as caught up now, so none is dropped at once.
             followers = {b: isr_rules.FollowerState(b, last_caught_up_ms=now if b in state.isr else 0)

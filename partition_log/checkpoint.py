@@ -13,10 +13,13 @@ from typing import Iterable
 from .errors import KafkaStorageError
 
 
-def write_atomically(path: Path, data: bytes | Iterable[bytes], *, temp_suffix: str = ".tmp") -> None:
+def write_atomically(path: Path, data: bytes | Iterable[bytes], *, temp_suffix: str = ".tmp",
+                     sync: bool = True) -> None:
     """Replace `path` with `data` (bytes, or chunks of them) so that a crash leaves old or new.
 
     The temporary file is `path` + `temp_suffix` (Kafka names a snapshot's `.part`).
+    With `sync=False` nothing is fsynced: the caller makes the file durable
+    later (`sync_file`), when losing it in a crash would start to matter.
     """
     tmp = path.with_name(path.name + temp_suffix)
     try:
@@ -26,13 +29,28 @@ def write_atomically(path: Path, data: bytes | Iterable[bytes], *, temp_suffix: 
                 view = memoryview(chunk)
                 while view:  # os.write may write less than asked
                     view = view[os.write(fd, view):]
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(tmp, path)
-        fsync_dir(path.parent)
+        if sync:
+            fsync_dir(path.parent)
     except OSError as exc:
         raise KafkaStorageError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def sync_file(path: Path) -> None:
+    """fsync a file written with `sync=False`, and its folder (the rename)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        fsync_dir(path.parent)
+    except OSError as exc:
+        raise KafkaStorageError(f"cannot sync {path}: {exc.strerror or exc}") from exc
 
 
 def fsync_dir(path: Path) -> None:
@@ -43,9 +61,9 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_checkpoint(path: Path, version: int, lines: list[str]) -> None:
+def write_checkpoint(path: Path, version: int, lines: list[str], *, sync: bool = True) -> None:
     text = f"{version}\n{len(lines)}\n" + "".join(f"{line}\n" for line in lines)
-    write_atomically(path, text.encode("ascii"))
+    write_atomically(path, text.encode("ascii"), sync=sync)
 
 
 def read_checkpoint(path: Path, version: int, fields: int) -> list[list[str]] | None:

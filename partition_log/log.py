@@ -110,9 +110,10 @@ class Log:
                           max_index_bytes=self.config.segment_index_bytes, created_ms=self.clock(), suffix=suffix)
 
     def _create_segment(self, base_offset: int) -> LogSegment:
-        """A new, empty segment whose .log file exists at once, as in Kafka."""
+        """A new, empty segment whose .log file exists at once, as in Kafka
+        (its descriptor is opened by the first append or read)."""
         seg = self._new_segment(base_offset)
-        seg.fd  # opening creates the file
+        seg.create()
         return seg
 
     def _set_segments(self, segments: list[LogSegment]) -> None:
@@ -144,14 +145,19 @@ class Log:
             if base not in logs:
                 (self.directory / f"{base:020d}.{kind}").unlink(missing_ok=True)  # orphan index
         self._set_segments([self._new_segment(base) for base in sorted(set(logs))])
-        if not self.segments:
+        if self.segments:
+            self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+            report = self._recover(len(swaps), clean_shutdown)
+        else:
+            # A new log: one empty segment, nothing to recover or to fsync
+            # (a broker creating thousands of partitions pays no disk flush each).
             self._set_segments([self._create_segment(self.log_start_offset)])
-        self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
-        report = self._recover(len(swaps), clean_shutdown)
+            report = LoadReport()
         self._log_end_offset = max(self.active_segment.load_tail(), self.active_segment.base_offset)
         self.recovery_point = min(max(self.recovery_point, 0), self._log_end_offset)
         self.leader_epochs.truncate_from_end(self._log_end_offset)
         self.leader_epochs.truncate_from_start(self.log_start_offset)
+        self.leader_epochs.sync()  # epochs recovered from batches are as durable as the batches
         if report.truncated_bytes:
             log.warning("%s-%d: recovery truncated %d bytes: %s", self.topic, self.partition,
                         report.truncated_bytes, "; ".join(report.reasons))
@@ -186,7 +192,8 @@ class Log:
                     reasons.append(str(exc))
                     needs_rebuild = True
             if needs_rebuild:
-                result = seg.recover(max(self.config.max_message_bytes + b.LOG_OVERHEAD, 2 * 1024 * 1024))
+                result = seg.recover(max(self.config.max_message_bytes + b.LOG_OVERHEAD, 2 * 1024 * 1024),
+                                     self._recover_epoch)
                 recovered += 1
                 if not unflushed:
                     rebuilt += 1
@@ -206,7 +213,18 @@ class Log:
             i += 1
         return LoadReport(recovered, truncated, deleted, rebuilt, completed_swaps, reasons)
 
+    def _recover_epoch(self, h: b.BatchHeader) -> None:
+        """As Kafka, a recovered batch of a newer epoch than the cache knows
+        puts that epoch back (its checkpoint entry may not have reached disk)."""
+        if h.partition_leader_epoch > self.leader_epochs.latest_epoch:
+            self.leader_epochs.assign(h.partition_leader_epoch, h.base_offset, sync=False)
+
     # -- append --------------------------------------------------------------
+    def start_leader_epoch(self, epoch: int) -> None:
+        """A new leader: `epoch` starts at the log end. Its fsync waits for the
+        next flush: no batch of it exists yet (leader_epoch.py)."""
+        self.leader_epochs.assign(epoch, self._log_end_offset, sync=False)
+
     def validate_as_leader(self, data: bytes | bytearray | memoryview) -> list[tuple[int, b.BatchHeader]]:
         """append_as_leader's checks (header, CRC, dense offsets, size) alone, for
         a caller that decides on the batches before they are written
@@ -305,7 +323,9 @@ class Log:
             self.flush()
 
     def flush(self) -> None:
-        """fsync every segment holding data past the recovery point."""
+        """fsync every segment holding data past the recovery point (and
+        first the leader epochs its batches carry)."""
+        self.leader_epochs.sync()
         for seg in self.segments:
             next_base = self._next_base(seg)
             if next_base is None or next_base > self.recovery_point:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from . import batch as b
 from .errors import KafkaError, KafkaStorageError
@@ -65,6 +66,13 @@ class LogSegment:
             except OSError as exc:
                 raise KafkaStorageError(f"cannot open {self.log_path}: {exc.strerror}") from exc
         return self._fd
+
+    def create(self) -> None:
+        """Create the empty .log file without keeping a descriptor."""
+        try:
+            os.close(os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644))
+        except OSError as exc:
+            raise KafkaStorageError(f"cannot create {self.log_path}: {exc.strerror}") from exc
 
     def close(self) -> None:
         self.offset_index.close()
@@ -238,8 +246,10 @@ class LogSegment:
         return os.pread(self.fd, bp.header.size, bp.position)
 
     # -- recovery and truncation ---------------------------------------------
-    def recover(self, max_batch_bytes: int) -> RecoveryResult:
-        """Validate every batch, rebuild both indexes, cut a torn or corrupt tail."""
+    def recover(self, max_batch_bytes: int,
+                on_batch: Callable[[b.BatchHeader], None] | None = None) -> RecoveryResult:
+        """Validate every batch, rebuild both indexes, cut a torn or corrupt tail;
+        `on_batch` sees each valid batch's header, in order."""
         self.offset_index.reset()
         self.time_index.reset()
         self._max_timestamp = (b.NO_TIMESTAMP, self.base_offset)
@@ -262,6 +272,8 @@ class LogSegment:
                 reason = str(exc)
                 break
             self._index_batches(position, [BatchPosition(0, h)])
+            if on_batch is not None:
+                on_batch(h)
             next_offset = h.next_offset
             position += h.size
         truncated = self.size - position
