@@ -59,7 +59,14 @@ def idempotent_batch(producer_id: int, epoch: int, sequence: int, values: list[b
 
 
 def leader_of(c: LocalCluster, topic: str, among: Optional[tuple[int, ...]] = None) -> int:
-    return c.wait_for_leaders(topic, timeout=60, among=among).partitions[0].leader_id
+    """The leader of partition 0, once the leader's own metadata says so (it serves it then)."""
+    def serving() -> Optional[int]:
+        leader = c.wait_for_leaders(topic, timeout=60, among=among).partitions[0].leader_id
+        own = c.metadata(leader, [topic])
+        if own is None or not own.topics or own.topics[0].error_code:
+            return None
+        return leader if own.topics[0].partitions[0].leader_id == leader else None
+    return wait_until(serving, 60, f"the leader of {topic} serving it", interval=0.1)
 
 
 def produce(c: LocalCluster, broker: int, topic: str, batch: bytes,
