@@ -7,10 +7,13 @@
 4. partition-leader failover after kill -9 of a broker, with
    broker.session.timeout.ms=2000: from the kill until the partition it led
    takes an acks=all write again;
-5. 10,000 partitions: time to create them, then each broker's RSS and open
-   file descriptors.
+5. 10,000 partitions (RF 3, --per-topic partitions a topic): the time the
+   CreateTopics requests took, the time until a broker's Metadata shows a
+   leader for every one of them, then each broker's RSS and open file
+   descriptors.
 
     python bench/cluster.py [--seconds 10] [--quick] [--out bench/results/cluster.json]
+    python bench/cluster.py --partitions-only [--partitions 10000] [--per-topic 100]
 """
 from __future__ import annotations
 
@@ -183,13 +186,14 @@ def failover(cluster: LocalCluster, topic: str, trials: int) -> dict[str, Any]:
             "all_s": [round(t, 3) for t in times]}
 
 
-def many_partitions(cluster: LocalCluster, count: int) -> dict[str, Any]:
-    per_topic = 100
+def many_partitions(cluster: LocalCluster, count: int, per_topic: int = 100,
+                    wait_s: float = 900) -> dict[str, Any]:
     started = time.monotonic()
     for t in range(count // per_topic):
         cluster.create_topic(f"scale-{t:04d}", per_topic, 3, timeout=120)
     created = time.monotonic() - started
-    deadline = time.monotonic() + 300
+    deadline = time.monotonic() + wait_s
+    led = 0
     while time.monotonic() < deadline:
         answer = cluster.metadata(timeout=30)
         if answer is not None:
@@ -205,8 +209,9 @@ def many_partitions(cluster: LocalCluster, count: int) -> dict[str, Any]:
         rss_kb = int(next(line.split()[1] for line in Path(f"/proc/{pid}/status").read_text().splitlines()
                           if line.startswith("VmRSS:")))
         brokers[b] = {"rss_mb": round(rss_kb / 1024, 1), "open_fds": len(os.listdir(f"/proc/{pid}/fd"))}
-    return {"partitions": count, "create_requests_s": round(created, 2), "all_led_s": round(settled, 2),
-            "brokers": brokers}
+    return {"partitions": count, "topics": count // per_topic, "replication_factor": 3,
+            "create_requests_s": round(created, 2), "all_led": led >= count, "led": led,
+            "all_led_s": round(settled, 2), "brokers": brokers}
 
 
 def main() -> int:
@@ -214,11 +219,16 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--trials", type=int, default=5)
     parser.add_argument("--partitions", type=int, default=10_000)
+    parser.add_argument("--per-topic", type=int, default=100, help="partitions a topic in the --partitions run")
+    parser.add_argument("--partitions-only", action="store_true", help="only the many-partitions run")
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "cluster.json"))
+    parser.add_argument("--out")
     args = parser.parse_args()
     if args.quick:
         args.seconds, args.trials, args.partitions = 3, 1, 600
+    if args.out is None:
+        name = "cluster-partitions.json" if args.partitions_only else "cluster.json"
+        args.out = str(Path(__file__).parent / "results" / name)
     results: dict[str, Any] = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
                                "settings": {**vars(args), **PROPERTIES, "record_bytes": RECORD_BYTES,
                                             "batch_records": BATCH_RECORDS, "in_flight": IN_FLIGHT}}
@@ -226,24 +236,30 @@ def main() -> int:
             LocalCluster(Path(workdir), properties=PROPERTIES) as cluster:
         cluster.start()
         cluster.wait_for_brokers(timeout=60)
-        cluster.create_topic("rf1", 6, 1)
-        cluster.create_topic("rf3", 6, 3, {"min.insync.replicas": "2"})
-        results["produce_rf1_acks1"] = throughput(cluster, "rf1", 1, args.seconds)
-        print("produce RF 1 acks=1:", results["produce_rf1_acks1"], flush=True)
-        results["produce_rf3_acks_all"] = throughput(cluster, "rf3", -1, args.seconds)
-        print("produce RF 3 acks=all:", results["produce_rf3_acks_all"], flush=True)
-        results["latency_rf3_acks_all_paced"] = paced_latency(cluster, "rf3", 50, args.seconds)
-        print("latency at 50 batches/s (8,000 records/s), RF 3 acks=all:", results["latency_rf3_acks_all_paced"],
-              flush=True)
-        results["consume_rf3"] = consume_throughput(cluster, "rf3")
-        print("consume RF 3:", results["consume_rf3"], flush=True)
-        results["failover"] = failover(cluster, "rf3", args.trials)
-        print("partition-leader failover after kill -9 (session timeout 2 s):", results["failover"], flush=True)
-        results["many_partitions"] = many_partitions(cluster, args.partitions)
+        if not args.partitions_only:
+            run_client_benchmarks(cluster, args, results)
+        results["many_partitions"] = many_partitions(cluster, args.partitions, args.per_topic)
         print(f"{args.partitions:,} partitions:", results["many_partitions"], flush=True)
     out = save_results(args.out, results)
     print(f"written to {out}")
     return 0
+
+
+def run_client_benchmarks(cluster: LocalCluster, args: argparse.Namespace, results: dict[str, Any]) -> None:
+    """Sections 1-4 (module docstring)."""
+    cluster.create_topic("rf1", 6, 1)
+    cluster.create_topic("rf3", 6, 3, {"min.insync.replicas": "2"})
+    results["produce_rf1_acks1"] = throughput(cluster, "rf1", 1, args.seconds)
+    print("produce RF 1 acks=1:", results["produce_rf1_acks1"], flush=True)
+    results["produce_rf3_acks_all"] = throughput(cluster, "rf3", -1, args.seconds)
+    print("produce RF 3 acks=all:", results["produce_rf3_acks_all"], flush=True)
+    results["latency_rf3_acks_all_paced"] = paced_latency(cluster, "rf3", 50, args.seconds)
+    print("latency at 50 batches/s (8,000 records/s), RF 3 acks=all:", results["latency_rf3_acks_all_paced"],
+          flush=True)
+    results["consume_rf3"] = consume_throughput(cluster, "rf3")
+    print("consume RF 3:", results["consume_rf3"], flush=True)
+    results["failover"] = failover(cluster, "rf3", args.trials)
+    print("partition-leader failover after kill -9 (session timeout 2 s):", results["failover"], flush=True)
 
 
 if __name__ == "__main__":

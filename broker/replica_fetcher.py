@@ -44,9 +44,10 @@ class ReplicaFetcher:
         return sorted(leader for leader, task in self._loops.items() if not task.done())
 
     def sync(self) -> None:
-        """Start a loop for every leader followed that has none."""
+        """Start a loop for every leader followed that has none. O(leaders):
+        a running loop picks up its leader's new partitions by itself."""
         loop = asyncio.get_running_loop()
-        for leader_id in self.replicas.followed():
+        for leader_id in self.replicas.followed_leaders():
             task = self._loops.get(leader_id)
             if task is None or task.done():
                 self._loops[leader_id] = loop.create_task(self._run(leader_id), name=f"replica-fetcher-{leader_id}")
@@ -89,12 +90,16 @@ class ReplicaFetcher:
         """The partitions to fetch from `leader_id` now, and when the first
         one backing off is ready again (None if none is)."""
         ready, wake = [], None
-        for partition in self.replicas.followed().get(leader_id, []):
-            epoch, until = self._backoff.get((partition.topic, partition.index), (None, 0.0))
-            if epoch == partition.leader_epoch and until > now:
-                wake = until if wake is None else min(wake, until)
-            else:
-                ready.append(partition)
+        for partition in self.replicas.followed_by(leader_id):
+            key = (partition.topic, partition.index)
+            backoff = self._backoff.get(key)
+            if backoff is not None:
+                epoch, until = backoff
+                if epoch == partition.leader_epoch and until > now:
+                    wake = until if wake is None else min(wake, until)
+                    continue
+                del self._backoff[key]  # over, or the leader epoch moved on
+            ready.append(partition)
         return ready, wake
 
     def _back_off(self, partitions: list[Partition], now: float) -> None:

@@ -5,6 +5,10 @@ delta changed that names this broker as a replica is led or followed with
 the image's epochs; a replica removed from this broker, or of a deleted
 topic, is stopped and its log deleted. The request paths (produce, fetch,
 offsets) find partitions here and raise the error a client must see.
+
+Cost: a delta costs what it changed, never what the broker holds - the
+partitions led here and those followed (by leader) are kept as indexes,
+updated on each role change, for the ISR checks and the replica fetcher.
 """
 from __future__ import annotations
 
@@ -50,6 +54,9 @@ class ReplicaManager:
         self.config = config or BrokerConfig(log=log_manager.default_config)
         self.image = MetadataImage()
         self.partitions: dict[TopicPartition, Partition] = {}
+        self.led: dict[TopicPartition, Partition] = {}
+        self._followed: dict[int, dict[TopicPartition, Partition]] = {}  # leader id -> partitions
+        self._role: dict[TopicPartition, int] = {}  # where a partition is indexed: its leader's id
         self.offline: dict[TopicPartition, str] = {}  # replicas whose log could not be opened
         self.isr_change_wanted = Signal()  # a follower may join an ISR: worth an AlterPartition now
 
@@ -104,11 +111,36 @@ class ReplicaManager:
                 changes.leaders.append(partition)
         elif partition.become_follower(state):
             changes.followers.append(partition)
+        self._index(partition)
+
+    def _index(self, partition: Partition) -> None:
+        """File the partition under its current leader (ourselves: `led`)."""
+        tp = (partition.topic, partition.index)
+        leader = self.broker_id if partition.is_leader else partition.leader_id
+        if self._role.get(tp) == leader:
+            return
+        self._unindex(tp)
+        self._role[tp] = leader
+        if leader == self.broker_id:
+            self.led[tp] = partition
+        elif leader != NO_LEADER:
+            self._followed.setdefault(leader, {})[tp] = partition
+
+    def _unindex(self, tp: TopicPartition) -> None:
+        old = self._role.pop(tp, None)
+        if old == self.broker_id:
+            del self.led[tp]
+        elif old is not None and old != NO_LEADER:
+            followers = self._followed[old]
+            del followers[tp]
+            if not followers:
+                del self._followed[old]
 
     def _remove(self, partition: Partition, changes: ReplicaChanges) -> None:
         tp = (partition.topic, partition.index)
         partition.stop()
         del self.partitions[tp]
+        self._unindex(tp)
         self._delete_log(tp)
         changes.stopped.append(tp)
         log.info("%s-%d: replica removed from broker %d, log deleted", tp[0], tp[1], self.broker_id)
@@ -123,12 +155,22 @@ class ReplicaManager:
         shutil.rmtree(lg.directory, ignore_errors=True)
 
     def _apply_configs(self, delta: MetadataDelta) -> None:
-        cluster_wide = (mpb.BROKER, "") in delta.changed_configs
-        topics = {name for kind, name in delta.changed_configs if kind == mpb.TOPIC}
-        for (topic, _), partition in self.partitions.items():
-            if cluster_wide or topic in topics:
-                partition.log.config = topic_log_config(self.image, topic, self.log_manager.default_config)
-                partition.min_insync_replicas = self._min_insync(topic)
+        if (mpb.BROKER, "") in delta.changed_configs:
+            touched = list(self.partitions.values())  # a cluster-wide default: every partition
+        else:
+            touched = []
+            for kind, name in delta.changed_configs:
+                topic = self.image.topic(name) if kind == mpb.TOPIC else None
+                if topic is not None:
+                    touched += (p for p in map(self.partitions.get, ((name, i) for i in topic.partitions))
+                                if p is not None)
+        configs: dict[str, tuple] = {}
+        for partition in touched:
+            topic = partition.topic
+            if topic not in configs:
+                configs[topic] = (topic_log_config(self.image, topic, self.log_manager.default_config),
+                                  self._min_insync(topic))
+            partition.log.config, partition.min_insync_replicas = configs[topic]
 
     def _min_insync(self, topic: str) -> int:
         return topic_min_insync_replicas(self.image, topic, self.config.min_insync_replicas)
@@ -160,11 +202,14 @@ class ReplicaManager:
 
     def followed(self) -> dict[int, list[Partition]]:
         """The partitions this broker follows, by the leader to fetch from."""
-        by_leader: dict[int, list[Partition]] = {}
-        for partition in self.partitions.values():
-            if not partition.is_leader and partition.leader_id != NO_LEADER:
-                by_leader.setdefault(partition.leader_id, []).append(partition)
-        return by_leader
+        return {leader: list(partitions.values()) for leader, partitions in self._followed.items()}
+
+    def followed_leaders(self) -> list[int]:
+        return list(self._followed)
+
+    def followed_by(self, leader_id: int) -> list[Partition]:
+        """The partitions this broker follows from `leader_id`."""
+        return list(self._followed.get(leader_id, {}).values())
 
     # -- ISR changes ---------------------------------------------------------
     def alter_partition_request(self) -> Optional[cpb.AlterPartitionRequest]:
@@ -174,7 +219,7 @@ class ReplicaManager:
         failed; None when there is nothing to ask. Call it periodically and
         when `isr_change_wanted` fires."""
         by_topic: dict[bytes, list[cpb.AlterPartitionRequest.PartitionData]] = {}
-        for partition in self.partitions.values():
+        for partition in self.led.values():
             partition.propose_isr(self.config.replica_lag_time_max_ms, self.is_eligible)
             item = partition.take_unsent_proposal()
             if item is not None:

@@ -117,3 +117,49 @@ def test_topic_configs_reach_the_logs_and_min_insync_replicas(cluster):
     cluster.set_config("orders", "min.insync.replicas", "3")
     cluster.set_config("", "retention.ms", "1000", topic=False)
     assert partition.min_insync_replicas == 3 and partition.log.config.retention_ms == 1000
+
+
+def expected_roles(replicas):
+    """The led and followed partitions, found the slow way: every partition looked at."""
+    led = {tp for tp, p in replicas.partitions.items() if p.is_leader}
+    followed = {}
+    for tp, p in replicas.partitions.items():
+        if not p.is_leader and p.leader_id >= 0:
+            followed.setdefault(p.leader_id, set()).add(tp)
+    return led, followed
+
+
+def test_the_led_and_followed_indexes_match_the_partitions_through_every_kind_of_change(cluster):
+    cluster.create_topic("orders", {i: [1 + i % 4, 1 + (i + 1) % 4, 1 + (i + 2) % 4] for i in range(8)})
+    cluster.create_topic("events", {0: [2, 1], 1: [1, 2]})
+    cluster.change("orders", 0, leader=2, isr=[2, 3])       # leadership moves away
+    cluster.change("orders", 1, leader=3, isr=[3, 4])       # and to a follower of someone else
+    cluster.change("orders", 2, leader=-1, isr=[3])         # leaderless: followed by nobody
+    cluster.change("orders", 3, replicas=[4, 2, 3])         # broker 1 loses its replica
+    cluster.remove_topic("events")
+    cluster.create_topic("events", {0: [3, 1]})             # the same name, a new topic id
+    for broker_id in (1, 2, 3, 4):
+        replicas = cluster[broker_id]
+        led, followed = expected_roles(replicas)
+        assert set(replicas.led) == led
+        assert {leader: {(p.topic, p.index) for p in ps} for leader, ps in replicas.followed().items()} == followed
+        assert sorted(replicas.followed_leaders()) == sorted(followed)
+        for leader, tps in followed.items():
+            assert {(p.topic, p.index) for p in replicas.followed_by(leader)} == tps
+    [events] = [p for p in cluster[1].followed_by(3) if p.topic == "events"]
+    assert events.topic_id == cluster.image.topic_ids["events"]  # the new topic's replica, not the old one
+    assert ("orders", 3) not in cluster[1].partitions and ("orders", 2) not in cluster[3].led
+
+
+def test_a_topic_config_change_touches_only_that_topics_partitions(cluster):
+    cluster.create_topic("orders", {0: [1, 2, 3]})
+    cluster.create_topic("events", {0: [1, 2, 3]})
+    events_config = cluster[1].get("events", 0).log.config
+    cluster.set_config("orders", "min.insync.replicas", "2")
+    cluster.set_config("orders", "retention.ms", "1000")
+    assert cluster[1].get("orders", 0).min_insync_replicas == 2
+    assert cluster[1].get("orders", 0).log.config.retention_ms == 1000
+    assert cluster[1].get("events", 0).log.config is events_config
+    cluster.set_config("", "min.insync.replicas", "3", topic=False)
+    assert cluster[1].get("events", 0).min_insync_replicas == 3
+    assert cluster[1].get("orders", 0).min_insync_replicas == 2  # the topic's own setting wins
