@@ -28,6 +28,11 @@ them, run by `kraftlog server` for the broker role:
     peer_clients       that transport: gRPC to the leaders
     log_jobs           the LogManager's periodic flush, retention,
                        checkpoints and cleaning
+    groups/            the group coordinator (KIP-848 consumer groups,
+                       committed offsets in __consumer_offsets): a pure
+                       state machine and assignors, Kafka's record schemas,
+                       the shell that loads, writes and expires, the gRPC
+                       GroupCoordinator service
 
 All of it runs on one asyncio event loop; waits are futures completed by
 appends and high watermark moves, never polling.

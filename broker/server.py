@@ -10,6 +10,8 @@ metadata log, the partitions, the controller and the network.
     lifecycle  registration, heartbeats, controlled shutdown (lifecycle.py)
     ISR        the AlterPartition loop (isr_updates.py)
     service    KafkaBroker over gRPC, one per broker listener (service.py)
+    groups     the group coordinator of the __consumer_offsets partitions
+               led here, and its GroupCoordinator service (groups/)
     fetcher    long-polled Fetch to leaders over gRPC (peer_clients.py)
     logs       the LogManager and its periodic jobs (log_jobs.py)
 
@@ -33,6 +35,8 @@ from partition_log.log_manager import LogManager
 from . import service
 from .config import BrokerConfig
 from .controller_client import ControllerClient
+from .groups import service as group_service
+from .groups.coordinator import GroupCoordinator
 from .isr_updates import IsrUpdates
 from .lifecycle import BrokerLifecycle
 from .log_jobs import LogJobIntervals, LogJobs
@@ -108,6 +112,7 @@ class BrokerServer:
         self.producer_ids = ProducerIdManager(
             controller_allocator(self.controllers, broker_id, lambda: self.lifecycle.broker_epoch,
                                  timeout_s=settings.request_timeout_ms / 1000))
+        self.groups = GroupCoordinator(broker_id, self.replicas, self.controllers, settings.config)
         self.published = False  # the image is applied to the replicas (caught up at startup)
         self.serving = asyncio.Event()  # set with `published`
         self.failure: Optional[str] = None
@@ -121,12 +126,14 @@ class BrokerServer:
         return self.settings.broker_id
 
     def add_services(self, server: grpc.aio.Server, listener: str) -> tuple[str, ...]:
-        """Serve KafkaBroker for clients of `listener` on `server`; the service names."""
+        """Serve KafkaBroker and GroupCoordinator for clients of `listener` on `server`; the service names."""
         service.add_to_server(server, service.KafkaBrokerService(
             self.replicas, self.controllers, cluster_id=self.settings.cluster_id, listener=listener,
             ready=lambda: self.published, controller_id=self.controller_id,
             forward_timeout_s=self.settings.request_timeout_ms / 1000, producer_ids=self.producer_ids))
-        return service.SERVICE_NAMES
+        group_service.add_to_server(server, group_service.GroupCoordinatorService(
+            self.groups, listener=listener, ready=lambda: self.published))
+        return (*service.SERVICE_NAMES, *group_service.SERVICE_NAMES)
 
     def controller_id(self) -> int:
         leader = self._controller_id()
@@ -151,7 +158,8 @@ class BrokerServer:
         await asyncio.gather(*(t for t in (self._publisher, self._failure_watch) if t), return_exceptions=True)
         for what, stopping in (("ISR updates", self.isr_updates.stop()), ("lifecycle", self.lifecycle.stop()),
                                ("replica fetcher", self.fetcher.close()), ("log jobs", self.log_jobs.stop()),
-                               ("producer id allocation", self.producer_ids.close())):
+                               ("producer id allocation", self.producer_ids.close()),
+                               ("group coordinator", self.groups.stop())):
             await self._bounded(what, stopping)
 
     async def _bounded(self, what: str, stopping: Awaitable[None]) -> None:
@@ -192,6 +200,7 @@ class BrokerServer:
         try:
             changes = self.replicas.apply_metadata(image, delta)
             self.fetcher.sync()
+            self.groups.on_replica_changes(changes)  # load or drop the coordinators of __consumer_offsets
         except Exception as exc:  # noqa: BLE001 - the broker must not serve a view it could not apply
             log.exception("broker %d: cannot apply the metadata at offset %d", self.broker_id, image.offset)
             self._fail(f"cannot apply the metadata at offset {image.offset}: {exc}")

@@ -1,0 +1,20 @@
+"""The group coordinator: consumer groups as KIP-848 has them (server-side,
+incremental assignment), committed offsets, and the compacted, replicated
+__consumer_offsets topic that holds both.
+
+Pure (no sockets, clocks or files):
+    placement   group -> partition of __consumer_offsets (Kafka's hash)
+    records     the topic's records in Kafka's key/value schemas
+    kafka_types Kafka's schema primitives (int16-length and compact strings,
+                compact arrays, tagged fields)
+    state       groups, members, owners, offsets: built only by replaying records
+    assignors   uniform (sticky, balanced) and range
+    reconcile   a member's next assignment: revoke first, assign once released
+    machine     requests + time + topics -> responses + records
+
+Shell:
+    coordinator the machines of the partitions this broker leads: loading on
+                leadership, acks=all appends, expiry timers, FindCoordinator
+                (creating the topic through the controller on first use)
+    service     the GroupCoordinator gRPC service of a listener
+"""
