@@ -11,7 +11,7 @@ export GOCACHE := $(CURDIR)/.cache/go-build
 export GOPATH := $(CURDIR)/.cache/go
 export GOPROXY := off
 
-.PHONY: all venv chaos-tools go-toolchain lincheck test pytest go-test demo bench-log bench-quorum bench-metadata sim sim-controller proto clean
+.PHONY: all venv chaos chaos-tools go-toolchain lincheck test pytest go-test demo bench-log bench-quorum bench-metadata sim sim-controller proto clean
 
 all: test
 
@@ -56,6 +56,10 @@ sim: venv
 # The controller simulator: brokers failing, heartbeats lost, ISR churn (the tests run 300 schedules).
 sim-controller: venv
 	$(BIN)/python -m metadata_quorum.sim.controller_sim --schedules 5000 --seed 0
+
+# Every chaos scenario for 10 seeds each, 60 s of faults per run, and the table of results.
+chaos: venv chaos-tools lincheck
+	$(BIN)/kraftlog chaos run --scenario all --runs 10 --seed 0 --time-limit 60 --results chaos-results
 
 # Regenerate kraftlog_api/ (protobuf + gRPC modules) from proto/; commit the result.
 proto: venv
