@@ -125,7 +125,7 @@ def paced_latency(cluster: LocalCluster, topic: str, rate_per_s: float, seconds:
 def consume_throughput(cluster: LocalCluster, topic: str) -> dict[str, Any]:
     led = leaders(cluster, topic)
     positions = dict.fromkeys(led, 0)
-    records = 0
+    records = fetched_bytes = 0
     started = time.monotonic()
     while True:
         got = 0
@@ -137,6 +137,7 @@ def consume_throughput(cluster: LocalCluster, topic: str) -> dict[str, Any]:
                         last_fetched_epoch=-1, partition_max_bytes=4 << 20)])]), timeout=30)
             data = response.responses[0].partitions[0]
             if data.records:
+                fetched_bytes += len(data.records)
                 last = None
                 for _, header in iter_headers(data.records, validate=False):
                     last = header
@@ -147,7 +148,8 @@ def consume_throughput(cluster: LocalCluster, topic: str) -> dict[str, Any]:
             break
     elapsed = time.monotonic() - started
     return {"records": records, "records_per_s": round(records / elapsed),
-            "mb_per_s": round(records * RECORD_BYTES / elapsed / 1e6, 2)}
+            "mb_per_s": round(records * RECORD_BYTES / elapsed / 1e6, 2),
+            "fetched_mb_per_s": round(fetched_bytes / elapsed / 1e6, 2)}
 
 
 def failover(cluster: LocalCluster, topic: str, trials: int) -> dict[str, Any]:
