@@ -138,9 +138,11 @@ class Sender:
             self._metadata.request_update()
         open_nodes = frozenset(n for n in check.nodes
                                if self._node_in_flight.get(n, 0) < self._config.max_in_flight)
-        for node, batches in self._acc.drain(open_nodes, self._metadata_leader,
-                                             self._config.max_request_size, now).items():
+        drained = self._acc.drain(open_nodes, self._metadata_leader, self._config.max_request_size, now)
+        for node, batches in drained.items():
             self._send(node, batches, now)
+        if drained:
+            return 0.0  # the next batches of those partitions may be ready too: look again at once
         delay = check.next_delay_s
         if self._metadata.update_due:
             delay = min(delay, max(self._metadata.next_update_in(), 0.005))
@@ -167,6 +169,7 @@ class Sender:
             bpb.ProduceRequest.TopicData(name=name, partitions=parts) for name, parts in topics.items()])
         self._node_in_flight[node] = self._node_in_flight.get(node, 0) + 1
         self.metrics["request-total"] += 1
+        log.debug("Produce to broker %d: %s", node, batches)
         task = asyncio.get_running_loop().create_task(self._produce(node, request, batches))
         self._requests.add(task)
         task.add_done_callback(self._requests.discard)
