@@ -100,6 +100,7 @@ class Consumer:
             self._commit_quietly(self._positions(dropped))
         with self._state.cond:
             self._state.unassign(dropped)
+            self._state.positions_wanted = False  # until the next poll() or position()
             self._add_partitions([tp for tp in wanted if tp not in self._state.assignment])
         self._mode = "assign" if wanted else None
 
@@ -175,8 +176,9 @@ class Consumer:
         if self._mode is None:
             raise IllegalStateError("poll() before assign() or subscribe()")
         deadline = None if timeout is None else time.monotonic() + max(timeout, 0)
-        if self._membership is not None:
-            with self._state.cond:
+        with self._state.cond:
+            self._state.want_positions()
+            if self._membership is not None:
                 self._membership.last_poll = time.monotonic()
         self._maybe_auto_commit()
         while True:
@@ -320,6 +322,7 @@ class Consumer:
                     raise ps.error
                 if ps.has_position:
                     return ps.position  # type: ignore[return-value]
+                self._state.want_positions()
                 self._state.wake_fetcher()
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:

@@ -66,6 +66,10 @@ class SubscriptionState:
     assignment: dict[TopicPartition, PartitionState] = field(default_factory=dict)
     buffer: dict[TopicPartition, CompletedFetch] = field(default_factory=dict)
     wake_fetcher: Callable[[], None] = lambda: None  # set by the consumer once its loop runs
+    # Positions are looked up only once the application asks (poll(),
+    # position()), as Kafka's updateFetchPositions: so assign() then commit()
+    # then poll() starts from what was just committed.
+    positions_wanted: bool = False
 
     # --- assignment (callers hold cond) -------------------------------------
 
@@ -173,10 +177,19 @@ class SubscriptionState:
 
     # --- positions (callers hold cond) --------------------------------------
 
+    def want_positions(self) -> None:
+        if not self.positions_wanted:
+            self.positions_wanted = True
+            self.wake_fetcher()
+
     def awaiting_committed(self) -> list[TopicPartition]:
+        if not self.positions_wanted:
+            return []
         return [tp for tp, ps in self.assignment.items() if ps.awaiting_committed and not ps.failed]
 
     def awaiting_reset(self) -> dict[TopicPartition, int]:
+        if not self.positions_wanted:
+            return {}
         return {tp: ps.reset_to for tp, ps in self.assignment.items()
                 if ps.reset_to is not None and not ps.awaiting_committed and not ps.failed}
 
