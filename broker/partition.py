@@ -327,7 +327,9 @@ class Partition:
         """Batches fetched from the leader, with their offsets; the producer
         state follows them, so it is in place when this replica leads."""
         info = self.log.append_as_follower(records)
-        self.producers.update_all((h for _, h in iter_headers(records, validate=False)), self.clock())
+        now = self.clock()
+        self.producers.update_all((h for _, h in iter_headers(records, validate=False)), now)
+        self.producers.maybe_expire(now)
         return info
 
     def truncate_to(self, offset: int) -> int:
