@@ -18,9 +18,9 @@ except ImportError:  # pragma: no cover - older typer
 
 from partition_log.errors import KafkaError
 
-from .commands import chaos, cluster, configs, console, dump_log, elections, quorum, server, topics
+from .commands import bench, chaos, cluster, configs, console, dump_log, elections, quorum, server, topics
 
-COMMAND_GROUPS = (dump_log, server, quorum, cluster, topics, configs, elections, console, chaos)
+COMMAND_GROUPS = (dump_log, server, quorum, cluster, topics, configs, elections, console, chaos, bench)
 
 app = typer.Typer(
     name="kraftlog",
