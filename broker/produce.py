@@ -1,6 +1,9 @@
-"""Produce: find the leader -> validate header + CRC and append the bytes
+"""Produce: find the leader -> validate header + CRC -> check idempotent
+producers' sequences (Partition.append; a retried batch is not appended again
+and answers with its original offsets) -> append the bytes
 (Log.append_as_leader) -> with acks=all, wait for the high watermark to pass
-the batch -> answer. Errors are per partition, Kafka's codes.
+the batch (a retry's original included) -> answer. Errors are per partition,
+Kafka's codes.
 """
 from __future__ import annotations
 
