@@ -198,7 +198,26 @@ def to_log_model(history: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
                 next_process += 1
 
 
-def summarize(report: QueueReport, *, faults: int, verdict: Optional[str]) -> dict[str, Any]:
+OFFSETS_OPS = ("commit", "fetch")
+
+
+def offsets_history(history: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    """The group members' commit/fetch ops, the checker's `offsets` model input."""
+    processes: set[Any] = set()
+    for line in history:
+        if line["process"] == NEMESIS:
+            continue
+        if line["type"] == INVOKE:
+            if line["f"] in OFFSETS_OPS:
+                processes.add(line["process"])
+                yield line
+        elif line["process"] in processes and line["f"] in OFFSETS_OPS:
+            processes.discard(line["process"])
+            yield line
+
+
+def summarize(report: QueueReport, *, faults: int, verdict: Optional[str],
+              offsets_verdict: Optional[str] = None) -> dict[str, Any]:
     return {"sends": report.sends, "polled_records": report.polled_records,
             "final_records": report.final_records, "faults": faults, "anomalies": report.counts(),
-            "valid": report.valid, "linearizable": verdict}
+            "valid": report.valid, "linearizable": verdict, "offsets_linearizable": offsets_verdict}

@@ -10,9 +10,10 @@
    started again, and every partition is read whole.
 4. Checks: the queue checks (lost, duplicated, reordered, unexpected) and
    the linearizability of each partition's log by the Go checker.
-5. The results directory: history.jsonl, schedule.json, verdict.json (the
-   checker's), summary.json, and failure.html when the checker found the
-   history illegal.
+5. The results directory: history.jsonl, schedule.json, summary.json,
+   anomalies.json, and per checker model (log: each partition's log;
+   offsets: the group's committed offsets) its input <model>-history.jsonl,
+   <model>-verdict.json and, when the history is illegal, <model>-failure.html.
 
 The `unclean-election` scenario is scripted, not random: it drives Kafka's
 classic loss (ISR shrinks to the leader, which acknowledges alone and dies;
@@ -30,7 +31,7 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from client.admin import describe_quorum
 from kraftlog.local_cluster import LocalCluster
@@ -39,7 +40,7 @@ from kraftlog.local_processes import wait_until
 from . import lincheck
 from .history import HistoryRecorder, read_history
 from .nemesis import SCENARIOS, Nemesis, ScheduledFault, schedule
-from .queue_checks import analyze, summarize, to_log_model
+from .queue_checks import analyze, offsets_history, summarize, to_log_model
 from .testbed import NetworkTestbed, probe
 from .workload import QueueWorkload, leader_of
 
@@ -81,7 +82,8 @@ class RunResult:
 
     @property
     def valid(self) -> bool:
-        return bool(self.summary["valid"]) and self.summary["linearizable"] in ("ok", None)
+        return (bool(self.summary["valid"]) and self.summary["linearizable"] in ("ok", None)
+                and self.summary["offsets_linearizable"] in ("ok", None))
 
 
 def run(settings: RunSettings) -> RunResult:
@@ -224,22 +226,30 @@ def _isr(cluster: LocalCluster, broker: int) -> Optional[list[int]]:
 def _check(results: Path, faults: int, notes: list[str]) -> dict[str, Any]:
     history = list(read_history(results / "history.jsonl"))
     report = analyze(history)
-    log_history = results / "log-history.jsonl"
-    log_history.write_text("".join(json.dumps(line) + "\n" for line in to_log_model(history)))
-    verdict: Optional[str]
-    try:
-        checked = lincheck.check(log_history, model="log", time_limit=CHECK_TIME_LIMIT_S, html=results / "failure.html")
-        verdict = checked.result["result"] if checked.result else "unreadable"
-        (results / "verdict.json").write_text(json.dumps(checked.result, indent=1))
-        if verdict == "ok":
-            (results / "failure.html").unlink(missing_ok=True)
-    except lincheck.CheckerUnavailable as exc:
-        verdict = None
-        notes.append(f"linearizability not checked: {exc}")
     (results / "anomalies.json").write_text(json.dumps(report.anomalies, indent=1))
-    summary = summarize(report, faults=faults, verdict=verdict)
+    verdict = _linearizable(results, "log", to_log_model(history), notes)
+    offsets_verdict = _linearizable(results, "offsets", offsets_history(history), notes)
+    summary = summarize(report, faults=faults, verdict=verdict, offsets_verdict=offsets_verdict)
     summary["notes"] = notes
     return summary
+
+
+def _linearizable(results: Path, model: str, lines: Iterable[dict[str, Any]], notes: list[str]) -> Optional[str]:
+    """The checker's verdict on the model's part of the history (its files
+    named after the model); None when the checker cannot run here."""
+    path = results / f"{model}-history.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    html = results / f"{model}-failure.html"
+    try:
+        checked = lincheck.check(path, model=model, time_limit=CHECK_TIME_LIMIT_S, html=html)
+    except lincheck.CheckerUnavailable as exc:
+        notes.append(f"{model}: linearizability not checked: {exc}")
+        return None
+    (results / f"{model}-verdict.json").write_text(json.dumps(checked.result, indent=1))
+    verdict = checked.result["result"] if checked.result else "unreadable"
+    if verdict == "ok":
+        html.unlink(missing_ok=True)
+    return verdict
 
 
 def _keep_logs(cluster: LocalCluster, results: Path) -> None:

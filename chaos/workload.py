@@ -8,7 +8,11 @@ operation into the history (chaos/queue_checks.py documents the ops).
   have been appended before the connection broke), never `fail`.
 - Consumers poll: some with assign() from the beginning (their streams must
   not skip), some subscribed in a group (their streams restart on
-  reassignment; the `assign` lines mark where).
+  reassignment; the `assign` lines mark where). Group members commit what
+  they polled, synchronously, and now and then read the group's committed
+  offsets back: `commit`/`fetch` ops per (group, partition), the checker's
+  `offsets` model (written to the same history; `offsets_history()` picks
+  them out).
 - After the faults are healed, `final_read()` reads every partition from its
   log start to its end with a fresh consumer.
 
@@ -120,16 +124,17 @@ class QueueWorkload:
             slots.release()
 
     def _consume(self, name: str, in_group: bool) -> None:
+        # Commits are explicit, so that every one is in the history.
         config = {"bootstrap.servers": self.bootstrap, "client.id": f"chaos-{name}",
-                  "auto.offset.reset": "earliest", "enable.auto.commit": in_group,
-                  "auto.commit.interval.ms": 1000}
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False}
         if in_group:
-            config["group.id"] = f"chaos-{self.topic}"
+            config["group.id"] = self.group
         consumer = Consumer(config)
         process = self._process()
         mode = "subscribe" if in_group else "assign"
+        polls = 0
 
-        def assigned(partitions: Any) -> None:
+        def assigned(_consumer: Any, partitions: Any) -> None:
             call = self.history.invoke(process, "assign", None, {"consumer": name})
             self.history.complete(call, OK, sorted(self.key(tp.partition) for tp in partitions))
 
@@ -153,8 +158,48 @@ class QueueWorkload:
                     polled.setdefault(self.key(r.partition), []).append(
                         [r.offset, r.value.decode() if r.value is not None else None])
                 self.history.complete(call, OK, polled)
+                if in_group and records:
+                    self._commit(consumer, records)
+                    polls += 1
+                    if polls % 5 == 0:
+                        self._fetch_committed(consumer)
         finally:
             consumer.close()
+
+    def _commit(self, consumer: Consumer, records: list[Any]) -> None:
+        """Commit past what was polled; one `commit` op per partition, all at the request's times."""
+        offsets = {TopicPartition(r.topic, r.partition): r.offset + 1 for r in records}
+        calls = [self.history.invoke(self._process(), "commit", self._group_key(tp.partition), offset)
+                 for tp, offset in sorted(offsets.items())]
+        try:
+            consumer.commit(offsets)
+        except Exception as exc:  # noqa: BLE001 - refused or timed out: it may still have taken effect
+            for call in calls:
+                self.history.complete(call, INFO, error=f"{type(exc).__name__}: {exc}")
+            return
+        for call in calls:
+            self.history.complete(call, OK)
+
+    def _fetch_committed(self, consumer: Consumer) -> None:
+        partitions = [TopicPartition(self.topic, p) for p in range(self.partitions)]
+        calls = {tp: self.history.invoke(self._process(), "fetch", self._group_key(tp.partition))
+                 for tp in partitions}
+        try:
+            committed = consumer.committed(partitions, timeout=10.0)
+        except Exception as exc:  # noqa: BLE001 - a failed read changed nothing
+            for call in calls.values():
+                self.history.complete(call, FAIL, error=f"{type(exc).__name__}: {exc}")
+            return
+        for tp, call in calls.items():
+            found = committed.get(tp)
+            self.history.complete(call, OK, found.offset if found is not None else -1)
+
+    @property
+    def group(self) -> str:
+        return f"chaos-{self.topic}"
+
+    def _group_key(self, partition: int) -> dict[str, str]:
+        return {"group": self.group, "partition": self.key(partition)}
 
     # -- after healing ------------------------------------------------------------------------
     def final_read(self, timeout: float = FINAL_READ_TIMEOUT_S) -> dict[int, int]:
