@@ -54,10 +54,17 @@ DeliveryCallback = Callable[[Optional[KafkaError], Optional[RecordMetadata]], An
 def make_record(value: Optional[Bytes], key: Optional[Bytes], headers: HeadersArg,
                 timestamp: Optional[int]) -> Record:
     """A record from produce()'s arguments: str is UTF-8, timestamps are ms (now when None)."""
-    items = headers.items() if isinstance(headers, Mapping) else (headers or ())
-    return Record(_as_bytes("key", key), _as_bytes("value", value),
-                  int(time.time() * 1000) if timestamp is None else int(timestamp),
-                  tuple((str(k), _as_bytes("header value", v)) for k, v in items))
+    if headers:
+        items = headers.items() if isinstance(headers, Mapping) else headers
+        header_tuple = tuple((str(k), _as_bytes("header value", v)) for k, v in items)
+    else:
+        header_tuple = ()
+    if type(key) is not bytes and key is not None:
+        key = _as_bytes("key", key)
+    if type(value) is not bytes and value is not None:
+        value = _as_bytes("value", value)
+    return Record(key, value, int(time.time() * 1000) if timestamp is None else int(timestamp),  # type: ignore[arg-type]
+                  header_tuple)
 
 
 def _as_bytes(what: str, data: Optional[Bytes]) -> Optional[bytes]:
