@@ -11,7 +11,7 @@ export GOCACHE := $(CURDIR)/.cache/go-build
 export GOPATH := $(CURDIR)/.cache/go
 export GOPROXY := off
 
-.PHONY: all venv chaos chaos-tools go-toolchain lincheck test pytest go-test demo bench-log bench-quorum bench-metadata sim sim-controller proto clean
+.PHONY: all venv chaos chaos-tools go-toolchain java-runtime lincheck test pytest go-test demo bench-log bench-quorum bench-metadata sim sim-controller proto clean
 
 all: test
 
@@ -33,6 +33,10 @@ go-toolchain:
 chaos-tools:
 	@command -v iptables >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq iptables iproute2 >/dev/null; } || echo "iptables not installed: chaos network faults will be skipped"
 
+# Java 17 for Spark (the spark_jobs tests and the demo's Spark job), from Debian where missing.
+java-runtime:
+	@command -v java >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless >/dev/null; }
+
 go-test: go-toolchain
 	cd $(CHECKER_DIR) && test -z "$$(gofmt -l .)" && go vet ./... && go test ./...
 
@@ -41,12 +45,12 @@ $(CHECKER_DIR)/bin/lincheck: go-toolchain $(shell find $(CHECKER_DIR) -name '*.g
 
 lincheck: $(CHECKER_DIR)/bin/lincheck
 
-pytest: venv chaos-tools
+pytest: venv chaos-tools java-runtime
 	$(BIN)/pytest -q
 
 test: go-test pytest
 
-demo: venv
+demo: venv java-runtime
 	$(BIN)/python -m kraftlog.demo
 
 # The deterministic Raft simulator, 20,000 seeded schedules (the test suite runs 2,000).
