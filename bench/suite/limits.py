@@ -44,12 +44,17 @@ def dd_write(processes: PeerProcesses, recorder: Recorder, mb: int) -> None:
 
 def iperf3_loopback(processes: PeerProcesses, recorder: Recorder, seconds: int) -> None:
     port = free_ports(1)[0]
-    server = processes.start("iperf3-server", ["iperf3", "-s", "-1", "-B", "127.0.0.1", "-p", str(port)])
-    processes.wait_listening(server, port)
+    # One-off server (-1): a probing connect would be taken for the test, so wait for its log line instead.
+    server = processes.start("iperf3-server", ["iperf3", "-s", "-1", "-B", "127.0.0.1", "-p", str(port),
+                                               "--forceflush"])
+    processes.wait_logged(server, "Server listening")
     done = subprocess.run(["iperf3", "-c", "127.0.0.1", "-p", str(port), "-t", str(seconds), "-J"],
-                          capture_output=True, text=True, timeout=seconds + 60, check=True)
+                          capture_output=True, text=True, timeout=seconds + 60)
     processes.stop(server)
-    bits = json.loads(done.stdout)["end"]["sum_received"]["bits_per_second"]
+    answer = json.loads(done.stdout or "{}")
+    if done.returncode or "error" in answer:
+        raise RuntimeError(f"iperf3: {answer.get('error') or done.stderr.strip()}")
+    bits = answer["end"]["sum_received"]["bits_per_second"]
     recorder.add("limits.tcp_loopback", "TCP loopback: iperf3, 1 stream", "MB/s", "limits", bits / 8 / 1e6)
 
 

@@ -73,6 +73,14 @@ class PeerProcesses:
                 return s.connect_ex(("127.0.0.1", port)) == 0
         wait_until(ready, timeout, f"{started.name} listening on {port}", interval=0.05)
 
+    def wait_logged(self, started: Started, text: str, timeout: float = 30.0) -> None:
+        """Until the process wrote `text` to its log (for a server that a probing connection would disturb)."""
+        def logged() -> bool:
+            if started.popen.poll() is not None:
+                raise RuntimeError(f"{started.name} exited with {started.popen.returncode}:\n{self.log_tail(started)}")
+            return text in started.log_path.read_text(errors="replace")
+        wait_until(logged, timeout, f"{started.name} saying {text!r}", interval=0.05)
+
     def stop(self, started: Started) -> None:
         if started.stopped_by is not None:
             return
