@@ -11,7 +11,7 @@ export GOCACHE := $(CURDIR)/.cache/go-build
 export GOPATH := $(CURDIR)/.cache/go
 export GOPROXY := off
 
-.PHONY: all venv chaos chaos-tools go-toolchain java-runtime lincheck test pytest go-test demo bench-log bench-quorum bench-metadata sim sim-controller proto clean
+.PHONY: all venv chaos chaos-tools go-toolchain java-runtime lincheck test pytest go-test demo bench-log bench-quorum bench-metadata bench bench-quick bench-deps bench-tools sim sim-controller proto clean
 
 all: test
 
@@ -45,7 +45,7 @@ $(CHECKER_DIR)/bin/lincheck: go-toolchain $(shell find $(CHECKER_DIR) -name '*.g
 
 lincheck: $(CHECKER_DIR)/bin/lincheck
 
-pytest: venv chaos-tools java-runtime
+pytest: venv chaos-tools java-runtime bench-deps bench-tools
 	$(BIN)/pytest -q
 
 test: go-test pytest
@@ -68,6 +68,27 @@ chaos: venv chaos-tools lincheck
 # Regenerate kraftlog_api/ (protobuf + gRPC modules) from proto/; commit the result.
 proto: venv
 	$(BIN)/python proto/generate.py
+
+# The side-by-side suite (kraftlog bench): its Python packages (the bench extra)
+# and the peers and tools from Debian where missing; a peer that cannot be had
+# is skipped by the suite, which says why. `make bench QUICK=1` is the smallest run.
+BENCH_STAMP := $(VENV)/.bench-stamp
+$(BENCH_STAMP): pyproject.toml $(STAMP)
+	$(BIN)/pip install -q -e '.[bench]'
+	touch $(BENCH_STAMP)
+
+bench-deps: $(BENCH_STAMP)
+
+bench-tools:
+	@missing=; for tool in redis-server nats-server iperf3; do command -v $$tool >/dev/null 2>&1 || missing="$$missing $$tool"; done; \
+	if [ -n "$$missing" ]; then apt-get update -qq || true; for tool in $$missing; do \
+		apt-get install -y -qq $$tool >/dev/null || echo "$$tool not installed: kraftlog bench skips it, saying why"; done; fi
+
+bench: venv bench-deps bench-tools
+	$(BIN)/kraftlog bench --suite $(or $(SUITE),all) --out bench/results/suite $(if $(QUICK),--quick) $(if $(RECORDS),--records $(RECORDS))
+
+bench-quick: QUICK := 1
+bench-quick: bench
 
 bench-log: venv
 	$(BIN)/python bench/log_append.py
