@@ -47,14 +47,24 @@ class IdempotenceState:
 
     def stamp(self, batch: ProducerBatch) -> None:
         """Give a batch being sent its producer id, epoch and (first time only) its sequence."""
-        if batch.base_sequence != NO_SEQUENCE and batch.producer_epoch == self.producer_epoch \
-                and batch.producer_id == self.producer_id:
-            return  # a retry keeps its sequence
-        seq = self._next_sequence.get(batch.tp, 0)
-        batch.producer_id = self.producer_id
-        batch.producer_epoch = self.producer_epoch
-        batch.base_sequence = seq
-        self._next_sequence[batch.tp] = (seq + batch.record_count) % SEQUENCE_MODULUS
+        if batch.base_sequence == NO_SEQUENCE or batch.producer_epoch != self.producer_epoch \
+                or batch.producer_id != self.producer_id:
+            seq = self._next_sequence.get(batch.tp, 0)
+            batch.producer_id = self.producer_id
+            batch.producer_epoch = self.producer_epoch
+            batch.base_sequence = seq
+            self._next_sequence[batch.tp] = (seq + batch.record_count) % SEQUENCE_MODULUS
+        # else a retry keeps its sequence
+        batch.next_when_sent = self.is_next_expected(batch)
+
+    def earlier_batch_may_explain(self, batch: ProducerBatch) -> bool:
+        """OUT_OF_ORDER_SEQUENCE_NUMBER or UNKNOWN_PRODUCER_ID for a batch means
+        the broker lost or never had our state only if every batch before it
+        was acknowledged when it was sent. Otherwise it may simply have arrived
+        before a predecessor still on its way (gRPC streams of one connection
+        are not answered in order), or after one that failed: a retry in order
+        settles it."""
+        return not batch.next_when_sent
 
     def acknowledged(self, batch: ProducerBatch) -> None:
         if batch.producer_epoch == self.producer_epoch and batch.producer_id == self.producer_id:

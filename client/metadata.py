@@ -79,6 +79,7 @@ class Metadata:
         self._refresh_task: Optional[asyncio.Task[None]] = None
         self._changed: Optional[asyncio.Event] = None  # made on the loop, at first use
         self._closed = False
+        self.last_error = ""                     # why the last refresh failed ("" when it did not)
 
     # --- lookups (cache only) ----------------------------------------------
 
@@ -220,7 +221,6 @@ class Metadata:
         for at most `max_block_ms` (Kafka's producer blocks in send() likewise)."""
         self.add_topics([topic])
         deadline = time.monotonic() + max_block_ms / 1000
-        last_problem = ""
         while True:
             parts = self._topics.get(topic)
             if parts:
@@ -229,7 +229,7 @@ class Metadata:
             if remaining <= 0:
                 code = self._topic_errors.get(topic, UNKNOWN_TOPIC_OR_PARTITION)
                 raise error_for_code(code, f"topic {topic} not present in metadata after {max_block_ms} ms"
-                                     + (f" ({last_problem})" if last_problem else ""))
+                                     + (f" ({self.last_error})" if self.last_error else ""))
             self._need_update = True
             task = self.maybe_update()
             try:
@@ -239,8 +239,6 @@ class Metadata:
                     await asyncio.sleep(min(remaining, max(self.next_update_in(), 0.001)))
             except asyncio.TimeoutError:
                 continue
-            except NetworkError as exc:
-                last_problem = str(exc)
 
     async def _refresh(self) -> None:
         self._need_update = False
@@ -250,9 +248,11 @@ class Metadata:
             response = await self.any_broker("Metadata", request)
         except NetworkError as exc:
             log.info("metadata refresh failed: %s", exc)
+            self.last_error = str(exc)
             self._need_update = True
             self._back_off()
             return
+        self.last_error = ""
         incomplete = self._learn(response)
         self._updated_at = time.monotonic()
         if incomplete:

@@ -51,7 +51,7 @@ def record_size_upper_bound(record: Record) -> int:
 class ProducerBatch:
     __slots__ = ("topic", "partition", "serial", "created", "records", "completions", "size", "closed",
                  "attempts", "retry_at", "producer_id", "producer_epoch", "base_sequence",
-                 "_encoded", "_encoded_for", "finished")
+                 "next_when_sent", "_encoded", "_encoded_for", "finished")
 
     def __init__(self, topic: str, partition: int, serial: int, created: float) -> None:
         self.topic = topic
@@ -67,6 +67,7 @@ class ProducerBatch:
         self.producer_id = b.NO_PRODUCER_ID
         self.producer_epoch = -1
         self.base_sequence = b.NO_SEQUENCE
+        self.next_when_sent = False   # everything before it was acknowledged when it was last sent
         self._encoded: Optional[bytes] = None
         self._encoded_for: tuple[int, int, int] = (0, 0, 0)
         self.finished = False

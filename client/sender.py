@@ -218,9 +218,8 @@ class Sender:
         self._metadata.note_error(code)
         retriable = error.retriable or code in RETRIABLE_PRODUCE_ERRORS
         if self._idem is not None and code in (OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID):
-            # Not explained by an earlier batch of ours still being retried: the
-            # broker's sequence state and ours differ, so start a new epoch.
-            if code == UNKNOWN_PRODUCER_ID or self._idem.is_next_expected(batch):
+            if not self._idem.earlier_batch_may_explain(batch):
+                # The broker's sequence state and ours differ: start a new epoch (KIP-360).
                 log.info("%s for %s: bumping the producer epoch", error.name, batch)
                 self._idem.request_epoch_bump()
             retriable = True

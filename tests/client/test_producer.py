@@ -279,3 +279,51 @@ def test_bad_config_names_the_key(bootstrap) -> None:
             Producer({"bootstrap.servers": bootstrap, **config})
     with pytest.raises(InvalidConfigError, match="bootstrap.servers"):
         AsyncProducer({})
+
+
+def test_metadata_from_any_bootstrap_broker_and_a_topic_created_while_records_wait(cluster, bootstrap) -> None:
+    from client.metadata import Metadata
+    from kraftlog.local_processes import free_ports
+
+    dead = f"127.0.0.1:{free_ports(1)[0]}"
+
+    async def run() -> tuple:
+        metadata = Metadata(f"{dead},{bootstrap}", retry_backoff_ms=50)
+        try:
+            # A dead bootstrap address is skipped; the live ones answer.
+            await metadata.update()
+            brokers = dict(metadata.brokers)
+            # Records for a topic that does not exist yet wait (up to max.block.ms) and go once it does.
+            async with AsyncProducer({"bootstrap.servers": f"{dead},{bootstrap}", "max.block.ms": 60000}) as producer:
+                waiting = producer.produce("created-later", b"early", key=b"k")
+                await asyncio.sleep(0.3)
+                assert not waiting.done()
+                await asyncio.get_running_loop().run_in_executor(None, topic, cluster, "created-later", 4)
+                delivered = await asyncio.wait_for(waiting, 60)
+            parts = await metadata.partitions_for("created-later")
+            return brokers, delivered, parts, metadata.leader_for("created-later", 0)
+        finally:
+            await metadata.close()
+
+    brokers, delivered, parts, leader = asyncio.run(run())
+    assert brokers == {b: a for b, a in cluster.broker_addresses.items()}
+    assert delivered.partition == (kafka_python_murmur2(b"k") & 0x7FFFFFFF) % 4 and delivered.offset == 0
+    assert [p.partition for p in parts] == [0, 1, 2, 3] and leader is not None and leader.leader in cluster.brokers
+
+
+def test_metadata_with_no_broker_reachable_is_a_network_error() -> None:
+    from client.errors import NetworkError
+    from client.metadata import Metadata
+    from kraftlog.local_processes import free_ports
+
+    async def run() -> None:
+        metadata = Metadata([f"127.0.0.1:{p}" for p in free_ports(2)], retry_backoff_ms=10)
+        try:
+            with pytest.raises(NetworkError, match="no broker answered Metadata"):
+                await metadata.update()
+            with pytest.raises(KafkaError, match="UNKNOWN_TOPIC_OR_PARTITION.*after 300 ms.*NETWORK_EXCEPTION"):
+                await metadata.partitions_for("t", max_block_ms=300)
+        finally:
+            await metadata.close()
+
+    asyncio.run(run())
