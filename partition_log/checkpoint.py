@@ -13,13 +13,10 @@ from typing import Iterable
 from .errors import KafkaStorageError
 
 
-def write_atomically(path: Path, data: bytes | Iterable[bytes], *, temp_suffix: str = ".tmp",
-                     sync: bool = True) -> None:
+def write_atomically(path: Path, data: bytes | Iterable[bytes], *, temp_suffix: str = ".tmp") -> None:
     """Replace `path` with `data` (bytes, or chunks of them) so that a crash leaves old or new.
 
     The temporary file is `path` + `temp_suffix` (Kafka names a snapshot's `.part`).
-    With `sync=False` nothing is fsynced: the caller makes the file durable
-    later (`sync_file`), when losing it in a crash would start to matter.
     """
     tmp = path.with_name(path.name + temp_suffix)
     try:
@@ -29,28 +26,13 @@ def write_atomically(path: Path, data: bytes | Iterable[bytes], *, temp_suffix: 
                 view = memoryview(chunk)
                 while view:  # os.write may write less than asked
                     view = view[os.write(fd, view):]
-            if sync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-        if sync:
-            fsync_dir(path.parent)
-    except OSError as exc:
-        raise KafkaStorageError(f"cannot write {path}: {exc.strerror or exc}") from exc
-
-
-def sync_file(path: Path) -> None:
-    """fsync a file written with `sync=False`, and its folder (the rename)."""
-    try:
-        fd = os.open(path, os.O_RDONLY)
-        try:
             os.fsync(fd)
         finally:
             os.close(fd)
+        os.replace(tmp, path)
         fsync_dir(path.parent)
     except OSError as exc:
-        raise KafkaStorageError(f"cannot sync {path}: {exc.strerror or exc}") from exc
+        raise KafkaStorageError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
 def fsync_dir(path: Path) -> None:
@@ -61,9 +43,9 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_checkpoint(path: Path, version: int, lines: list[str], *, sync: bool = True) -> None:
+def write_checkpoint(path: Path, version: int, lines: list[str]) -> None:
     text = f"{version}\n{len(lines)}\n" + "".join(f"{line}\n" for line in lines)
-    write_atomically(path, text.encode("ascii"), sync=sync)
+    write_atomically(path, text.encode("ascii"))
 
 
 def read_checkpoint(path: Path, version: int, fields: int) -> list[list[str]] | None:

@@ -59,6 +59,10 @@ class _SparseIndex(abc.ABC):
             values.append(value)
         self._keys, self._values = keys, values
 
+    def start_empty(self) -> None:
+        """A new segment's index: no entries, and no file to read for them."""
+        self._keys, self._values = array("q"), array("q")
+
     @property
     def entries(self) -> int:
         self._load()

@@ -5,19 +5,20 @@ Followers use it to find where their log diverges from a new leader's
 from the high watermark. Persisted as Kafka's `leader-epoch-checkpoint`:
 version 0, entry count, then one "epoch start_offset" line per entry.
 
-Every change is written at once. It is also fsynced at once, as Kafka does,
-except an epoch begun at the log end (`assign(..., sync=False)`, a new
-leader): until a batch of that epoch is flushed, losing the entry in a crash
-is the same as crashing just before it, so its fsync waits for the log's
-next flush (`sync()`), and costs a new leader of an empty or idle partition
-nothing.
+Every change is written and fsynced at once, as Kafka does, except an
+epoch begun at the log end (`assign(..., sync=False)`: a new leader, or an
+epoch recovery found in the batches): until a batch of that epoch is
+flushed, losing the entry in a crash is the same as crashing just before
+it (recovery puts back the epochs of the batches that survive), so the
+file is written with the log's next flush (`sync()`), and a new leader of
+an empty or idle partition costs no disk write at all.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
 
-from .checkpoint import read_checkpoint, sync_file, write_checkpoint
+from .checkpoint import read_checkpoint, write_checkpoint
 from .errors import KafkaStorageError
 
 FILE_NAME = "leader-epoch-checkpoint"
@@ -39,7 +40,7 @@ class LeaderEpochCache:
         except ValueError as exc:
             raise KafkaStorageError(str(exc)) from exc
         self.entries: list[EpochEntry] = [EpochEntry(int(e), int(o)) for e, o in rows or []]
-        self.unsynced = False  # the file holds entries not yet fsynced
+        self.unsynced = False  # entries not yet written and fsynced (sync=False)
 
     @property
     def latest_epoch(self) -> int:
@@ -98,11 +99,11 @@ class LeaderEpochCache:
         self._flush()
 
     def sync(self) -> None:
-        """Make entries written with `sync=False` durable (before data of their epochs is)."""
+        """Write and fsync entries assigned with `sync=False` (before data of their epochs is flushed)."""
         if self.unsynced:
-            sync_file(self.path)
-            self.unsynced = False
+            self._flush()
 
     def _flush(self, sync: bool = True) -> None:
-        write_checkpoint(self.path, 0, [f"{e.epoch} {e.start_offset}" for e in self.entries], sync=sync)
+        if sync:
+            write_checkpoint(self.path, 0, [f"{e.epoch} {e.start_offset}" for e in self.entries])
         self.unsynced = not sync

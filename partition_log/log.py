@@ -65,6 +65,7 @@ class LoadReport:
     rebuilt_indexes: int = 0
     completed_swaps: int = 0
     reasons: list[str] = field(default_factory=list)
+    new_log: bool = False  # no segment was found: the log starts empty
 
 
 class Log:
@@ -149,11 +150,12 @@ class Log:
             self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
             report = self._recover(len(swaps), clean_shutdown)
         else:
-            # A new log: one empty segment, nothing to recover or to fsync
+            # A new log: one empty segment, nothing to recover, read or fsync
             # (a broker creating thousands of partitions pays no disk flush each).
             self._set_segments([self._create_segment(self.log_start_offset)])
-            report = LoadReport()
-        self._log_end_offset = max(self.active_segment.load_tail(), self.active_segment.base_offset)
+            report = LoadReport(new_log=True)
+        self._log_end_offset = self.active_segment.base_offset if report.new_log else \
+            max(self.active_segment.load_tail(), self.active_segment.base_offset)
         self.recovery_point = min(max(self.recovery_point, 0), self._log_end_offset)
         self.leader_epochs.truncate_from_end(self._log_end_offset)
         self.leader_epochs.truncate_from_start(self.log_start_offset)
@@ -181,6 +183,10 @@ class Log:
         while i < len(self.segments):
             seg = self.segments[i]
             next_base = self.segments[i + 1].base_offset if i + 1 < len(self.segments) else None
+            if seg.size == 0:
+                seg.start_empty()  # nothing to recover; no descriptor, no fsync
+                i += 1
+                continue
             unflushed = not clean_shutdown and (next_base is None or next_base > self.recovery_point)
             needs_rebuild = unflushed or not seg.offset_index.path.exists() or not seg.time_index.path.exists()
             if not needs_rebuild:
@@ -324,7 +330,10 @@ class Log:
 
     def flush(self) -> None:
         """fsync every segment holding data past the recovery point (and
-        first the leader epochs its batches carry)."""
+        first the leader epochs its batches carry). Nothing to do when
+        everything is flushed: an idle log costs no fsync, at shutdown neither."""
+        if self.recovery_point >= self._log_end_offset:
+            return
         self.leader_epochs.sync()
         for seg in self.segments:
             next_base = self._next_base(seg)

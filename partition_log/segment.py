@@ -68,11 +68,21 @@ class LogSegment:
         return self._fd
 
     def create(self) -> None:
-        """Create the empty .log file without keeping a descriptor."""
+        """A new segment: create the empty .log file without keeping a
+        descriptor; the indexes start empty (their files come with the first entry)."""
         try:
             os.close(os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644))
         except OSError as exc:
             raise KafkaStorageError(f"cannot create {self.log_path}: {exc.strerror}") from exc
+        self.offset_index.start_empty()
+        self.time_index.start_empty()
+
+    def start_empty(self) -> None:
+        """An empty segment found on disk: whatever index files it has describe
+        nothing, so they go, and the indexes start empty."""
+        for index in (self.offset_index, self.time_index):
+            index.delete()
+            index.start_empty()
 
     def close(self) -> None:
         self.offset_index.close()
@@ -298,7 +308,10 @@ class LogSegment:
         return removed
 
     def on_become_inactive(self) -> None:
-        """Seal the segment when a newer one is rolled: final time entry, trimmed indexes."""
+        """Seal the segment when a newer one is rolled (or the log closes):
+        final time entry, trimmed indexes. An empty one has nothing to seal."""
+        if self.size == 0:
+            return
         ts, offset = self.max_timestamp_and_offset
         if ts >= 0:
             self.time_index.maybe_append(ts, offset)
