@@ -127,7 +127,7 @@ class AsyncProducer:
         """Queue a record; a future of where it landed. Never waits (see send() for backpressure)."""
         future: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
         self.submit(topic, make_record(value, key, headers, timestamp), partition,
-                    _future_completion(future, on_delivery))
+                    _delivery_completion(future, on_delivery))
         return future
 
     async def send(self, topic: str, value: Optional[Bytes], key: Optional[Bytes] = None,
@@ -281,23 +281,16 @@ def _remaining(deadline: Optional[float]) -> Optional[float]:
     return None if deadline is None else max(0.0, deadline - time.monotonic())
 
 
-def _future_completion(future: "asyncio.Future[RecordMetadata]",
-                       on_delivery: Optional[DeliveryCallback]) -> Completion:
-    def done(metadata: Optional[RecordMetadata], error: Optional[BaseException]) -> None:
-        if not future.done():
-            if error is None:
-                future.set_result(metadata)  # type: ignore[arg-type]
-            else:
-                future.set_exception(error)
-        if on_delivery is not None:
-            on_delivery(error, metadata)  # type: ignore[arg-type]
-    return done
+def _delivery_completion(future: "asyncio.Future[RecordMetadata] | concurrent.futures.Future[RecordMetadata]",
+                         on_delivery: Optional[DeliveryCallback]) -> Completion:
+    """Settle a record's future (unless its owner cancelled it) and call on_delivery."""
+    if isinstance(future, concurrent.futures.Future):
+        settle_able = future.set_running_or_notify_cancel
+    else:
+        settle_able = lambda: not future.done()  # noqa: E731
 
-
-def _concurrent_completion(future: "concurrent.futures.Future[RecordMetadata]",
-                           on_delivery: Optional[DeliveryCallback]) -> Completion:
     def done(metadata: Optional[RecordMetadata], error: Optional[BaseException]) -> None:
-        if future.set_running_or_notify_cancel():
+        if settle_able():
             if error is None:
                 future.set_result(metadata)  # type: ignore[arg-type]
             else:
@@ -342,7 +335,7 @@ class Producer:
         record = make_record(value, key, headers, timestamp)
         self._wait_for_room()
         future: concurrent.futures.Future[RecordMetadata] = concurrent.futures.Future()
-        self._incoming.append((topic, record, partition, _concurrent_completion(future, on_delivery)))
+        self._incoming.append((topic, record, partition, _delivery_completion(future, on_delivery)))
         if not self._scheduled:
             self._scheduled = True
             self._io.call_soon(self._hand_over)
