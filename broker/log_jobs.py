@@ -33,6 +33,8 @@ _INTERVALS: dict[str, tuple[str, int]] = {
 KAFKA_PROPERTY_NAMES = frozenset({*_INTERVALS, LOG_CLEANER_ENABLE})
 # An interval this long never comes: Kafka's Long.MAX_VALUE default means "off".
 NEVER_MS = 2**31
+# How often segment files unused for a while are closed (partition_log/segment_handles.py).
+IDLE_SEGMENTS_CHECK_MS = 60_000
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,7 @@ class LogJobs:
             ("flush", iv.flush_scheduler_ms, self.logs.flush_due),
             ("retention", iv.retention_check_ms, self._retention),
             ("checkpoint", min(iv.recovery_point_checkpoint_ms, iv.log_start_checkpoint_ms), self.logs.checkpoint),
+            ("idle-segments", IDLE_SEGMENTS_CHECK_MS, self.logs.close_idle_segments),
         ]
         if iv.cleaner_enable:
             jobs.append(("cleaner", iv.cleaner_backoff_ms, self._clean))

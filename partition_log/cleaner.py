@@ -105,7 +105,8 @@ def _build_offset_map(segments: list[LogSegment]) -> dict[bytes, int]:
 def _clean_group(log: Log, group: list[LogSegment], latest: dict[bytes, int], now: int,
                  stats: CleanStats) -> LogSegment:
     cleaned = LogSegment(log.directory, group[0].base_offset, index_interval_bytes=log.config.index_interval_bytes,
-                         max_index_bytes=log.config.segment_index_bytes, created_ms=now, suffix=".cleaned")
+                         max_index_bytes=log.config.segment_index_bytes, created_ms=now, suffix=".cleaned",
+                         handles=log.handles)
     cleaned.delete()  # leftovers of an earlier crashed pass
     positions = [(seg, bp) for seg in group for bp in seg.iter_batch_positions()]
     for n, (seg, bp) in enumerate(positions):

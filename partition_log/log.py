@@ -25,6 +25,7 @@ from .index import IndexCorruptError
 from .leader_epoch import LeaderEpochCache
 from .records import decode_batch
 from .segment import BatchPosition, LogSegment
+from .segment_handles import SegmentHandles
 
 log = logging.getLogger(__name__)
 
@@ -70,8 +71,11 @@ class LoadReport:
 
 class Log:
     def __init__(self, directory: Path, config: LogConfig, *, recovery_point: int = 0,
-                 log_start_offset: int = 0, clean_shutdown: bool = False, clock: Clock = wall_clock_ms) -> None:
+                 log_start_offset: int = 0, clean_shutdown: bool = False, clock: Clock = wall_clock_ms,
+                 handles: SegmentHandles | None = None) -> None:
+        """`handles`: the bound on open segment files shared with other logs (LogManager's)."""
         self.directory = Path(directory)
+        self.handles = handles
         self.topic, self.partition = parse_partition_dir(self.directory.name)
         self.config = config
         self.clock = clock
@@ -108,7 +112,8 @@ class Log:
     # -- loading and recovery ------------------------------------------------
     def _new_segment(self, base_offset: int, suffix: str = "") -> LogSegment:
         return LogSegment(self.directory, base_offset, index_interval_bytes=self.config.index_interval_bytes,
-                          max_index_bytes=self.config.segment_index_bytes, created_ms=self.clock(), suffix=suffix)
+                          max_index_bytes=self.config.segment_index_bytes, created_ms=self.clock(), suffix=suffix,
+                          handles=self.handles)
 
     def _create_segment(self, base_offset: int) -> LogSegment:
         """A new, empty segment whose .log file exists at once, as in Kafka

@@ -15,6 +15,7 @@ from .checkpoint import read_checkpoint, write_atomically, write_checkpoint
 from .config import LogConfig
 from .errors import KafkaStorageError
 from .log import Clock, Log, parse_partition_dir, wall_clock_ms
+from .segment_handles import SegmentHandles
 
 # The replicated metadata log shares a log directory with partitions (as in
 # Kafka, metadata.log.dir defaults to the first of log.dirs) but is owned by
@@ -31,10 +32,13 @@ TopicPartition = tuple[str, int]
 
 
 class LogManager:
-    def __init__(self, log_dir: Path, default_config: LogConfig | None = None, *, clock: Clock = wall_clock_ms) -> None:
+    def __init__(self, log_dir: Path, default_config: LogConfig | None = None, *, clock: Clock = wall_clock_ms,
+                 max_open_segments: int | None = None) -> None:
+        """`max_open_segments`: open .log files at most, over all logs (default: half the descriptor limit)."""
         self.log_dir = Path(log_dir)
         self.default_config = default_config or LogConfig()
         self.clock = clock
+        self.handles = SegmentHandles(clock, max_open_segments)
         self.logs: dict[TopicPartition, Log] = {}
         self.first_dirty: dict[TopicPartition, int] = {}
         try:
@@ -55,7 +59,7 @@ class LogManager:
                 continue
             self.logs[tp] = Log(entry, self.default_config, recovery_point=recovery_points.get(tp, 0),
                                 log_start_offset=log_starts.get(tp, 0), clean_shutdown=self.clean_shutdown,
-                                clock=clock)
+                                clock=clock, handles=self.handles)
         # The marker stays only while we are cleanly shut down.
         marker.unlink(missing_ok=True)
 
@@ -71,7 +75,8 @@ class LogManager:
     def get_or_create(self, topic: str, partition: int, config: LogConfig | None = None) -> Log:
         tp = (topic, partition)
         if tp not in self.logs:
-            self.logs[tp] = Log(self.log_dir / f"{topic}-{partition}", config or self.default_config, clock=self.clock)
+            self.logs[tp] = Log(self.log_dir / f"{topic}-{partition}", config or self.default_config, clock=self.clock,
+                                handles=self.handles)
         elif config is not None:
             self.logs[tp].config = config
         return self.logs[tp]
@@ -86,6 +91,10 @@ class LogManager:
         now = self.clock()
         for lg in self.logs.values():
             lg.flush_if_due(now)
+
+    def close_idle_segments(self) -> int:
+        """Close the segment files unused for a while (segment_handles.IDLE_MS); how many."""
+        return self.handles.close_idle()
 
     def run_retention(self) -> int:
         return sum(lg.delete_old_segments() for lg in self.logs.values())

@@ -13,6 +13,7 @@ from typing import Callable
 from . import batch as b
 from .errors import KafkaError, KafkaStorageError
 from .index import OffsetIndex, TimeIndex
+from .segment_handles import SegmentHandles
 
 OFFSET_DIGITS = 20
 _IOV_MAX = 512  # buffers per gather write, below the kernel's IOV_MAX of 1024
@@ -38,8 +39,10 @@ class BatchPosition:
 
 class LogSegment:
     def __init__(self, directory: Path, base_offset: int, *, index_interval_bytes: int,
-                 max_index_bytes: int, created_ms: int, suffix: str = "") -> None:
+                 max_index_bytes: int, created_ms: int, suffix: str = "",
+                 handles: SegmentHandles | None = None) -> None:
         self.directory = directory
+        self.handles = handles  # the bound on open descriptors this segment counts against
         self.base_offset = base_offset
         self.suffix = suffix
         stem = segment_name(base_offset)
@@ -60,12 +63,22 @@ class LogSegment:
     # -- files ---------------------------------------------------------------
     @property
     def fd(self) -> int:
+        """The .log file's descriptor, opened on first use. Use it at once and
+        never keep it: with `handles`, another segment's use may close it."""
         if self._fd is None:
             try:
                 self._fd = os.open(self.log_path, os.O_RDWR | os.O_CREAT, 0o644)
             except OSError as exc:
                 raise KafkaStorageError(f"cannot open {self.log_path}: {exc.strerror}") from exc
+        if self.handles is not None:
+            self.handles.used(self)
         return self._fd
+
+    def close_handle(self) -> None:
+        """Close the .log descriptor only (it reopens on the next use)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def create(self) -> None:
         """A new segment: create the empty .log file without keeping a
@@ -87,9 +100,9 @@ class LogSegment:
     def close(self) -> None:
         self.offset_index.close()
         self.time_index.close()
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        self.close_handle()
+        if self.handles is not None:
+            self.handles.closed(self)
 
     def flush(self) -> None:
         os.fsync(self.fd)
