@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich import box
 from rich.table import Table
 
 from client.admin import describe_cluster
-from kraftlog import launcher
 
 from .common import BootstrapOption, JsonOption, connect, output_console, print_json
 from kraftlog.server_config import WILDCARD_HOSTS, format_address
+
+if TYPE_CHECKING:
+    from kraftlog import launcher
 
 cluster_app = typer.Typer(help="Start, inspect and stop a local cluster described by a YAML file.",
                           no_args_is_help=True)
@@ -40,6 +42,7 @@ def up(
     """Start every node that is not running, then wait until the quorum has a
     leader and every broker is unfenced. Exits 1, with the end of each node's
     log, if that does not happen in time."""
+    from kraftlog import launcher  # here, not at the top: it loads the whole server stack, seconds of every command's start
     plans = launcher.plan_cluster(config, data_dir)
     typer.echo(f"data directory: {_data_dir(config, data_dir)}")
     for plan in plans:
@@ -75,6 +78,7 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Each node's id, roles, pid, whether it runs, its listeners and metrics URL; and the leader if reachable."""
+    from kraftlog import launcher
     plans = launcher.plan_cluster(config, data_dir)
     nodes = [_node_status(plan) for plan in plans]
     leader = launcher.describe_if_reachable(plans) if any(n["alive"] for n in nodes) else None
@@ -106,6 +110,7 @@ def down(
     grace: Annotated[float, typer.Option("--grace", help="Seconds after SIGTERM before SIGKILL.")] = 10.0,
 ) -> None:
     """Stop every node: SIGTERM, then SIGKILL after the grace period; removes the pid files."""
+    from kraftlog import launcher
     plans = launcher.plan_cluster(config, data_dir)
     outcome = launcher.stop_nodes(plans, grace=grace)
     for node_id, what in outcome.items():
@@ -136,6 +141,7 @@ def describe(as_json: JsonOption = False, bootstrap: BootstrapOption = None) -> 
 
 
 def _node_status(plan: launcher.NodePlan) -> dict[str, Any]:
+    from kraftlog import launcher
     pid = launcher.read_pid(plan)
     return {
         "id": plan.node_id,
@@ -160,4 +166,5 @@ def _metrics_url(plan: launcher.NodePlan) -> str | None:
 
 
 def _data_dir(config: Path, data_dir: Path | None) -> Path:
+    from kraftlog import launcher
     return (data_dir or launcher.default_data_dir(config)).absolute()

@@ -1,51 +1,266 @@
-"""`kraftlog produce` and `kraftlog consume`: Kafka's console producer and consumer."""
+"""`kraftlog produce` and `kraftlog consume`: Kafka's console producer and consumer,
+over the client's Producer and Consumer."""
 from __future__ import annotations
 
 import base64
 import json
 import sys
-from typing import Annotated, Iterator, Optional
+import threading
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import IO, Annotated, Any, Iterator, Optional
 
 import typer
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
 from client.cluster import Cluster, bootstrap_from
-from client.console import ConsumedRecord, consume, produce_values
+from client.consumer import Consumer, ConsumerRecord, TopicPartition
+from client.errors import error_for_code
+from client.producer import Producer
+from partition_log.errors import KafkaError
 
-from .common import BootstrapOption
+from .common import BootstrapOption, parse_config_list
+
+UNKNOWN_TOPIC_OR_PARTITION = 3
+EARLIEST, LATEST = "earliest", "latest"
+IDLE_POLL_S = 0.5
+
+AcksOption = Annotated[str, typer.Option("--acks", help="0, 1 or all.")]
+CompressionOption = Annotated[str, typer.Option("--compression", help="none, gzip, snappy, lz4 or zstd.")]
+ProducerProperty = Annotated[list[str], typer.Option(
+    "--producer-property", metavar="K=V", help="Any producer setting, e.g. linger.ms=20.")]
+ConsumerProperty = Annotated[list[str], typer.Option(
+    "--consumer-property", metavar="K=V", help="Any consumer setting, e.g. fetch.min.bytes=1024.")]
 
 
 def register(app: typer.Typer) -> None:
     app.command("produce")(produce)
-    app.command("consume")(consume_command)
+    app.command("consume")(consume)
 
 
-def _lines() -> Iterator[bytes]:
-    for line in sys.stdin.buffer:
-        yield line.rstrip(b"\r\n")
+# --- shared with `kraftlog perf` ------------------------------------------------------------
 
+def producer_settings(bootstrap: str, acks: str, compression: str, properties: list[str]) -> dict[str, Any]:
+    settings: dict[str, Any] = {"bootstrap.servers": bootstrap, "acks": acks, "compression.type": compression}
+    settings.update(kv for text in properties for kv in parse_config_list(text, "--producer-property"))
+    return settings
+
+
+def consumer_settings(bootstrap: str, properties: list[str], **settings: Any) -> dict[str, Any]:
+    settings = {"bootstrap.servers": bootstrap, **settings}
+    settings.update(kv for text in properties for kv in parse_config_list(text, "--consumer-property"))
+    return settings
+
+
+def topic_partitions(cluster: Cluster, topic: str) -> list[int]:
+    """The topic's partition ids; UNKNOWN_TOPIC_OR_PARTITION at once rather than after max.block.ms."""
+    partitions = cluster.partitions(topic)
+    if not partitions:
+        raise error_for_code(UNKNOWN_TOPIC_OR_PARTITION, f"{topic}: no such topic")
+    return [p.partition for p in partitions]
+
+
+class DeliveryTally:
+    """Acknowledged and failed records by error name, counted from delivery callbacks
+    (they run on the producer's I/O thread)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.acknowledged = 0
+        self.errors: dict[str, int] = {}
+
+    def __call__(self, error: Optional[KafkaError], metadata: Any) -> None:
+        with self.lock:
+            if error is None:
+                self.acknowledged += 1
+            else:
+                name = getattr(error, "name", type(error).__name__)
+                self.errors[name] = self.errors.get(name, 0) + 1
+
+    @property
+    def failed(self) -> int:
+        return sum(self.errors.values())
+
+    def problem(self) -> Optional[str]:
+        if not self.failed:
+            return None
+        detail = ", ".join(f"{n} {name}" for name, n in sorted(self.errors.items()))
+        return f"{self.failed} of {self.failed + self.acknowledged} records were not acknowledged ({detail})"
+
+
+# --- produce ---------------------------------------------------------------------------------
 
 def produce(
     topic: Annotated[str, typer.Argument(help="Topic to write to.")],
-    acks: Annotated[str, typer.Option("--acks", help="0, 1 or all.")] = "all",
+    file: Annotated[Optional[Path], typer.Option(
+        "--file", help="Read lines from this file (with a progress bar) instead of stdin.", show_default=False)] = None,
+    key_separator: Annotated[Optional[str], typer.Option(
+        "--key-separator", help="Each line is KEY<sep>VALUE (Kafka's parse.key with key.separator).",
+        show_default=False)] = None,
+    acks: AcksOption = "all",
+    compression: CompressionOption = "none",
     partition: Annotated[Optional[int], typer.Option("--partition", help="Write every record here.")] = None,
-    batch_records: Annotated[int, typer.Option("--batch-records", help="Records per batch.")] = 500,
+    batch_records: Annotated[Optional[int], typer.Option(
+        "--batch-records", help="Keyless records go round the partitions in runs of this many "
+        "(default: Kafka's sticky partitioner).", show_default=False)] = None,
+    producer_property: ProducerProperty = [],
     bootstrap: BootstrapOption = None,
 ) -> None:
-    """Read lines from stdin, one record per line; exit 1 if any was not acknowledged."""
-    acks_value = {"all": -1, "-1": -1, "1": 1, "0": 0}.get(acks)
-    if acks_value is None:
-        raise typer.BadParameter("expected 0, 1 or all", param_hint="--acks")
-    with Cluster(bootstrap_from(bootstrap)) as cluster:
-        summary = produce_values(cluster, topic, _lines(), acks=acks_value, batch_records=batch_records,
-                                 partition=partition)
-    if summary.failed:
-        detail = ", ".join(f"{n} {name}" for name, n in summary.errors.items())
-        typer.echo(f"kraftlog: error: {summary.failed} of {summary.failed + summary.acknowledged} records "
-                   f"were not acknowledged ({detail})", err=True)
+    """Write one record per line; exit 1 if any was not acknowledged."""
+    if batch_records is not None and batch_records < 1:
+        raise typer.BadParameter("must be at least 1", param_hint="--batch-records")
+    if key_separator == "":
+        raise typer.BadParameter("must not be empty", param_hint="--key-separator")
+    servers = bootstrap_from(bootstrap)
+    with Cluster(servers) as cluster:
+        partitions = topic_partitions(cluster, topic)
+    if partition is not None and partition not in partitions:
+        raise error_for_code(UNKNOWN_TOPIC_OR_PARTITION, f"{topic}: no partition {partition}")
+    tally = DeliveryTally()
+    sent, bad_line = 0, None
+    with Producer(producer_settings(servers, acks, compression, producer_property)) as producer, \
+            _input(file) as (lines, advance):
+        try:
+            for number, line in enumerate(lines, start=1):
+                key, value = _split(line, key_separator)
+                if value is None:
+                    bad_line = number
+                    break
+                target = partition
+                if target is None and batch_records is not None and key is None:
+                    target = partitions[(sent // batch_records) % len(partitions)]
+                producer.produce(topic, value, key=key, partition=target, on_delivery=tally)
+                sent += 1
+                advance(len(line) + 1)
+        finally:
+            producer.flush()
+    problems = [tally.problem()]
+    if bad_line is not None:
+        problems.append(f"line {bad_line} has no key separator {key_separator!r}: "
+                        f"it and the lines after it were not sent")
+    if any(problems):
+        typer.echo(f"kraftlog: error: {'; '.join(p for p in problems if p)}", err=True)
         raise typer.Exit(1)
 
 
-def _text(data: Optional[bytes]) -> Optional[str]:
+def _split(line: bytes, separator: Optional[str]) -> tuple[Optional[bytes], Optional[bytes]]:
+    """(key, value) of a line; value None when the line lacks the separator."""
+    if separator is None:
+        return None, line
+    key, found, value = line.partition(separator.encode())
+    return (key, value) if found else (None, None)
+
+
+@contextmanager
+def _input(file: Optional[Path]) -> Iterator[tuple[Iterator[bytes], Any]]:
+    """(lines without their end of line, advance(bytes read)) from the file with a progress bar
+    on a terminal, or from stdin."""
+    if file is None:
+        yield _lines(sys.stdin.buffer), lambda n: None
+        return
+    size = file.stat().st_size
+    console = Console(stderr=True)
+    progress = Progress("[progress.description]{task.description}", BarColumn(), DownloadColumn(),
+                        TransferSpeedColumn(), TimeRemainingColumn(), console=console,
+                        disable=not console.is_terminal)
+    with file.open("rb") as f, progress:
+        task = progress.add_task(f"producing {file.name}", total=size)
+        yield _lines(f), lambda n: progress.advance(task, n)
+
+
+def _lines(stream: IO[bytes]) -> Iterator[bytes]:
+    for line in stream:
+        yield line.rstrip(b"\r\n")
+
+
+# --- consume ---------------------------------------------------------------------------------
+
+def consume(
+    topic: Annotated[str, typer.Argument(help="Topic to read.")],
+    from_beginning: Annotated[bool, typer.Option(
+        "--from-beginning", help="Start at the earliest offsets (with --group: where nothing is committed).")] = False,
+    group: Annotated[Optional[str], typer.Option(
+        "--group", help="Read as a member of this consumer group, committing offsets.", show_default=False)] = None,
+    partition: Annotated[Optional[int], typer.Option("--partition", help="Only this partition.",
+                                                     show_default=False)] = None,
+    offset: Annotated[Optional[str], typer.Option(
+        "--offset", help="With --partition: an offset, earliest or latest.", show_default=False)] = None,
+    max_messages: Annotated[Optional[int], typer.Option("--max-messages", help="Stop after this many.",
+                                                        show_default=False)] = None,
+    timeout_ms: Annotated[Optional[int], typer.Option(
+        "--timeout-ms", help="Stop once no record arrived for this long.", show_default=False)] = None,
+    print_key: Annotated[bool, typer.Option("--print-key", help="Print each record's key before its value.")] = False,
+    print_headers: Annotated[bool, typer.Option("--print-headers", help="Print each record's headers first.")] = False,
+    key_separator: Annotated[str, typer.Option("--key-separator", help="Between headers, key and value.")] = "\t",
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per record per line.")] = False,
+    consumer_property: ConsumerProperty = [],
+    bootstrap: BootstrapOption = None,
+) -> None:
+    """Print records: their values (optionally headers and keys), or with --json every field."""
+    if offset is not None and partition is None:
+        raise typer.BadParameter("--offset needs --partition", param_hint="--offset")
+    if group is not None and (partition is not None):
+        raise typer.BadParameter("a group member is given its partitions: drop --partition or --group")
+    start = _start_offset(offset)
+    servers = bootstrap_from(bootstrap)
+    with Cluster(servers) as cluster:
+        partitions = topic_partitions(cluster, topic)
+    if partition is not None and partition not in partitions:
+        raise error_for_code(UNKNOWN_TOPIC_OR_PARTITION, f"{topic}: no partition {partition}")
+    settings = consumer_settings(servers, consumer_property,
+                                 **{"auto.offset.reset": EARLIEST if from_beginning else LATEST})
+    if group is not None:
+        settings["group.id"] = group
+    consumer = Consumer(settings)
+    delivered = 0
+    try:
+        if group is not None:
+            consumer.subscribe([topic])
+        else:
+            wanted = [TopicPartition(topic, p) for p in partitions if partition is None or p == partition]
+            consumer.assign(wanted)
+            if isinstance(start, int):
+                consumer.seek(wanted[0], start)
+            elif start == EARLIEST:
+                consumer.seek_to_beginning(wanted)
+            elif start == LATEST:
+                consumer.seek_to_end(wanted)
+        for record in _records(consumer, max_messages, None if timeout_ms is None else timeout_ms / 1000):
+            print(_as_json(record) if as_json else _as_text(record, print_key, print_headers, key_separator))
+            delivered += 1
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sys.stdout.flush()
+        consumer.close()
+    typer.echo(f"Processed a total of {delivered} messages", err=True)
+
+
+def _start_offset(text: Optional[str]) -> Optional[int | str]:
+    if text is None or text in (EARLIEST, LATEST):
+        return text
+    if text.isdigit():
+        return int(text)
+    raise typer.BadParameter("expected an offset (0 or more), earliest or latest", param_hint="--offset")
+
+
+def _records(consumer: Consumer, max_messages: Optional[int], idle_s: Optional[float]) -> Iterator[ConsumerRecord]:
+    delivered = 0
+    last = time.monotonic()
+    while max_messages is None or delivered < max_messages:
+        records = consumer.poll(IDLE_POLL_S)
+        if records:
+            last = time.monotonic()
+        elif idle_s is not None and time.monotonic() - last >= idle_s:
+            return
+        for record in records[: None if max_messages is None else max_messages - delivered]:
+            yield record
+            delivered += 1
+
+
+def text_or_base64(data: Optional[bytes]) -> Optional[str]:
     if data is None:
         return None
     try:
@@ -54,26 +269,25 @@ def _text(data: Optional[bytes]) -> Optional[str]:
         return "base64:" + base64.b64encode(data).decode()
 
 
-def _as_json(r: ConsumedRecord) -> str:
+def _as_json(r: ConsumerRecord) -> str:
     return json.dumps({
         "topic": r.topic, "partition": r.partition, "offset": r.offset, "timestamp": r.timestamp,
-        "key": _text(r.key), "value": _text(r.value), "headers": {k: _text(v) for k, v in r.headers},
+        "key": text_or_base64(r.key), "value": text_or_base64(r.value),
+        "headers": {k: text_or_base64(v) for k, v in r.headers},
     })
 
 
-def consume_command(
-    topic: Annotated[str, typer.Argument(help="Topic to read.")],
-    from_beginning: Annotated[bool, typer.Option("--from-beginning", help="Start at the earliest offsets.")] = False,
-    max_messages: Annotated[Optional[int], typer.Option("--max-messages", help="Stop after this many.")] = None,
-    timeout_ms: Annotated[Optional[int], typer.Option(
-        "--timeout-ms", help="Stop once no record arrived for this long.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per record per line.")] = False,
-    bootstrap: BootstrapOption = None,
-) -> None:
-    """Print records: their values, or with --json every field."""
-    with Cluster(bootstrap_from(bootstrap)) as cluster:
-        idle = None if timeout_ms is None else timeout_ms / 1000
-        for record in consume(cluster, topic, from_beginning=from_beginning, max_messages=max_messages,
-                              idle_timeout_s=idle):
-            print(_as_json(record) if as_json else (_text(record.value) or ""), flush=False)
-    sys.stdout.flush()
+def _as_text(r: ConsumerRecord, print_key: bool, print_headers: bool, separator: str) -> str:
+    fields = []
+    if print_headers:
+        fields.append(",".join(f"{k}:{_shown(v)}" for k, v in r.headers) or "NO_HEADERS")
+    if print_key:
+        fields.append(_shown(r.key))
+    fields.append(_shown(r.value))
+    return separator.join(fields)
+
+
+def _shown(data: Optional[bytes]) -> str:
+    text = text_or_base64(data)
+    return "null" if text is None else text
+

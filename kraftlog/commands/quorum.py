@@ -11,6 +11,7 @@ from rich.table import Table
 
 from client.admin import describe_cluster, describe_quorum
 from client.cluster import BOOTSTRAP_ENV, Cluster
+from client.errors import KafkaError
 
 from .common import BootstrapOption, output_console, print_json
 
@@ -60,8 +61,11 @@ def _cluster_id(bootstrap: Optional[str]) -> Optional[str]:
     servers = bootstrap or os.environ.get(BOOTSTRAP_ENV)
     if not servers:
         return None
-    with Cluster(servers) as cluster:
-        return str(describe_cluster(cluster)["cluster_id"])
+    try:
+        with Cluster(servers) as cluster:
+            return str(describe_cluster(cluster)["cluster_id"])
+    except KafkaError:
+        return None  # the quorum's own description does not depend on it
 
 
 def status_fields(info: dict[str, Any]) -> dict[str, Any]:

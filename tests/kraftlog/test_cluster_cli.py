@@ -154,7 +154,11 @@ def test_describe_asks_each_controller_until_the_leader_answers(fake_controllers
     follower, leader = fake_controllers(FOLLOWER_OF_2, LEADER_2)
     result = kraftlog("quorum", "describe", "--bootstrap-controller", f"{follower},{leader}", "--json")
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout) == {
+    described = json.loads(result.stdout)
+    # Kafka's --status and --replication views ride along; the leader's own answer is unchanged.
+    assert described.pop("status")["MaxFollowerLag"] == 4 and len(described.pop("replication")) == 4
+    assert described.pop("cluster_id") is None  # no broker to ask
+    assert described == {
         "leader_id": 2, "leader_epoch": 7, "high_watermark": 40,
         "voters": [
             {"replica_id": 1, "log_end_offset": 38, "last_fetch_timestamp": 1_700_000_000_000,
@@ -179,8 +183,8 @@ def test_describe_asks_each_controller_until_the_leader_answers(fake_controllers
         "3": ["-", "-", "-", "-", "Follower"],
         "9": ["40", "2", "1700000000000", "1700000000000", "Observer"],
     }
-    assert "LeaderId: 2 LeaderEpoch: 7 HighWatermark: 40 MaxFollowerLag: 4 CurrentVoters: [1,2,3] " \
-           "CurrentObservers: [9]" in words
+    assert "LeaderId: 2 LeaderEpoch: 7 HighWatermark: 40 MaxFollowerLag: 4 MaxFollowerLagTimeMs: 0 " \
+           "CurrentVoters: [1,2,3] CurrentObservers: [9]" in words
 
 
 def test_describe_gives_up_at_once_when_the_leader_was_not_asked(fake_controllers):
