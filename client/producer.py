@@ -92,6 +92,7 @@ class AsyncProducer:
         self._sticky = StickyPartitioner()
         self._sender_task: Optional[asyncio.Task[None]] = None
         self._waiting: dict[str, list[tuple[Optional[int], Record, int, Completion]]] = {}
+        self._waiting_bytes = 0
         self._topic_tasks: set[asyncio.Task[None]] = set()
         self._finished_event: Optional[asyncio.Event] = None
         self._listeners: list[Callable[[], None]] = []  # told when memory frees (the sync producer)
@@ -111,7 +112,8 @@ class AsyncProducer:
 
     @property
     def buffered_bytes(self) -> int:
-        return self._accumulator.buffered_bytes
+        """Bytes of records held for sending, batched or waiting for their topic's metadata."""
+        return self._accumulator.buffered_bytes + self._waiting_bytes
 
     def metrics(self) -> dict[str, int]:
         """Counters by Kafka's producer metric names (record-send-total,
@@ -139,7 +141,7 @@ class AsyncProducer:
 
     async def wait_for_room(self) -> None:
         deadline = time.monotonic() + self.config.max_block_ms / 1000
-        while self._accumulator.buffered_bytes >= self.config.buffer_memory:
+        while self.buffered_bytes >= self.config.buffer_memory:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise RequestTimedOutError(f"failed to allocate memory within max.block.ms "
@@ -174,6 +176,7 @@ class AsyncProducer:
                 self._topic_tasks.add(task)
                 task.add_done_callback(self._topic_tasks.discard)
             waiting.append((partition, record, size, completion))
+            self._waiting_bytes += size
             return
         self._append(topic, partition, record, size, completion)
 
@@ -181,11 +184,19 @@ class AsyncProducer:
         try:
             await self._metadata.partitions_for(topic, self.config.max_block_ms)
         except KafkaError as exc:
-            for _, _, _, completion in self._waiting.pop(topic, []):
-                completion(None, exc)
+            self._fail_waiting(topic, exc)
             return
-        for partition, record, size, completion in self._waiting.pop(topic, []):
+        waiting = self._waiting.pop(topic, [])
+        self._waiting_bytes -= sum(size for _, _, size, _ in waiting)
+        for partition, record, size, completion in waiting:
             self._append(topic, partition, record, size, completion)
+
+    def _fail_waiting(self, topic: str, error: BaseException) -> None:
+        waiting = self._waiting.pop(topic, [])
+        self._waiting_bytes -= sum(size for _, _, size, _ in waiting)
+        for _, _, _, completion in waiting:
+            completion(None, error)
+        self._batch_finished()  # memory is free
 
     def _append(self, topic: str, partition: Optional[int], record: Record, size: int,
                 completion: Completion) -> None:
@@ -263,10 +274,8 @@ class AsyncProducer:
             for task in list(self._topic_tasks):
                 task.cancel()
             await asyncio.gather(*self._topic_tasks, return_exceptions=True)
-            for topic, waiting in self._waiting.items():
-                for _, _, _, completion in waiting:
-                    completion(None, KafkaError(f"producer closed before {topic}'s metadata arrived"))
-            self._waiting.clear()
+            for topic in list(self._waiting):
+                self._fail_waiting(topic, KafkaError(f"producer closed before {topic}'s metadata arrived"))
             self._sender.stop()
             if self._sender_task is not None:
                 try:
@@ -326,6 +335,11 @@ class Producer:
     @property
     def config(self) -> ProducerConfig:
         return self._producer.config
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes of records held for sending (what buffer.memory bounds)."""
+        return self._producer.buffered_bytes
 
     def produce(self, topic: str, value: Optional[Bytes], key: Optional[Bytes] = None, headers: HeadersArg = None,
                 partition: Optional[int] = None, timestamp: Optional[int] = None,

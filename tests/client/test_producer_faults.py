@@ -12,7 +12,7 @@ import time
 import pytest
 
 from client.errors import KafkaError
-from client.producer import AsyncProducer, RecordMetadata
+from client.producer import AsyncProducer, Producer, RecordMetadata
 from kraftlog.local_cluster import LocalCluster
 from kraftlog.local_processes import wait_until
 
@@ -161,5 +161,25 @@ def test_acks_retries_and_delivery_timeout_with_a_broker_down(cluster) -> None:
     expired, metrics = asyncio.run(one("offline", acks=1))
     assert isinstance(expired, KafkaError) and expired.name in ("REQUEST_TIMED_OUT", "NETWORK_EXCEPTION")
     assert metrics["record-error-total"] == 1
+    # Records that cannot leave fill buffer.memory: send() and the sync
+    # produce() wait max.block.ms for room, then give up.
+    async def full_buffer() -> tuple[list, BaseException]:
+        async with AsyncProducer({"bootstrap.servers": boot, "buffer.memory": 10000, "max.block.ms": 500,
+                                  "request.timeout.ms": 1000, "delivery.timeout.ms": 4000}) as producer:
+            queued = [await producer.send("offline", b"y" * 2000) for _ in range(5)]  # 5 x 2021 + 61 bytes
+            with pytest.raises(KafkaError) as blocked:
+                await producer.send("offline", b"z")
+            return await asyncio.gather(*queued, return_exceptions=True), blocked.value
+
+    queued, blocked = asyncio.run(full_buffer())
+    assert blocked.name == "REQUEST_TIMED_OUT" and "buffer.memory" in str(blocked)
+    assert {getattr(r, "name", None) for r in queued} <= {"REQUEST_TIMED_OUT", "NETWORK_EXCEPTION"}
+    with Producer({"bootstrap.servers": boot, "buffer.memory": 10000, "max.block.ms": 500,
+                   "request.timeout.ms": 1000, "delivery.timeout.ms": 4000}) as producer:
+        waiting = [producer.produce("offline", b"y" * 2000) for _ in range(5)]
+        wait_until(lambda: producer.buffered_bytes >= 10000, 30, "records buffered")
+        with pytest.raises(KafkaError, match="REQUEST_TIMED_OUT.*buffer.memory"):
+            producer.produce("offline", b"z")
+        assert all(f.exception(timeout=30) is not None for f in waiting)
     restart(cluster, victim)
     assert read_records(cluster, "offline", 0) == []  # nothing of it was written
