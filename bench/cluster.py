@@ -7,10 +7,12 @@
 4. partition-leader failover after kill -9 of a broker, with
    broker.session.timeout.ms=2000: from the kill until the partition it led
    takes an acks=all write again;
-5. 10,000 partitions (RF 3, --per-topic partitions a topic): the time the
+5. 10,000 partitions (RF 3, --per-topic partitions a topic) on a cluster of
+   its own with Kafka's default timeouts (as deploy/local.yaml): the time the
    CreateTopics requests took, the time until a broker's Metadata shows a
-   leader for every one of them, then each broker's RSS and open file
-   descriptors.
+   leader for every one of them, how many leader elections that took (the
+   highest leader epoch: 0 means none beyond creation), then each broker's
+   RSS and open file descriptors.
 
     python bench/cluster.py [--seconds 10] [--quick] [--out bench/results/cluster.json]
     python bench/cluster.py --partitions-only [--partitions 10000] [--per-topic 100]
@@ -195,12 +197,13 @@ def many_partitions(cluster: LocalCluster, count: int, per_topic: int = 100,
         cluster.create_topic(f"scale-{t:04d}", per_topic, 3, timeout=120)
     created = time.monotonic() - started
     deadline = time.monotonic() + wait_s
-    led = 0
+    led = max_epoch = 0
     while time.monotonic() < deadline:
         answer = cluster.metadata(timeout=30)
         if answer is not None:
-            led = sum(1 for topic in answer.topics if topic.name.startswith("scale-")
-                      for p in topic.partitions if p.leader_id >= 0)
+            scale = [p for topic in answer.topics if topic.name.startswith("scale-") for p in topic.partitions]
+            led = sum(1 for p in scale if p.leader_id >= 0)
+            max_epoch = max((p.leader_epoch for p in scale), default=0)
             if led >= count:
                 break
         time.sleep(1)
@@ -213,7 +216,7 @@ def many_partitions(cluster: LocalCluster, count: int, per_topic: int = 100,
         brokers[b] = {"rss_mb": round(rss_kb / 1024, 1), "open_fds": len(os.listdir(f"/proc/{pid}/fd"))}
     return {"partitions": count, "topics": count // per_topic, "replication_factor": 3,
             "create_requests_s": round(created, 2), "all_led": led >= count, "led": led,
-            "all_led_s": round(settled, 2), "brokers": brokers}
+            "all_led_s": round(settled, 2), "max_leader_epoch": max_epoch, "brokers": brokers}
 
 
 def main() -> int:
@@ -232,14 +235,18 @@ def main() -> int:
         name = "cluster-partitions.json" if args.partitions_only else "cluster.json"
         args.out = str(Path(__file__).parent / "results" / name)
     results: dict[str, Any] = {"machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
-                               "settings": {**vars(args), **PROPERTIES, "record_bytes": RECORD_BYTES,
+                               "settings": {**vars(args), "sections_1_to_4": PROPERTIES, "record_bytes": RECORD_BYTES,
                                             "batch_records": BATCH_RECORDS, "in_flight": IN_FLIGHT}}
+    if not args.partitions_only:
+        with tempfile.TemporaryDirectory(prefix="kraftlog-bench-cluster-") as workdir, \
+                LocalCluster(Path(workdir), properties=PROPERTIES) as cluster:
+            cluster.start()
+            cluster.wait_for_brokers(timeout=60)
+            run_client_benchmarks(cluster, args, results)
     with tempfile.TemporaryDirectory(prefix="kraftlog-bench-cluster-") as workdir, \
-            LocalCluster(Path(workdir), properties=PROPERTIES) as cluster:
+            LocalCluster(Path(workdir)) as cluster:
         cluster.start()
         cluster.wait_for_brokers(timeout=60)
-        if not args.partitions_only:
-            run_client_benchmarks(cluster, args, results)
         results["many_partitions"] = many_partitions(cluster, args.partitions, args.per_topic)
         print(f"{args.partitions:,} partitions:", results["many_partitions"], flush=True)
     out = save_results(args.out, results)
