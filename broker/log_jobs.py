@@ -1,6 +1,9 @@
 """The LogManager's background work, as Kafka schedules it: time-based
-flushes, retention, the offset checkpoints and the log cleaner, each every
-its own interval (Kafka's names and defaults). The jobs run on the event
+flushes, retention, the offset checkpoints (recovery points and log starts,
+and the high watermarks in replication-offset-checkpoint), the log cleaner,
+and closing segment files left unused, each every its own interval (Kafka's
+names and defaults). LogManager.close() writes every checkpoint once more
+at a clean shutdown. The jobs run on the event
 loop, between requests: partition logs are not shared with other threads.
 """
 from __future__ import annotations
@@ -19,6 +22,7 @@ LOG_FLUSH_SCHEDULER_INTERVAL_MS = "log.flush.scheduler.interval.ms"
 LOG_RETENTION_CHECK_INTERVAL_MS = "log.retention.check.interval.ms"
 LOG_FLUSH_OFFSET_CHECKPOINT_INTERVAL_MS = "log.flush.offset.checkpoint.interval.ms"
 LOG_FLUSH_START_OFFSET_CHECKPOINT_INTERVAL_MS = "log.flush.start.offset.checkpoint.interval.ms"
+REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS = "replica.high.watermark.checkpoint.interval.ms"
 LOG_CLEANER_BACKOFF_MS = "log.cleaner.backoff.ms"
 LOG_CLEANER_ENABLE = "log.cleaner.enable"
 
@@ -28,6 +32,7 @@ _INTERVALS: dict[str, tuple[str, int]] = {
     LOG_RETENTION_CHECK_INTERVAL_MS: ("retention_check_ms", 300_000),
     LOG_FLUSH_OFFSET_CHECKPOINT_INTERVAL_MS: ("recovery_point_checkpoint_ms", 60_000),
     LOG_FLUSH_START_OFFSET_CHECKPOINT_INTERVAL_MS: ("log_start_checkpoint_ms", 60_000),
+    REPLICA_HIGH_WATERMARK_CHECKPOINT_INTERVAL_MS: ("high_watermark_checkpoint_ms", 5_000),
     LOG_CLEANER_BACKOFF_MS: ("cleaner_backoff_ms", 15_000),
 }
 KAFKA_PROPERTY_NAMES = frozenset({*_INTERVALS, LOG_CLEANER_ENABLE})
@@ -43,6 +48,7 @@ class LogJobIntervals:
     retention_check_ms: int = 300_000
     recovery_point_checkpoint_ms: int = 60_000
     log_start_checkpoint_ms: int = 60_000
+    high_watermark_checkpoint_ms: int = 5_000
     cleaner_backoff_ms: int = 15_000
     cleaner_enable: bool = True
 
@@ -74,6 +80,7 @@ class LogJobs:
             ("flush", iv.flush_scheduler_ms, self.logs.flush_due),
             ("retention", iv.retention_check_ms, self._retention),
             ("checkpoint", min(iv.recovery_point_checkpoint_ms, iv.log_start_checkpoint_ms), self.logs.checkpoint),
+            ("high-watermark-checkpoint", iv.high_watermark_checkpoint_ms, self.logs.checkpoint_high_watermarks),
             ("idle-segments", IDLE_SEGMENTS_CHECK_MS, self.logs.close_idle_segments),
         ]
         if iv.cleaner_enable:

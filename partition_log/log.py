@@ -72,8 +72,9 @@ class LoadReport:
 class Log:
     def __init__(self, directory: Path, config: LogConfig, *, recovery_point: int = 0,
                  log_start_offset: int = 0, clean_shutdown: bool = False, clock: Clock = wall_clock_ms,
-                 handles: SegmentHandles | None = None) -> None:
-        """`handles`: the bound on open segment files shared with other logs (LogManager's)."""
+                 handles: SegmentHandles | None = None, high_watermark: int = 0) -> None:
+        """`handles`: the bound on open segment files shared with other logs (LogManager's);
+        `high_watermark`: a checkpointed one, capped into [log start, log end]."""
         self.directory = Path(directory)
         self.handles = handles
         self.topic, self.partition = parse_partition_dir(self.directory.name)
@@ -94,7 +95,7 @@ class Log:
             raise KafkaStorageError(f"log directory {self.directory} is unusable: {exc.strerror or exc}") from exc
         self.leader_epochs = LeaderEpochCache(self.directory)
         self.load_report = self._load(clean_shutdown)
-        self.high_watermark = self.log_start_offset
+        self.update_high_watermark(high_watermark)
 
     # -- properties ----------------------------------------------------------
     @property

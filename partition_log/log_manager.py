@@ -1,14 +1,18 @@
 """All partition logs of one log directory, as Kafka's LogManager keeps them.
 
-Owns the directory-level files in Kafka's formats: `recovery-point-offset-checkpoint`
-and `log-start-offset-checkpoint` ("topic partition offset" lines) and the
+Owns the directory-level files in Kafka's formats: `recovery-point-offset-checkpoint`,
+`log-start-offset-checkpoint` and `replication-offset-checkpoint` (the high
+watermarks; version 0, a count, then "topic partition offset" lines) and the
 `.kafka_cleanshutdown` marker. A directory opened without that marker had a
-crash: every log recovers from its recovery point.
+crash: every log recovers from its recovery point. A reopened log starts
+from its checkpointed high watermark (capped at its log end), so a restarted
+broker serves consumers up to it at once, as Kafka's does.
 """
 from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Callable
 
 from . import cleaner
 from .checkpoint import read_checkpoint, write_atomically, write_checkpoint
@@ -26,6 +30,7 @@ log = logging.getLogger(__name__)
 
 RECOVERY_POINT_FILE = "recovery-point-offset-checkpoint"
 LOG_START_FILE = "log-start-offset-checkpoint"
+HIGH_WATERMARK_FILE = "replication-offset-checkpoint"
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 
 TopicPartition = tuple[str, int]
@@ -39,6 +44,7 @@ class LogManager:
         self.default_config = default_config or LogConfig()
         self.clock = clock
         self.handles = SegmentHandles(clock, max_open_segments)
+        self._written: dict[str, list[str]] = {}  # checkpoint file -> the lines it holds
         self.logs: dict[TopicPartition, Log] = {}
         self.first_dirty: dict[TopicPartition, int] = {}
         try:
@@ -49,6 +55,7 @@ class LogManager:
         self.clean_shutdown = marker.exists()
         recovery_points = self._read_offsets(RECOVERY_POINT_FILE)
         log_starts = self._read_offsets(LOG_START_FILE)
+        high_watermarks = self._read_offsets(HIGH_WATERMARK_FILE)
         for entry in sorted(self.log_dir.iterdir()):
             if not entry.is_dir() or entry.name == METADATA_LOG_DIR:
                 continue  # the metadata log belongs to the quorum, as in Kafka
@@ -59,7 +66,7 @@ class LogManager:
                 continue
             self.logs[tp] = Log(entry, self.default_config, recovery_point=recovery_points.get(tp, 0),
                                 log_start_offset=log_starts.get(tp, 0), clean_shutdown=self.clean_shutdown,
-                                clock=clock, handles=self.handles)
+                                clock=clock, handles=self.handles, high_watermark=high_watermarks.get(tp, 0))
         # The marker stays only while we are cleanly shut down.
         marker.unlink(missing_ok=True)
 
@@ -83,9 +90,18 @@ class LogManager:
 
     def checkpoint(self) -> None:
         """Persist recovery points and log start offsets (Kafka does it periodically)."""
-        logs = sorted(self.logs.items())
-        write_checkpoint(self.log_dir / RECOVERY_POINT_FILE, 0, [f"{t} {p} {lg.recovery_point}" for (t, p), lg in logs])
-        write_checkpoint(self.log_dir / LOG_START_FILE, 0, [f"{t} {p} {lg.log_start_offset}" for (t, p), lg in logs])
+        self._checkpoint(RECOVERY_POINT_FILE, lambda lg: lg.recovery_point)
+        self._checkpoint(LOG_START_FILE, lambda lg: lg.log_start_offset)
+
+    def checkpoint_high_watermarks(self) -> None:
+        """Persist every log's high watermark (replica.high.watermark.checkpoint.interval.ms)."""
+        self._checkpoint(HIGH_WATERMARK_FILE, lambda lg: lg.high_watermark)
+
+    def _checkpoint(self, name: str, offset: Callable[[Log], int]) -> None:
+        lines = [f"{t} {p} {offset(lg)}" for (t, p), lg in sorted(self.logs.items())]
+        if self._written.get(name) != lines:  # an unchanged file is not written (nor fsynced) again
+            write_checkpoint(self.log_dir / name, 0, lines)
+            self._written[name] = lines
 
     def flush_due(self) -> None:
         now = self.clock()
@@ -116,4 +132,5 @@ class LogManager:
         for lg in self.logs.values():
             lg.close()
         self.checkpoint()
+        self.checkpoint_high_watermarks()
         write_atomically(self.log_dir / CLEAN_SHUTDOWN_FILE, b"")

@@ -43,6 +43,23 @@ class Cluster:
     def __getitem__(self, broker_id: int) -> ReplicaManager:
         return self.brokers[broker_id]
 
+    def restart(self, broker_id: int, *, clean: bool = True) -> ReplicaManager:
+        """The broker's process again on the same log directory: closed cleanly
+        (LogManager.close) or as kill -9 leaves it, then the whole image applied."""
+        from broker.server import full_delta
+
+        old = self.brokers[broker_id]
+        if clean:
+            old.log_manager.close()
+        else:
+            for lg in old.log_manager.logs.values():
+                for seg in lg.segments:
+                    seg.close()
+        logs = LogManager(old.log_manager.log_dir, clock=self.clock)
+        replicas = self.brokers[broker_id] = ReplicaManager(broker_id, logs, self.clock, old.config)
+        self.last_changes[broker_id] = replicas.apply_metadata(self.image, full_delta(self.image))
+        return replicas
+
     def apply(self, *records: mpb.MetadataRecord) -> MetadataDelta:
         delta = MetadataDelta()
         for record in records:

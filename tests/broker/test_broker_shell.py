@@ -232,10 +232,10 @@ def test_log_jobs_follow_kafkas_intervals(tmp_path: Path):
     logs = LogManager(tmp_path, LogConfig())
     names = [name for name, _, _ in LogJobs(logs, LogJobIntervals()).jobs()]
     # the flush scheduler is off by default, as in Kafka
-    assert names == ["retention", "checkpoint", "idle-segments", "cleaner"]
+    assert names == ["retention", "checkpoint", "high-watermark-checkpoint", "idle-segments", "cleaner"]
     fast = LogJobs(logs, LogJobIntervals(flush_scheduler_ms=10, recovery_point_checkpoint_ms=10, cleaner_enable=False))
     assert [(n, ms) for n, ms, _ in fast.jobs()] == [("flush", 10), ("retention", 300_000), ("checkpoint", 10),
-                                                    ("idle-segments", 60_000)]
+                                                    ("high-watermark-checkpoint", 5000), ("idle-segments", 60_000)]
 
     checkpoint = tmp_path / "recovery-point-offset-checkpoint"
 

@@ -165,3 +165,26 @@ def test_the_leader_answers_out_of_range_when_it_cannot_place_the_followers_epoc
     cluster[1].get("orders", 0).log.advance_log_start_offset(1)
     answer = run(handle_fetch(cluster[1], fetch_request("orders", 0, 0, replica_id=2, last_fetched_epoch=0)))
     assert answer.responses[0].partitions[0].error_code == Error.OFFSET_OUT_OF_RANGE
+
+
+@pytest.mark.parametrize("clean", [True, False], ids=["clean shutdown", "kill -9 after a checkpoint"])
+def test_a_restarted_broker_starts_from_its_checkpointed_high_watermark(cluster, clean):
+    async def go():
+        produced = asyncio.ensure_future(append(cluster[1], "orders", 0, batch_of([b"a", b"b", b"c"]), -1, 5000))
+        await asyncio.sleep(0)
+        for _ in range(3):
+            await replicate(cluster, 2)
+            await replicate(cluster, 3)
+        return await produced
+    assert run(go()).error == Error.NONE
+    assert cluster[2].get("orders", 0).high_watermark == 3
+    for broker_id in (1, 2):
+        if not clean:
+            cluster[broker_id].log_manager.checkpoint_high_watermarks()  # the periodic job
+        cluster.restart(broker_id, clean=clean)
+    leader, follower = cluster[1].get("orders", 0), cluster[2].get("orders", 0)
+    assert leader.is_leader and leader.high_watermark == 3 and follower.high_watermark == 3
+    # Before any follower fetched from the restarted leader, consumers get everything acknowledged.
+    answer = run(handle_fetch(cluster[1], fetch_request("orders", 0, 0))).responses[0].partitions[0]
+    assert answer.error_code == Error.NONE and answer.high_watermark == 3
+    assert [r.value for r in iter_records(answer.records)] == [b"a", b"b", b"c"]
