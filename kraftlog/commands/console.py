@@ -209,12 +209,13 @@ def consume(
         partitions = topic_partitions(cluster, topic)
     if partition is not None and partition not in partitions:
         raise error_for_code(UNKNOWN_TOPIC_OR_PARTITION, f"{topic}: no partition {partition}")
-    settings = consumer_settings(servers, consumer_property,
-                                 **{"auto.offset.reset": EARLIEST if from_beginning else LATEST})
+    defaults: dict[str, Any] = {"auto.offset.reset": EARLIEST if from_beginning else LATEST}
     if group is not None:
-        settings["group.id"] = group
-    consumer = Consumer(settings)
+        # Commit what was printed, not what poll() fetched beyond --max-messages.
+        defaults.update({"group.id": group, "enable.auto.commit": False})
+    consumer = Consumer(consumer_settings(servers, consumer_property, **defaults))
     delivered = 0
+    printed: dict[TopicPartition, int] = {}
     try:
         if group is not None:
             consumer.subscribe([topic])
@@ -230,11 +231,16 @@ def consume(
         for record in _records(consumer, max_messages, None if timeout_ms is None else timeout_ms / 1000):
             print(_as_json(record) if as_json else _as_text(record, print_key, print_headers, key_separator))
             delivered += 1
+            printed[record.topic_partition] = record.offset + 1
     except KeyboardInterrupt:
         pass
     finally:
         sys.stdout.flush()
-        consumer.close()
+        try:
+            if group is not None and printed and not consumer.config.enable_auto_commit:
+                consumer.commit(printed)
+        finally:
+            consumer.close()
     typer.echo(f"Processed a total of {delivered} messages", err=True)
 
 
