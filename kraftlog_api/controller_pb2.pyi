@@ -73,19 +73,28 @@ class BrokerHeartbeatResponse(_message.Message):
 
 class AlterPartitionRequest(_message.Message):
     __slots__ = ("broker_id", "broker_epoch", "topics")
+    class BrokerState(_message.Message):
+        __slots__ = ("broker_id", "broker_epoch")
+        BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+        BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+        broker_id: int
+        broker_epoch: int
+        def __init__(self, broker_id: _Optional[int] = ..., broker_epoch: _Optional[int] = ...) -> None: ...
     class PartitionData(_message.Message):
-        __slots__ = ("partition_index", "leader_epoch", "new_isr", "partition_epoch", "leader_recovery_state")
+        __slots__ = ("partition_index", "leader_epoch", "new_isr", "partition_epoch", "leader_recovery_state", "new_isr_with_epochs")
         PARTITION_INDEX_FIELD_NUMBER: _ClassVar[int]
         LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
         NEW_ISR_FIELD_NUMBER: _ClassVar[int]
         PARTITION_EPOCH_FIELD_NUMBER: _ClassVar[int]
         LEADER_RECOVERY_STATE_FIELD_NUMBER: _ClassVar[int]
+        NEW_ISR_WITH_EPOCHS_FIELD_NUMBER: _ClassVar[int]
         partition_index: int
         leader_epoch: int
         new_isr: _containers.RepeatedScalarFieldContainer[int]
         partition_epoch: int
         leader_recovery_state: _metadata_pb2.LeaderRecoveryState
-        def __init__(self, partition_index: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., new_isr: _Optional[_Iterable[int]] = ..., partition_epoch: _Optional[int] = ..., leader_recovery_state: _Optional[_Union[_metadata_pb2.LeaderRecoveryState, str]] = ...) -> None: ...
+        new_isr_with_epochs: _containers.RepeatedCompositeFieldContainer[AlterPartitionRequest.BrokerState]
+        def __init__(self, partition_index: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., new_isr: _Optional[_Iterable[int]] = ..., partition_epoch: _Optional[int] = ..., leader_recovery_state: _Optional[_Union[_metadata_pb2.LeaderRecoveryState, str]] = ..., new_isr_with_epochs: _Optional[_Iterable[_Union[AlterPartitionRequest.BrokerState, _Mapping]]] = ...) -> None: ...
     class TopicData(_message.Message):
         __slots__ = ("topic_id", "partitions")
         TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
