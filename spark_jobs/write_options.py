@@ -1,0 +1,101 @@
+"""The kraftlog sink's options and input columns, as Spark's Kafka sink has them.
+
+Columns: `value` (required, binary or string), optional `key` (binary or
+string), `topic` (string; the `topic` option overrides it), `partition`
+(int; else the key's murmur2 partition, as Kafka's producer) and `headers`
+(array<struct<key: string, value: binary>>). Producer settings use Kafka's
+names, given as `kraftlog.<setting>` (as Spark's `kafka.<setting>`) or plain
+(`acks`, `compression.type`, `linger.ms`, ...), and are checked by the
+producer's own ProducerConfig so that a typo fails at once.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional
+
+from pyspark.sql.types import ArrayType, BinaryType, DataType, IntegerType, StringType, StructType
+
+from client.errors import InvalidConfigError
+from client.producer_config import ProducerConfig
+
+from .options import BOOTSTRAP, Options, option_error
+
+PRODUCER_PREFIX = "kraftlog."
+# Settings the sink leaves to itself: where to connect comes from kraftlog.bootstrap.servers.
+_NOT_PRODUCER = {"topic", "checkpointlocation", "path", "bootstrap.servers"}
+_UNDOTTED = {"acks", "retries"}
+# A Spark batch writes a lot at once; Kafka's 16 KiB default batches would mean many small requests.
+SINK_BATCH_SIZE = 256 * 1024
+
+
+@dataclass(frozen=True)
+class WriteOptions:
+    bootstrap: str
+    topic: Optional[str]  # the `topic` option: every row goes there
+    producer: Mapping[str, str]  # Kafka producer settings, checked
+    columns: frozenset[str]
+
+
+def parse_write_options(raw: Mapping[str, str], schema: StructType, *, streaming: bool) -> WriteOptions:
+    options = Options(raw)
+    bootstrap = options.required(BOOTSTRAP)
+    topic = options.get("topic")
+    columns = _check_columns(schema, topic)
+    producer = {"batch.size": str(SINK_BATCH_SIZE)}
+    for key, value in raw.items():
+        name = key.lower()
+        setting = name[len(PRODUCER_PREFIX):] if name.startswith(PRODUCER_PREFIX) else name
+        if name == BOOTSTRAP or setting in _NOT_PRODUCER:
+            continue
+        # Kafka's producer settings have dots (linger.ms) but for acks and retries;
+        # ProducerConfig refuses any it does not know, naming it.
+        if name.startswith(PRODUCER_PREFIX) or "." in setting or setting in _UNDOTTED:
+            producer[setting] = str(value)
+    if streaming:
+        # A replayed micro-batch is deduplicated by the idempotent producer (see idempotent_sink).
+        if producer.get("enable.idempotence", "true").lower() == "false":
+            raise option_error("enable.idempotence", "streaming writes are idempotent per micro-batch; it cannot "
+                                                     "be false")
+        if producer.get("acks", "all").lower() not in ("all", "-1"):
+            raise option_error("acks", "must be all for streaming writes (they use the idempotent producer)")
+    try:
+        ProducerConfig.parse({"bootstrap.servers": bootstrap, **producer})
+    except InvalidConfigError as exc:
+        raise InvalidConfigError(f"producer option {str(exc).split(': ', 1)[-1]}") from None
+    return WriteOptions(bootstrap, topic.strip() if topic else None, producer, columns)
+
+
+_EXPECTED: dict[str, tuple[tuple[type, ...], str]] = {
+    "key": ((BinaryType, StringType), "binary or string"),
+    "value": ((BinaryType, StringType), "binary or string"),
+    "topic": ((StringType,), "string"),
+    "partition": ((IntegerType,), "int"),
+}
+
+
+def _check_columns(schema: StructType, topic_option: Optional[str]) -> frozenset[str]:
+    fields = {f.name.lower(): f.dataType for f in schema.fields}
+    if "value" not in fields:
+        raise InvalidConfigError(f"column 'value': required, but the input has only "
+                                 f"{', '.join(f.name for f in schema.fields) or 'no columns'}")
+    if "topic" not in fields and not topic_option:
+        raise option_error("topic", "required when the input has no 'topic' column")
+    for name, (types, words) in _EXPECTED.items():
+        if name in fields and not isinstance(fields[name], types):
+            raise InvalidConfigError(f"column '{name}': must be {words}, not {fields[name].simpleString()}")
+    if "headers" in fields and not _is_headers(fields["headers"]):
+        raise InvalidConfigError(f"column 'headers': must be array<struct<key:string,value:binary>>, not "
+                                 f"{fields['headers'].simpleString()}")
+    return frozenset(n for n in fields if n in ("key", "value", "topic", "partition", "headers"))
+
+
+def _is_headers(data_type: DataType) -> bool:
+    if not isinstance(data_type, ArrayType) or not isinstance(data_type.elementType, StructType):
+        return False
+    inner = {f.name: f.dataType for f in data_type.elementType.fields}
+    return isinstance(inner.get("key"), StringType) and isinstance(inner.get("value"), (BinaryType, StringType)) \
+        and len(inner) == 2
+
+
+def producer_config(options: WriteOptions, **overrides: Any) -> dict[str, Any]:
+    return {"bootstrap.servers": options.bootstrap, **options.producer, **overrides}
