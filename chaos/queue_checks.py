@@ -198,26 +198,30 @@ def to_log_model(history: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
                 next_process += 1
 
 
-OFFSETS_OPS = ("commit", "fetch")
+# The checker models fed from the same history, and the ops of each.
+MODEL_OPS = {"offsets": ("commit", "fetch"), "metadata": ("create", "delete", "describe")}
 
 
-def offsets_history(history: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
-    """The group members' commit/fetch ops, the checker's `offsets` model input."""
+def model_history(history: Iterable[dict[str, Any]], model: str) -> Iterator[dict[str, Any]]:
+    """The lines of one checker model's ops (offsets: the group members'
+    commits and fetches; metadata: topic creates, deletes and describes)."""
+    ops = MODEL_OPS[model]
     processes: set[Any] = set()
     for line in history:
         if line["process"] == NEMESIS:
             continue
         if line["type"] == INVOKE:
-            if line["f"] in OFFSETS_OPS:
+            if line["f"] in ops:
                 processes.add(line["process"])
                 yield line
-        elif line["process"] in processes and line["f"] in OFFSETS_OPS:
+        elif line["process"] in processes and line["f"] in ops:
             processes.discard(line["process"])
             yield line
 
 
-def summarize(report: QueueReport, *, faults: int, verdict: Optional[str],
-              offsets_verdict: Optional[str] = None) -> dict[str, Any]:
+def summarize(report: QueueReport, *, faults: int, verdicts: dict[str, Optional[str]]) -> dict[str, Any]:
+    """`verdicts`: the checker's per model (log, offsets, metadata); None if not checked."""
     return {"sends": report.sends, "polled_records": report.polled_records,
             "final_records": report.final_records, "faults": faults, "anomalies": report.counts(),
-            "valid": report.valid, "linearizable": verdict, "offsets_linearizable": offsets_verdict}
+            "valid": report.valid, "linearizable": verdicts["log"],
+            "offsets_linearizable": verdicts["offsets"], "metadata_linearizable": verdicts["metadata"]}

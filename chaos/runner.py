@@ -12,7 +12,8 @@
    the linearizability of each partition's log by the Go checker.
 5. The results directory: history.jsonl, schedule.json, summary.json,
    anomalies.json, and per checker model (log: each partition's log;
-   offsets: the group's committed offsets) its input <model>-history.jsonl,
+   offsets: the group's committed offsets; metadata: topic creates, deletes
+   and describes, chaos/metadata_workload.py) its input <model>-history.jsonl,
    <model>-verdict.json and, when the history is illegal, <model>-failure.html.
 
 The `unclean-election` scenario is scripted, not random: it drives Kafka's
@@ -40,7 +41,8 @@ from kraftlog.local_processes import wait_until
 from . import lincheck
 from .history import HistoryRecorder, read_history
 from .nemesis import SCENARIOS, Nemesis, ScheduledFault, schedule
-from .queue_checks import analyze, offsets_history, summarize, to_log_model
+from .metadata_workload import MetadataWorkload
+from .queue_checks import analyze, model_history, summarize, to_log_model
 from .testbed import NetworkTestbed, probe
 from .workload import QueueWorkload, leader_of
 
@@ -82,8 +84,8 @@ class RunResult:
 
     @property
     def valid(self) -> bool:
-        return (bool(self.summary["valid"]) and self.summary["linearizable"] in ("ok", None)
-                and self.summary["offsets_linearizable"] in ("ok", None))
+        return bool(self.summary["valid"]) and all(
+            self.summary[k] in ("ok", None) for k in ("linearizable", "offsets_linearizable", "metadata_linearizable"))
 
 
 def run(settings: RunSettings) -> RunResult:
@@ -102,6 +104,7 @@ def run(settings: RunSettings) -> RunResult:
     history = HistoryRecorder(results / "history.jsonl")
     cluster: Optional[LocalCluster] = None
     workload: Optional[QueueWorkload] = None
+    topics: Optional[MetadataWorkload] = None
     try:
         if testbed is not None:
             testbed.create()
@@ -122,20 +125,25 @@ def run(settings: RunSettings) -> RunResult:
         nemesis = Nemesis(cluster, node_ids, list(cluster.brokers), history, testbed,
                           partition_leader=lambda: leader_of(cluster.metadata(topics=[TOPIC]), TOPIC),
                           active_controller=lambda: _active_controller(cluster))
+        topics = MetadataWorkload(history, bootstrap, ",".join(cluster.controller_addresses.values()),
+                                  seed=settings.seed)
         workload.start()
+        topics.start()
         if settings.scenario == UNCLEAN:
             faults = _unclean_election(cluster, history, settings.time_limit_s)
         else:
             faults = schedule(settings.scenario, settings.seed, settings.time_limit_s)
             _drive(nemesis, faults, settings.time_limit_s)
         workload.stop()
+        topics.stop()
         nemesis.heal_all()
         _recover(cluster)
         workload.final_read()
         notes += nemesis.skipped
     finally:
-        if workload is not None:
-            workload.stop(timeout=5)
+        for running in (workload, topics):
+            if running is not None:
+                running.stop(timeout=5)
         history.close()
         if cluster is not None:
             _keep_logs(cluster, results)
@@ -144,7 +152,8 @@ def run(settings: RunSettings) -> RunResult:
             testbed.close()
         shutil.rmtree(workdir, ignore_errors=True)
     (results / "schedule.json").write_text(json.dumps([f.__dict__ for f in faults], indent=1))
-    summary = _check(results, history.faults, notes + (workload.errors if workload else []))
+    summary = _check(results, history.faults,
+                     notes + (workload.errors if workload else []) + (topics.errors if topics else []))
     summary.update(scenario=settings.scenario, seed=settings.seed, time_limit_s=settings.time_limit_s,
                    testbed=use_testbed, unclean=settings.unclean)
     (results / "summary.json").write_text(json.dumps(summary, indent=1))
@@ -227,9 +236,10 @@ def _check(results: Path, faults: int, notes: list[str]) -> dict[str, Any]:
     history = list(read_history(results / "history.jsonl"))
     report = analyze(history)
     (results / "anomalies.json").write_text(json.dumps(report.anomalies, indent=1))
-    verdict = _linearizable(results, "log", to_log_model(history), notes)
-    offsets_verdict = _linearizable(results, "offsets", offsets_history(history), notes)
-    summary = summarize(report, faults=faults, verdict=verdict, offsets_verdict=offsets_verdict)
+    verdicts = {"log": _linearizable(results, "log", to_log_model(history), notes)}
+    for model in ("offsets", "metadata"):
+        verdicts[model] = _linearizable(results, model, model_history(history, model), notes)
+    summary = summarize(report, faults=faults, verdicts=verdicts)
     summary["notes"] = notes
     return summary
 

@@ -11,7 +11,7 @@ operation into the history (chaos/queue_checks.py documents the ops).
   reassignment; the `assign` lines mark where). Group members commit what
   they polled, synchronously, and now and then read the group's committed
   offsets back: `commit`/`fetch` ops per (group, partition), the checker's
-  `offsets` model (written to the same history; `offsets_history()` picks
+  `offsets` model (written to the same history; `model_history()` picks
   them out).
 - After the faults are healed, `final_read()` reads every partition from its
   log start to its end with a fresh consumer.

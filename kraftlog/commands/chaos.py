@@ -73,7 +73,7 @@ def run_command(
     console = Console(stderr=as_json)
     table = Table(title="chaos runs")
     for column in ("scenario", "seed", "testbed", "sends ok/info", "faults", "anomalies", "log", "offsets",
-                   "verdict"):
+                   "metadata", "verdict"):
         table.add_column(column)
     broken = 0
     for name in scenarios:
@@ -83,8 +83,8 @@ def run_command(
             summary = run(RunSettings(name, seed + n, time_limit, folder, unclean=unclean, network=network)).summary
             anomalies = {k: v for k, v in summary["anomalies"].items() if v and k != "lost-unacked-ok"}
             expected_loss = name == UNCLEAN and unclean
-            kept = (summary["valid"] and summary["linearizable"] in ("ok", None)
-                    and summary["offsets_linearizable"] in ("ok", None)) or expected_loss
+            verdicts = [summary[k] for k in ("linearizable", "offsets_linearizable", "metadata_linearizable")]
+            kept = (summary["valid"] and all(v in ("ok", None) for v in verdicts)) or expected_loss
             broken += not kept
             verdict = ("lost writes, as unclean election does" if expected_loss and anomalies
                        else "ok" if kept else "PROMISE BROKEN")
@@ -93,7 +93,7 @@ def run_command(
             table.add_row(name, str(seed + n), "yes" if summary["testbed"] else "no",
                           f"{summary['sends']['ok']}/{summary['sends']['info']}", str(summary["faults"]),
                           ", ".join(f"{k} {v}" for k, v in anomalies.items()) or "none",
-                          str(summary["linearizable"]), str(summary["offsets_linearizable"]), verdict)
+                          *map(str, verdicts), verdict)
             for note in summary["notes"]:
                 console.print(f"  note: {note}")
     console.print(table)

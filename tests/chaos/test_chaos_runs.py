@@ -29,13 +29,14 @@ def test_mixed_faults_lose_nothing(tmp_path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     [summary] = [json.loads(line) for line in done.stdout.splitlines()]
     assert summary["verdict"] == "ok" and summary["valid"] and summary["linearizable"] == "ok"
-    assert summary["offsets_linearizable"] == "ok"
+    assert summary["offsets_linearizable"] == "ok" and summary["metadata_linearizable"] == "ok"
     assert summary["faults"] >= 1 and summary["sends"]["ok"] > 100
     assert summary["final_records"] >= summary["sends"]["ok"]
     folder = tmp_path / "mixed-seed3"
     faults = [line for line in read_history(folder / "history.jsonl") if line["process"] == "nemesis"]
     assert faults and all("phase" in f["value"] for f in faults)
-    assert {"history.jsonl", "summary.json", "schedule.json", "log-verdict.json", "offsets-verdict.json"} <= {p.name for p in folder.iterdir()}
+    assert {"history.jsonl", "summary.json", "schedule.json", "log-verdict.json", "offsets-verdict.json",
+            "metadata-verdict.json"} <= {p.name for p in folder.iterdir()}
     assert namespaces() == before  # the testbed removed what it made
 
 
