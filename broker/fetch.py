@@ -36,7 +36,7 @@ async def handle_fetch(replicas: ReplicaManager, request: bpb.FetchRequest) -> b
     decided: dict[int, PartitionData] = {}
     if request.replica_id >= 0:
         for i, (topic, fp) in enumerate(wanted):
-            answer = _follower_fetched(replicas, request.replica_id, topic, fp)
+            answer = _follower_fetched(replicas, request.replica_id, request.replica_epoch, topic, fp)
             if answer is not None:
                 decided[i] = answer
     loop = asyncio.get_running_loop()
@@ -54,7 +54,7 @@ async def handle_fetch(replicas: ReplicaManager, request: bpb.FetchRequest) -> b
     return _response(wanted, answers)
 
 
-def _follower_fetched(replicas: ReplicaManager, replica_id: int, topic: str,
+def _follower_fetched(replicas: ReplicaManager, replica_id: int, replica_epoch: int, topic: str,
                       fp: FetchPartition) -> Optional[PartitionData]:
     """The leader's side of a follower fetch, done once per request: the
     divergence check, then the follower's fetch offset is recorded. Returns
@@ -70,7 +70,7 @@ def _follower_fetched(replicas: ReplicaManager, replica_id: int, topic: str,
                 return answer
         lg = partition.log
         if lg.log_start_offset <= fp.fetch_offset <= lg.log_end_offset:
-            if partition.record_follower_fetch(replica_id, fp.fetch_offset):
+            if partition.record_follower_fetch(replica_id, fp.fetch_offset, replica_epoch):
                 replicas.isr_change_wanted.fire()
     except Exception as exc:  # noqa: BLE001 - an error is this partition's answer
         return _error(replicas, topic, fp.partition, exc)

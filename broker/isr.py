@@ -11,7 +11,9 @@ Kafka's rules:
   it had fetched up to the leader's log end offset as of t);
 - an out-of-sync follower may join once its fetch offset has reached both
   the high watermark and the start of the leader's epoch, and its broker is
-  eligible (registered, unfenced, not shutting down);
+  eligible (registered, unfenced, not shutting down, and - KIP-903 - its
+  fetches carry the broker epoch of its current registration, so a fetch of
+  an incarnation that has since restarted earns nothing);
 - a partition elected uncleanly (RECOVERING) first reports RECOVERED and
   takes no new members until then.
 """
@@ -30,8 +32,9 @@ class FollowerState:
     last_caught_up_ms: int = 0
     last_fetch_ms: Optional[int] = None
     last_fetch_leader_end_offset: int = -1  # the leader's log end offset at that fetch
+    broker_epoch: int = -1  # the broker epoch its last fetch carried (-1: not known)
 
-    def record_fetch(self, fetch_offset: int, leader_end_offset: int, now_ms: int) -> None:
+    def record_fetch(self, fetch_offset: int, leader_end_offset: int, now_ms: int, broker_epoch: int = -1) -> None:
         """A fetch at `fetch_offset` means the follower holds everything below it.
         Reaching the leader's end offset makes it caught up now; reaching the
         end offset the leader had at the previous fetch makes it caught up as
@@ -41,6 +44,7 @@ class FollowerState:
         elif self.last_fetch_ms is not None and fetch_offset >= self.last_fetch_leader_end_offset:
             self.last_caught_up_ms = max(self.last_caught_up_ms, self.last_fetch_ms)
         self.log_end_offset = fetch_offset
+        self.broker_epoch = broker_epoch
         self.last_fetch_ms = now_ms
         self.last_fetch_leader_end_offset = leader_end_offset
 
@@ -62,9 +66,11 @@ def can_join(follower: FollowerState, high_watermark: int, epoch_start_offset: i
 
 
 def ready_to_join(replicas: Iterable[int], isr: Iterable[int], followers: Mapping[int, FollowerState],
-                  high_watermark: int, epoch_start_offset: int, eligible: Callable[[int], bool]) -> list[int]:
+                  high_watermark: int, epoch_start_offset: int, eligible: Callable[[int, int], bool]) -> list[int]:
+    """`eligible(broker id, broker epoch of its last fetch)`."""
     members = set(isr)
-    return [b for b in replicas if b not in members and b in followers and eligible(b)
+    return [b for b in replicas if b not in members and b in followers
+            and eligible(b, followers[b].broker_epoch)
             and can_join(followers[b], high_watermark, epoch_start_offset)]
 
 

@@ -255,22 +255,22 @@ class Partition:
             return epoch, end
         return None
 
-    def record_follower_fetch(self, replica_id: int, fetch_offset: int) -> bool:
-        """A follower fetched at `fetch_offset`: it holds everything below.
-        Returns True when it may now join the ISR (the caller asks for an
-        AlterPartition)."""
+    def record_follower_fetch(self, replica_id: int, fetch_offset: int, broker_epoch: int = -1) -> bool:
+        """A follower (of `broker_epoch`, -1 if unknown) fetched at `fetch_offset`:
+        it holds everything below. Returns True when it may now join the ISR
+        (the caller asks for an AlterPartition)."""
         lead = self.leader()
         follower = lead.followers.get(replica_id)
         if follower is None:
             raise BrokerError(Error.NOT_LEADER_OR_FOLLOWER,
                               f"broker {replica_id} is not a replica of {self.topic}-{self.index}")
-        follower.record_fetch(fetch_offset, self.log.log_end_offset, self.clock())
+        follower.record_fetch(fetch_offset, self.log.log_end_offset, self.clock(), broker_epoch)
         self.maybe_advance_high_watermark()
         return (replica_id not in self.maximal_isr
                 and isr_rules.can_join(follower, self.high_watermark, lead.epoch_start_offset))
 
     # -- ISR changes ---------------------------------------------------------
-    def propose_isr(self, lag_max_ms: int, eligible: Callable[[int], bool]) -> None:
+    def propose_isr(self, lag_max_ms: int, eligible: Callable[[int, int], bool]) -> None:
         """Leader, with no proposal in flight: decide the ISR change to ask for."""
         lead = self.leadership
         if lead is None or lead.pending is not None:
@@ -287,6 +287,9 @@ class Partition:
         lead.pending = cpb.AlterPartitionRequest.PartitionData(
             partition_index=self.index, leader_epoch=self.leader_epoch, new_isr=new_isr or self.isr,
             partition_epoch=self.partition_epoch, leader_recovery_state=mpb.RECOVERED)
+        for b in lead.pending.new_isr:  # KIP-903: the controller checks a new member's epoch
+            follower = lead.followers.get(b)
+            lead.pending.new_isr_with_epochs.add(broker_id=b, broker_epoch=follower.broker_epoch if follower else -1)
         lead.pending_unsent = True
         log.info("%s-%d: proposing isr %s (was %s; leaving %s, joining %s)", self.topic, self.index,
                  list(lead.pending.new_isr), list(self.isr), leaving, joining)

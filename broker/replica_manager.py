@@ -195,10 +195,13 @@ class ReplicaManager:
         state = known.partitions.get(index) if known is not None else None
         return (state.leader, state.leader_epoch) if state is not None else (NO_LEADER, NO_EPOCH)
 
-    def is_eligible(self, broker_id: int) -> bool:
-        """May join an ISR: registered, unfenced, not shutting down (KIP-841)."""
+    def is_eligible(self, broker_id: int, fetch_broker_epoch: int = -1) -> bool:
+        """May join an ISR: registered, unfenced, not shutting down (KIP-841),
+        and its fetch not from an incarnation older than its registration
+        (KIP-903; -1: the fetch did not say, the controller decides)."""
         broker = self.image.brokers.get(broker_id)
-        return broker is not None and not broker.fenced and not broker.in_controlled_shutdown
+        return (broker is not None and not broker.fenced and not broker.in_controlled_shutdown
+                and not 0 <= fetch_broker_epoch < broker.broker_epoch)
 
     def followed(self) -> dict[int, list[Partition]]:
         """The partitions this broker follows, by the leader to fetch from."""

@@ -7,11 +7,11 @@ response); nothing here changes the image.
 from __future__ import annotations
 
 from collections import Counter
-from typing import AbstractSet, Callable, Iterable, Iterator
+from typing import AbstractSet, Callable, Iterable, Iterator, Mapping
 
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
-from metadata_quorum.image import MetadataImage, PartitionState
+from metadata_quorum.image import BrokerRegistration, MetadataImage, PartitionState
 
 from .config import ControllerConfig
 from .elections import (
@@ -95,9 +95,14 @@ def check_broker_epoch(image: MetadataImage, broker_id: int, broker_epoch: int) 
 
 def validate_isr_change(
     state: PartitionState, broker_id: int, data: cpb.AlterPartitionRequest.PartitionData,
-    live: AbstractSet[int],
+    live: AbstractSet[int], brokers: Mapping[int, BrokerRegistration],
 ) -> Election:
-    """The leader's proposed ISR, if the proposal is against the partition as it is now and keeps it safe."""
+    """The leader's proposed ISR, if the proposal is against the partition as it is now and keeps it safe.
+
+    KIP-903: a new member whose broker epoch (from its fetches, in
+    new_isr_with_epochs) is not its registration's is a restarted broker's
+    old incarnation: INELIGIBLE_REPLICA. Epoch -1 (unknown) is not checked.
+    """
     if data.leader_epoch != state.leader_epoch:
         raise ControllerError(
             Error.FENCED_LEADER_EPOCH, f"leader epoch {data.leader_epoch}, the partition is at {state.leader_epoch}")
@@ -128,6 +133,18 @@ def validate_isr_change(
     if ineligible:
         raise ControllerError(
             Error.INELIGIBLE_REPLICA, f"broker(s) {ineligible} are fenced, shutting down or not registered")
+    with_epochs = data.new_isr_with_epochs
+    if with_epochs:
+        if tuple(s.broker_id for s in with_epochs) != isr:
+            raise ControllerError(Error.INVALID_REQUEST, "new_isr_with_epochs does not list the new ISR")
+        stale = [(s.broker_id, s.broker_epoch) for s in with_epochs
+                 if s.broker_id not in state.isr and s.broker_epoch >= 0
+                 and s.broker_epoch != brokers[s.broker_id].broker_epoch]
+        if stale:
+            raise ControllerError(
+                Error.INELIGIBLE_REPLICA,
+                "; ".join(f"broker {b} fetched with broker epoch {e}, its registration has "
+                          f"{brokers[b].broker_epoch}" for b, e in stale))
     return Election(state.leader, isr, recovery)
 
 
@@ -152,7 +169,7 @@ def alter_partition(image: MetadataImage, request: cpb.AlterPartitionRequest, no
                 state = topic.partitions.get(data.partition_index) if topic is not None else None
                 if state is None:
                     raise ControllerError(Error.UNKNOWN_TOPIC_OR_PARTITION)
-                election = validate_isr_change(state, request.broker_id, data, live)
+                election = validate_isr_change(state, request.broker_id, data, live, image.brokers)
             except ControllerError as exc:
                 out.error_code = exc.error
                 continue

@@ -112,9 +112,10 @@ class Cluster:
 
 def fetch_request(topic: str, index: int, offset: int, *, replica_id: int = -1, current_leader_epoch: int = -1,
                   last_fetched_epoch: int = -1, max_wait_ms: int = 0, min_bytes: int = 1,
-                  max_bytes: int = 0, partition_max_bytes: int = 0) -> bpb.FetchRequest:
+                  max_bytes: int = 0, partition_max_bytes: int = 0, replica_epoch: int = -1) -> bpb.FetchRequest:
     return bpb.FetchRequest(
-        replica_id=replica_id, max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=max_bytes,
+        replica_id=replica_id, replica_epoch=replica_epoch, max_wait_ms=max_wait_ms, min_bytes=min_bytes,
+        max_bytes=max_bytes,
         topics=[bpb.FetchRequest.FetchTopic(topic=topic, partitions=[bpb.FetchRequest.FetchPartition(
             partition=index, current_leader_epoch=current_leader_epoch, fetch_offset=offset,
             last_fetched_epoch=last_fetched_epoch, partition_max_bytes=partition_max_bytes)])])

@@ -39,7 +39,7 @@ def test_out_of_sync_is_about_time_unless_the_follower_holds_the_whole_log():
 
 def test_ready_to_join_needs_the_high_watermark_the_epoch_start_and_an_eligible_broker():
     followers = {2: isr.FollowerState(2, 8), 3: isr.FollowerState(3, 10), 4: isr.FollowerState(4, 10)}
-    eligible = {2, 3}.__contains__
+    eligible = lambda b, _epoch: b in {2, 3}  # noqa: E731
     assert isr.ready_to_join((1, 2, 3, 4), (1,), followers, 9, 0, eligible) == [3]
     assert isr.ready_to_join((1, 2, 3, 4), (1,), followers, 5, 9, eligible) == [3]
     assert isr.ready_to_join((1, 2, 3, 4), (1,), followers, 5, 0, eligible) == [2, 3]
@@ -193,3 +193,24 @@ def test_an_uncleanly_elected_leader_reports_recovered_before_anyone_joins(tmp_p
     request = cluster[1].alter_partition_request()
     [item] = [p for t in request.topics for p in t.partitions]
     assert list(item.new_isr) == [1] and item.leader_recovery_state == mpb.RECOVERED
+
+
+def test_a_fetch_from_an_older_incarnation_does_not_bring_a_replica_into_the_isr(tmp_path):
+    """KIP-903: broker 3 restarted (a new broker epoch); fetches that still
+    carry its old epoch do not count for joining, its new epoch's do, and the
+    proposal tells the controller which epoch each member fetched with."""
+    cluster = Cluster(tmp_path)
+    cluster.create_topic("orders", {0: [1, 2, 3]}, isr={0: [1, 2]})
+    old_epoch = cluster.image.brokers[3].broker_epoch
+    cluster.apply(mpb.MetadataRecord(register_broker=mpb.RegisterBrokerRecord(
+        broker_id=3, incarnation_id="inc-3-again", broker_epoch=old_epoch + 50,
+        endpoints=[mpb.BrokerEndpoint(name="PLAINTEXT", host="127.0.0.1", port=9093)])))
+    fetch = lambda epoch: run(handle_fetch(  # noqa: E731
+        cluster[1], fetch_request("orders", 0, 0, replica_id=3, replica_epoch=epoch)))
+    fetch(old_epoch)
+    assert cluster[1].alter_partition_request() is None
+    fetch(old_epoch + 50)
+    request = cluster[1].alter_partition_request()
+    [item] = [p for t in request.topics for p in t.partitions]
+    assert list(item.new_isr) == [1, 2, 3]
+    assert [(s.broker_id, s.broker_epoch) for s in item.new_isr_with_epochs] == [(1, -1), (2, -1), (3, old_epoch + 50)]

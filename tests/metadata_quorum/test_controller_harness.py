@@ -113,7 +113,8 @@ class Harness:
         return state
 
     def alter(self, name: str, partition: int, new_isr: Sequence[int], broker_id: Optional[int] = None,
-              **overrides: int) -> cpb.AlterPartitionResponse:
+              isr_epochs: Optional[dict[int, int]] = None, **overrides: int) -> cpb.AlterPartitionResponse:
+        """`isr_epochs`: fill new_isr_with_epochs with these broker epochs (-1 for members not named)."""
         state = self.state(name, partition)
         broker_id = state.leader if broker_id is None else broker_id
         data = cpb.AlterPartitionRequest.PartitionData(
@@ -122,6 +123,9 @@ class Harness:
         for key, value in overrides.items():
             if key != "broker_epoch":
                 setattr(data, key, value)
+        if isr_epochs is not None:
+            for b in new_isr:
+                data.new_isr_with_epochs.add(broker_id=b, broker_epoch=isr_epochs.get(b, -1))
         request = cpb.AlterPartitionRequest(
             broker_id=broker_id, broker_epoch=overrides.get("broker_epoch", self.epochs.get(broker_id, -1)),
             topics=[cpb.AlterPartitionRequest.TopicData(topic_id=self.topic_id(name), partitions=[data])])
