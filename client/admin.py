@@ -272,3 +272,4 @@ def _describe(answer: Answer) -> str:
         leader = f"node {answer.leader_id}" if answer.leader_id >= 0 else "unknown (election under way)"
         return f"not the leader, leader is {leader}"
     return f"error code {answer.error_code}"
+

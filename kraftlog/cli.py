@@ -18,9 +18,12 @@ except ImportError:  # pragma: no cover - older typer
 
 from partition_log.errors import KafkaError
 
-from .commands import bench, chaos, cluster, configs, console, dump_log, elections, perf, quorum, server, topics
+from .commands import (
+    bench, chaos, cluster, configs, console, dump_log, elections, groups, perf, quorum, server, topics,
+)
 
-COMMAND_GROUPS = (dump_log, server, quorum, cluster, topics, configs, elections, console, perf, chaos, bench)
+COMMAND_GROUPS = (dump_log, server, quorum, cluster, topics, configs, elections, groups, console, perf, chaos,
+                  bench)
 
 app = typer.Typer(
     name="kraftlog",
