@@ -14,7 +14,11 @@ heartbeats, and controlled shutdown.
   register again.
 - Controlled shutdown: heartbeats with want_shut_down, more often, until
   the controller answers should_shut_down (it has moved every leadership
-  away), bounded by the caller's timeout.
+  away), bounded by the caller's timeout. When the metadata quorum has had
+  no leader for NO_QUORUM_GIVE_UP_S (or a quarter of that timeout, if less)
+  - the last node of a combined cluster stopping: no majority is left to
+  elect one - nobody can answer, and the wait ends then instead of sitting
+  out the timeout.
 - INCONSISTENT_CLUSTER_ID is fatal: this broker belongs to another cluster.
 """
 from __future__ import annotations
@@ -34,6 +38,9 @@ from .controller_client import ControllerClient, ControllerUnavailable
 log = logging.getLogger(__name__)
 
 SHUTDOWN_HEARTBEAT_S = 0.25  # while a controlled shutdown waits for the controller
+# No quorum leader for this long (three of Kafka's default election
+# timeouts): no election is under way that could give one.
+NO_QUORUM_GIVE_UP_S = 3.0
 REREGISTER = (Error.STALE_BROKER_EPOCH, Error.BROKER_ID_NOT_REGISTERED)
 
 
@@ -80,18 +87,38 @@ class BrokerLifecycle:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
 
-    async def controlled_shutdown(self, timeout_s: float) -> bool:
+    async def controlled_shutdown(self, timeout_s: float,
+                                  quorum_leader: Optional[Callable[[], Optional[int]]] = None) -> bool:
         """Ask the controller to move our leaderships away; True once it says
-        we may stop, False if it did not within `timeout_s`."""
+        we may stop, False if it did not within `timeout_s`, or if
+        `quorum_leader()` (the metadata quorum's leader as this node knows
+        it) stayed None for NO_QUORUM_GIVE_UP_S (at most a quarter of the timeout)."""
         if self.broker_epoch < 0 or self.failure is not None:
             return True  # not registered: nothing can be led here
         self._want_shut_down = True
         self._wake.set()
-        try:
-            await asyncio.wait_for(self._shut_down.wait(), timeout_s)
-        except asyncio.TimeoutError:
-            log.warning("broker %d: no controlled shutdown within %gs; stopping anyway", self.broker_id, timeout_s)
-            return False
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        leaderless_since: Optional[float] = None
+        give_up_s = min(NO_QUORUM_GIVE_UP_S, timeout_s / 4)
+        while not self._shut_down.is_set():
+            now = loop.time()
+            if now >= deadline:
+                log.warning("broker %d: no controlled shutdown within %gs; stopping anyway",
+                            self.broker_id, timeout_s)
+                return False
+            if quorum_leader is not None and quorum_leader() is None:
+                leaderless_since = now if leaderless_since is None else leaderless_since
+                if now - leaderless_since >= give_up_s:
+                    log.warning("broker %d: the metadata quorum has had no leader for %gs: no controller can "
+                                "answer; skipping the controlled shutdown", self.broker_id, give_up_s)
+                    return False
+            else:
+                leaderless_since = None
+            try:
+                await asyncio.wait_for(self._shut_down.wait(), min(SHUTDOWN_HEARTBEAT_S, deadline - now))
+            except asyncio.TimeoutError:
+                pass
         log.info("broker %d: controlled shutdown done", self.broker_id)
         return True
 

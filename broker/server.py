@@ -148,7 +148,8 @@ class BrokerServer:
         self.log_jobs.start()
 
     async def controlled_shutdown(self) -> bool:
-        return await self.lifecycle.controlled_shutdown(self.settings.controlled_shutdown_timeout_s)
+        return await self.lifecycle.controlled_shutdown(self.settings.controlled_shutdown_timeout_s,
+                                                        quorum_leader=self._controller_id)
 
     async def stop(self) -> None:
         """Stop every background task (heartbeats, ISR updates, fetchers, log jobs)."""

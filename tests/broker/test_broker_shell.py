@@ -249,6 +249,40 @@ def test_log_jobs_follow_kafkas_intervals(tmp_path: Path):
     logs.close()
 
 
+def test_a_controlled_shutdown_with_no_quorum_leader_is_skipped(caplog):
+    """The last node of a combined cluster: no controller answers, and the
+    quorum has no leader - the wait ends without its (long) timeout. With a
+    leader known, the same silence is waited out to the timeout."""
+    def answer(name, request):
+        if name == "BrokerRegistration":
+            return response(name, controller_id=1, broker_epoch=1)
+        return response(name, controller_id=1, is_caught_up=True, should_shut_down=False)
+
+    async def scenario():
+        ports = free_ports(1)
+        controller = ScriptedController(1, answer)
+        servers = await serve([controller], ports)
+        client = ControllerClient({1: f"127.0.0.1:{ports[0]}"}, attempt_timeout_s=1.0)
+        lifecycle = BrokerLifecycle(7, "c", [], None, client, lambda: 5, heartbeat_interval_ms=50,
+                                    request_timeout_s=2)
+        lifecycle.start()
+        try:
+            await until(lambda: lifecycle.broker_epoch == 1)
+            with caplog.at_level("WARNING", logger="broker.lifecycle"):
+                assert not await lifecycle.controlled_shutdown(0.5, quorum_leader=lambda: 1)
+                assert "no controlled shutdown within 0.5s" in caplog.text
+                caplog.clear()
+                assert not await lifecycle.controlled_shutdown(600, quorum_leader=lambda: None)
+                assert "the metadata quorum has had no leader" in caplog.text
+        finally:
+            await lifecycle.stop()
+            await client.close()
+            for server in servers:
+                await server.stop(0)
+
+    run(scenario())
+
+
 def test_stopping_the_lifecycle_as_it_is_woken_ends_it():
     """asyncio.wait_for (Python 3.11) swallows a cancellation that comes with
     the event it waits on: stop() must end the loop all the same."""

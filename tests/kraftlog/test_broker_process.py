@@ -181,6 +181,22 @@ def test_sigterm_is_a_controlled_shutdown(cluster) -> None:
     assert all(p.leader_id in survivors for p in after.partitions), after
 
 
+def test_the_last_combined_node_stops_without_waiting_for_a_quorum(combined) -> None:
+    """Stopped one at a time, the first two nodes shut down in a controlled
+    way; the last has no quorum left to answer and says so instead of
+    waiting out its controlled shutdown timeout."""
+    combined.wait_for_brokers()
+    combined.create_topic(TOPIC, 3, 3)
+    combined.wait_for_leaders(TOPIC)
+    for node in (1, 2):
+        assert combined.stop(node) == 0
+        assert "controlled shutdown done" in combined.log_text(node)
+    assert combined.stop(3) == 0
+    last = combined.log_text(3)
+    assert "the metadata quorum has had no leader" in last and "skipping the controlled shutdown" in last
+    assert "no controlled shutdown within" not in last
+
+
 def services(channel) -> set[str]:
     stub = reflection_pb2_grpc.ServerReflectionStub(channel)
     answer = next(stub.ServerReflectionInfo(iter([reflection_pb2.ServerReflectionRequest(list_services="")])))
