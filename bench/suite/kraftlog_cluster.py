@@ -115,13 +115,18 @@ class LatencyJob:
     async def run(self) -> dict[str, Any]:
         producer, value = self._producer, bytes(self.value_bytes)
         latencies: list[float] = []
+
+        def acknowledged_since(sent_at: float):  # type: ignore[no-untyped-def]
+            def done(future: asyncio.Future) -> None:
+                if not future.cancelled() and future.exception() is None:
+                    latencies.append(time.monotonic() - sent_at)
+            return done
+
         started = time.monotonic()
         sent = 0
         while (now := time.monotonic()) - started < self.seconds:
             for _ in range(int((now - started) * self.rate) - sent):
-                sent_at = time.monotonic()
-                producer.produce(self.topic, value).add_done_callback(
-                    lambda f, t=sent_at: f.exception() is None and latencies.append(time.monotonic() - t))
+                producer.produce(self.topic, value).add_done_callback(acknowledged_since(time.monotonic()))
                 sent += 1
             await asyncio.sleep(0.001)
         await producer.flush(timeout=120)

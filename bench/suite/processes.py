@@ -52,8 +52,8 @@ class PeerProcesses:
 
     def start(self, name: str, command: Sequence[str], cwd: Optional[Path] = None,
               env: Optional[dict] = None) -> Started:
-        log_path = self.root / f"{name}.log"
-        with open(log_path, "ab") as log:
+        log_path = self.root / f"{name}-{len(self.started)}.log"  # one per start: a restart's log starts empty
+        with open(log_path, "wb") as log:
             popen = subprocess.Popen(list(command), cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
                                      stdin=subprocess.DEVNULL, start_new_session=True)
         started = Started(name, popen.pid, list(command), popen, log_path)

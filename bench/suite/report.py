@@ -94,7 +94,10 @@ def write_charts(recorder: Recorder, out: Path) -> list[Path]:
 
 def _versus(recorder: Recorder, key: str, other: Optional[str]) -> str:
     found = ratio(recorder, key, other)
-    return "" if found is None else f"{found:.2f}× {recorder.figures[other].label}"  # type: ignore[index]
+    if found is None:
+        return ""
+    shown = f"{found:.2f}" if found >= 0.1 else f"{found:.2g}"
+    return f"{shown}× {recorder.figures[other].label}"  # type: ignore[index]
 
 
 def write_markdown(recorder: Recorder, results: dict[str, Any], path: Path) -> tuple[list[dict], list[dict]]:
