@@ -12,7 +12,8 @@
    CreateTopics requests took, the time until a broker's Metadata shows a
    leader for every one of them, how many leader elections that took (the
    highest leader epoch: 0 means none beyond creation), then each broker's
-   RSS and open file descriptors.
+   RSS, open file descriptors and CPU use while the partitions sit idle
+   (followers long-poll every partition: replica.fetch.wait.max.ms).
 
     python bench/cluster.py [--seconds 10] [--quick] [--out bench/results/cluster.json]
     python bench/cluster.py --partitions-only [--partitions 10000] [--per-topic 100]
@@ -190,6 +191,20 @@ def failover(cluster: LocalCluster, topic: str, trials: int) -> dict[str, Any]:
             "all_s": [round(t, 3) for t in times]}
 
 
+IDLE_SAMPLE_S = 10.0
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
+
+
+def idle_cpu_percent(pids: list[int], seconds: float) -> dict[int, float]:
+    before = {pid: cpu_seconds(pid) for pid in pids}
+    time.sleep(seconds)
+    return {pid: round(100 * (cpu_seconds(pid) - before[pid]) / seconds, 1) for pid in pids}
+
+
 def many_partitions(cluster: LocalCluster, count: int, per_topic: int = 100,
                     wait_s: float = 900) -> dict[str, Any]:
     started = time.monotonic()
@@ -208,12 +223,14 @@ def many_partitions(cluster: LocalCluster, count: int, per_topic: int = 100,
                 break
         time.sleep(1)
     settled = time.monotonic() - started
+    idle = idle_cpu_percent([cluster.pids[b] for b in cluster.brokers], IDLE_SAMPLE_S)
     brokers = {}
     for b in cluster.brokers:
         pid = cluster.pids[b]
         rss_kb = int(next(line.split()[1] for line in Path(f"/proc/{pid}/status").read_text().splitlines()
                           if line.startswith("VmRSS:")))
-        brokers[b] = {"rss_mb": round(rss_kb / 1024, 1), "open_fds": len(os.listdir(f"/proc/{pid}/fd"))}
+        brokers[b] = {"rss_mb": round(rss_kb / 1024, 1), "open_fds": len(os.listdir(f"/proc/{pid}/fd")),
+                      "idle_cpu_percent": idle[cluster.pids[b]]}
     return {"partitions": count, "topics": count // per_topic, "replication_factor": 3,
             "create_requests_s": round(created, 2), "all_led": led >= count, "led": led,
             "all_led_s": round(settled, 2), "max_leader_epoch": max_epoch, "brokers": brokers}

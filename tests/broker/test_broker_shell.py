@@ -5,6 +5,7 @@ by grpc.aio on 127.0.0.1."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Callable
@@ -75,6 +76,25 @@ async def serve(controllers: list[ScriptedController], ports: list[int]) -> list
         await server.start()
         servers.append(server)
     return servers
+
+
+@contextlib.asynccontextmanager
+async def scripted_lifecycle(answer: Callable[[str, object], object], *, heartbeat_interval_ms: int):
+    """A started BrokerLifecycle (broker 7) against one ScriptedController; all stopped after."""
+    ports = free_ports(1)
+    controller = ScriptedController(1, answer)
+    servers = await serve([controller], ports)
+    client = ControllerClient({1: f"127.0.0.1:{ports[0]}"}, attempt_timeout_s=1.0)
+    lifecycle = BrokerLifecycle(7, "c", [], None, client, lambda: 5, heartbeat_interval_ms=heartbeat_interval_ms,
+                                request_timeout_s=2)
+    lifecycle.start()
+    try:
+        yield controller, lifecycle
+    finally:
+        await lifecycle.stop()
+        await client.close()
+        for server in servers:
+            await server.stop(0)
 
 
 def test_the_active_controller_is_found_through_not_controller_answers():
@@ -259,14 +279,7 @@ def test_a_controlled_shutdown_with_no_quorum_leader_is_skipped(caplog):
         return response(name, controller_id=1, is_caught_up=True, should_shut_down=False)
 
     async def scenario():
-        ports = free_ports(1)
-        controller = ScriptedController(1, answer)
-        servers = await serve([controller], ports)
-        client = ControllerClient({1: f"127.0.0.1:{ports[0]}"}, attempt_timeout_s=1.0)
-        lifecycle = BrokerLifecycle(7, "c", [], None, client, lambda: 5, heartbeat_interval_ms=50,
-                                    request_timeout_s=2)
-        lifecycle.start()
-        try:
+        async with scripted_lifecycle(answer, heartbeat_interval_ms=50) as (_, lifecycle):
             await until(lambda: lifecycle.broker_epoch == 1)
             with caplog.at_level("WARNING", logger="broker.lifecycle"):
                 assert not await lifecycle.controlled_shutdown(0.5, quorum_leader=lambda: 1)
@@ -274,11 +287,6 @@ def test_a_controlled_shutdown_with_no_quorum_leader_is_skipped(caplog):
                 caplog.clear()
                 assert not await lifecycle.controlled_shutdown(600, quorum_leader=lambda: None)
                 assert "the metadata quorum has had no leader" in caplog.text
-        finally:
-            await lifecycle.stop()
-            await client.close()
-            for server in servers:
-                await server.stop(0)
 
     run(scenario())
 
@@ -287,24 +295,14 @@ def test_stopping_the_lifecycle_as_it_is_woken_ends_it():
     """asyncio.wait_for (Python 3.11) swallows a cancellation that comes with
     the event it waits on: stop() must end the loop all the same."""
     async def scenario():
-        ports = free_ports(1)
-        controller = ScriptedController(1, lambda name, _: response(
-            name, controller_id=1, **({"broker_epoch": 1} if name == "BrokerRegistration" else {})))
-        servers = await serve([controller], ports)
-        client = ControllerClient({1: f"127.0.0.1:{ports[0]}"}, attempt_timeout_s=1.0)
-        lifecycle = BrokerLifecycle(7, "c", [], None, client, lambda: 0, heartbeat_interval_ms=10_000,
-                                    request_timeout_s=2)
-        lifecycle.start()
-        try:
+        answer = lambda name, _: response(  # noqa: E731
+            name, controller_id=1, **({"broker_epoch": 1} if name == "BrokerRegistration" else {}))
+        async with scripted_lifecycle(answer, heartbeat_interval_ms=10_000) as (controller, lifecycle):
             await until(lambda: len(controller.requests) >= 2)  # registered, first heartbeat answered:
             await asyncio.sleep(0.3)  # now it sleeps for the heartbeat interval
             lifecycle._wake.set()
             async with asyncio.timeout(5):  # stop() runs at once, in this very loop iteration
                 await lifecycle.stop()
             assert lifecycle._task is not None and lifecycle._task.done()
-        finally:
-            await client.close()
-            for server in servers:
-                await server.stop(0)
 
     run(scenario())
