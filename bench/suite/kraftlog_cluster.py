@@ -62,8 +62,25 @@ def bootstrap(cluster: LocalCluster) -> str:
     return ",".join(cluster.broker_addresses.values())
 
 
+class _ProducerJob:
+    """A job with an AsyncProducer, warmed up (metadata, producer id) before the clock starts."""
+    bootstrap: str
+    topic: str
+
+    def settings(self) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def prepare(self) -> None:
+        self._producer = AsyncProducer({"bootstrap.servers": self.bootstrap, **PRODUCER_SETTINGS, **self.settings()})
+        await self._producer.produce(self.topic, b"warm-up")
+
+    async def close(self) -> None:
+        if hasattr(self, "_producer"):
+            await self._producer.close(timeout=10)
+
+
 @dataclass
-class ProduceJob:
+class ProduceJob(_ProducerJob):
     bootstrap: str
     topic: str
     records: int
@@ -72,10 +89,8 @@ class ProduceJob:
     idempotence: bool
     seconds: float
 
-    async def prepare(self) -> None:
-        self._producer = AsyncProducer({"bootstrap.servers": self.bootstrap, "acks": self.acks,
-                                        "enable.idempotence": self.idempotence, **PRODUCER_SETTINGS})
-        await self._producer.produce(self.topic, b"warm-up")  # metadata and producer id before the clock starts
+    def settings(self) -> dict[str, Any]:
+        return {"acks": self.acks, "enable.idempotence": self.idempotence}
 
     async def run(self) -> dict[str, Any]:
         producer, value = self._producer, bytes(self.value_bytes)
@@ -92,13 +107,9 @@ class ProduceJob:
         errors = producer.metrics()["record-error-total"]
         return {"records": sent - errors - undelivered, "errors": errors, "undelivered": undelivered}
 
-    async def close(self) -> None:
-        if hasattr(self, "_producer"):
-            await self._producer.close(timeout=10)
-
 
 @dataclass
-class LatencyJob:
+class LatencyJob(_ProducerJob):
     """Records at a fixed rate (in 1 ms ticks); each record's time from produce() to its acknowledgement."""
     bootstrap: str
     topic: str
@@ -106,11 +117,8 @@ class LatencyJob:
     seconds: float
     value_bytes: int
 
-    async def prepare(self) -> None:
-        self._producer = AsyncProducer({"bootstrap.servers": self.bootstrap, "acks": "all",
-                                        "enable.idempotence": True,
-                                        **PRODUCER_SETTINGS, "linger.ms": LATENCY_LINGER_MS})
-        await self._producer.produce(self.topic, b"warm-up")
+    def settings(self) -> dict[str, Any]:
+        return {"acks": "all", "enable.idempotence": True, "linger.ms": LATENCY_LINGER_MS}
 
     async def run(self) -> dict[str, Any]:
         producer, value = self._producer, bytes(self.value_bytes)
@@ -133,10 +141,6 @@ class LatencyJob:
         ordered = sorted(latencies)
         ms = {f"p{name}_ms": percentile(ordered, q) * 1000 for name, q in (("50", .5), ("99", .99), ("99.9", .999))}
         return {"records": len(ordered), "target_rate": self.rate, **ms}
-
-    async def close(self) -> None:
-        if hasattr(self, "_producer"):
-            await self._producer.close(timeout=10)
 
 
 @dataclass

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
-from dataclasses import dataclass
+from typing import Optional
 
 from kraftlog.local_processes import free_ports
 
@@ -17,16 +16,9 @@ from . import REPO_ROOT
 from .grpc_ceiling import StreamJob
 from .measure import Recorder
 from .parallel import run_jobs
-from .processes import PeerProcesses, Started
+from .processes import PeerProcesses, Started, missing
 
 MESSAGE_SIZES = {"1MiB": 1 << 20, "64KiB": 64 << 10}
-
-
-@dataclass
-class LimitSizes:
-    dd_mb: int
-    iperf3_seconds: int
-    grpc_bytes: int
 
 
 def dd_write(processes: PeerProcesses, recorder: Recorder, mb: int) -> None:
@@ -74,5 +66,5 @@ def grpc_streams(address: str, recorder: Recorder, total_bytes: int) -> None:
                          "MB/s", "limits", sum(w["bytes"] for w in moved["workers"]) / moved["seconds"] / 1e6)
 
 
-def iperf3_missing() -> str | None:
-    return None if shutil.which("iperf3") else "iperf3 is not installed (Debian: apt-get install iperf3)"
+def iperf3_missing() -> Optional[str]:
+    return missing("iperf3")

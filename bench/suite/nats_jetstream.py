@@ -5,7 +5,6 @@ default); a record counts once its ack arrived."""
 from __future__ import annotations
 
 import asyncio
-import shutil
 import subprocess
 import time
 from dataclasses import dataclass
@@ -13,20 +12,14 @@ from typing import Any, Optional
 
 from kraftlog.local_processes import free_ports
 
-from .processes import PeerProcesses
+from .processes import PeerProcesses, missing as missing_program
 
 MAX_PENDING = 4000
 STREAM_READY_TIMEOUT_S = 60.0
 
 
 def missing() -> Optional[str]:
-    if shutil.which("nats-server") is None:
-        return "nats-server is not installed (Debian: apt-get install nats-server)"
-    try:
-        import nats  # noqa: F401
-    except ImportError:
-        return "nats-py is not installed (pip install -e '.[bench]')"
-    return None
+    return missing_program("nats-server", {"nats": "nats-py"})
 
 
 def version() -> str:

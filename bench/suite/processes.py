@@ -6,6 +6,7 @@ results.json can show that none was left behind.
 """
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import signal
@@ -14,9 +15,19 @@ import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Mapping, Optional, Sequence
 
 from kraftlog.local_processes import wait_until
+
+
+def missing(program: str, modules: Mapping[str, str] = {}) -> Optional[str]:  # noqa: B006 - read only
+    """Why a peer cannot run here (its Debian program, or a Python module by its pip name), or None."""
+    if shutil.which(program) is None:
+        return f"{program} is not installed (Debian: apt-get install {program})"
+    for module, package in modules.items():
+        if importlib.util.find_spec(module) is None:
+            return f"{package} is not installed (pip install -e '.[bench]')"
+    return None
 
 
 @dataclass

@@ -5,7 +5,6 @@ stream per producer process; XREAD back 10,000 entries a call."""
 from __future__ import annotations
 
 import asyncio
-import shutil
 import subprocess
 import time
 from dataclasses import dataclass
@@ -13,21 +12,14 @@ from typing import Any, Optional
 
 from kraftlog.local_processes import free_ports
 
-from .processes import PeerProcesses
+from .processes import PeerProcesses, missing as missing_program
 
 PIPELINE = 1000
 READ_COUNT = 10_000
 
 
 def missing() -> Optional[str]:
-    if shutil.which("redis-server") is None:
-        return "redis-server is not installed (Debian: apt-get install redis-server)"
-    try:
-        import hiredis  # noqa: F401
-        import redis  # noqa: F401
-    except ImportError as exc:
-        return f"{exc.name} is not installed (pip install -e '.[bench]')"
-    return None
+    return missing_program("redis-server", {"redis": "redis", "hiredis": "hiredis"})
 
 
 def version() -> str:
