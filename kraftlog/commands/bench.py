@@ -4,6 +4,7 @@ all started here and stopped by PID; results.json, PNG charts and a
 Markdown table in --out."""
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
@@ -43,6 +44,9 @@ def bench(
     if str(CHECKOUT) not in sys.path:
         sys.path.insert(0, str(CHECKOUT))
     from bench.suite.runner import run_suite
+
+    # SIGTERM unwinds like Ctrl-C, so that every peer and node is still stopped by PID and its dir removed.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
 
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                   transient=False) as progress:
