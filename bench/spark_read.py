@@ -1,0 +1,108 @@
+"""Rows/s into Spark (noop sink, local[2]) from a kraftlog topic, against the
+ceiling of Spark's Python data source path: an in-memory Arrow source with
+the same rows (bench/spark_arrow_ceiling.py), in the same run.
+
+A 4-partition topic (RF 1, one combined node) is filled with N 100-byte
+keyless records in batches of 4,000, then read twice by each source; the
+best of the two runs counts (the first also warms Spark's Python workers).
+
+    python bench/spark_read.py [--records 1000000] [--out bench/results/spark_read.json]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+# Spark's Python workers import the ceiling source from here.
+os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))
+os.environ["PYSPARK_PYTHON"] = sys.executable
+
+from bench_results import save_results  # noqa: E402
+from kraftlog.local_cluster import LocalCluster  # noqa: E402
+from kraftlog_api import broker_pb2 as bpb  # noqa: E402
+from partition_log.records import Record, encode_batch  # noqa: E402
+
+PARTITIONS = 4
+BATCH_RECORDS = 4000
+VALUE_BYTES = 100
+
+
+def fill(cluster: LocalCluster, topic: str, records: int) -> float:
+    """records/s of the load (acks=1, one batch per request)."""
+    leader = cluster.wait_for_leaders(topic).partitions[0].leader_id
+    stub = cluster.broker_stub(leader)
+    value = b"x" * VALUE_BYTES
+    started = time.perf_counter()
+    per_partition = records // PARTITIONS
+    template = [Record(None, value, 1_700_000_000_000) for _ in range(BATCH_RECORDS)]
+    for p in range(PARTITIONS):
+        for start in range(0, per_partition, BATCH_RECORDS):
+            data = encode_batch(template[:min(BATCH_RECORDS, per_partition - start)])
+            answer = stub.Produce(bpb.ProduceRequest(acks=1, timeout_ms=30_000, topics=[bpb.ProduceRequest.TopicData(
+                name=topic, partitions=[bpb.ProduceRequest.PartitionData(index=p, records=data)])]), timeout=60)
+            assert answer.responses[0].partitions[0].error_code == 0, answer
+    return per_partition * PARTITIONS / (time.perf_counter() - started)
+
+
+def timed_noop(df) -> float:
+    started = time.perf_counter()
+    df.write.format("noop").mode("overwrite").save()
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--out", default=str(HERE / "results" / "spark_read.json"))
+    args = parser.parse_args()
+    records = args.records // PARTITIONS * PARTITIONS
+
+    from pyspark.sql import SparkSession
+
+    from spark_arrow_ceiling import ArrowCeilingSource
+    from spark_jobs import register
+
+    with tempfile.TemporaryDirectory(prefix="bench-spark-") as tmp:
+        cluster = LocalCluster(Path(tmp), combined=1)
+        try:
+            cluster.start()
+            cluster.wait_for_brokers(timeout=60)
+            cluster.create_topic("bench", PARTITIONS, 1)
+            load_rate = fill(cluster, "bench", records)
+            print(f"loaded {records:,} records at {load_rate:,.0f} records/s")
+            spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+                     .config("spark.driver.memory", "2g").getOrCreate())
+            spark.sparkContext.setLogLevel("ERROR")
+            register(spark)
+            spark.dataSource.register(ArrowCeilingSource)
+            kraftlog = (spark.read.format("kraftlog")
+                        .option("kraftlog.bootstrap.servers", cluster.broker_addresses[1])
+                        .option("subscribe", "bench"))
+            ceiling = (spark.read.format("arrow_ceiling").option("partitions", PARTITIONS)
+                       .option("rows", records).option("value_bytes", VALUE_BYTES))
+            results: dict = {"records": records, "partitions": PARTITIONS, "value_bytes": VALUE_BYTES,
+                             "load_records_per_s": load_rate, "runs_s": {"kraftlog": [], "arrow_ceiling": []}}
+            for _ in range(2):
+                for name, reader in (("kraftlog", kraftlog), ("arrow_ceiling", ceiling)):
+                    results["runs_s"][name].append(timed_noop(reader.load()))
+            assert kraftlog.load().count() == records
+            for name in ("kraftlog", "arrow_ceiling"):
+                results[f"{name}_rows_per_s"] = records / min(results["runs_s"][name])
+            results["ratio_of_ceiling"] = results["kraftlog_rows_per_s"] / results["arrow_ceiling_rows_per_s"]
+            print(f"kraftlog source: {results['kraftlog_rows_per_s']:,.0f} rows/s; in-memory Arrow ceiling: "
+                  f"{results['arrow_ceiling_rows_per_s']:,.0f} rows/s; ratio {results['ratio_of_ceiling']:.0%}")
+            print(f"written {save_results(args.out, results)}")
+            spark.stop()
+        finally:
+            cluster.close()
+
+
+if __name__ == "__main__":
+    main()
