@@ -365,6 +365,8 @@ class Log:
             raise OffsetOutOfRangeError(
                 f"offset {offset} is outside [{self.log_start_offset}, {self._log_end_offset}] "
                 f"of {self.topic}-{self.partition}")
+        if offset == self._log_end_offset:
+            return b""  # a caught-up reader (every idle follower, each fetch): no index, no file
         i = max(0, bisect.bisect_right(self._bases, offset) - 1)
         for seg in self.segments[i:]:
             found = seg.read(offset, max_bytes, max_offset, min_one_batch)
