@@ -25,12 +25,13 @@ from client.consumer import Consumer, TopicPartition
 from client.producer import Producer
 
 from .common import BootstrapOption, JsonOption, print_json
-from .console import (
-    AcksOption, ConsumerProperty, DeliveryTally, ProducerProperty, consumer_settings, producer_settings,
-    topic_partitions,
-)
+from .console import AcksOption, DeliveryTally, consumer_settings, producer_settings, topic_partitions
 
 MB = 1024 * 1024
+ProducerProps = Annotated[list[str], typer.Option(
+    "--producer-props", "--producer-property", metavar="K=V[,K=V...]", help="Producer settings, e.g. linger.ms=20.")]
+ConsumerProps = Annotated[list[str], typer.Option(
+    "--consumer-props", "--consumer-property", metavar="K=V[,K=V...]", help="Consumer settings.")]
 perf_app = typer.Typer(help="Throughput and latency tests, like Kafka's perf-test tools.", no_args_is_help=True)
 
 
@@ -112,7 +113,7 @@ def produce(
     throughput: Annotated[float, typer.Option(
         "--throughput", help="At most this many records/sec (-1: as fast as possible).", show_default=False)],
     acks: AcksOption = "all",
-    producer_props: ProducerProperty = [],
+    producer_props: ProducerProps = [],
     reporting_interval_ms: Annotated[int, typer.Option("--reporting-interval", min=1,
                                                        help="Ms between interval lines.")] = 5000,
     as_json: JsonOption = False,
@@ -163,7 +164,7 @@ def consume(
     from_latest: Annotated[bool, typer.Option("--from-latest", help="Start at the end, not the beginning.")] = False,
     timeout_ms: Annotated[int, typer.Option("--timeout", help="Give up when no record came for this long (ms).")
                           ] = 10000,
-    consumer_props: ConsumerProperty = [],
+    consumer_props: ConsumerProps = [],
     as_json: JsonOption = False,
     bootstrap: BootstrapOption = None,
 ) -> None:

@@ -12,7 +12,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import pytest
 
@@ -28,15 +28,20 @@ PROPERTIES = {
 WAIT_S = 60.0
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    c = LocalCluster(tmp_path_factory.mktemp("cli-admin"), properties=PROPERTIES)
+def running_cluster(directory: Path, properties: dict[str, Any]) -> Iterator[LocalCluster]:
+    """A started 3 + 3 cluster with every broker unfenced, stopped afterwards (for module fixtures)."""
+    c = LocalCluster(directory, properties=properties)
     try:
         c.start()
         c.wait_for_brokers(timeout=WAIT_S)
         yield c
     finally:
         c.close()
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    yield from running_cluster(tmp_path_factory.mktemp("cli-admin"), PROPERTIES)
 
 
 def run(cluster: Optional[LocalCluster], *args: str, stdin: str = "",
@@ -160,7 +165,8 @@ def test_a_retention_change_takes_effect_on_every_replica(cluster) -> None:
        "--config", "segment.bytes=1024")
     cluster.wait_for_leaders("shrinking")
     lines = "".join(f"record-{i:04d}-{'x' * 40}\n" for i in range(300))
-    ok(cluster, "produce", "shrinking", "--acks", "all", "--batch-records", "10", stdin=lines)
+    # Small batches, so that the 1 KiB segments roll often.
+    ok(cluster, "produce", "shrinking", "--acks", "all", "--producer-property", "batch.size=512", stdin=lines)
 
     def segments(broker: int) -> int:
         directory = Path(cluster.plans[broker].config.log_dirs[0]) / "shrinking-0"

@@ -11,20 +11,14 @@ import pytest
 
 from kraftlog.local_cluster import LocalCluster
 
-from .test_cli_admin import fails, ok, run
+from .test_cli_admin import fails, ok, run, running_cluster
 
 PROPERTIES = {"broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 500}
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = LocalCluster(tmp_path_factory.mktemp("cli-console"), properties=PROPERTIES)
-    try:
-        c.start()
-        c.wait_for_brokers(timeout=60)
-        yield c
-    finally:
-        c.close()
+    yield from running_cluster(tmp_path_factory.mktemp("cli-console"), PROPERTIES)
 
 
 def records(cluster: LocalCluster, topic: str, *args: str) -> list[dict]:

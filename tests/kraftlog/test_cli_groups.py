@@ -14,7 +14,7 @@ import pytest
 from client.consumer import Consumer
 from kraftlog.local_cluster import LocalCluster
 
-from .test_cli_admin import eventually, fails, ok, ok_json
+from .test_cli_admin import eventually, fails, ok, ok_json, running_cluster
 
 PROPERTIES = {"broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 500}
 RECORDS_PER_PARTITION = 40
@@ -22,18 +22,13 @@ RECORDS_PER_PARTITION = 40
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = LocalCluster(tmp_path_factory.mktemp("cli-groups"), properties=PROPERTIES)
-    try:
-        c.start()
-        c.wait_for_brokers(timeout=60)
+    for c in running_cluster(tmp_path_factory.mktemp("cli-groups"), PROPERTIES):
         ok(c, "topics", "create", "orders", "--partitions", "3", "--replication-factor", "3")
         c.wait_for_leaders("orders")
         for p in range(3):
             ok(c, "produce", "orders", "--partition", str(p),
                stdin="".join(f"p{p}-{i}\n" for i in range(RECORDS_PER_PARTITION)))
         yield c
-    finally:
-        c.close()
 
 
 class Member:
