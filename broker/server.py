@@ -28,6 +28,7 @@ from typing import Awaitable, Callable, Optional
 
 import grpc
 
+from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.image import Endpoint, MetadataDelta, MetadataImage
 from metadata_quorum.metadata_state import MetadataStateMachine
 from partition_log.log_manager import LogManager
@@ -77,6 +78,9 @@ def full_delta(image: MetadataImage, previous: Optional[MetadataImage] = None) -
     """Everything `image` holds as one delta, plus the topics of `previous`
     it no longer has: what a replica manager needs to match `image`."""
     delta = MetadataDelta()
+    # Every setting may differ from what the partitions were opened with (a
+    # snapshot replaced the image): the cluster-wide key re-reads them all.
+    delta.changed_configs.add((mpb.BROKER, ""))
     delta.changed_brokers.update(image.brokers)
     delta.created_topics.update(image.topics)
     for topic_id, topic in image.topics.items():

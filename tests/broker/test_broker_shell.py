@@ -306,3 +306,20 @@ def test_stopping_the_lifecycle_as_it_is_woken_ends_it():
             assert lifecycle._task is not None and lifecycle._task.done()
 
     run(scenario())
+
+
+def test_a_replaced_image_brings_its_topic_settings_to_partitions_already_open(tmp_path: Path):
+    from .helpers import Cluster as ReplicaCluster
+
+    cluster = ReplicaCluster(tmp_path, broker_ids=(1,))
+    cluster.create_topic("t", {0: [1]})
+    partition = cluster[1].partitions[("t", 0)]
+    assert partition.log.config.retention_ms != 1234
+    # The image a snapshot brings: the same topic, with a setting the broker never saw as a delta.
+    snapshot_image = MetadataImage.from_snapshot(cluster.image.snapshot())
+    snapshot_image.apply(mpb.MetadataRecord(config=mpb.ConfigRecord(
+        resource_type=mpb.TOPIC, resource_name="t", name="retention.ms", value="1234")), cluster.offset + 1)
+    delta = full_delta(snapshot_image, cluster.image)
+    assert (mpb.BROKER, "") in delta.changed_configs
+    cluster[1].apply_metadata(snapshot_image, delta)
+    assert partition.log.config.retention_ms == 1234
