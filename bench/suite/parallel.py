@@ -8,12 +8,18 @@ end - what a user with N processes would see.
 
 A job is a picklable object with `async prepare()`, `async run() -> dict`
 (at least {"records": n}) and `async close()`.
+
+CPU time is counted too, because on a shared machine it is steadier than the
+wall clock: each worker's own (all its threads) over run(), and the servers'
+(by pid, from /proc) from the barrier until every worker answered.
 """
 from __future__ import annotations
 
 import asyncio
 import multiprocessing
+import os
 import queue
+import threading
 import time
 import traceback
 from typing import Any, Protocol, Sequence
@@ -31,11 +37,12 @@ class JobFailed(RuntimeError):
     pass
 
 
-def run_jobs(jobs: Sequence[Job], timeout: float) -> dict[str, Any]:
-    """Run each job in its own process; {"records", "seconds", "records_per_s", "workers": [...]}.
+def run_jobs(jobs: Sequence[Job], timeout: float, servers: Sequence[int] = ()) -> dict[str, Any]:
+    """Run each job in its own process; {"records", "seconds", "records_per_s", "client_cpu_s",
+    "server_cpu_s", "workers": [...]} (`servers`: the pids of the system's server processes).
     A process still running after `timeout` (plus setup) is killed and the run fails."""
     context = multiprocessing.get_context("spawn")
-    barrier = context.Barrier(len(jobs))
+    barrier = context.Barrier(len(jobs) + 1)  # and this process, to start the servers' CPU clock
     results = context.Queue()
     processes = [context.Process(target=_child, args=(job, barrier, results, i), daemon=True)
                  for i, job in enumerate(jobs)]
@@ -44,6 +51,11 @@ def run_jobs(jobs: Sequence[Job], timeout: float) -> dict[str, Any]:
     answers: dict[int, dict[str, Any]] = {}
     deadline = time.monotonic() + SETUP_TIMEOUT_S + timeout
     try:
+        try:
+            barrier.wait(SETUP_TIMEOUT_S)
+        except threading.BrokenBarrierError:
+            pass  # a worker failed to set up: its answer says why
+        server_cpu = sum(cpu_seconds(pid) for pid in servers)
         while len(answers) < len(jobs):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -60,6 +72,7 @@ def run_jobs(jobs: Sequence[Job], timeout: float) -> dict[str, Any]:
                 barrier.abort()
                 raise JobFailed(answer["error"])
             answers[index] = answer
+        server_cpu = sum(cpu_seconds(pid) for pid in servers) - server_cpu
     finally:
         for process in processes:
             process.join(timeout=10)
@@ -71,7 +84,13 @@ def run_jobs(jobs: Sequence[Job], timeout: float) -> dict[str, Any]:
     records = sum(w["records"] for w in workers)
     seconds = max(w["ended"] for w in workers) - min(w["started"] for w in workers)
     return {"records": records, "seconds": seconds, "records_per_s": records / seconds if seconds > 0 else 0.0,
-            "workers": workers}
+            "client_cpu_s": sum(w["cpu_s"] for w in workers), "server_cpu_s": server_cpu, "workers": workers}
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a live process (its threads included), from /proc/PID/stat."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _child(job: Job, barrier: Any, results: Any, index: int) -> None:
@@ -84,11 +103,15 @@ def _child(job: Job, barrier: Any, results: Any, index: int) -> None:
 
 async def _work(job: Job, barrier: Any) -> dict[str, Any]:
     try:
-        await job.prepare()
+        try:
+            await job.prepare()
+        except BaseException:
+            barrier.abort()  # the others (and the parent) stop waiting for this one
+            raise
         await asyncio.to_thread(barrier.wait, SETUP_TIMEOUT_S)
-        started = time.monotonic()
+        started, cpu = time.monotonic(), time.process_time()
         answer = await job.run()
-        ended = time.monotonic()
-        return {**answer, "started": started, "ended": ended}
+        ended, cpu = time.monotonic(), time.process_time() - cpu
+        return {**answer, "started": started, "ended": ended, "cpu_s": cpu}
     finally:
         await job.close()

@@ -9,7 +9,8 @@ from typing import Any, Optional
 
 from .measure import Comparison, Figure, Recorder, ratio
 
-# Each kraftlog figure (and each peer's) next to its peer and the limit that caps it.
+# Each kraftlog figure (and each peer's) next to its peer and the limit that caps it; a
+# throughput's CPU per record (KEY.cpu, lower is better) next to the peer's.
 COMPARISONS = (
     Comparison("kraftlog.produce.rf1_acks1.1p", "redis.xadd.1p", "limits.grpc_up_64KiB"),
     Comparison("kraftlog.produce.rf1_acks1.4p", "redis.xadd.4p", "limits.grpc_up_64KiB"),
@@ -108,7 +109,7 @@ def write_markdown(recorder: Recorder, results: dict[str, Any], path: Path) -> t
     for key, figure in recorder.figures.items():
         if not figure.runs:
             continue
-        c = by_key.get(key, Comparison(key))
+        c = by_key.get(key) or _cpu_comparison(by_key, key)
         peer, limit = ratio(recorder, key, c.peer), ratio(recorder, key, c.limit)
         comparisons.append({"figure": key, "peer": c.peer, "ratio_to_peer": peer, "limit": c.limit,
                             "ratio_to_limit": limit})
@@ -138,6 +139,12 @@ def write_markdown(recorder: Recorder, results: dict[str, Any], path: Path) -> t
     lines += ["", "Charts: " + ", ".join(Path(p).name for p in results.get("charts", [])), ""]
     path.write_text("\n".join(lines))
     return comparisons, goals
+
+
+def _cpu_comparison(by_key: dict[str, Comparison], key: str) -> Comparison:
+    """A CPU-per-record figure is compared with its peer's CPU per record (no limit)."""
+    base = by_key.get(key.removesuffix(".cpu")) if key.endswith(".cpu") else None
+    return Comparison(key, f"{base.peer}.cpu" if base is not None and base.peer else None)
 
 
 def _goals(recorder: Recorder) -> list[dict[str, Any]]:

@@ -91,7 +91,7 @@ class Suite:
             else:
                 port = redis_streams.start(processes)
                 self.peers["redis"] = {"version": redis_streams.version(), "port": port}
-                steps += self._redis_steps(port)
+                steps += self._redis_steps(port, self._pids(processes, "redis-server"))
         if "nats" in self.groups:
             reason = nats_jetstream.missing()
             if reason:
@@ -99,29 +99,29 @@ class Suite:
             else:
                 single, three = nats_jetstream.start(processes, 1), nats_jetstream.start(processes, 3)
                 self.peers["nats"] = {"version": nats_jetstream.version(), "r1": single, "r3": three}
-                steps += self._nats_steps(single, three)
+                steps += self._nats_steps(single, three, self._pids(processes, "nats-1-"),
+                                          self._pids(processes, "nats-3-"))
         if "kraftlog" in self.groups:
             main = stack.enter_context(kl.start_cluster(processes.directory("kraftlog-3-brokers"), 3))
             one = stack.enter_context(kl.start_cluster(processes.directory("kraftlog-1-broker"), 1))
             self._remember_pids(main, one)
             self.clusters = (main, one)
-            steps += self._kraftlog_steps(kl.bootstrap(main), kl.bootstrap(one), main)
+            steps += self._kraftlog_steps(main, one)
         return steps
 
-    def _redis_steps(self, port: int) -> list[tuple[str, Callable[[], None]]]:
-        s, add = self.sizes, self.recorder.add
+    def _redis_steps(self, port: int, servers: list[int]) -> list[tuple[str, Callable[[], None]]]:
+        s = self.sizes
 
         def xadd(key: str, label: str, value_bytes: int, records: int, producers: int) -> None:
             streams = [f"{key}-{i}" for i in range(producers)]
             done = run_jobs([redis_streams.XaddJob(port, stream, records // producers, value_bytes, s.run_seconds)
-                             for stream in streams], s.run_seconds)
-            add(f"redis.xadd.{key}", label, "records/s", "redis", done["records_per_s"], value_bytes)
+                             for stream in streams], s.run_seconds, servers)
+            self.throughput(f"redis.xadd.{key}", label, "redis", done, value_bytes)
 
         def xread() -> None:
             xadd("1p", "Redis XADD pipelined, 1 producer", VALUE_BYTES, s.records, 1)
-            done = run_jobs([redis_streams.XreadJob(port, "1p-0", s.records, s.run_seconds)], s.run_seconds)
-            add("redis.xread", "Redis XREAD (hiredis), 1 reader", "records/s", "redis", done["records_per_s"],
-                VALUE_BYTES)
+            done = run_jobs([redis_streams.XreadJob(port, "1p-0", s.records, s.run_seconds)], s.run_seconds, servers)
+            self.throughput("redis.xread", "Redis XREAD (hiredis), 1 reader", "redis", done, VALUE_BYTES)
             redis_streams.delete_streams(port, ["1p-0"])
 
         def xadd_4p() -> None:
@@ -135,30 +135,32 @@ class Suite:
         return [("Redis XADD 1 producer + XREAD", xread), (f"Redis XADD {PRODUCERS} producers", xadd_4p),
                 ("Redis XADD 1 KiB", xadd_1k)]
 
-    def _nats_steps(self, single: list[str], three: list[str]) -> list[tuple[str, Callable[[], None]]]:
+    def _nats_steps(self, single: list[str], three: list[str], single_pids: list[int],
+                    three_pids: list[int]) -> list[tuple[str, Callable[[], None]]]:
         s = self.sizes
 
-        def publish(urls: list[str], replicas: int) -> None:
+        def publish(urls: list[str], replicas: int, servers: list[int]) -> None:
             stream = f"BENCH_R{replicas}"
             nats_jetstream.create_stream(urls, stream, replicas)
             done = run_jobs([nats_jetstream.PublishJob(urls, stream.lower(), s.records, VALUE_BYTES, s.run_seconds)],
-                            s.run_seconds)
-            self.recorder.add(f"nats.r{replicas}.1p", f"NATS JetStream R{replicas} ({len(urls)} server"
-                              f"{'s' if len(urls) > 1 else ''}), async acks, 1 producer", "records/s", "nats",
-                              done["records_per_s"], VALUE_BYTES)
+                            s.run_seconds, servers)
+            self.throughput(f"nats.r{replicas}.1p", f"NATS JetStream R{replicas} ({len(urls)} server"
+                            f"{'s' if len(urls) > 1 else ''}), async acks, 1 producer", "nats", done, VALUE_BYTES)
 
-        return [("NATS JetStream R1", lambda: publish(single, 1)), ("NATS JetStream R3", lambda: publish(three, 3))]
+        return [("NATS JetStream R1", lambda: publish(single, 1, single_pids)),
+                ("NATS JetStream R3", lambda: publish(three, 3, three_pids))]
 
-    def _kraftlog_steps(self, main: str, one: str, cluster: Any) -> list[tuple[str, Callable[[], None]]]:
+    def _kraftlog_steps(self, cluster: Any, one_broker: Any) -> list[tuple[str, Callable[[], None]]]:
         s, add = self.sizes, self.recorder.add
+        main, one = kl.bootstrap(cluster), kl.bootstrap(one_broker)
+        servers = {main: cluster, one: one_broker}
 
         def produce(key: str, label: str, bootstrap: str, topic: str, acks: str, idempotence: bool,
                     producers: int, value_bytes: int, records: int) -> float:
             jobs = [kl.ProduceJob(bootstrap, topic, records // producers, value_bytes, acks, idempotence,
                                   s.run_seconds) for _ in range(producers)]
-            done = run_jobs(jobs, s.run_seconds)
-            rate = done["records_per_s"]
-            add(f"kraftlog.produce.{key}", label, "records/s", "kraftlog", rate, value_bytes)
+            done = run_jobs(jobs, s.run_seconds, list(servers[bootstrap].pids.values()))
+            rate = self.throughput(f"kraftlog.produce.{key}", label, "kraftlog", done, value_bytes)
             if done["records"] < records:
                 self.recorder.note(f"kraftlog.produce.{key}", f"a run delivered {done['records']:,} of "
                                    f"{records:,} records within {s.run_seconds:g}s")
@@ -176,9 +178,10 @@ class Suite:
                     "ms", "kraftlog", worker[f"p{p}_ms"])
 
         def consume() -> None:
-            done = run_jobs([kl.ConsumeJob(main, "rf3", s.records, s.run_seconds)], s.run_seconds)
-            add("kraftlog.consume.decoded", "kraftlog consumer, decoded records", "records/s", "kraftlog",
-                done["records_per_s"], VALUE_BYTES)
+            done = run_jobs([kl.ConsumeJob(main, "rf3", s.records, s.run_seconds)], s.run_seconds,
+                            list(cluster.pids.values()))
+            self.throughput("kraftlog.consume.decoded", "kraftlog consumer, decoded records", "kraftlog", done,
+                            VALUE_BYTES)
             add("kraftlog.fetch.raw", "kraftlog raw Fetch (batches undecoded)", "MB/s", "kraftlog",
                 kl.raw_fetch_mb_per_s(cluster, "rf3"))
 
@@ -221,6 +224,18 @@ class Suite:
             self._remember_pids(main)
 
         return [("kraftlog partition failover", partition), ("kraftlog controller failover", controller)]
+
+    def throughput(self, key: str, label: str, group: str, done: dict[str, Any], value_bytes: int) -> float:
+        """A run's records/s, and its CPU per record (client and servers): steadier on a shared machine."""
+        self.recorder.add(key, label, "records/s", group, done["records_per_s"], value_bytes)
+        if done["records"]:
+            self.recorder.add(f"{key}.cpu", f"{label}: CPU per record, client + servers", "CPU µs/record", group,
+                              (done["client_cpu_s"] + done["server_cpu_s"]) / done["records"] * 1e6)
+        return done["records_per_s"]
+
+    @staticmethod
+    def _pids(processes: PeerProcesses, name: str) -> list[int]:
+        return [p.pid for p in processes.started if p.name.startswith(name)]
 
     def _remember_pids(self, *clusters: Any) -> None:
         for cluster in clusters:
