@@ -22,6 +22,7 @@ from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.image import MetadataDelta, MetadataImage, PartitionState
 from partition_log.errors import KafkaError
 from partition_log.log import Clock, wall_clock_ms
+from partition_log.config import LogConfig
 from partition_log.log_manager import LogManager
 
 from .config import BrokerConfig, topic_log_config, topic_min_insync_replicas
@@ -57,12 +58,14 @@ class ReplicaManager:
         self.led: dict[TopicPartition, Partition] = {}
         self._followed: dict[int, dict[TopicPartition, Partition]] = {}  # leader id -> partitions
         self._role: dict[TopicPartition, int] = {}  # where a partition is indexed: its leader's id
+        self._settings: dict[str, tuple[LogConfig, int]] = {}
         self.offline: dict[TopicPartition, str] = {}  # replicas whose log could not be opened
         self.isr_change_wanted = Signal()  # a follower may join an ISR: worth an AlterPartition now
 
     # -- metadata --------------------------------------------------------------
     def apply_metadata(self, image: MetadataImage, delta: MetadataDelta) -> ReplicaChanges:
         self.image = image
+        self._settings = {}  # this image's, computed once per topic
         changes = ReplicaChanges()
         for topic_id, topic in delta.removed_topics.items():
             for index in topic.partitions:
@@ -92,8 +95,7 @@ class ReplicaManager:
             partition = None
         if partition is None:
             try:
-                lg = self.log_manager.get_or_create(
-                    topic, index, topic_log_config(self.image, topic, self.log_manager.default_config))
+                lg = self.log_manager.get_or_create(topic, index, self._topic_settings(topic)[0])
             except KafkaError as exc:
                 log.error("%s-%d: cannot open the log: %s", topic, index, exc)
                 self.offline[tp] = str(exc)
@@ -103,7 +105,7 @@ class ReplicaManager:
                 expiration_ms=self.config.producer_id_expiration_ms,
                 check_interval_ms=self.config.producer_id_expiration_check_interval_ms)
             partition = Partition(topic, index, topic_id, lg, self.broker_id, self.clock, producers=producers)
-            partition.min_insync_replicas = self._min_insync(topic)
+            partition.min_insync_replicas = self._topic_settings(topic)[1]
             self.partitions[tp] = partition
             self.offline.pop(tp, None)
         if state.leader == self.broker_id:
@@ -164,16 +166,18 @@ class ReplicaManager:
                 if topic is not None:
                     touched += (p for p in map(self.partitions.get, ((name, i) for i in topic.partitions))
                                 if p is not None)
-        configs: dict[str, tuple] = {}
         for partition in touched:
-            topic = partition.topic
-            if topic not in configs:
-                configs[topic] = (topic_log_config(self.image, topic, self.log_manager.default_config),
-                                  self._min_insync(topic))
-            partition.log.config, partition.min_insync_replicas = configs[topic]
+            partition.log.config, partition.min_insync_replicas = self._topic_settings(partition.topic)
 
-    def _min_insync(self, topic: str) -> int:
-        return topic_min_insync_replicas(self.image, topic, self.config.min_insync_replicas)
+    def _topic_settings(self, topic: str) -> tuple[LogConfig, int]:
+        """The topic's log config and min.insync.replicas in this image, made
+        once per topic and shared by its partitions."""
+        settings = self._settings.get(topic)
+        if settings is None:
+            settings = self._settings[topic] = (
+                topic_log_config(self.image, topic, self.log_manager.default_config),
+                topic_min_insync_replicas(self.image, topic, self.config.min_insync_replicas))
+        return settings
 
     # -- lookups for the request paths -------------------------------------
     def get(self, topic: str, index: int) -> Partition:

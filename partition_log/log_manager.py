@@ -10,6 +10,7 @@ broker serves consumers up to it at once, as Kafka's does.
 """
 from __future__ import annotations
 
+import hashlib
 import logging
 from pathlib import Path
 from typing import Callable
@@ -44,7 +45,7 @@ class LogManager:
         self.default_config = default_config or LogConfig()
         self.clock = clock
         self.handles = SegmentHandles(clock, max_open_segments)
-        self._written: dict[str, list[str]] = {}  # checkpoint file -> the lines it holds
+        self._written: dict[str, bytes] = {}  # checkpoint file -> a digest of the lines it holds
         self.logs: dict[TopicPartition, Log] = {}
         self.first_dirty: dict[TopicPartition, int] = {}
         try:
@@ -99,9 +100,10 @@ class LogManager:
 
     def _checkpoint(self, name: str, offset: Callable[[Log], int]) -> None:
         lines = [f"{t} {p} {offset(lg)}" for (t, p), lg in sorted(self.logs.items())]
-        if self._written.get(name) != lines:  # an unchanged file is not written (nor fsynced) again
+        digest = hashlib.blake2b("\n".join(lines).encode(), digest_size=16).digest()
+        if self._written.get(name) != digest:  # an unchanged file is not written (nor fsynced) again
             write_checkpoint(self.log_dir / name, 0, lines)
-            self._written[name] = lines
+            self._written[name] = digest
 
     def flush_due(self) -> None:
         now = self.clock()
