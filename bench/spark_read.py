@@ -89,7 +89,7 @@ def main() -> None:
                        .option("rows", records).option("value_bytes", VALUE_BYTES))
             results: dict = {"records": records, "partitions": PARTITIONS, "value_bytes": VALUE_BYTES,
                              "load_records_per_s": load_rate, "runs_s": {"kraftlog": [], "arrow_ceiling": []}}
-            for _ in range(2):
+            for _ in range(3):
                 for name, reader in (("kraftlog", kraftlog), ("arrow_ceiling", ceiling)):
                     results["runs_s"][name].append(timed_noop(reader.load()))
             assert kraftlog.load().count() == records

@@ -5,8 +5,10 @@ timestamp, timestampType, and headers with includeHeaders=true. A Python
 data source may yield `pyarrow.RecordBatch`es (several times faster than
 tuples), but only with exactly the Arrow schema Spark derives from the
 declared one, so that schema is derived here with Spark's own converter.
-Records are decoded with partition_log.records; control batches
-(transaction markers) are not rows.
+Records are decoded column-wise (columnar_records), or one at a time with
+partition_log.records where that cannot vouch for them (headers wanted and
+present, anything malformed); control batches (transaction markers) are not
+rows.
 """
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ from pyspark.sql.types import (
 )
 
 from partition_log.records import iter_batches
+
+from .columnar_records import decode_columns
 
 from .range_fetch import FetchedChunk
 
@@ -52,6 +56,30 @@ def arrow_schema(include_headers: bool) -> pa.Schema:
 def chunk_to_arrow(chunk: FetchedChunk, topic: str, partition: int,
                    include_headers: bool) -> Optional[pa.RecordBatch]:
     """The records of `chunk` in [position, end) as one record batch (None: none)."""
+    columns = decode_columns(chunk.records, chunk.position, chunk.end, need_headers=include_headers)
+    if columns is None:
+        return _record_at_a_time(chunk, topic, partition, include_headers)
+    count = len(columns.offsets)
+    if not count:
+        return None
+    schema = arrow_schema(include_headers)
+    arrays = [
+        columns.keys,
+        columns.values,
+        pa.array([topic] * count, pa.string()),
+        pa.array(np.full(count, partition, dtype=np.int32)),
+        pa.array(columns.offsets),
+        pa.array(columns.timestamps_ms * 1000, pa.timestamp("us", tz="UTC")),
+        pa.array(columns.log_append_time.astype(np.int32)),
+    ]
+    if include_headers:  # decode_columns vouched that no record has headers
+        arrays.append(pa.array([[]] * count, schema.field("headers").type))
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _record_at_a_time(chunk: FetchedChunk, topic: str, partition: int,
+                      include_headers: bool) -> Optional[pa.RecordBatch]:
+    """partition_log.records' exact decoder: headers, and the precise error for corrupt records."""
     keys: list[Optional[bytes]] = []
     values: list[Optional[bytes]] = []
     offsets: list[int] = []
