@@ -3,7 +3,7 @@ ceiling of Spark's Python data source path: an in-memory Arrow source with
 the same rows (bench/spark_arrow_ceiling.py), in the same run.
 
 A 4-partition topic (RF 1, one combined node) is filled with N 100-byte
-keyless records in batches of 4,000, then read twice by each source; the
+keyless records in batches of 4,000, then read three times by each source; the
 best of three runs counts (the first also warms Spark's Python workers).
 
     python bench/spark_read.py [--records 1000000] [--out bench/results/spark_read.json]
