@@ -36,12 +36,16 @@ class _SparseIndex(abc.ABC):
         self._keys: array | None = None  # offsets (offset index) or timestamps (time index)
         self._values: array | None = None  # positions (offset index) or offsets (time index)
         self._map: mmap.mmap | None = None  # writable mapping of the preallocated file
+        self._known_empty = False  # no entries and no file to read: _load makes empty arrays
 
     # -- loading -------------------------------------------------------------
     def _load(self) -> None:
         if self._keys is not None:
             return
         keys, values = array("q"), array("q")
+        if self._known_empty:
+            self._keys, self._values = keys, values
+            return
         try:
             with open(self.path, "rb") as f:
                 data = f.read()
@@ -60,8 +64,10 @@ class _SparseIndex(abc.ABC):
         self._keys, self._values = keys, values
 
     def start_empty(self) -> None:
-        """A new segment's index: no entries, and no file to read for them."""
-        self._keys, self._values = array("q"), array("q")
+        """A new segment's index: no entries, and no file to read for them
+        (the arrays too are made on first use: an idle partition has none)."""
+        self._keys = self._values = None
+        self._known_empty = True
 
     @property
     def entries(self) -> int:
