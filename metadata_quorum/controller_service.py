@@ -97,6 +97,11 @@ class ActiveController:
 
     async def handle(self, rpc_name: str, request: Message) -> Message:
         method, takes_now = HANDLERS[rpc_name]
+        if rpc_name == "BrokerHeartbeat" and self._controller is not None:
+            # Decisions wait for the previous one's commit; a heartbeat queued
+            # behind many (thousands of partitions being created) must still
+            # keep its broker's session, or the controller fences live brokers.
+            self._controller.heartbeat_arrived(request, self.node.now_ms())  # type: ignore[arg-type]
         async with self._lock:
             controller = self._active()
             if controller is None:

@@ -66,6 +66,7 @@ class Controller:
         self.rng = rng if rng is not None else random.Random()
         self.heartbeats = BrokerHeartbeats(self.config.broker_session_timeout_ms, now_ms)
         self.last_rebalance_ms = now_ms
+        self.last_unclean_check_ms = now_ms
 
     # --- brokers ---------------------------------------------------------------------------
 
@@ -75,6 +76,14 @@ class Controller:
 
     def handle_heartbeat(self, request: cpb.BrokerHeartbeatRequest, now_ms: int) -> ControllerResult:
         return brokers.heartbeat(self.image, self.config, self.heartbeats, request, now_ms, self.node_id)
+
+    def heartbeat_arrived(self, request: cpb.BrokerHeartbeatRequest, now_ms: int) -> None:
+        """A heartbeat reached the controller at `now_ms`: the broker is alive
+        then, even if deciding on it waits behind other decisions' commits.
+        Only a heartbeat of the registered broker epoch counts."""
+        broker = self.image.brokers.get(request.broker_id)
+        if broker is not None and broker.broker_epoch == request.broker_epoch:
+            self.heartbeats.touch(request.broker_id, now_ms)
 
     # --- partitions ------------------------------------------------------------------------
 
@@ -124,7 +133,9 @@ class Controller:
     # --- the controller's own work ---------------------------------------------------------
 
     def tick(self, now_ms: int) -> ControllerResult:
-        """Fence brokers whose session expired; otherwise, when due, rebalance leaders.
+        """Fence brokers whose session expired; otherwise, when due, elect
+        leaders uncleanly where a topic allows it and nobody leads, or else
+        rebalance leaders.
 
         A tick that fences does not rebalance too (its elections would be
         decided against brokers the same batch fences); the next one will.
@@ -132,6 +143,11 @@ class Controller:
         records = brokers.fence_expired(self.image, self.config, self.heartbeats, now_ms)
         if records:
             return ControllerResult(records)
+        if now_ms - self.last_unclean_check_ms >= self.config.leader_imbalance_check_interval_ms:
+            self.last_unclean_check_ms = now_ms
+            records = partitions.elect_unclean_offline(self.image, self.config)
+            if records:
+                return ControllerResult(records)
         if (self.config.auto_leader_rebalance_enable
                 and now_ms - self.last_rebalance_ms >= self.config.leader_imbalance_check_interval_ms):
             self.last_rebalance_ms = now_ms

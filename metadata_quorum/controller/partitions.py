@@ -81,6 +81,23 @@ def elect_offline(image: MetadataImage, config: ControllerConfig, returning: int
     return _changes(offline, lambda tid, state: elect_leader(state, live.__contains__, unclean(tid)))
 
 
+def elect_unclean_offline(image: MetadataImage, config: ControllerConfig) -> list[mpb.MetadataRecord]:
+    """Leaderless partitions of topics that allow unclean election get a live
+    replica as leader, in or out of the ISR. Run now and then by the active
+    controller (as Kafka's periodic unclean election check), so that enabling
+    `unclean.leader.election.enable` brings offline partitions back."""
+    live = live_brokers(image)
+    unclean = unclean_policy(image, config)
+    records = []
+    for topic_id in sorted(image.topics):
+        if not unclean(topic_id):
+            continue
+        offline = ((topic_id, pid, state) for pid, state in sorted(image.topics[topic_id].partitions.items())
+                   if state.leader == NO_LEADER)
+        records += _changes(offline, lambda tid, state: elect_leader(state, live.__contains__, True))
+    return records
+
+
 # --- AlterPartition ---------------------------------------------------------------------
 
 def check_broker_epoch(image: MetadataImage, broker_id: int, broker_epoch: int) -> None:

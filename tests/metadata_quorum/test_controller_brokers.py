@@ -175,6 +175,22 @@ def test_an_expired_session_fences_the_broker_and_moves_its_partitions() -> None
     assert not h.tick(SESSION + 2).records  # fenced once
 
 
+def test_a_heartbeat_that_arrived_keeps_the_session_before_it_is_decided() -> None:
+    # The heartbeat reached the controller at 8000 but its decision waited in
+    # the queue behind other decisions' commits: the session counts from 8000.
+    h = Harness()
+    h.brokers(2)
+    h.now = 8000
+    h.controller.heartbeat_arrived(cpb.BrokerHeartbeatRequest(broker_id=0, broker_epoch=h.epochs[0]), h.now)
+    h.controller.heartbeat_arrived(cpb.BrokerHeartbeatRequest(broker_id=1, broker_epoch=h.epochs[1] + 1), h.now)
+    h.now = SESSION + 1
+    result = h.tick()
+    fenced = [r.broker_registration_change.broker_id for r in result.records
+              if r.WhichOneof("record") == "broker_registration_change"]
+    assert fenced == [1]  # broker 0 kept alive; a stale broker epoch counts for nothing
+    assert not h.image.brokers[0].fenced
+
+
 def test_several_expired_brokers_are_fenced_in_one_consistent_batch() -> None:
     h = Harness()
     h.brokers(3)
@@ -224,6 +240,22 @@ def test_unclean_election_enabled_for_the_cluster_elects_the_out_of_sync_replica
     assert (state.leader, state.isr, state.leader_recovery_state) == (b, (b,), mpb.RECOVERING)
     changes = [r.partition_change for r in h.last.records if r.HasField("partition_change")]  # type: ignore[union-attr]
     assert changes[0].election == mpb.ELECTION_UNCLEAN
+
+
+def test_enabling_unclean_election_later_brings_an_offline_partition_back_at_the_next_check() -> None:
+    h = Harness(ControllerConfig(leader_imbalance_check_interval_seconds=60))
+    a, b = _lose_the_isr(h)
+    assert h.state("t").leader == NO_LEADER
+    h.record(config=mpb.ConfigRecord(resource_type=mpb.TOPIC, resource_name="t",
+                                     name="unclean.leader.election.enable", value="true"))
+    h.now += 1000
+    h.heartbeat(b)
+    assert h.tick().records == [] and h.state("t").leader == NO_LEADER  # not due yet
+    h.now = 60_001
+    h.heartbeat(b)
+    result = h.tick()
+    assert h.state("t").leader == b and h.state("t").leader_recovery_state == mpb.RECOVERING
+    assert [r.partition_change.election for r in result.records] == [mpb.ELECTION_UNCLEAN]
 
 
 def test_unclean_election_by_the_static_config() -> None:
