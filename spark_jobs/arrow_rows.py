@@ -66,7 +66,7 @@ def chunk_to_arrow(chunk: FetchedChunk, topic: str, partition: int,
     arrays = [
         columns.keys,
         columns.values,
-        pa.array([topic] * count, pa.string()),
+        pa.repeat(pa.scalar(topic, pa.string()), count),
         pa.array(np.full(count, partition, dtype=np.int32)),
         pa.array(columns.offsets),
         pa.array(columns.timestamps_ms * 1000, pa.timestamp("us", tz="UTC")),

@@ -12,6 +12,8 @@ serves exactly the records the old one had acknowledged.
 from __future__ import annotations
 
 import logging
+import queue
+import threading
 import time
 from dataclasses import dataclass
 from typing import Iterator, Optional
@@ -32,6 +34,8 @@ log = logging.getLogger(__name__)
 
 OFFSET_OUT_OF_RANGE = 1
 MAX_WAIT_MS = 500
+PREFETCH_CHUNKS = 2
+_DONE = object()
 
 
 @dataclass(frozen=True)
@@ -53,8 +57,40 @@ class FetchedChunk:
 
 
 def fetch_range(settings: FetchSettings, rng: OffsetRange) -> Iterator[FetchedChunk]:
-    with Cluster(settings.bootstrap) as cluster:
-        yield from _RangeFetch(cluster, settings, rng).chunks()
+    """The range's chunks, fetched one ahead on a thread: the next Fetch is on
+    the wire (the GIL released) while the caller decodes this one."""
+    ahead: queue.Queue = queue.Queue(maxsize=PREFETCH_CHUNKS)
+    stop = threading.Event()
+
+    def fetch() -> None:
+        try:
+            with Cluster(settings.bootstrap) as cluster:
+                for chunk in _RangeFetch(cluster, settings, rng).chunks():
+                    while not stop.is_set():
+                        try:
+                            ahead.put(chunk, timeout=0.5)
+                            break
+                        except queue.Full:
+                            continue
+                    if stop.is_set():
+                        return
+            ahead.put(_DONE)
+        except BaseException as exc:  # noqa: BLE001 - handed to the reading thread, raised there
+            ahead.put(exc)
+
+    thread = threading.Thread(target=fetch, name=f"fetch-{rng.topic}-{rng.partition}", daemon=True)
+    thread.start()
+    try:
+        while True:
+            item = ahead.get()
+            if item is _DONE:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        stop.set()
+        thread.join(timeout=CALL_TIMEOUT_S + MAX_WAIT_MS / 1000 + 1)
 
 
 class _RangeFetch:

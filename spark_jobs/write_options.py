@@ -22,7 +22,7 @@ from .options import BOOTSTRAP, Options, option_error
 
 PRODUCER_PREFIX = "kraftlog."
 # Settings the sink leaves to itself: where to connect comes from kraftlog.bootstrap.servers.
-_NOT_PRODUCER = {"topic", "checkpointlocation", "path", "bootstrap.servers"}
+_NOT_PRODUCER = {"topic", "checkpointlocation", "path", "bootstrap.servers", "writerid", "batchid"}
 _UNDOTTED = {"acks", "retries"}
 # A Spark batch writes a lot at once; Kafka's 16 KiB default batches would mean many small requests.
 SINK_BATCH_SIZE = 256 * 1024
@@ -34,6 +34,10 @@ class WriteOptions:
     topic: Optional[str]  # the `topic` option: every row goes there
     producer: Mapping[str, str]  # Kafka producer settings, checked
     columns: frozenset[str]
+    # A batch write that is one of a series (foreachBatch): with both, it is
+    # idempotent per (writerId, batchId) as streaming writes are per micro-batch.
+    writer_id: Optional[str] = None
+    batch_id: Optional[int] = None
 
 
 def parse_write_options(raw: Mapping[str, str], schema: StructType, *, streaming: bool) -> WriteOptions:
@@ -51,7 +55,12 @@ def parse_write_options(raw: Mapping[str, str], schema: StructType, *, streaming
         # ProducerConfig refuses any it does not know, naming it.
         if name.startswith(PRODUCER_PREFIX) or "." in setting or setting in _UNDOTTED:
             producer[setting] = str(value)
-    if streaming:
+    writer_id = options.get("writerId")
+    batch_id = options.integer("batchId", None)
+    if (writer_id is None) != (batch_id is None):
+        raise option_error("writerId" if writer_id is None else "batchId",
+                           "give both writerId and batchId for an idempotent batch write, or neither")
+    if streaming or writer_id is not None:
         # A replayed micro-batch is deduplicated by the idempotent producer (see idempotent_sink).
         if producer.get("enable.idempotence", "true").lower() == "false":
             raise option_error("enable.idempotence", "streaming writes are idempotent per micro-batch; it cannot "
@@ -62,7 +71,7 @@ def parse_write_options(raw: Mapping[str, str], schema: StructType, *, streaming
         ProducerConfig.parse({"bootstrap.servers": bootstrap, **producer})
     except InvalidConfigError as exc:
         raise InvalidConfigError(f"producer option {str(exc).split(': ', 1)[-1]}") from None
-    return WriteOptions(bootstrap, topic.strip() if topic else None, producer, columns)
+    return WriteOptions(bootstrap, topic.strip() if topic else None, producer, columns, writer_id, batch_id)
 
 
 _EXPECTED: dict[str, tuple[tuple[type, ...], str]] = {

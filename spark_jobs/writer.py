@@ -4,7 +4,10 @@ Both take Arrow batches of the input (key, value, optional topic, partition,
 headers; see write_options). A batch write sends through the project's
 Producer (batching, retries, idempotence as configured); a streaming write
 goes through idempotent_sink so that a micro-batch Spark replays after a
-failure does not write its records twice. Records carry the time they are
+failure does not write its records twice. So does a batch write given
+`writerId` and `batchId`: foreachBatch's way to the same guarantee (Python
+streaming sinks have no Update output mode, so aggregations that emit
+changes, like wordcount's, write through foreachBatch). Records carry the time they are
 written as CreateTime, as Spark's Kafka sink does.
 """
 from __future__ import annotations
@@ -61,11 +64,27 @@ def _bytes(data: object) -> Optional[bytes]:
     return data.encode("utf-8") if isinstance(data, str) else data  # type: ignore[return-value]
 
 
+def write_replayable(options: WriteOptions, iterator: Iterator[pa.RecordBatch], writer_id: str,
+                     batch_id: int) -> Written:
+    """This task's rows through idempotent_sink: a rerun of the same
+    (writer, task, batch) sends the same batches, which the broker deduplicates."""
+    producer_id, epoch = writer_identity(writer_id, TaskContext.get().partitionId(), batch_id)
+    config = ProducerConfig.parse(producer_config(options))
+    with Cluster(options.bootstrap) as cluster:
+        sender = ReplayableSender(cluster, config, producer_id, epoch)
+        for batch in iterator:
+            for topic, partition, record in input_records(batch, options):
+                sender.add(topic, partition, record)
+        return Written(sender.flush())
+
+
 class KraftlogBatchWriter(DataSourceArrowWriter):
     def __init__(self, options: WriteOptions) -> None:
         self.options = options
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> Written:
+        if self.options.writer_id is not None and self.options.batch_id is not None:
+            return write_replayable(self.options, iterator, self.options.writer_id, self.options.batch_id)
         failures: list[BaseException] = []
 
         def delivered(error: Optional[KafkaError], _metadata: object) -> None:
@@ -91,16 +110,8 @@ class KraftlogStreamWriter(DataSourceStreamArrowWriter):
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> Written:
         context = TaskContext.get()
-        batch_id = int(context.getLocalProperty(BATCH_ID_PROPERTY))
-        query_id = context.getLocalProperty(QUERY_ID_PROPERTY)
-        producer_id, epoch = writer_identity(query_id, context.partitionId(), batch_id)
-        config = ProducerConfig.parse(producer_config(self.options))
-        with Cluster(self.options.bootstrap) as cluster:
-            sender = ReplayableSender(cluster, config, producer_id, epoch)
-            for batch in iterator:
-                for topic, partition, record in input_records(batch, self.options):
-                    sender.add(topic, partition, record)
-            return Written(sender.flush())
+        return write_replayable(self.options, iterator, context.getLocalProperty(QUERY_ID_PROPERTY),
+                                int(context.getLocalProperty(BATCH_ID_PROPERTY)))
 
     def commit(self, messages: List[Optional[WriterCommitMessage]], batchId: int) -> None:
         """The records are in the topics once every task returned; nothing more to do."""

@@ -86,3 +86,19 @@ def test_a_micro_batch_replayed_after_a_failure_mid_batch_writes_nothing_twice(s
     assert run_copy(spark, cluster, source, target, checkpoint, fail=False) is None
     values = sorted(r.value.decode() for r in kraftlog_read(spark, cluster, target).collect())
     assert values == sorted(f"r-{i}" for i in range(40))  # each once: the replay's resent batches were duplicates
+
+
+def test_a_batch_write_with_writer_and_batch_id_is_not_repeated(spark, cluster) -> None:
+    """foreachBatch's way to idempotence: the same (writerId, batchId) written twice lands once."""
+    topic = new_topic(cluster, "write-once", partitions=2)
+    df = spark.createDataFrame([(f"k{i}", f"v{i}") for i in range(50)], "key string, value string")
+
+    def write(batch_id: int) -> None:
+        (df.write.format("kraftlog").option("kraftlog.bootstrap.servers", bootstrap(cluster)).option("topic", topic)
+         .option("writerId", "test-writer").option("batchId", str(batch_id)).mode("append").save())
+
+    write(7)
+    write(7)  # Spark running the same micro-batch again
+    assert kraftlog_read(spark, cluster, topic).count() == 50
+    write(8)  # the next batch is new data
+    assert kraftlog_read(spark, cluster, topic).count() == 100

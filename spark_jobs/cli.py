@@ -1,0 +1,86 @@
+"""`kraftlog spark JOB`: the Spark jobs of spark_jobs.jobs from the command line
+(also `python -m spark_jobs JOB`, and `spark-submit spark_jobs/__main__.py JOB`)."""
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from client.cluster import bootstrap_from
+
+app = typer.Typer(name="spark", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
+                  help="Stream processing on Spark over kraftlog topics (local[2] unless --master).")
+
+Bootstrap = Annotated[Optional[str], typer.Option("--bootstrap", metavar="HOST:PORT[,...]",
+                                                  help="Brokers (default: $KRAFTLOG_BOOTSTRAP).")]
+Master = Annotated[str, typer.Option("--master", help="Spark master URL.")]
+AvailableNow = Annotated[bool, typer.Option("--available-now", help="Process what is there now, then stop "
+                                                                    "(Trigger.AvailableNow).")]
+Timeout = Annotated[Optional[float], typer.Option("--timeout", metavar="SECONDS", help="Stop after this long.")]
+
+
+def register(root: typer.Typer) -> None:
+    root.add_typer(app, name="spark")
+
+
+@app.command("wordcount")
+def wordcount_command(
+    source: Annotated[str, typer.Argument(help="Topic of text lines.")],
+    table: Annotated[str, typer.Option("--table", help="Compacted topic of the counts (created if missing).")],
+    checkpoint: Annotated[str, typer.Option("--checkpoint", help="Spark checkpoint directory.")],
+    bootstrap: Bootstrap = None, master: Master = "local[2]", available_now: AvailableNow = False,
+    timeout: Timeout = None,
+    top: Annotated[int, typer.Option("--top", help="Then print the N most frequent words, rebuilt from the "
+                                                   "table topic.")] = 10,
+) -> None:
+    """Streaming word count (RocksDB state) into a compacted topic; then the table rebuilt from it."""
+    from .jobs import session, word_table, wordcount
+
+    servers = bootstrap_from(bootstrap)
+    spark = session("kraftlog-wordcount", master)
+    wordcount(spark, servers, source, table, checkpoint, available_now=available_now, timeout_s=timeout)
+    for row in word_table(spark, servers, table).limit(top).collect():
+        typer.echo(f"{row['count']:>10}  {row['word']}")
+
+
+@app.command("enrich")
+def enrich_command(
+    events: Annotated[str, typer.Argument(help="Topic of keyed events.")],
+    reference: Annotated[str, typer.Option("--reference", help="Compacted topic of reference data by key.")],
+    output: Annotated[str, typer.Option("--output", help="Topic of the enriched events (created if missing).")],
+    checkpoint: Annotated[str, typer.Option("--checkpoint", help="Spark checkpoint directory.")],
+    bootstrap: Bootstrap = None, master: Master = "local[2]", available_now: AvailableNow = False,
+    timeout: Timeout = None,
+) -> None:
+    """Stream-table join: events joined by key with the latest reference value, to an output topic."""
+    from .jobs import enrich, session
+
+    enrich(session("kraftlog-enrich", master), bootstrap_from(bootstrap), events, reference, output, checkpoint,
+           available_now=available_now, timeout_s=timeout)
+
+
+@app.command("sql")
+def sql_command(
+    statement: Annotated[str, typer.Argument(help="Spark SQL over the topics' views.")],
+    topic: Annotated[list[str], typer.Option("--topic", metavar="NAME[=VIEW]", help="A topic to query (view "
+                                             "name: the topic's, - and . as _). Repeatable.")],
+    stream: Annotated[bool, typer.Option("--stream", help="Run continuously over the topics as streams.")] = False,
+    output: Annotated[Optional[str], typer.Option("--output", help="With --stream: write to this topic (needs a "
+                                                                   "value column) instead of the console.")] = None,
+    checkpoint: Annotated[Optional[str], typer.Option("--checkpoint", help="With --stream: checkpoint "
+                                                                           "directory.")] = None,
+    bootstrap: Bootstrap = None, master: Master = "local[2]", available_now: AvailableNow = False,
+    timeout: Timeout = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Batch: one JSON object a row.")] = False,
+) -> None:
+    """SQL over topics: views of key/value (strings), topic, partition, offset, timestamp."""
+    from .jobs import session, sql
+
+    result = sql(session("kraftlog-sql", master), bootstrap_from(bootstrap), statement, topic, stream=stream,
+                 output=output, checkpoint=checkpoint, available_now=available_now, timeout_s=timeout)
+    if result is not None:
+        if json_out:
+            for line in result.toJSON().collect():
+                typer.echo(line)
+        else:
+            result.show(truncate=False)
