@@ -48,6 +48,7 @@ CHARTS = (
     ("latency.png", "kraftlog produce latency at 20% of max, RF3 acks=all", ("kraftlog.latency.",)),
     ("failover.png", "kraftlog failover after kill -9", ("kraftlog.failover.",)),
 )
+CPU_UNIT = "CPU µs/record"
 COLOURS = {"limits": "#888888", "redis": "#d62728", "nats": "#2ca02c", "kraftlog": "#1f77b4"}
 
 
@@ -79,11 +80,12 @@ def write_charts(recorder: Recorder, out: Path) -> list[Path]:
             errors = [[f.median - min(f.runs) for f in mine], [max(f.runs) - f.median for f in mine]]
             ax.barh(range(len(mine)), medians, xerr=errors, capsize=3,
                     color=[COLOURS.get(f.group, "#444444") for f in mine])
-            ax.set_yticks(range(len(mine)), [f.label for f in mine], fontsize=8)
+            ax.set_yticks(range(len(mine)), [f.label.split(": CPU per record")[0] for f in mine], fontsize=8)
             ax.invert_yaxis()
-            ax.set_xlabel(f"{unit} (median, bars min–max)")
+            lower = ", client + servers, lower is better" if unit == CPU_UNIT else ""
+            ax.set_xlabel(f"{unit} (median, bars min–max{lower})")
             for i, f in enumerate(mine):
-                ax.text(f.median, i, f" {fmt(f.median, unit)}", va="center", fontsize=7)
+                ax.text(max(f.runs), i, f"  {fmt(f.median, unit)}", va="center", fontsize=7)
         fig.suptitle(title)
         fig.tight_layout()
         path = out / filename

@@ -24,7 +24,7 @@ from . import limits, nats_jetstream, redis_streams
 from .measure import Recorder
 from .parallel import run_jobs
 from .processes import PeerProcesses
-from .report import write_charts, write_markdown
+from .report import CPU_UNIT, write_charts, write_markdown
 
 SUITES = {"all": ("limits", "redis", "nats", "kraftlog"), "limits": ("limits",), "redis": ("redis",),
           "nats": ("nats",), "kraftlog": ("kraftlog",)}
@@ -229,7 +229,7 @@ class Suite:
         """A run's records/s, and its CPU per record (client and servers): steadier on a shared machine."""
         self.recorder.add(key, label, "records/s", group, done["records_per_s"], value_bytes)
         if done["records"]:
-            self.recorder.add(f"{key}.cpu", f"{label}: CPU per record, client + servers", "CPU µs/record", group,
+            self.recorder.add(f"{key}.cpu", f"{label}: CPU per record, client + servers", CPU_UNIT, group,
                               (done["client_cpu_s"] + done["server_cpu_s"]) / done["records"] * 1e6)
         return done["records_per_s"]
 
