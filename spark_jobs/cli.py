@@ -2,6 +2,7 @@
 (also `python -m spark_jobs JOB`, and `spark-submit spark_jobs/__main__.py JOB`)."""
 from __future__ import annotations
 
+import re
 from typing import Annotated, Optional
 
 import typer
@@ -21,6 +22,18 @@ Timeout = Annotated[Optional[float], typer.Option("--timeout", metavar="SECONDS"
 
 def register(root: typer.Typer) -> None:
     root.add_typer(app, name="spark")
+
+
+def one_line(exc: BaseException) -> str:
+    """The error as one line: Spark reports a data source's exception inside
+    its own message, with the Python traceback; the last `SomeError: text`
+    line of it is ours (Kafka's error name first)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    for line in reversed(lines):
+        found = re.match(r"^[\w.]*(?:Error|Exception): (.+)$", line)
+        if found:
+            return found.group(1)
+    return lines[0] if lines else repr(exc)
 
 
 @app.command("wordcount")

@@ -65,3 +65,26 @@ def test_sql_over_topics_as_views(spark, cluster) -> None:
                  "SELECT key AS region, SUM(CAST(value AS INT)) AS total, COUNT(*) AS n FROM sql_orders "
                  "GROUP BY key ORDER BY region", [topic])
     assert [(r.region, r.total, r.n) for r in result.collect()] == [("eu", 17, 2), ("us", 6, 2)]
+
+
+def test_the_sql_job_from_the_command_line(cluster) -> None:
+    """`python -m spark_jobs sql` (the `kraftlog spark sql` app) in its own Spark driver process."""
+    import os
+    import subprocess
+    import sys
+
+    topic = new_topic(cluster, "cli-sql", partitions=1)
+    produce(cluster, topic, 0, [Record(b"a", b"1", 1), Record(b"b", b"2", 2), Record(b"a", b"3", 3)])
+    done = subprocess.run(
+        [sys.executable, "-m", "spark_jobs", "sql", "SELECT key, COUNT(*) AS n FROM cli_sql GROUP BY key ORDER BY key",
+         "--topic", topic, "--json", "--bootstrap", bootstrap(cluster)],
+        capture_output=True, text=True, timeout=TIMEOUT_S, env=dict(os.environ, PYSPARK_PYTHON=sys.executable))
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")] == [
+        {"key": "a", "n": 2}, {"key": "b", "n": 1}]
+    unknown = subprocess.run([sys.executable, "-m", "spark_jobs", "sql", "SELECT * FROM cli_sql", "--topic", topic,
+                              "--bootstrap", "127.0.0.1:1"], capture_output=True, text=True, timeout=TIMEOUT_S)
+    assert unknown.returncode == 1
+    last = unknown.stderr.strip().splitlines()[-1]
+    assert last.startswith("kraftlog spark: error: NETWORK_EXCEPTION: option 'kraftlog.bootstrap.servers': no broker "
+                           "of 127.0.0.1:1 could be reached"), unknown.stderr[-3000:]
