@@ -2,37 +2,79 @@
 
 Signed values are zig-zag mapped then written 7 bits at a time, low group
 first, the high bit of each byte saying "more follows" (protobuf's sint32/64).
+
+Speed matters here: clients encode and decode several varints per record.
+Almost all of them (lengths, offset and timestamp deltas) fit in one or two
+bytes, so those take a table look-up or a couple of integer operations and
+only longer ones go through the general byte loop.
 """
 from __future__ import annotations
 
 from .errors import CorruptRecordError
 
 _MAX_VARLONG_BYTES = 10
+_UINT64 = 0xFFFFFFFFFFFFFFFF
+
+# Values in [-TABLE_BIAS, TABLE_BIAS) zig-zag below 2**14, so they take one or
+# two bytes; their encodings are precomputed, indexed by value + TABLE_BIAS.
+TABLE_BIAS = 1 << 13
 
 
-def zigzag_size(value: int) -> int:
-    """Bytes needed to encode `value` as a zig-zag varint."""
-    v = (value << 1) ^ (value >> 63)
-    size = 1
-    while v >= 0x80:
-        v >>= 7
-        size += 1
-    return size
+def _zigzag(value: int) -> int:
+    return ((value << 1) ^ (value >> 63)) & _UINT64
 
 
-def write_zigzag(out: bytearray, value: int) -> None:
-    v = ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
+def _encode_long(value: int) -> bytes:
+    v = _zigzag(value)
+    out = bytearray()
     while v >= 0x80:
         out.append((v & 0x7F) | 0x80)
         v >>= 7
     out.append(v)
+    return bytes(out)
+
+
+def _small_encoding(u: int) -> bytes:
+    """One or two varint bytes of a zig-zag value below 2**14."""
+    return bytes((u,)) if u < 0x80 else bytes(((u & 0x7F) | 0x80, u >> 7))
+
+
+SMALL_ZIGZAG: tuple[bytes, ...] = tuple(map(_small_encoding, map(_zigzag, range(-TABLE_BIAS, TABLE_BIAS))))
+
+
+def zigzag_bytes(value: int) -> bytes:
+    """The encoding of `value` (hot loops inline the table look-up themselves)."""
+    if -TABLE_BIAS <= value < TABLE_BIAS:
+        return SMALL_ZIGZAG[value + TABLE_BIAS]
+    return _encode_long(value)
+
+
+def zigzag_size(value: int) -> int:
+    """Bytes needed to encode `value` as a zig-zag varint."""
+    return (max(_zigzag(value).bit_length(), 1) + 6) // 7
+
+
+def write_zigzag(out: bytearray, value: int) -> None:
+    out += zigzag_bytes(value)
 
 
 def read_zigzag(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
     """Decode a zig-zag varint at `pos`; returns (value, next position)."""
+    end = len(buf)
+    if pos + 1 < end:
+        b0 = buf[pos]
+        if b0 < 0x80:
+            return (b0 >> 1) ^ -(b0 & 1), pos + 1
+        b1 = buf[pos + 1]
+        if b1 < 0x80:
+            u = (b0 & 0x7F) | (b1 << 7)
+            return (u >> 1) ^ -(u & 1), pos + 2
+    return _read_long(buf, pos, end)
+
+
+def _read_long(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
     result = 0
     shift = 0
-    end = len(buf)
     for _ in range(_MAX_VARLONG_BYTES):
         if pos >= end:
             raise CorruptRecordError("varint runs past the end of the record")
@@ -40,6 +82,6 @@ def read_zigzag(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
         pos += 1
         result |= (b & 0x7F) << shift
         if not b & 0x80:
-            return ((result & 0xFFFFFFFFFFFFFFFF) >> 1) ^ -(result & 1), pos  # 64 bits, as Java's readVarlong
+            return ((result & _UINT64) >> 1) ^ -(result & 1), pos  # 64 bits, as Java's readVarlong
         shift += 7
     raise CorruptRecordError("varint longer than 10 bytes")

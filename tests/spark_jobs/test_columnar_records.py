@@ -10,7 +10,8 @@ from spark_jobs.columnar_records import decode_columns
 
 maybe_bytes = st.one_of(st.none(), st.binary(max_size=300))
 records = st.builds(Record, maybe_bytes, maybe_bytes, st.integers(0, 2**41),
-                    st.lists(st.tuples(st.text(max_size=5), maybe_bytes), max_size=2).map(tuple))
+                    st.lists(st.tuples(st.text(max_size=5), maybe_bytes), max_size=2).map(tuple),
+                    offset=st.just(-1))  # builds() draws a named tuple's defaulted fields too
 batches = st.lists(st.tuples(st.lists(records, min_size=1, max_size=30),
                              st.sampled_from([Codec.NONE, Codec.LZ4, Codec.GZIP]), st.booleans(), st.booleans()),
                    min_size=1, max_size=4)
