@@ -60,15 +60,21 @@ class RecordAccumulator:
                now: float) -> bool:
         """Add a record; whether it opened a new batch (the last one is now
         full, and a new batch may be worth a wakeup)."""
-        dq = self._queues.setdefault(tp, deque())
-        new = not dq or not dq[-1].has_room(size, self._batch_size)
-        if new:
-            if dq:
-                dq[-1].closed = True
-            dq.append(ProducerBatch(tp[0], tp[1], next(self._serials), now))
-        dq[-1].append(record, size, completion)
-        self.buffered_bytes += size + (HEADER_SIZE if new else 0)
-        return new
+        dq = self._queues.get(tp)
+        if dq:
+            last = dq[-1]
+            if last.has_room(size, self._batch_size):  # the usual case: one lookup, no new batch
+                last.append(record, size, completion)
+                self.buffered_bytes += size
+                return False
+            last.closed = True
+        elif dq is None:
+            dq = self._queues[tp] = deque()
+        batch = ProducerBatch(tp[0], tp[1], next(self._serials), now)
+        batch.append(record, size, completion)
+        dq.append(batch)
+        self.buffered_bytes += size + HEADER_SIZE
+        return True
 
     # --- choosing what to send ---------------------------------------------
 

@@ -49,28 +49,30 @@ def decode_fetched(tp: TopicPartition, position: int, data: bpb.FetchResponse.Pa
     """The records of a fetch answer from `position` on, below the high
     watermark; control batches (transaction markers) are stepped over."""
     records: list[ConsumerRecord] = []
+    append, new = records.append, tuple.__new__  # a ConsumerRecord per record: built without argument parsing
+    topic, partition = tp.topic, tp.partition
     next_offset = position
     hw = data.high_watermark
+    end = hw if hw >= 0 else _NO_LIMIT  # offsets from here on are not returned
     for batch in iter_batches(data.records):
         h = batch.header
-        if h.is_control:
-            next_offset = max(next_offset, h.next_offset)
-            continue
-        append_time = h.is_log_append_time
-        ts_type = TimestampType.LOG_APPEND_TIME if append_time else TimestampType.CREATE_TIME
-        epoch = h.partition_leader_epoch if h.partition_leader_epoch != NO_PARTITION_LEADER_EPOCH else None
-        for r in batch.records:
-            if r.offset < position or (0 <= hw <= r.offset):
-                continue
-            records.append(ConsumerRecord(tp.topic, tp.partition, r.offset,
-                                          h.max_timestamp if append_time else r.timestamp, ts_type,
-                                          r.key, r.value, r.headers, epoch))
         next_offset = max(next_offset, h.next_offset)
+        if h.is_control:
+            continue
+        # The decoder already gives LogAppendTime batches' records the batch's max timestamp.
+        ts_type = TimestampType.LOG_APPEND_TIME if h.is_log_append_time else TimestampType.CREATE_TIME
+        epoch = h.partition_leader_epoch if h.partition_leader_epoch != NO_PARTITION_LEADER_EPOCH else None
+        for key, value, timestamp, headers, offset in batch.records:
+            if position <= offset < end:
+                append(new(ConsumerRecord, (topic, partition, offset, timestamp, ts_type, key, value, headers, epoch)))
     if hw >= 0:
         next_offset = min(next_offset, max(hw, position))
     if records:
         next_offset = max(next_offset, records[-1].offset + 1)
     return CompletedFetch(tp, position, records, next_offset, size=len(data.records))
+
+
+_NO_LIMIT = 2**63
 
 
 class Fetcher(LoopWorker):

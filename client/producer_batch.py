@@ -10,8 +10,7 @@ changed (after a KIP-360 epoch bump).
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, NamedTuple, Optional
 
 from partition_log import batch as b
 from partition_log.compression import Codec
@@ -25,10 +24,10 @@ RECORD_OVERHEAD_UPPER_BOUND = 21
 HEADER_OVERHEAD_UPPER_BOUND = 10
 
 
-@dataclass(frozen=True, slots=True)
-class RecordMetadata:
+class RecordMetadata(NamedTuple):
     """Where a record landed. `offset` is -1 when unknown (acks=0, or a
-    duplicate the broker no longer remembers the offset of)."""
+    duplicate the broker no longer remembers the offset of). A named tuple
+    (as kafka-python's): one is made per record, and tuples are cheap."""
 
     topic: str
     partition: int
@@ -42,9 +41,10 @@ Completion = Callable[[Optional[RecordMetadata], Optional[BaseException]], None]
 
 
 def record_size_upper_bound(record: Record) -> int:
-    size = RECORD_OVERHEAD_UPPER_BOUND + len(record.key or b"") + len(record.value or b"")
-    for key, value in record.headers:
-        size += HEADER_OVERHEAD_UPPER_BOUND + len(key.encode("utf-8")) + len(value or b"")
+    key, value, _, headers, _ = record
+    size = RECORD_OVERHEAD_UPPER_BOUND + (len(key) if key else 0) + (len(value) if value else 0)
+    for hkey, hvalue in headers:
+        size += HEADER_OVERHEAD_UPPER_BOUND + len(hkey.encode("utf-8")) + (len(hvalue) if hvalue else 0)
     return size
 
 
@@ -99,10 +99,13 @@ class ProducerBatch:
 
     def complete(self, base_offset: int, log_append_time: int) -> None:
         """Acknowledged at `base_offset` (-1: unknown)."""
-        for i, (record, done) in enumerate(zip(self.records, self.completions)):
-            offset = base_offset + i if base_offset >= 0 else -1
+        topic, partition = self.topic, self.partition
+        step = 1 if base_offset >= 0 else 0  # an unknown offset stays -1 for every record
+        offset = base_offset
+        for record, done in zip(self.records, self.completions):
             timestamp = log_append_time if log_append_time >= 0 else record.timestamp
-            _call(done, RecordMetadata(self.topic, self.partition, offset, timestamp), None)
+            _call(done, RecordMetadata(topic, partition, offset, timestamp), None)
+            offset += step
         self._finish()
 
     def fail(self, error: BaseException) -> None:
