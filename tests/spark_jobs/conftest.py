@@ -20,7 +20,9 @@ from kraftlog.local_cluster import LocalCluster
 from kraftlog_api import broker_pb2 as bpb
 from partition_log.records import Record, encode_batch
 
-PROPERTIES = {"broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 500}
+# Retention runs every 500 ms, for the data-loss tests' topics (their own retention.ms).
+PROPERTIES = {"broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 500,
+              "log.retention.check.interval.ms": 500}
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+from pyspark.errors import StreamingQueryException
+
 from kraftlog.local_processes import wait_until
 from kraftlog_api import controller_pb2 as cpb
 
@@ -13,8 +15,9 @@ from .conftest import bootstrap, make_records, new_topic, produce
 QUERY_TIMEOUT_S = 240
 
 
-def run_available_now(spark, cluster, topic: str, tmp_path, **options):
-    """One Trigger.AvailableNow run into a parquet sink; its progress reports."""
+def run_available_now(spark, cluster, topic: str, tmp_path, *, expect_error: bool = False, **options):
+    """One Trigger.AvailableNow run into a parquet sink; its progress reports
+    (with `expect_error`: the error it ended with)."""
     stream = (spark.readStream.format("kraftlog").option("kraftlog.bootstrap.servers", bootstrap(cluster))
               .option("subscribe", topic).option("startingOffsets", "earliest").options(**options).load())
     query = (stream.selectExpr("CAST(value AS STRING) AS value", "partition", "offset")
@@ -22,7 +25,13 @@ def run_available_now(spark, cluster, topic: str, tmp_path, **options):
              .option("checkpointLocation", str(tmp_path / "checkpoint"))
              .trigger(availableNow=True).start())
     try:
-        assert query.awaitTermination(QUERY_TIMEOUT_S), "the availableNow query did not finish"
+        try:
+            assert query.awaitTermination(QUERY_TIMEOUT_S), "the availableNow query did not finish"
+        except StreamingQueryException as exc:
+            if expect_error:
+                return exc
+            raise
+        assert not expect_error, "the query should have failed"
         assert query.exception() is None, query.exception()
         return [p for p in query.recentProgress if p["numInputRows"] or p["sources"]]
     finally:
