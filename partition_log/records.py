@@ -168,11 +168,13 @@ _new_tuple = tuple.__new__
 def _decode_records(h: b.BatchHeader, body: bytes) -> list[Record]:
     """Every record of a batch's (decompressed) records section.
 
-    One pass with everything bound to locals. Deltas, key lengths and header
-    counts are nearly always one-byte varints: those are read inline with a
-    table, longer ones through read_zigzag. Records are built with
-    tuple.__new__, which skips the named tuple's argument parsing."""
-    read, one, new = read_zigzag, _ONE_BYTE, _new_tuple
+    One pass with everything bound to locals. Timestamp and offset deltas
+    are mostly one-byte varints: those are read inline with a table, longer
+    ones through read_zigzag (which has a two-byte fast path). Reads index
+    `body` unchecked where a bad length could run past its end: the
+    IndexError that follows becomes a CorruptRecordError. Records are built
+    with tuple.__new__, which skips the named tuple's argument parsing."""
+    read, one, new, field = read_zigzag, _ONE_BYTE, _new_tuple, _read_field
     base_offset, last_delta = h.base_offset, h.last_offset_delta
     base_ts = h.base_timestamp
     append_ts = h.max_timestamp if h.is_log_append_time else None
@@ -197,24 +199,8 @@ def _decode_records(h: b.BatchHeader, body: bytes) -> list[Record]:
                 offset_delta, pos = one[v], pos + 1
             else:
                 offset_delta, pos = read(body, pos)
-            v = body[pos]
-            if v < 0x80:
-                n, pos = one[v], pos + 1
-            else:
-                n, pos = read(body, pos)
-            if n == -1:
-                key = None
-            elif 0 <= n and pos + n <= rec_end:
-                key, pos = body[pos:pos + n], pos + n
-            else:
-                raise _bad_length(n)
-            n, pos = read(body, pos)
-            if 0 <= n and pos + n <= rec_end:
-                value, pos = body[pos:pos + n], pos + n
-            elif n == -1:
-                value = None
-            else:
-                raise _bad_length(n)
+            key, pos = field(body, pos, rec_end)
+            value, pos = field(body, pos, rec_end)
             if body[pos] == 0:  # no headers
                 headers: Headers = ()
                 pos += 1
@@ -228,7 +214,7 @@ def _decode_records(h: b.BatchHeader, body: bytes) -> list[Record]:
             if not _INT64_MIN <= timestamp <= _INT64_MAX:
                 raise CorruptRecordError(f"record {i} of batch at offset {base_offset} has a timestamp beyond int64")
             append(new(Record, (key, value, timestamp, headers, base_offset + offset_delta)))
-    except IndexError:  # an inline read past the section's end
+    except IndexError:  # a read past the section's end
         raise CorruptRecordError(f"record {i} of batch at offset {base_offset} runs past the batch end") from None
     if pos != end:
         raise CorruptRecordError(f"batch at offset {base_offset} has {end - pos} bytes after its last record")
@@ -243,38 +229,35 @@ def _bad_length(length: int) -> CorruptRecordError:
 
 
 def _read_headers(body: bytes, pos: int, rec_end: int) -> tuple[Headers, int]:
-    """A record's header count and headers (key UTF-8, value bytes or null),
-    with one-byte lengths read inline as in _decode_records."""
-    read, one = read_zigzag, _ONE_BYTE
-    count, pos = read(body, pos)
+    """A record's header count and headers (key UTF-8, value bytes or null)."""
+    count, pos = read_zigzag(body, pos)
     if count < 0:
         raise CorruptRecordError(f"record has {count} headers")
     headers = []
     for _ in range(count):
-        v = body[pos]
-        if v < 0x80:
-            n, pos = one[v], pos + 1
-        else:
-            n, pos = read(body, pos)
-        if not (0 <= n and pos + n <= rec_end):
-            raise _bad_length(n) if n != -1 else CorruptRecordError("record has a null header key")
-        hkey, pos = body[pos:pos + n], pos + n
-        v = body[pos]
-        if v < 0x80:
-            n, pos = one[v], pos + 1
-        else:
-            n, pos = read(body, pos)
-        if 0 <= n and pos + n <= rec_end:
-            hval, pos = body[pos:pos + n], pos + n
-        elif n == -1:
-            hval = None
-        else:
-            raise _bad_length(n)
+        hkey, pos = _read_field(body, pos, rec_end)
+        if hkey is None:
+            raise CorruptRecordError("record has a null header key")
+        hval, pos = _read_field(body, pos, rec_end)
         try:
             headers.append((hkey.decode("utf-8"), hval))
         except UnicodeDecodeError:
             raise CorruptRecordError("header key is not UTF-8") from None
     return tuple(headers), pos
+
+
+def _read_field(body: bytes, pos: int, rec_end: int) -> tuple[bytes | None, int]:
+    """A length-prefixed byte field (-1: null) that must end inside its record."""
+    v = body[pos]
+    if v < 0x80:
+        n, pos = _ONE_BYTE[v], pos + 1
+    else:
+        n, pos = read_zigzag(body, pos)
+    if 0 <= n and pos + n <= rec_end:
+        return body[pos:pos + n], pos + n
+    if n == -1:
+        return None, pos
+    raise _bad_length(n)
 
 
 def iter_batches(buf: bytes | bytearray | memoryview, *, verify_crc: bool = True) -> Iterator[DecodedBatch]:
