@@ -17,13 +17,14 @@ except ImportError:  # pragma: no cover - older typer
     from click.exceptions import NoArgsIsHelpError, UsageError  # type: ignore[no-redef]
 
 from partition_log.errors import KafkaError
+from spark_jobs import cli as spark  # no pyspark import until a job runs
 
 from .commands import (
     bench, chaos, cluster, configs, console, dump_log, elections, groups, perf, quorum, server, topics,
 )
 
 COMMAND_GROUPS = (dump_log, server, quorum, cluster, topics, configs, elections, groups, console, perf, chaos,
-                  bench)
+                  bench, spark)
 
 app = typer.Typer(
     name="kraftlog",

@@ -6,12 +6,18 @@ produces 100,000 records with acks=all, kills one broker with SIGKILL
 part way, shows leaders moving and ISRs shrinking, keeps producing,
 restarts the broker and shows it rejoin every ISR, then consumes
 everything and checks that every acknowledged record arrived exactly once
-and in order per partition.
+and in order per partition. Last, Spark's streaming word count
+(`kraftlog spark wordcount`, spark_jobs/) runs over the records - each is
+a numbered line of a few words - and shows the most frequent words, read
+back from the compacted table topic it wrote.
 """
 from __future__ import annotations
 
 import os
+import random
 import signal
+import subprocess
+import sys
 import tempfile
 import time
 from collections import defaultdict
@@ -34,6 +40,20 @@ PARTITIONS = 6
 RECORDS = 100_000
 CHUNK = 500  # records per produce call: one batch
 KILL_AT, RESTART_AT = 30_000, 60_000
+# The words of the records' lines, drawn with falling weights so the word count has a clear top.
+WORDS = ("log", "broker", "leader", "replica", "partition", "offset", "epoch", "quorum", "controller",
+         "follower", "batch", "segment", "raft", "kafka", "spark")
+WORD_COUNT_TABLE = "demo-word-counts"
+SPARK_TIMEOUT_S = 600
+
+
+def record_lines(first: int, count: int) -> list[str]:
+    """Records first..first+count-1: "<n> word word word", n unique (6 digits), the same on every run."""
+    lines = []
+    for n in range(first, first + count):
+        words = random.Random(n).choices(WORDS, weights=range(len(WORDS), 0, -1), k=3)
+        lines.append(f"{n:06d} {' '.join(words)}")
+    return lines
 
 
 def partition_table(cluster: Cluster, title: str) -> Table:
@@ -103,7 +123,7 @@ def run(console: Console, plans: tuple[launcher.NodePlan, ...]) -> int:
                         cluster, f"leaders moved off broker {victim}, ISRs shrank without it"))
                     launcher.start_node(by_id[victim])
                     progress.console.print(f"[green]broker {victim} restarted[/]")
-                values = [f"rec-{n:06d}" for n in range(first, first + CHUNK)]
+                values = record_lines(first, CHUNK)
                 # One batch per call, acknowledged whole or not at all; the
                 # batches go round the partitions (sticky, as keyless records do).
                 summary = produce_values(cluster, TOPIC, (v.encode() for v in values), acks=-1,
@@ -128,7 +148,7 @@ def run(console: Console, plans: tuple[launcher.NodePlan, ...]) -> int:
                               idle_timeout_s=15):
             value = (record.value or b"").decode()
             seen[value] += 1
-            n = int(value.split("-")[1])
+            n = int(value.split()[0])
             if n < last_in_partition.get(record.partition, -1):
                 out_of_order += 1
             last_in_partition[record.partition] = n
@@ -144,4 +164,30 @@ def run(console: Console, plans: tuple[launcher.NodePlan, ...]) -> int:
     ok = not missing and not duplicates and not out_of_order
     console.print("[bold green]every acknowledged record arrived once, in order per partition[/]" if ok
                   else "[bold red]the checks failed[/]")
-    return 0 if ok else 1
+    counted = word_count(console, launcher.broker_bootstrap(plans), plans[0].home.parent / "spark-checkpoint")
+    return 0 if ok and counted else 1
+
+
+def word_count(console: Console, bootstrap: str, checkpoint: Path) -> bool:
+    """Spark's streaming word count over the demo's topic (a subprocess, as a user runs it)."""
+    console.rule(f"[bold]kraftlog spark wordcount {TOPIC} --table {WORD_COUNT_TABLE} --available-now")
+    console.print("Spark (local[2]) reads every record through the kraftlog data source, counts words with "
+                  "RocksDB state, writes the counts to a compacted topic, and reads that table back:")
+    command = [sys.executable, "-m", "spark_jobs", "wordcount", TOPIC, "--table", WORD_COUNT_TABLE,
+               "--checkpoint", str(checkpoint), "--available-now", "--top", "10", "--bootstrap", bootstrap]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=SPARK_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        console.print(f"[bold red]the word count did not finish within {SPARK_TIMEOUT_S}s[/]")
+        return False
+    if done.returncode != 0:
+        console.print(f"[bold red]the word count failed[/] (exit {done.returncode}):")
+        console.print("\n".join(done.stderr.strip().splitlines()[-15:]), markup=False)
+        return False
+    table = Table("count", "word", title=f"top words, rebuilt from {WORD_COUNT_TABLE}")
+    for line in done.stdout.splitlines():
+        count, _, word = line.strip().partition("  ")
+        if count.isdigit():
+            table.add_row(count, word.strip())
+    console.print(table)
+    return True
