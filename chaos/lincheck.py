@@ -15,6 +15,7 @@ CHECKER_DIR = Path(__file__).resolve().parent / "checker"
 BINARY = CHECKER_DIR / "bin" / "lincheck"
 
 OK, ILLEGAL, UNKNOWN, UNREADABLE = 0, 1, 2, 3
+ILLEGAL_RESULT = "illegal"  # the verdict JSON's "result" for a history that is not linearizable
 FORMATS = {"history": "jsonl", "jepsen-etcd": "jepsen-etcd"}
 
 

@@ -39,7 +39,7 @@ from kraftlog.local_cluster import LocalCluster
 from kraftlog.local_processes import wait_until
 
 from . import lincheck
-from .history import HistoryRecorder, read_history
+from .history import NEMESIS, HistoryRecorder, read_history
 from .nemesis import SCENARIOS, Nemesis, ScheduledFault, schedule
 from .metadata_workload import MetadataWorkload
 from .queue_checks import analyze, model_history, summarize, to_log_model
@@ -232,8 +232,18 @@ def _isr(cluster: LocalCluster, broker: int) -> Optional[list[int]]:
     return None
 
 
-def _check(results: Path, faults: int, notes: list[str]) -> dict[str, Any]:
-    history = list(read_history(results / "history.jsonl"))
+def recheck(history_file: Path) -> dict[str, Any]:
+    """Check a recorded run's history again (`kraftlog chaos check` on a
+    run's history.jsonl): the queue checks and every checker model, the
+    files written next to it, the summary returned."""
+    faults = sum(1 for line in read_history(history_file)
+                 if line["process"] == NEMESIS and line["value"].get("phase") == "start")
+    return _check(history_file.parent, faults, [], history_file)
+
+
+def _check(results: Path, faults: int, notes: list[str],
+           history_file: Optional[Path] = None) -> dict[str, Any]:
+    history = list(read_history(history_file or results / "history.jsonl"))
     report = analyze(history)
     (results / "anomalies.json").write_text(json.dumps(report.anomalies, indent=1))
     verdicts = {"log": _linearizable(results, "log", to_log_model(history), notes)}

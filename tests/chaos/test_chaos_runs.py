@@ -38,6 +38,12 @@ def test_mixed_faults_lose_nothing(tmp_path) -> None:
     assert {"history.jsonl", "summary.json", "schedule.json", "log-verdict.json", "offsets-verdict.json",
             "metadata-verdict.json"} <= {p.name for p in folder.iterdir()}
     assert namespaces() == before  # the testbed removed what it made
+    # `chaos check` on the run's history checks it all again, to the same verdict.
+    again = subprocess.run([sys.executable, "-m", "kraftlog", "chaos", "check", str(folder / "history.jsonl")],
+                           capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stdout + again.stderr
+    rechecked = json.loads(again.stdout)
+    assert rechecked["anomalies"] == summary["anomalies"] and rechecked["faults"] == summary["faults"]
 
 
 @pytest.mark.parametrize("unclean", [True, False], ids=["unclean", "clean"])
