@@ -173,17 +173,29 @@ class LocalCluster(LocalProcesses):
 
     def wait_for_leaders(self, topic: str, timeout: float = 30.0, among: Optional[Iterable[int]] = None,
                          ) -> bpb.MetadataResponse.Topic:
-        """The topic as a live broker describes it once every partition has a leader."""
+        """The topic once every partition has a leader, as every live broker
+        that answers describes it (brokers learn metadata at their own pace:
+        a produce right after this must not meet a broker that has not heard
+        of the topic). Brokers that do not answer (paused, starting) are
+        not waited for."""
+        allowed = set(among) if among is not None else None
+
         def led() -> Optional[bpb.MetadataResponse.Topic]:
-            answer = self.metadata(topics=[topic])
-            if answer is None or not answer.topics or answer.topics[0].error_code:
-                return None
-            found = answer.topics[0]
-            allowed = set(among) if among is not None else None
-            if all(p.error_code == 0 and p.leader_id >= 0 and (allowed is None or p.leader_id in allowed)
-                   for p in found.partitions):
-                return found
-            return None
+            answers = [self.metadata(b, topics=[topic]) for b in self.live_brokers()]
+            views = []
+            for answer in answers:
+                if answer is None:
+                    continue
+                if not answer.topics or answer.topics[0].error_code:
+                    return None
+                found = answer.topics[0]
+                if not all(p.error_code == 0 and p.leader_id >= 0 and (allowed is None or p.leader_id in allowed)
+                           for p in found.partitions):
+                    return None
+                views.append(found)
+            leaders = {tuple(sorted((p.partition_index, p.leader_id, p.leader_epoch) for p in v.partitions))
+                       for v in views}
+            return views[0] if len(leaders) == 1 else None
 
         return wait_until(led, timeout, f"leaders for every partition of {topic}", interval=0.1)
 

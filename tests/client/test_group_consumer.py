@@ -247,6 +247,20 @@ def test_group_of_threads_through_a_join_and_a_leave(cluster, bootstrap) -> None
         times = [t for t in members[name].poll_returns if t >= leave_at]
         gaps[name] = max((b - a for a, b in zip(times, times[1:])), default=0.0)
     print(f"longest poll gap while m1 left (s): {gaps}")
+    # And for the partitions that moved (m4 joining, m1 leaving): from the old
+    # owner's revoke (or m1's leave) to the new owner's assign - the pause
+    # those partitions saw.
+    revoked_at: dict[TopicPartition, float] = {}
+    handovers = []
+    for _, _, kind, tps, at in events:
+        for tp in tps:
+            if kind == "revoke":
+                revoked_at[tp] = at
+            elif kind == "assign" and tp in revoked_at:
+                handovers.append(at - revoked_at.pop(tp))
+    if handovers:
+        print(f"moved partitions: {len(handovers)}, revoke-to-assign pause (s): "
+              f"median {sorted(handovers)[len(handovers) // 2]:.3f}, max {max(handovers):.3f}")
 
 
 def test_regex_subscription_and_unsubscribe(cluster, bootstrap) -> None:

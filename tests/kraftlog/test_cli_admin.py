@@ -93,9 +93,11 @@ def test_topic_lifecycle(cluster) -> None:
     assert "Created topic orders (2 partitions, replication factor 3)." in ok(
         cluster, "topics", "create", "orders", "--partitions", "2", "--replication-factor", "3",
         "--config", "retention.ms=3600000")
+    # Brokers learn of the topic from the metadata log a moment after the
+    # controller committed it (as in Kafka): wait for it, then list.
+    cluster.wait_for_leaders("orders")
     assert "orders" in ok_json(cluster, "topics", "list")
     assert "orders" in ok(cluster, "topics", "list").splitlines()
-    cluster.wait_for_leaders("orders")
 
     [topic] = ok_json(cluster, "topics", "describe", "orders")
     assert topic["configs"] == {"retention.ms": "3600000"}
