@@ -222,14 +222,25 @@ def test_cluster_status_shows_each_nodes_metrics_address(cluster) -> None:
 
 def test_a_killed_broker_shrinks_isrs_and_its_return_expands_them(cluster) -> None:
     cluster.create_topic("isr-watch", partitions=3, replication_factor=3)
-    cluster.wait_for_leaders("isr-watch")
-    victim = cluster.brokers[-1]
+    topic = cluster.wait_for_leaders("isr-watch")
+    # The victim must follow some partition a survivor leads: only a leader's
+    # own shrink counts, and the controller's placement may give one broker
+    # every leadership of the topic. The broker leading fewest is safe.
+    led = {b: sum(p.leader_id == b for p in topic.partitions) for b in cluster.brokers}
+    victim = min(cluster.brokers, key=lambda b: (led[b], -b))
     survivors = tuple(b for b in cluster.brokers if b != victim)
     wait_until(lambda: total(scrape_nodes(cluster, cluster.brokers), RM + "underreplicatedpartitions") == 0,
                60, "every ISR full before the kill", interval=0.2)
     before = scrape_nodes(cluster, survivors)
 
     cluster.kill(victim)  # kill -9 by PID
+    # As in Kafka, a follower is out of sync only when it is behind the
+    # leader's log end for replica.lag.time.max.ms: an idle partition keeps a
+    # dead follower until the controller fences it. So write to each one.
+    with Cluster(",".join(cluster.broker_addresses[b] for b in survivors)) as client:
+        for p in topic.partitions:
+            if p.leader_id != victim:
+                produce_values(client, "isr-watch", [b"after the kill"], acks=1, partition=p.partition_index)
 
     def shrunk() -> Optional[dict[int, Samples]]:
         by_node = scrape_nodes(cluster, survivors)
