@@ -18,7 +18,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 INVOKE, OK, FAIL, INFO = "invoke", "ok", "fail", "info"
 NEMESIS = "nemesis"
@@ -97,19 +97,18 @@ def read_history(path: Path) -> Iterator[dict[str, Any]]:
                 yield json.loads(text)
 
 
-def completions(path: Path) -> Iterator[tuple[dict[str, Any], Optional[dict[str, Any]]]]:
-    """(invoke, completion or None) per client operation, in invoke order."""
-    open_calls: dict[int, dict[str, Any]] = {}
-    pairs: list[list[Any]] = []
-    for line in read_history(path):
+def paired(lines: Iterable[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], Optional[dict[str, Any]]]]:
+    """Client operations as they happen: (invoke, None) when an operation is
+    invoked, (invoke, completion) when it completes. Fault lines and
+    completions of nothing are skipped."""
+    open_calls: dict[Any, dict[str, Any]] = {}
+    for line in lines:
         if line["process"] == NEMESIS:
             continue
         if line["type"] == INVOKE:
-            pair = [line, None]
-            pairs.append(pair)
-            open_calls[line["process"]] = pair  # type: ignore[assignment]
-        else:
-            pair = open_calls.pop(line["process"])  # type: ignore[assignment]
-            pair[1] = line
-    for invoke, completion in pairs:
-        yield invoke, completion
+            open_calls[line["process"]] = line
+            yield line, None
+            continue
+        call = open_calls.pop(line["process"], None)
+        if call is not None:
+            yield call, line

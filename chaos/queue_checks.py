@@ -24,7 +24,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Optional
 
-from .history import FAIL, INFO, INVOKE, NEMESIS, OK
+from .history import FAIL, INFO, INVOKE, OK, paired
 
 SEND, POLL, ASSIGN, FINAL_READ = "send", "poll", "assign", "final-read"
 
@@ -60,7 +60,6 @@ class QueueReport:
 
 def analyze(history: Iterable[dict[str, Any]]) -> QueueReport:
     report = QueueReport()
-    invokes: dict[Any, dict[str, Any]] = {}
     acked: dict[str, tuple[str, int]] = {}  # value -> (partition, offset)
     unknown: dict[str, str] = {}  # info sends: value -> partition
     invoked_values: set[str] = set()
@@ -75,16 +74,10 @@ def analyze(history: Iterable[dict[str, Any]]) -> QueueReport:
         at_offset[(partition, offset)].add(value)
         offsets_of[value].add((partition, offset))
 
-    for line in history:
-        if line["process"] == NEMESIS:
-            continue
-        if line["type"] == INVOKE:
-            invokes[line["process"]] = line
-            if line["f"] == SEND:
-                invoked_values.add(line["value"])
-            continue
-        call = invokes.pop(line["process"], None)
-        if call is None:
+    for call, line in paired(history):
+        if line is None:
+            if call["f"] == SEND:
+                invoked_values.add(call["value"])
             continue
         f, kind = call["f"], line["type"]
         if f == SEND:
@@ -170,23 +163,12 @@ def to_log_model(history: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     """The history as the `log` model's input: sends as recorded, and each
     record of a poll or final read a `read` op of its own (its own process
     number, the poll's invoke and completion times)."""
-    invokes: dict[Any, dict[str, Any]] = {}
     next_process = 1 << 20  # above the workload's own process numbers
-    for line in history:
-        if line["process"] == NEMESIS:
-            continue
-        if line["type"] == INVOKE:
-            invokes[line["process"]] = line
-            if line["f"] == SEND:
-                yield line
-            continue
-        call = invokes.pop(line["process"], None)
-        if call is None:
-            continue
+    for call, line in paired(history):
         if call["f"] == SEND:
-            yield line
+            yield call if line is None else line
             continue
-        if line["type"] != OK or call["f"] not in (POLL, FINAL_READ):
+        if line is None or line["type"] != OK or call["f"] not in (POLL, FINAL_READ):
             continue
         groups = line["value"].items() if call["f"] == POLL else [(call["key"], line["value"])]
         for partition, records in groups:
@@ -206,17 +188,9 @@ def model_history(history: Iterable[dict[str, Any]], model: str) -> Iterator[dic
     """The lines of one checker model's ops (offsets: the group members'
     commits and fetches; metadata: topic creates, deletes and describes)."""
     ops = MODEL_OPS[model]
-    processes: set[Any] = set()
-    for line in history:
-        if line["process"] == NEMESIS:
-            continue
-        if line["type"] == INVOKE:
-            if line["f"] in ops:
-                processes.add(line["process"])
-                yield line
-        elif line["process"] in processes and line["f"] in ops:
-            processes.discard(line["process"])
-            yield line
+    for call, line in paired(history):
+        if call["f"] in ops:
+            yield call if line is None else line
 
 
 def summarize(report: QueueReport, *, faults: int, verdicts: dict[str, Optional[str]]) -> dict[str, Any]:
