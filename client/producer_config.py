@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from partition_log.compression import Codec
-from partition_log.config import parse_bool, parse_int
+from partition_log.config import parse_bool
 from partition_log.errors import UnsupportedCompressionTypeError
 
-from .admin import parse_bootstrap
 from .errors import InvalidConfigError
+from .settings import read_settings
 
 MAX_IN_FLIGHT_WITH_IDEMPOTENCE = 5  # the broker remembers the last 5 batches per producer and partition
 ACKS = {"all": -1, "-1": -1, "0": 0, "1": 1}
@@ -71,18 +71,8 @@ class ProducerConfig:
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any]) -> "ProducerConfig":
-        unknown = sorted(set(raw) - set(_INTS) - set(_STRINGS) - set(_BOOLS))
-        if unknown:
-            raise InvalidConfigError(f"{unknown[0]}: not a producer setting")
-        ints = {k: parse_int(k, raw[k], minimum) if k in raw else default
-                for k, (default, minimum) in _INTS.items()}
-        strings = {k: (str(raw[k]).strip() if raw.get(k) is not None else default) for k, default in _STRINGS.items()}
-        if not strings["bootstrap.servers"]:
-            raise InvalidConfigError("bootstrap.servers: required (HOST:PORT,...)")
-        try:
-            bootstrap = tuple(parse_bootstrap(strings["bootstrap.servers"]))
-        except InvalidConfigError as exc:
-            raise InvalidConfigError(f"bootstrap.servers={strings['bootstrap.servers']!r}: {exc}") from None
+        settings = read_settings(raw, "producer", ints=_INTS, strings=_STRINGS, bools=_BOOLS)
+        ints, strings = settings.ints, settings.strings
         acks = ACKS.get(str(strings["acks"]).lower())
         if acks is None:
             raise InvalidConfigError(f"acks={raw['acks']!r}: expected all, -1, 0 or 1")
@@ -100,7 +90,7 @@ class ProducerConfig:
                                          f"request.timeout.ms ({floor})")
             delivery = floor  # Kafka raises the default rather than refuse the user's other settings
         return cls(
-            bootstrap_servers=bootstrap,
+            bootstrap_servers=settings.bootstrap,
             client_id=strings["client.id"] or "",
             acks=acks,
             compression=codec,
