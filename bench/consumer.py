@@ -59,7 +59,7 @@ def main() -> None:
             LocalCluster(Path(tmp), properties=PROPERTIES) as cluster:
         cluster.start()
         cluster.wait_for_brokers(timeout=60)
-        bootstrap = ",".join(cluster.broker_addresses.values())
+        bootstrap = cluster.bootstrap
         cluster.create_topic(topic, PARTITIONS, 3, configs={"min.insync.replicas": "2"})
         cluster.wait_for_leaders(topic)
         produced = asyncio.run(produce(bootstrap, topic, args.records, args.seconds, idempotence=True))

@@ -70,7 +70,7 @@ def main() -> None:
             LocalCluster(Path(tmp), properties=PROPERTIES) as cluster:
         cluster.start()
         cluster.wait_for_brokers(timeout=60)
-        bootstrap = ",".join(cluster.broker_addresses.values())
+        bootstrap = cluster.bootstrap
         for idempotence in (True, False):
             topic = f"bench-idempotence-{str(idempotence).lower()}"
             cluster.create_topic(topic, PARTITIONS, 3, configs={"min.insync.replicas": "2"})

@@ -75,7 +75,7 @@ def main() -> None:
             spark.sparkContext.setLogLevel("ERROR")
             register(spark)
             query = (spark.readStream.format("kraftlog")
-                     .option("kraftlog.bootstrap.servers", ",".join(cluster.broker_addresses.values()))
+                     .option("kraftlog.bootstrap.servers", cluster.bootstrap)
                      .option("subscribe", "latency").load()
                      .writeStream.foreachBatch(seen).option("checkpointLocation", f"{tmp}/checkpoint").start())
             time.sleep(WARM_UP_S)  # the query's first (empty) batches start its Python workers

@@ -120,7 +120,7 @@ def run(settings: RunSettings) -> RunResult:
         min_isr = 1 if settings.scenario == UNCLEAN else 2
         cluster.create_topic(TOPIC, PARTITIONS, 3, configs={"min.insync.replicas": str(min_isr)})
         cluster.wait_for_leaders(TOPIC, timeout=RECOVERY_TIMEOUT_S)
-        bootstrap = ",".join(cluster.broker_addresses.values())
+        bootstrap = cluster.bootstrap
         workload = QueueWorkload(history, bootstrap, TOPIC, PARTITIONS)
         nemesis = Nemesis(cluster, node_ids, list(cluster.brokers), history, testbed,
                           partition_leader=lambda: leader_of(cluster.metadata(topics=[TOPIC]), TOPIC),

@@ -11,8 +11,10 @@ node also serves Prometheus metrics (`metrics_addresses`) on a free port.
 """
 from __future__ import annotations
 
+import contextlib
+
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
+from typing import Any, Callable, Iterable, Iterator, Mapping, Optional, Sequence
 
 import grpc
 
@@ -94,6 +96,22 @@ class LocalCluster(LocalProcesses):
     @property
     def brokers(self) -> tuple[int, ...]:
         return tuple(self.broker_addresses)
+
+    @contextlib.contextmanager
+    def running(self, timeout: float = 60.0) -> Iterator["LocalCluster"]:
+        """Every node started and every broker unfenced; every process
+        stopped by PID on the way out, also when the block failed."""
+        try:
+            self.start()
+            self.wait_for_brokers(timeout=timeout)
+            yield self
+        finally:
+            self.close()
+
+    @property
+    def bootstrap(self) -> str:
+        """Every broker's address, as bootstrap.servers / --bootstrap take them."""
+        return ",".join(self.broker_addresses.values())
 
     def close(self) -> None:
         for channel in self._channels.values():

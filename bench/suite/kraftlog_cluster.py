@@ -59,7 +59,7 @@ def start_cluster(directory: Path, brokers: int) -> LocalCluster:
 
 
 def bootstrap(cluster: LocalCluster) -> str:
-    return ",".join(cluster.broker_addresses.values())
+    return cluster.bootstrap
 
 
 class _ProducerJob:

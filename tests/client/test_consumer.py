@@ -23,18 +23,13 @@ POLL_DEADLINE_S = 90  # bounds every poll loop; never part of an assert
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = LocalCluster(tmp_path_factory.mktemp("consumer"), combined=3)
-    try:
-        c.start()
-        c.wait_for_brokers(timeout=60)
+    with LocalCluster(tmp_path_factory.mktemp("consumer"), combined=3).running() as c:
         yield c
-    finally:
-        c.close()
 
 
 @pytest.fixture(scope="module")
 def bootstrap(cluster) -> str:
-    return ",".join(cluster.broker_addresses.values())
+    return cluster.bootstrap
 
 
 def make_topic(cluster: LocalCluster, name: str, partitions: int, values: Iterable[bytes] = (),
@@ -49,7 +44,7 @@ def make_topic(cluster: LocalCluster, name: str, partitions: int, values: Iterab
 
 def produce(cluster: LocalCluster, topic: str, values: list[bytes], batch_records: int = 100,
             partition: int | None = None) -> None:
-    with Cluster(",".join(cluster.broker_addresses.values())) as c:
+    with Cluster(cluster.bootstrap) as c:
         summary = produce_values(c, topic, values, batch_records=batch_records, partition=partition)
     assert summary.acknowledged == len(values), summary.errors
 

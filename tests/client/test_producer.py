@@ -22,18 +22,13 @@ PROPERTIES = {"broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms":
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = LocalCluster(tmp_path_factory.mktemp("producer"), combined=3, properties=PROPERTIES)
-    try:
-        c.start()
-        c.wait_for_brokers(timeout=60)
+    with LocalCluster(tmp_path_factory.mktemp("producer"), combined=3, properties=PROPERTIES).running() as c:
         yield c
-    finally:
-        c.close()
 
 
 @pytest.fixture(scope="module")
 def bootstrap(cluster) -> str:
-    return ",".join(cluster.broker_addresses.values())
+    return cluster.bootstrap
 
 
 def topic(cluster: LocalCluster, name: str, partitions: int = 1, configs: dict | None = None) -> str:

@@ -27,17 +27,12 @@ STREAM_DEADLINE_S = 120  # bounds every produce loop; never part of an assert
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = LocalCluster(tmp_path_factory.mktemp("producer-faults"), properties=PROPERTIES)
-    try:
-        c.start()
-        c.wait_for_brokers(timeout=60)
+    with LocalCluster(tmp_path_factory.mktemp("producer-faults"), properties=PROPERTIES).running() as c:
         yield c
-    finally:
-        c.close()
 
 
 def bootstrap(cluster: LocalCluster) -> str:
-    return ",".join(cluster.broker_addresses.values())
+    return cluster.bootstrap
 
 
 def restart(cluster: LocalCluster, broker: int) -> None:

@@ -57,18 +57,14 @@ INCONSISTENT_CLUSTER_ID = 104
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = LocalCluster(tmp_path_factory.mktemp("bad-input"), controllers=3, brokers=3, properties=PROPERTIES)
-    try:
-        c.start()
-        c.wait_for_brokers()
+    cluster = LocalCluster(tmp_path_factory.mktemp("bad-input"), controllers=3, brokers=3, properties=PROPERTIES)
+    with cluster.running(timeout=30) as c:  # every process still running is killed by PID at the end
         create(c, GOOD, assignments=[(A, B)])
         create(c, SMALL, assignments=[(A, B)], configs={"max.message.bytes": "1024"})
         create(c, EPOCHS, assignments=[(C, B)])
         for topic, leader in ((GOOD, A), (SMALL, A), (EPOCHS, C)):
             wait_until(lambda: leader_of(c, leader, topic) == leader, 30, f"{topic} led by broker {leader}")
         yield c
-    finally:
-        c.close()  # SIGKILL of every process still running, by PID
 
 
 @pytest.fixture(scope="module")

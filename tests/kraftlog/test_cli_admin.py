@@ -30,13 +30,8 @@ WAIT_S = 60.0
 
 def running_cluster(directory: Path, properties: dict[str, Any]) -> Iterator[LocalCluster]:
     """A started 3 + 3 cluster with every broker unfenced, stopped afterwards (for module fixtures)."""
-    c = LocalCluster(directory, properties=properties)
-    try:
-        c.start()
-        c.wait_for_brokers(timeout=WAIT_S)
+    with LocalCluster(directory, properties=properties).running(timeout=WAIT_S) as c:
         yield c
-    finally:
-        c.close()
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +47,7 @@ def run(cluster: Optional[LocalCluster], *args: str, stdin: str = "",
     if bootstrap is not None:
         env["KRAFTLOG_BOOTSTRAP"] = bootstrap
     elif cluster is not None:
-        env["KRAFTLOG_BOOTSTRAP"] = ",".join(cluster.broker_addresses.values())
+        env["KRAFTLOG_BOOTSTRAP"] = cluster.bootstrap
     return subprocess.run([sys.executable, "-m", "kraftlog", *args], input=stdin, capture_output=True,
                           text=True, env=env, timeout=180)
 

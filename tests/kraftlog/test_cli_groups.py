@@ -35,7 +35,7 @@ class Member:
     """A group member polling on a thread until stopped; what it read."""
 
     def __init__(self, cluster: LocalCluster, group: str) -> None:
-        self.consumer = Consumer({"bootstrap.servers": ",".join(cluster.broker_addresses.values()),
+        self.consumer = Consumer({"bootstrap.servers": cluster.bootstrap,
                                   "group.id": group, "auto.offset.reset": "earliest", "client.id": "cli-test",
                                   "max.poll.records": 10})
         self.consumer.subscribe(["orders"])

@@ -32,15 +32,10 @@ RETRY = (Error.NOT_COORDINATOR, Error.COORDINATOR_LOAD_IN_PROGRESS, Error.COORDI
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = LocalCluster(tmp_path_factory.mktemp("groups"), properties=PROPERTIES)
-    try:
-        c.start()
-        c.wait_for_brokers(timeout=60)
+    with LocalCluster(tmp_path_factory.mktemp("groups"), properties=PROPERTIES).running() as c:
         c.create_topic(TOPIC, PARTITIONS, 3)
         c.wait_for_leaders(TOPIC)
         yield c
-    finally:
-        c.close()
 
 
 def stub(cluster: LocalCluster, broker_id: int) -> gpb_grpc.GroupCoordinatorStub:

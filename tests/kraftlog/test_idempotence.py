@@ -32,13 +32,8 @@ PROPERTIES = {
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = LocalCluster(tmp_path_factory.mktemp("idempotence"), properties=PROPERTIES)
-    try:
-        c.start()
-        c.wait_for_brokers(timeout=60)
+    with LocalCluster(tmp_path_factory.mktemp("idempotence"), properties=PROPERTIES).running() as c:
         yield c
-    finally:
-        c.close()  # every process still running, by PID
 
 
 def init_producer_id(c: LocalCluster, broker: int, producer_id: int = -1, epoch: int = -1,

@@ -60,13 +60,8 @@ Samples = dict[str, list]  # sample name -> prometheus_client Sample(name, label
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = LocalCluster(tmp_path_factory.mktemp("metrics"), properties=PROPERTIES)
-    try:
-        c.start()
-        c.wait_for_brokers(timeout=60)
+    with LocalCluster(tmp_path_factory.mktemp("metrics"), properties=PROPERTIES).running() as c:
         yield c
-    finally:
-        c.close()  # every process, by PID
 
 
 def scrape(address: str) -> Samples:
@@ -171,7 +166,7 @@ def test_request_counters_follow_produce_fetch_and_errors(cluster) -> None:
     cluster.wait_for_leaders("requests")
     before = scrape_nodes(cluster, cluster.brokers)
     values = [f"value-{i}".encode() for i in range(60)]
-    with Cluster(",".join(cluster.broker_addresses.values())) as client:
+    with Cluster(cluster.bootstrap) as client:
         summary = produce_values(client, "requests", values, batch_records=10)
         assert summary.acknowledged == 60 and not summary.failed, summary
         consumed = list(consume(client, "requests", max_messages=60))

@@ -16,17 +16,12 @@ PROPERTIES = {"broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms":
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    c = LocalCluster(tmp_path_factory.mktemp("console"), properties=PROPERTIES)
-    try:
-        c.start()
-        c.wait_for_brokers(timeout=60)
+    with LocalCluster(tmp_path_factory.mktemp("console"), properties=PROPERTIES).running() as c:
         yield c
-    finally:
-        c.close()
 
 
 def kraftlog(cluster: LocalCluster, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
-    env = dict(os.environ, KRAFTLOG_BOOTSTRAP=",".join(cluster.broker_addresses.values()))
+    env = dict(os.environ, KRAFTLOG_BOOTSTRAP=cluster.bootstrap)
     return subprocess.run([sys.executable, "-m", "kraftlog", *args], input=stdin, capture_output=True,
                           text=True, env=env, timeout=180)
 

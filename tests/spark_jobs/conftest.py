@@ -60,17 +60,12 @@ def spark():
 
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory):
-    c = LocalCluster(tmp_path_factory.mktemp("spark-cluster"), combined=3, properties=PROPERTIES)
-    try:
-        c.start()
-        c.wait_for_brokers(timeout=60)
+    with LocalCluster(tmp_path_factory.mktemp("spark-cluster"), combined=3, properties=PROPERTIES).running() as c:
         yield c
-    finally:
-        c.close()
 
 
 def bootstrap(cluster: LocalCluster) -> str:
-    return ",".join(cluster.broker_addresses.values())
+    return cluster.bootstrap
 
 
 def produce(cluster: LocalCluster, topic: str, partition: int, records: Sequence[Record],
