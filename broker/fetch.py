@@ -21,6 +21,7 @@ from typing import Optional
 from kraftlog_api import broker_pb2 as bpb
 
 from .errors import Error, as_broker_error
+from .fetch_response import BytesLike, encode_fetch_response
 from .partition import Partition
 from .replica_manager import ReplicaManager
 
@@ -31,7 +32,8 @@ FetchPartition = bpb.FetchRequest.FetchPartition
 PartitionData = bpb.FetchResponse.PartitionData
 
 
-async def handle_fetch(replicas: ReplicaManager, request: bpb.FetchRequest) -> bpb.FetchResponse:
+async def handle_fetch(replicas: ReplicaManager, request: bpb.FetchRequest) -> bytes:
+    """The serialized FetchResponse (fetch_response.py splices the batches in)."""
     wanted = [(t.topic, p) for t in request.topics for p in t.partitions]
     decided: dict[int, PartitionData] = {}
     if request.replica_id >= 0:
@@ -44,14 +46,14 @@ async def handle_fetch(replicas: ReplicaManager, request: bpb.FetchRequest) -> b
     while True:
         answers, size = _read_all(replicas, request, wanted, decided)
         if (request.max_wait_ms <= 0 or size >= request.min_bytes
-                or any(a.error_code != Error.NONE or a.HasField("diverging_epoch") for a in answers)):
+                or any(a.error_code != Error.NONE or a.HasField("diverging_epoch") for a, _ in answers)):
             break
         remaining = deadline - loop.time()
         waits = [p.changed.wait() for p in (replicas.partitions.get((t, fp.partition)) for t, fp in wanted) if p]
         if remaining <= 0 or not waits:
             break
         await asyncio.wait(waits, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
-    return _response(wanted, answers)
+    return encode_fetch_response((topic, answer, records) for (topic, _), (answer, records) in zip(wanted, answers))
 
 
 def _follower_fetched(replicas: ReplicaManager, replica_id: int, replica_epoch: int, topic: str,
@@ -78,7 +80,7 @@ def _follower_fetched(replicas: ReplicaManager, replica_id: int, replica_epoch: 
 
 
 def _read_all(replicas: ReplicaManager, request: bpb.FetchRequest, wanted: list[tuple[str, FetchPartition]],
-              decided: dict[int, PartitionData]) -> tuple[list[PartitionData], int]:
+              decided: dict[int, PartitionData]) -> tuple[list[tuple[PartitionData, BytesLike]], int]:
     """One pass over the partitions, within max_bytes: the first batch found
     is returned whole even past the limits (KIP-74), so a fetch always progresses."""
     budget = request.max_bytes if request.max_bytes > 0 else DEFAULT_MAX_BYTES
@@ -90,23 +92,24 @@ def _read_all(replicas: ReplicaManager, request: bpb.FetchRequest, wanted: list[
         if answer is None:
             limit = min(fp.partition_max_bytes if fp.partition_max_bytes > 0 else DEFAULT_PARTITION_MAX_BYTES,
                         max(budget - size, 0))
-            answer = _read(replicas, topic, fp, limit, follower, min_one_batch=size == 0)
-            size += len(answer.records)
-        answers.append(answer)
+            answer, records = _read(replicas, topic, fp, limit, follower, min_one_batch=size == 0)
+            size += len(records)
+            answers.append((answer, records))
+        else:
+            answers.append((answer, b""))
     return answers, size
 
 
 def _read(replicas: ReplicaManager, topic: str, fp: FetchPartition, max_bytes: int, follower: bool,
-          *, min_one_batch: bool) -> PartitionData:
+          *, min_one_batch: bool) -> tuple[PartitionData, BytesLike]:
+    """The partition's answer, its records kept apart (see fetch_response.py)."""
     try:
         partition = replicas.get(topic, fp.partition)
         partition.leader(fp.current_leader_epoch)
         records = partition.read(fp.fetch_offset, max_bytes, up_to_log_end=follower, min_one_batch=min_one_batch)
-        answer = _watermarks(partition, fp.partition)
-        answer.records = records
-        return answer
+        return _watermarks(partition, fp.partition), records
     except Exception as exc:  # noqa: BLE001 - an error is this partition's answer
-        return _error(replicas, topic, fp.partition, exc)
+        return _error(replicas, topic, fp.partition, exc), b""
 
 
 def _watermarks(partition: Partition, index: int) -> PartitionData:
@@ -121,14 +124,3 @@ def _error(replicas: ReplicaManager, topic: str, index: int, exc: Exception) -> 
     leader, epoch = replicas.leader_hint(topic, index)
     return PartitionData(partition_index=index, error_code=err.error, high_watermark=-1, last_stable_offset=-1,
                          log_start_offset=-1, current_leader_id=leader, current_leader_epoch=epoch)
-
-
-def _response(wanted: list[tuple[str, FetchPartition]], answers: list[PartitionData]) -> bpb.FetchResponse:
-    response = bpb.FetchResponse()
-    last: Optional[bpb.FetchResponse.FetchableTopicResponse] = None
-    for (topic, _), answer in zip(wanted, answers):
-        if last is None or last.topic != topic:
-            last = response.responses.add(topic=topic)
-        last.partitions.append(answer)
-    return response
-

@@ -355,7 +355,7 @@ class Partition:
         self.producers.expire(now)
 
     # -- reads ---------------------------------------------------------------
-    def read(self, offset: int, max_bytes: int, *, up_to_log_end: bool, min_one_batch: bool) -> bytes:
+    def read(self, offset: int, max_bytes: int, *, up_to_log_end: bool, min_one_batch: bool) -> bytes | memoryview:
         """Whole batches from `offset`: below the high watermark for consumers,
         to the log end for followers."""
         max_offset = None if up_to_log_end else self.high_watermark

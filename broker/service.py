@@ -65,7 +65,7 @@ class KafkaBrokerService:
         await self._check_ready(context)
         return await handle_produce(self.replicas, request)
 
-    async def Fetch(self, request: bpb.FetchRequest, context: grpc.aio.ServicerContext) -> bpb.FetchResponse:
+    async def Fetch(self, request: bpb.FetchRequest, context: grpc.aio.ServicerContext) -> bytes:
         await self._check_ready(context)
         return await handle_fetch(self.replicas, request)
 

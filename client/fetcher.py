@@ -54,7 +54,8 @@ def decode_fetched(tp: TopicPartition, position: int, data: bpb.FetchResponse.Pa
     next_offset = position
     hw = data.high_watermark
     end = hw if hw >= 0 else _NO_LIMIT  # offsets from here on are not returned
-    for batch in iter_batches(data.records):
+    raw = data.records  # each read of a bytes field copies it
+    for batch in iter_batches(raw):
         h = batch.header
         next_offset = max(next_offset, h.next_offset)
         if h.is_control:
@@ -69,7 +70,7 @@ def decode_fetched(tp: TopicPartition, position: int, data: bpb.FetchResponse.Pa
         next_offset = min(next_offset, max(hw, position))
     if records:
         next_offset = max(next_offset, records[-1].offset + 1)
-    return CompletedFetch(tp, position, records, next_offset, size=len(data.records))
+    return CompletedFetch(tp, position, records, next_offset, size=len(raw))
 
 
 _NO_LIMIT = 2**63

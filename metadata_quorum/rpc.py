@@ -42,6 +42,10 @@ def _unary_handler(method: MethodDescriptor, implementation: Callable[..., Await
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"malformed {request_class.__name__}: {exc}")
         return await implementation(request, context)
 
-    return grpc.unary_unary_rpc_method_handler(
-        handle, request_deserializer=None, response_serializer=lambda response: response.SerializeToString()
-    )
+    return grpc.unary_unary_rpc_method_handler(handle, request_deserializer=None, response_serializer=_serialized)
+
+
+def _serialized(response: Any) -> bytes:
+    """A handler may answer with the message already encoded (the broker's
+    Fetch splices record batches in without protobuf copying them)."""
+    return response if isinstance(response, bytes) else response.SerializeToString()

@@ -355,8 +355,9 @@ class Log:
 
     # -- read ----------------------------------------------------------------
     def read(self, offset: int, max_bytes: int, *, max_offset: int | None = None,
-             min_one_batch: bool = True) -> bytes:
+             min_one_batch: bool = True) -> bytes | memoryview:
         """Batch bytes from the batch holding `offset`; empty at the end of the log.
+        Bytes-like: a view when the segment read was trimmed (LogSegment.read).
 
         `max_offset` (the high watermark for consumers) is exclusive: no batch
         starting at or past it is returned.
@@ -377,7 +378,7 @@ class Log:
                 break
         return b""
 
-    def iter_reads(self, offset: int, max_bytes: int, *, max_offset: int | None = None) -> Iterator[bytes]:
+    def iter_reads(self, offset: int, max_bytes: int, *, max_offset: int | None = None) -> Iterator[bytes | memoryview]:
         """Successive reads from `offset` to the log end (or `max_offset`), each
         starting where the last one's final batch ended. The first chunk may
         begin before `offset`: readers skip records below it, as Kafka's do."""

@@ -217,10 +217,12 @@ class LogSegment:
         return None
 
     def read(self, offset: int, max_bytes: int, max_offset: int | None = None,
-             min_one_batch: bool = True) -> tuple[int, bytes] | None:
+             min_one_batch: bool = True) -> tuple[int, bytes | memoryview] | None:
         """Whole batches from the one holding `offset`, at most `max_bytes` of them
         (but at least one batch when `min_one_batch`, as KIP-74), stopping before
-        a batch that starts at or after `max_offset` (the high watermark)."""
+        a batch that starts at or after `max_offset` (the high watermark).
+        A read cut short before its last, partial batch is a memoryview of
+        what was read: fetches of megabytes are not copied to trim them."""
         start = self.translate_offset(offset)
         if start is None or (max_offset is not None and start.header.base_offset >= max_offset):
             return None
@@ -236,7 +238,7 @@ class LogSegment:
             end += h.size
         if end == 0:
             return None
-        return start.position, data[:end] if end < len(data) else data
+        return start.position, memoryview(data)[:end] if end < len(data) else data
 
     def load_tail(self) -> int:
         """Scan from the last index entry to the end of the file: restores the

@@ -133,11 +133,12 @@ class _RangeFetch:
                 time.sleep(RETRY_BACKOFF_S)
                 self._refresh_quietly()
                 continue
-            if not answer.records:
+            records = answer.records  # each read of a bytes field copies it
+            if not records:
                 last_problem = f"high watermark {answer.high_watermark}, waiting for offset {position}"
                 continue  # the long poll waited already
-            yield FetchedChunk(answer.records, position, self.rng.end)
-            position = max(position, end_offset(answer.records))
+            yield FetchedChunk(records, position, self.rng.end)
+            position = max(position, end_offset(records))
             idle_since = time.monotonic()
 
     def _fetch_once(self, position: int) -> "bpb.FetchResponse.PartitionData | str":

@@ -121,14 +121,20 @@ def fetch_request(topic: str, index: int, offset: int, *, replica_id: int = -1, 
             last_fetched_epoch=last_fetched_epoch, partition_max_bytes=partition_max_bytes)])])
 
 
+async def fetched(replicas, request: bpb.FetchRequest) -> bpb.FetchResponse:
+    """handle_fetch's answer as the client parses it off the wire."""
+    from broker.fetch import handle_fetch
+
+    return bpb.FetchResponse.FromString(await handle_fetch(replicas, request))
+
+
 async def replicate(cluster: Cluster, follower_id: int, rounds: int = 1) -> None:
     """`rounds` fetches of every partition `follower_id` follows, straight into
     the leaders' handle_fetch (no long poll), applied as the fetcher would."""
     from broker import fetcher
-    from broker.fetch import handle_fetch
 
     follower = cluster[follower_id]
     for _ in range(rounds):
         for leader_id, request in fetcher.fetch_requests(follower, max_wait_ms=0).items():
-            response = await handle_fetch(cluster[leader_id], request)
+            response = await fetched(cluster[leader_id], request)
             fetcher.apply_fetch_response(follower, request, response)

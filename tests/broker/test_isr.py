@@ -9,12 +9,11 @@ import pytest
 from broker import isr
 from broker.config import BrokerConfig
 from broker.errors import Error
-from broker.fetch import handle_fetch
 from broker.produce import append
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
 
-from .helpers import Cluster, batch_of, fetch_request, run
+from .helpers import Cluster, batch_of, fetch_request, run, fetched
 
 LAG = 30000
 
@@ -70,7 +69,7 @@ def cluster(tmp_path):
 
 
 def follower_fetch(cluster, replica, offset):
-    run(handle_fetch(cluster[1], fetch_request("orders", 0, offset, replica_id=replica)))
+    run(fetched(cluster[1], fetch_request("orders", 0, offset, replica_id=replica)))
 
 
 def items(request):
@@ -110,7 +109,7 @@ def test_acks_all_completes_once_a_shrink_is_committed_and_not_before(cluster):
     async def go():
         produced = asyncio.ensure_future(append(cluster[1], "orders", 0, batch_of([b"a"]), -1, 5000))
         await asyncio.sleep(0)
-        await handle_fetch(cluster[1], fetch_request("orders", 0, 1, replica_id=2))
+        await fetched(cluster[1], fetch_request("orders", 0, 1, replica_id=2))
         cluster.clock.advance(LAG + 1)
         request = cluster[1].alter_partition_request()
         assert items(request) == [(0, [1, 2], 0, 0)]
@@ -205,7 +204,7 @@ def test_a_fetch_from_an_older_incarnation_does_not_bring_a_replica_into_the_isr
     cluster.apply(mpb.MetadataRecord(register_broker=mpb.RegisterBrokerRecord(
         broker_id=3, incarnation_id="inc-3-again", broker_epoch=old_epoch + 50,
         endpoints=[mpb.BrokerEndpoint(name="PLAINTEXT", host="127.0.0.1", port=9093)])))
-    fetch = lambda epoch: run(handle_fetch(  # noqa: E731
+    fetch = lambda epoch: run(fetched(  # noqa: E731
         cluster[1], fetch_request("orders", 0, 0, replica_id=3, replica_epoch=epoch)))
     fetch(old_epoch)
     assert cluster[1].alter_partition_request() is None

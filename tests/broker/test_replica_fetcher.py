@@ -9,14 +9,13 @@ import pytest
 
 from broker.config import BrokerConfig
 from broker.errors import Error
-from broker.fetch import handle_fetch
 from broker.offsets import handle_list_offsets
 from broker.produce import append
 from broker.replica_fetcher import ReplicaFetcher
 from kraftlog_api import controller_pb2 as cpb
 from partition_log.records import iter_records
 
-from .helpers import Cluster, batch_of, fetch_request, run
+from .helpers import Cluster, batch_of, fetch_request, run, fetched
 
 CONFIG = BrokerConfig(replica_fetch_wait_max_ms=200, replica_fetch_backoff_ms=10, replica_lag_time_max_ms=1000,
                       min_insync_replicas=2)
@@ -33,7 +32,7 @@ class Network:
     async def _fetch(self, leader: int, request):
         if leader in self.down:
             raise ConnectionRefusedError(f"broker {leader} is down")
-        return await handle_fetch(self.cluster[leader], request)
+        return await fetched(self.cluster[leader], request)
 
     async def _list_offsets(self, leader: int, request):
         if leader in self.down:
@@ -161,7 +160,7 @@ def test_a_new_leader_and_the_deposed_one_converge_without_losing_acknowledged_r
             assert (await append(cluster[2], "orders", 0, batch_of([b"after"]), -1, 2000)).error == Error.NONE
             net.start(1)
             await until(lambda: values(cluster, 1) == values(cluster, 2))
-            consumer = await handle_fetch(cluster[2], fetch_request("orders", 0, 0, current_leader_epoch=1))
+            consumer = await fetched(cluster[2], fetch_request("orders", 0, 0, current_leader_epoch=1))
             return [r.value for r in iter_records(consumer.responses[0].partitions[0].records)]
         finally:
             await net.close()

@@ -8,13 +8,12 @@ import pytest
 
 from broker import fetcher
 from broker.errors import Error
-from broker.fetch import handle_fetch
 from broker.fetcher import Outcome
 from broker.offsets import list_offset
 from broker.produce import append
 from partition_log.records import iter_records
 
-from .helpers import Cluster, batch_of, fetch_request, replicate, run
+from .helpers import Cluster, batch_of, fetch_request, replicate, run, fetched
 
 
 @pytest.fixture
@@ -112,7 +111,7 @@ def test_a_follower_behind_the_leaders_log_start_starts_over_there(cluster):
     leader = cluster[1].get("orders", 0).log
     leader.advance_log_start_offset(2)
     request = fetcher.fetch_requests(cluster[2], max_wait_ms=0)[1]
-    response = run(handle_fetch(cluster[1], request))
+    response = run(fetched(cluster[1], request))
     outcome = fetcher.apply_fetch_response(cluster[2], request, response)[("orders", 0)]
     assert outcome.outcome is Outcome.OUT_OF_RANGE
     start = list_offset(cluster[1], "orders", 0, -2, 0, replica_id=2).offset
@@ -133,7 +132,7 @@ def test_a_follower_ahead_of_the_leaders_log_end_truncates_to_it(cluster):
 def test_an_answer_to_an_outdated_request_is_ignored(cluster):
     produce(cluster, 1, [b"a"])
     request = fetcher.fetch_requests(cluster[2], max_wait_ms=0)[1]
-    response = run(handle_fetch(cluster[1], request))
+    response = run(fetched(cluster[1], request))
     cluster.change("orders", 0, leader=3)
     outcome = fetcher.apply_fetch_response(cluster[2], request, response)[("orders", 0)]
     assert outcome.outcome is Outcome.STALE and log_values(cluster, 2) == []
@@ -142,7 +141,7 @@ def test_an_answer_to_an_outdated_request_is_ignored(cluster):
 def test_an_error_answer_changes_nothing(cluster):
     cluster.change("orders", 0, leader=3)  # broker 2 still asks broker 1, which now follows
     request = fetcher.fetch_requests(cluster[2], max_wait_ms=0)[3]
-    response = run(handle_fetch(cluster[1], request))
+    response = run(fetched(cluster[1], request))
     outcome = fetcher.apply_fetch_response(cluster[2], request, response)[("orders", 0)]
     assert (outcome.outcome, outcome.error) == (Outcome.ERROR, Error.NOT_LEADER_OR_FOLLOWER)
 
@@ -159,11 +158,11 @@ def test_fetch_requests_group_partitions_by_leader_and_skip_those_backing_off(tm
 
 def test_the_leader_answers_out_of_range_when_it_cannot_place_the_followers_epoch(cluster):
     produce(cluster, 1, [b"a", b"b"])
-    answer = run(handle_fetch(cluster[1], fetch_request("orders", 0, 2, replica_id=2, last_fetched_epoch=5)))
+    answer = run(fetched(cluster[1], fetch_request("orders", 0, 2, replica_id=2, last_fetched_epoch=5)))
     assert answer.responses[0].partitions[0].error_code == Error.OFFSET_OUT_OF_RANGE
     cluster[1].get("orders", 0).log.update_high_watermark(2)
     cluster[1].get("orders", 0).log.advance_log_start_offset(1)
-    answer = run(handle_fetch(cluster[1], fetch_request("orders", 0, 0, replica_id=2, last_fetched_epoch=0)))
+    answer = run(fetched(cluster[1], fetch_request("orders", 0, 0, replica_id=2, last_fetched_epoch=0)))
     assert answer.responses[0].partitions[0].error_code == Error.OFFSET_OUT_OF_RANGE
 
 
@@ -185,6 +184,6 @@ def test_a_restarted_broker_starts_from_its_checkpointed_high_watermark(cluster,
     leader, follower = cluster[1].get("orders", 0), cluster[2].get("orders", 0)
     assert leader.is_leader and leader.high_watermark == 3 and follower.high_watermark == 3
     # Before any follower fetched from the restarted leader, consumers get everything acknowledged.
-    answer = run(handle_fetch(cluster[1], fetch_request("orders", 0, 0))).responses[0].partitions[0]
+    answer = run(fetched(cluster[1], fetch_request("orders", 0, 0))).responses[0].partitions[0]
     assert answer.error_code == Error.NONE and answer.high_watermark == 3
     assert [r.value for r in iter_records(answer.records)] == [b"a", b"b", b"c"]
