@@ -12,6 +12,7 @@ import grpc
 
 from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import broker_pb2_grpc as bpb_grpc
+from kraftlog_api.fetch_wire import broker_stub
 
 from .controller_client import CHANNEL_OPTIONS, reraise_cancellation
 from .metadata import client_endpoint
@@ -48,7 +49,7 @@ class BrokerPeers:
         if stub is None:
             channel = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
             self._channels[address] = channel
-            stub = self._stubs[address] = bpb_grpc.KafkaBrokerStub(channel)
+            stub = self._stubs[address] = broker_stub(channel)
         return stub
 
     async def fetch(self, leader_id: int, request: bpb.FetchRequest) -> bpb.FetchResponse:

@@ -15,6 +15,7 @@ import grpc
 
 from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import broker_pb2_grpc as bpb_grpc
+from kraftlog_api.fetch_wire import broker_stub
 
 from .admin import parse_bootstrap
 from .channels import open_channel
@@ -81,7 +82,7 @@ class Cluster:
         channel = self._channels.get(address)
         if channel is None:
             channel = self._channels[address] = open_channel(address)
-        return bpb_grpc.KafkaBrokerStub(channel)
+        return broker_stub(channel)
 
     def broker_stub(self, broker_id: int) -> bpb_grpc.KafkaBrokerStub:
         return self.stub(self.brokers[broker_id])

@@ -29,6 +29,7 @@ import grpc
 
 from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import broker_pb2_grpc as bpb_grpc
+from kraftlog_api.fetch_wire import broker_stub
 
 from .admin import parse_bootstrap
 from .channels import CHANNEL_OPTIONS
@@ -118,10 +119,10 @@ class Metadata:
 
     def stub(self, broker_id: int) -> bpb_grpc.KafkaBrokerStub:
         """The stub of a known broker (KeyError when the metadata does not name it)."""
-        return bpb_grpc.KafkaBrokerStub(self.channel(self.brokers[broker_id]))
+        return broker_stub(self.channel(self.brokers[broker_id]))
 
     def stub_at(self, address: str) -> bpb_grpc.KafkaBrokerStub:
-        return bpb_grpc.KafkaBrokerStub(self.channel(address))
+        return broker_stub(self.channel(address))
 
     def _addresses_to_ask(self) -> list[str]:
         known = list(self.brokers.values())

@@ -23,6 +23,7 @@ from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import broker_pb2_grpc as bpb_grpc
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import controller_pb2_grpc as cpb_grpc
+from kraftlog_api.fetch_wire import broker_stub
 
 from .local_processes import LocalProcesses, free_ports, wait_until
 from .server_config import METRICS_LISTENER
@@ -128,7 +129,7 @@ class LocalCluster(LocalProcesses):
         return channel
 
     def broker_stub(self, broker_id: int) -> bpb_grpc.KafkaBrokerStub:
-        return bpb_grpc.KafkaBrokerStub(self.channel(self.broker_addresses[broker_id]))
+        return broker_stub(self.channel(self.broker_addresses[broker_id]))
 
     def controller_stub(self, controller_id: int) -> cpb_grpc.KRaftControllerStub:
         return cpb_grpc.KRaftControllerStub(self.channel(self.controller_addresses[controller_id]))

@@ -24,18 +24,14 @@ def _zigzag(value: int) -> int:
     return ((value << 1) ^ (value >> 63)) & _UINT64
 
 
-def uvarint_bytes(u: int) -> bytes:
-    """An unsigned value, 7 bits a byte (protobuf's varint)."""
-    out = bytearray()
-    while u >= 0x80:
-        out.append((u & 0x7F) | 0x80)
-        u >>= 7
-    out.append(u)
-    return bytes(out)
-
-
 def _encode_long(value: int) -> bytes:
-    return uvarint_bytes(_zigzag(value))
+    v = _zigzag(value)
+    out = bytearray()
+    while v >= 0x80:
+        out.append((v & 0x7F) | 0x80)
+        v >>= 7
+    out.append(v)
+    return bytes(out)
 
 
 def _small_encoding(u: int) -> bytes:
