@@ -39,6 +39,7 @@ from client.consumer_types import TopicPartition  # noqa: E402
 from client.fetcher import decode_fetched  # noqa: E402
 from client.producer import make_record  # noqa: E402
 from client.producer_batch import record_size_upper_bound  # noqa: E402
+from client.record_future import AsyncRecordFuture, Settlement  # noqa: E402
 from kraftlog_api import broker_pb2 as bpb  # noqa: E402
 from partition_log.compression import Codec  # noqa: E402
 from partition_log.records import Record, encode_batch, iter_batches  # noqa: E402
@@ -79,12 +80,13 @@ def produce_through_builder(n: int, codec: Codec) -> int:
     tp = ("bench", 0)
     delivered = [0]
 
-    def done(metadata: Any, error: Any) -> None:
+    def done(error: Any, metadata: Any) -> None:
         delivered[0] += 1
 
+    settlement = Settlement()
     for _ in range(n):
         record = make_record(value, None, None, None)
-        accumulator.append(tp, record, record_size_upper_bound(record), done, 0.0)
+        accumulator.append(tp, record, record_size_upper_bound(record), AsyncRecordFuture(settlement, done), 0.0)
     offset = 0
     for batch in accumulator.take_all_queued():
         batch.encode(codec)

@@ -1,14 +1,23 @@
-"""Producer benchmark: the client library (AsyncProducer) against 3 controllers
-+ 3 brokers on this machine (LocalCluster).
+"""Producer benchmark: one producer process (the client library's AsyncProducer)
+against the suite's cluster (3 controllers + 3 brokers as deploy/local.yaml,
+on free ports; topics rf1 and rf3 of 6 partitions, rf3 with
+min.insync.replicas 2).
 
-100-byte keyless records into a topic of 6 partitions, RF 3,
-min.insync.replicas 2, acks=all, Kafka's defaults otherwise (batch.size
-16384, linger.ms 5, no compression): records/s and MB/s of acknowledged
-records, with enable.idempotence on and off. The producer runs in this
-process, so the figures include the client's own CPU cost (one core of the
-two this machine has, shared with the six servers).
+The producer is the suite's ProduceJob (bench/suite/kraftlog_cluster.py:
+batch.size 64 KiB, linger.ms 5, 5 requests in flight, 100-byte values, no
+key), run in this process, so that one process's throughput is what is
+measured and `py-spy record -- python bench/producer.py` profiles it. Runs:
 
-    python bench/producer.py [--records 200000] [--seconds 60] [--out bench/results/producer.json]
+    rf1  acks=1, idempotence off
+    rf3  acks=all, idempotence on
+
+Per run: records/s, this process's CPU seconds per million records and the
+brokers' (from /proc). `--profile DIR` also records py-spy (raw, 200 Hz) of
+this process and of every broker during each run, into DIR/<run>-<who>.txt
+(fold them with bench/profile_top.py-like tools, or read them as they are).
+
+    python bench/producer.py [--records 300000] [--seconds 60] [--runs rf1,rf3] [--profile DIR]
+                             [--out bench/results/producer.json]
 """
 from __future__ import annotations
 
@@ -16,74 +25,105 @@ import argparse
 import asyncio
 import os
 import platform
+import signal
+import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator, Optional
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_results import save_results  # noqa: E402
-from client.producer import AsyncProducer  # noqa: E402
+from bench.bench_results import save_results  # noqa: E402
+from bench.suite import kraftlog_cluster as kl  # noqa: E402
+from bench.suite.parallel import cpu_seconds  # noqa: E402
 from kraftlog.local_cluster import LocalCluster  # noqa: E402
 
 RECORD_BYTES = 100
-PARTITIONS = 6
-PROPERTIES = {"broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 500}
+RUNS = {"rf1": ("rf1", "1", False), "rf3": ("rf3", "all", True)}  # name: topic, acks, enable.idempotence
+PY_SPY = Path(sys.executable).parent / "py-spy"
 
 
-async def produce(bootstrap: str, topic: str, records: int, seconds: float, idempotence: bool) -> dict[str, Any]:
-    value = os.urandom(RECORD_BYTES // 2).hex().encode()
-    config = {"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": idempotence}
-    async with AsyncProducer(config) as producer:
-        await producer.produce(topic, b"warm-up")  # metadata and producer id before the clock starts
-        start = time.perf_counter()
-        deadline = start + seconds
-        futures = []
-        sent = 0
-        while sent < records and time.perf_counter() < deadline:
-            futures.append(await producer.send(topic, value))  # waits while buffer.memory is full
-            sent += 1
-            if sent % 5000 == 0:
-                await asyncio.sleep(0)  # let the sender run between bursts
-        results = await asyncio.gather(*futures, return_exceptions=True)
-        elapsed = time.perf_counter() - start
-        metrics = producer.metrics()
-    failed = sum(1 for r in results if isinstance(r, BaseException))
-    acknowledged = len(results) - failed
-    return {"idempotence": idempotence, "records": acknowledged, "failed": failed, "seconds": round(elapsed, 3),
-            "records_per_s": round(acknowledged / elapsed), "mb_per_s": round(acknowledged * RECORD_BYTES / elapsed / 1e6, 2),
-            "requests": metrics["request-total"], "records_per_request": round(metrics["record-send-total"]
-                                                                              / max(metrics["request-total"], 1), 1),
-            "retried_records": metrics["record-retry-total"]}
+async def produce(job: kl.ProduceJob) -> dict[str, Any]:
+    await job.prepare()
+    try:
+        started, cpu = time.monotonic(), time.process_time()
+        answer = await job.run()
+        return {**answer, "seconds": time.monotonic() - started, "cpu_s": time.process_time() - cpu}
+    finally:
+        await job.close()
+
+
+@contextmanager
+def profiled(directory: Optional[Path], run: str, pids: dict[str, int]) -> Iterator[None]:
+    """py-spy on each pid for the duration (nothing when `directory` is None)."""
+    spies: list[subprocess.Popen[bytes]] = []
+    if directory is not None:
+        directory.mkdir(parents=True, exist_ok=True)
+        for who, pid in pids.items():
+            spies.append(subprocess.Popen(
+                [str(PY_SPY), "record", "-r", "200", "-f", "raw", "-o", str(directory / f"{run}-{who}.txt"),
+                 "-p", str(pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        time.sleep(1.0)  # attached before the clock starts
+    try:
+        yield
+    finally:
+        for spy in spies:
+            spy.send_signal(signal.SIGINT)  # py-spy writes its file on SIGINT
+        for spy in spies:
+            try:
+                spy.wait(60)
+            except subprocess.TimeoutExpired:
+                spy.kill()
+                spy.wait()
+
+
+def measure(cluster: LocalCluster, run: str, records: int, seconds: float,
+            profile: Optional[Path]) -> dict[str, Any]:
+    topic, acks, idempotence = RUNS[run]
+    job = kl.ProduceJob(cluster.bootstrap, topic, records, RECORD_BYTES, acks, idempotence, seconds)
+    brokers = {f"broker{b}": cluster.pids[b] for b in cluster.brokers}
+    with profiled(profile, run, {"producer": os.getpid(), **brokers}):
+        server_cpu = sum(cpu_seconds(pid) for pid in brokers.values())
+        answer = asyncio.run(produce(job))
+        server_cpu = sum(cpu_seconds(pid) for pid in brokers.values()) - server_cpu
+    per_million = 1e6 / max(answer["records"], 1)
+    return {"run": run, "acks": acks, "idempotence": idempotence, "records": answer["records"],
+            "errors": answer["errors"], "undelivered": answer["undelivered"], "seconds": round(answer["seconds"], 3),
+            "records_per_s": round(answer["records"] / answer["seconds"]),
+            "producer_cpu_s_per_million": round(answer["cpu_s"] * per_million, 2),
+            "brokers_cpu_s_per_million": round(server_cpu * per_million, 2)}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--records", type=int, default=200_000, help="records per run (default 200000)")
+    parser.add_argument("--records", type=int, default=300_000, help="records per run (default 300000)")
     parser.add_argument("--seconds", type=float, default=60.0, help="at most this long per run (default 60)")
+    parser.add_argument("--runs", default="rf1,rf3", help="comma-separated, of: " + ", ".join(RUNS))
+    parser.add_argument("--profile", type=Path, default=None, help="py-spy the producer and brokers into DIR")
     parser.add_argument("--out", default="bench/results/producer.json")
     args = parser.parse_args()
-    runs = []
-    with tempfile.TemporaryDirectory(prefix="bench-producer-") as tmp, \
-            LocalCluster(Path(tmp), properties=PROPERTIES) as cluster:
-        cluster.start()
-        cluster.wait_for_brokers(timeout=60)
-        bootstrap = cluster.bootstrap
-        for idempotence in (True, False):
-            topic = f"bench-idempotence-{str(idempotence).lower()}"
-            cluster.create_topic(topic, PARTITIONS, 3, configs={"min.insync.replicas": "2"})
-            cluster.wait_for_leaders(topic)
-            run = asyncio.run(produce(bootstrap, topic, args.records, args.seconds, idempotence))
-            runs.append(run)
-            print(f"idempotence={str(idempotence).lower():5}  {run['records']:>8} records  {run['seconds']:>7.2f} s  "
-                  f"{run['records_per_s']:>7} records/s  {run['mb_per_s']:>6.2f} MB/s  "
-                  f"{run['records_per_request']:>6} records/request  {run['failed']} failed", flush=True)
-    results = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
-               "record_bytes": RECORD_BYTES, "partitions": PARTITIONS, "replication_factor": 3, "acks": "all",
-               "runs": runs}
-    print(f"results: {save_results(args.out, results)}")
+    runs = [r.strip() for r in args.runs.split(",") if r.strip()]
+    unknown = [r for r in runs if r not in RUNS]
+    if unknown:
+        parser.error(f"unknown run(s) {unknown}: choose from {list(RUNS)}")
+    results = []
+    with tempfile.TemporaryDirectory(prefix="bench-producer-") as tmp:
+        cluster = kl.start_cluster(Path(tmp), 3)
+        with cluster:
+            for run in runs:
+                result = measure(cluster, run, args.records, args.seconds, args.profile)
+                results.append(result)
+                print(f"{run}: acks={result['acks']:3} idempotence={str(result['idempotence']).lower():5} "
+                      f"{result['records']:>8} records {result['seconds']:>7.2f} s {result['records_per_s']:>8} "
+                      f"records/s  producer {result['producer_cpu_s_per_million']} CPU s/M records, brokers "
+                      f"{result['brokers_cpu_s_per_million']}  errors {result['errors']}", flush=True)
+    summary = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
+                           "load_average": os.getloadavg()},
+               "record_bytes": RECORD_BYTES, "producer_settings": kl.PRODUCER_SETTINGS, "runs": results}
+    print(f"results: {save_results(args.out, summary)}")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,8 @@ from typing import Callable, Iterator, Optional
 from partition_log.batch import HEADER_SIZE
 from partition_log.records import Record
 
-from .producer_batch import Completion, ProducerBatch
+from .producer_batch import ProducerBatch
+from .record_future import RecordFuture, Settlement
 
 TopicPartition = tuple[str, int]
 LeaderOf = Callable[[str, int], Optional[int]]
@@ -38,8 +39,9 @@ class ReadyCheck:
 
 
 class RecordAccumulator:
-    def __init__(self, *, batch_size: int, linger_ms: int) -> None:
+    def __init__(self, *, batch_size: int, linger_ms: int, settlement: Optional[Settlement] = None) -> None:
         self._batch_size = batch_size
+        self._settlement = settlement or Settlement()  # shared by the batches: their futures' lock and loop
         self._linger_s = linger_ms / 1000
         self._queues: dict[TopicPartition, deque[ProducerBatch]] = {}
         self._in_flight: dict[TopicPartition, set[ProducerBatch]] = {}
@@ -56,7 +58,7 @@ class RecordAccumulator:
         dq = self._queues.get(tp)
         return bool(dq) and dq[-1].has_room(size, self._batch_size)
 
-    def append(self, tp: TopicPartition, record: Record, size: int, completion: Completion,
+    def append(self, tp: TopicPartition, record: Record, size: int, future: RecordFuture,
                now: float) -> bool:
         """Add a record; whether it opened a new batch (the last one is now
         full, and a new batch may be worth a wakeup)."""
@@ -64,14 +66,14 @@ class RecordAccumulator:
         if dq:
             last = dq[-1]
             if last.has_room(size, self._batch_size):  # the usual case: one lookup, no new batch
-                last.append(record, size, completion)
+                last.append(record, size, future)
                 self.buffered_bytes += size
                 return False
             last.closed = True
         elif dq is None:
             dq = self._queues[tp] = deque()
-        batch = ProducerBatch(tp[0], tp[1], next(self._serials), now)
-        batch.append(record, size, completion)
+        batch = ProducerBatch(tp[0], tp[1], next(self._serials), now, self._settlement)
+        batch.append(record, size, future)
         dq.append(batch)
         self.buffered_bytes += size + HEADER_SIZE
         return True

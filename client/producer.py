@@ -11,10 +11,12 @@
 `produce()` never waits for the network: it picks the partition (murmur2
 of the key, else the sticky partition; or the one given), appends the record
 to its partition's batch and returns a future of RecordMetadata(topic,
-partition, offset, timestamp). A background sender sends batches, one
+partition, offset, timestamp) (record_future.py: an asyncio future from
+AsyncProducer, a concurrent.futures-like one from Producer; each is settled
+from its batch's one outcome). A background sender sends batches, one
 Produce request per broker, and settles the futures. `on_delivery(err,
 metadata)` is called as well, on the producer's event loop (the sync
-producer's I/O thread): keep it short.
+producer's I/O thread), in record order per partition: keep it short.
 
 Settings are Kafka's (see ProducerConfig); idempotence is on by default.
 A record larger than max.request.size fails with MESSAGE_TOO_LARGE without
@@ -24,7 +26,6 @@ UNKNOWN_TOPIC_OR_PARTITION.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import threading
 import time
 from collections import deque
@@ -38,17 +39,18 @@ from .accumulator import RecordAccumulator
 from .errors import RequestTimedOutError, error_for_code
 from .idempotence import IdempotenceState
 from .io_thread import IoThread
+from .cluster import PartitionInfo
 from .metadata import UNKNOWN_TOPIC_OR_PARTITION, Metadata
 from .partitioner import StickyPartitioner, key_partition
-from .producer_batch import Completion, RecordMetadata, record_size_upper_bound
+from .producer_batch import RecordMetadata, record_size_upper_bound
 from .producer_config import ProducerConfig
+from .record_future import AsyncRecordFuture, DeliveryCallback, RecordFuture, Settlement, SyncRecordFuture
 from .sender import Sender
 
-__all__ = ["AsyncProducer", "Producer", "RecordMetadata"]
+__all__ = ["AsyncProducer", "AsyncRecordFuture", "Producer", "RecordMetadata", "SyncRecordFuture"]
 
 Bytes = Union[bytes, bytearray, memoryview, str]
 HeadersArg = Union[Mapping[str, Optional[Bytes]], Iterable[tuple[str, Optional[Bytes]]], None]
-DeliveryCallback = Callable[[Optional[KafkaError], Optional[RecordMetadata]], Any]
 
 
 def make_record(value: Optional[Bytes], key: Optional[Bytes], headers: HeadersArg,
@@ -86,12 +88,15 @@ class AsyncProducer:
         self._metadata = Metadata(c.bootstrap_servers, retry_backoff_ms=c.retry_backoff_ms,
                                   retry_backoff_max_ms=c.retry_backoff_max_ms,
                                   metadata_max_age_ms=c.metadata_max_age_ms, request_timeout_ms=c.request_timeout_ms)
-        self._accumulator = RecordAccumulator(batch_size=c.batch_size, linger_ms=c.linger_ms)
+        self._settlement = Settlement()  # its loop is set by start()
+        self._accumulator = RecordAccumulator(batch_size=c.batch_size, linger_ms=c.linger_ms,
+                                              settlement=self._settlement)
+        self._max_record_size = min(c.max_request_size, c.buffer_memory) - HEADER_SIZE
         self._sender = Sender(c, self._metadata, self._accumulator,
                               IdempotenceState() if c.enable_idempotence else None, self._batch_finished)
         self._sticky = StickyPartitioner()
         self._sender_task: Optional[asyncio.Task[None]] = None
-        self._waiting: dict[str, list[tuple[Optional[int], Record, int, Completion]]] = {}
+        self._waiting: dict[str, list[tuple[Optional[int], Record, int, RecordFuture]]] = {}
         self._waiting_bytes = 0
         self._topic_tasks: set[asyncio.Task[None]] = set()
         self._finished_event: Optional[asyncio.Event] = None
@@ -108,7 +113,9 @@ class AsyncProducer:
     def start(self) -> None:
         """Start the sender (produce() does it too)."""
         if self._sender_task is None:
-            self._sender_task = asyncio.get_running_loop().create_task(self._sender.run())
+            loop = asyncio.get_running_loop()
+            self._settlement.loop = loop
+            self._sender_task = loop.create_task(self._sender.run())
 
     @property
     def buffered_bytes(self) -> int:
@@ -125,16 +132,15 @@ class AsyncProducer:
 
     def produce(self, topic: str, value: Optional[Bytes], key: Optional[Bytes] = None, headers: HeadersArg = None,
                 partition: Optional[int] = None, timestamp: Optional[int] = None,
-                on_delivery: Optional[DeliveryCallback] = None) -> "asyncio.Future[RecordMetadata]":
+                on_delivery: Optional[DeliveryCallback] = None) -> AsyncRecordFuture:
         """Queue a record; a future of where it landed. Never waits (see send() for backpressure)."""
-        future: asyncio.Future[RecordMetadata] = asyncio.get_running_loop().create_future()
-        self.submit(topic, make_record(value, key, headers, timestamp), partition,
-                    _delivery_completion(future, on_delivery))
+        future = AsyncRecordFuture(self._settlement, on_delivery)
+        self.submit(topic, make_record(value, key, headers, timestamp), partition, future)
         return future
 
     async def send(self, topic: str, value: Optional[Bytes], key: Optional[Bytes] = None,
                    headers: HeadersArg = None, partition: Optional[int] = None, timestamp: Optional[int] = None,
-                   on_delivery: Optional[DeliveryCallback] = None) -> "asyncio.Future[RecordMetadata]":
+                   on_delivery: Optional[DeliveryCallback] = None) -> AsyncRecordFuture:
         """produce() after waiting, up to max.block.ms, for buffer.memory to have room."""
         await self.wait_for_room()
         return self.produce(topic, value, key, headers, partition, timestamp, on_delivery)
@@ -152,22 +158,24 @@ class AsyncProducer:
             except asyncio.TimeoutError:
                 pass
 
-    def submit(self, topic: str, record: Record, partition: Optional[int], completion: Completion) -> None:
-        """Queue a built record with its completion (on this loop)."""
+    def submit(self, topic: str, record: Record, partition: Optional[int], future: RecordFuture) -> None:
+        """Queue a built record with its future (on this loop; the sync producer holds the settlement's lock)."""
         if self._closed:
             raise RuntimeError("cannot send after the producer is closed")
-        self.start()
+        if self._sender_task is None:
+            self.start()
         if self._sender.fatal_error is not None:
-            completion(None, self._sender.fatal_error)
+            future.fail_unsent(self._sender.fatal_error)
             return
         size = record_size_upper_bound(record)
-        limit = min(self.config.max_request_size, self.config.buffer_memory)
-        if HEADER_SIZE + size > limit:
-            completion(None, MessageTooLargeError(
+        if size > self._max_record_size:
+            limit = min(self.config.max_request_size, self.config.buffer_memory)
+            future.fail_unsent(MessageTooLargeError(
                 f"the message is {HEADER_SIZE + size} bytes when serialized, larger than "
                 f"{'max.request.size' if limit == self.config.max_request_size else 'buffer.memory'} ({limit})"))
             return
-        if topic in self._waiting or not self._metadata.partitions(topic):
+        partitions = self._metadata.partitions(topic)
+        if not partitions or topic in self._waiting:
             # Behind other records waiting for this topic's metadata, in order.
             waiting = self._waiting.get(topic)
             if waiting is None:
@@ -175,10 +183,10 @@ class AsyncProducer:
                 task = asyncio.get_running_loop().create_task(self._await_topic(topic))
                 self._topic_tasks.add(task)
                 task.add_done_callback(self._topic_tasks.discard)
-            waiting.append((partition, record, size, completion))
+            waiting.append((partition, record, size, future))
             self._waiting_bytes += size
             return
-        self._append(topic, partition, record, size, completion)
+        self._append(topic, partitions, partition, record, size, future)
 
     async def _await_topic(self, topic: str) -> None:
         try:
@@ -188,19 +196,20 @@ class AsyncProducer:
             return
         waiting = self._waiting.pop(topic, [])
         self._waiting_bytes -= sum(size for _, _, size, _ in waiting)
-        for partition, record, size, completion in waiting:
-            self._append(topic, partition, record, size, completion)
+        partitions = self._metadata.partitions(topic)
+        with self._settlement.lock:  # the sync producer's futures may be read on other threads
+            for partition, record, size, future in waiting:
+                self._append(topic, partitions, partition, record, size, future)
 
     def _fail_waiting(self, topic: str, error: BaseException) -> None:
         waiting = self._waiting.pop(topic, [])
         self._waiting_bytes -= sum(size for _, _, size, _ in waiting)
-        for _, _, _, completion in waiting:
-            completion(None, error)
+        for _, _, _, future in waiting:
+            future.fail_unsent(error)
         self._batch_finished()  # memory is free
 
-    def _append(self, topic: str, partition: Optional[int], record: Record, size: int,
-                completion: Completion) -> None:
-        partitions = self._metadata.partitions(topic)
+    def _append(self, topic: str, partitions: list[PartitionInfo], partition: Optional[int], record: Record,
+                size: int, future: RecordFuture) -> None:
         if partition is None:
             if record.key is not None:
                 partition = key_partition(record.key, len(partitions))
@@ -209,10 +218,10 @@ class AsyncProducer:
                 if not self._accumulator.has_room((topic, partition), size):
                     partition = self._sticky.on_new_batch(topic, partitions, partition)
         elif not 0 <= partition < len(partitions):
-            completion(None, error_for_code(UNKNOWN_TOPIC_OR_PARTITION, f"partition {partition} of {topic} is not "
-                                            f"in the range [0...{len(partitions) - 1}]"))
+            future.fail_unsent(error_for_code(UNKNOWN_TOPIC_OR_PARTITION, f"partition {partition} of {topic} is not "
+                                              f"in the range [0...{len(partitions) - 1}]"))
             return
-        if self._accumulator.append((topic, partition), record, size, completion, time.monotonic()):
+        if self._accumulator.append((topic, partition), record, size, future, time.monotonic()):
             self._sender.wakeup()
 
     # --- flush and close ---------------------------------------------------
@@ -290,29 +299,11 @@ def _remaining(deadline: Optional[float]) -> Optional[float]:
     return None if deadline is None else max(0.0, deadline - time.monotonic())
 
 
-def _delivery_completion(future: "asyncio.Future[RecordMetadata] | concurrent.futures.Future[RecordMetadata]",
-                         on_delivery: Optional[DeliveryCallback]) -> Completion:
-    """Settle a record's future (unless its owner cancelled it) and call on_delivery."""
-    if isinstance(future, concurrent.futures.Future):
-        settle_able = future.set_running_or_notify_cancel
-    else:
-        settle_able = lambda: not future.done()  # noqa: E731
-
-    def done(metadata: Optional[RecordMetadata], error: Optional[BaseException]) -> None:
-        if settle_able():
-            if error is None:
-                future.set_result(metadata)  # type: ignore[arg-type]
-            else:
-                future.set_exception(error)
-        if on_delivery is not None:
-            on_delivery(error, metadata)  # type: ignore[arg-type]
-    return done
-
-
 class Producer:
     """The producer for threaded code: an AsyncProducer on its own I/O thread.
 
-    produce() returns a concurrent.futures.Future and blocks only when
+    produce() returns a SyncRecordFuture (as a concurrent.futures.Future:
+    result(timeout) blocks, callbacks run on the I/O thread) and blocks only when
     buffer.memory is full (up to max.block.ms), as Kafka's send() does.
     """
 
@@ -320,7 +311,8 @@ class Producer:
         ProducerConfig.parse(config)  # bad settings fail here, before a thread starts
         self._io = IoThread("kraftlog-producer")
         self._producer: AsyncProducer = self._io.call(_started(config))
-        self._incoming: deque[tuple[str, Record, Optional[int], Completion]] = deque()
+        self._incoming: deque[tuple[str, Record, Optional[int], SyncRecordFuture]] = deque()
+        self._settlement: Settlement = self._producer._settlement
         self._scheduled = False
         self._room = threading.Condition()
         self._io.call_soon(self._producer.add_room_listener, self._notify_room)
@@ -343,13 +335,13 @@ class Producer:
 
     def produce(self, topic: str, value: Optional[Bytes], key: Optional[Bytes] = None, headers: HeadersArg = None,
                 partition: Optional[int] = None, timestamp: Optional[int] = None,
-                on_delivery: Optional[DeliveryCallback] = None) -> "concurrent.futures.Future[RecordMetadata]":
+                on_delivery: Optional[DeliveryCallback] = None) -> SyncRecordFuture:
         if self._closed:
             raise RuntimeError("cannot send after the producer is closed")
         record = make_record(value, key, headers, timestamp)
         self._wait_for_room()
-        future: concurrent.futures.Future[RecordMetadata] = concurrent.futures.Future()
-        self._incoming.append((topic, record, partition, _delivery_completion(future, on_delivery)))
+        future = SyncRecordFuture(self._settlement, on_delivery)
+        self._incoming.append((topic, record, partition, future))
         if not self._scheduled:
             self._scheduled = True
             self._io.call_soon(self._hand_over)
@@ -358,12 +350,15 @@ class Producer:
     def _hand_over(self) -> None:
         """On the I/O thread: move what produce() queued into the producer, in order."""
         self._scheduled = False
-        while self._incoming:
-            topic, record, partition, completion = self._incoming.popleft()
-            try:
-                self._producer.submit(topic, record, partition, completion)
-            except RuntimeError as exc:  # closed meanwhile
-                completion(None, exc)
+        incoming, submit = self._incoming, self._producer.submit
+        # One lock for the burst: produce()'s caller may read a future while it joins its batch.
+        with self._settlement.lock:
+            while incoming:
+                topic, record, partition, future = incoming.popleft()
+                try:
+                    submit(topic, record, partition, future)
+                except RuntimeError as exc:  # closed meanwhile
+                    future.fail_unsent(exc)
 
     def _wait_for_room(self) -> None:
         limit = self._producer.config.buffer_memory

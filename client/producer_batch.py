@@ -3,20 +3,20 @@
 A batch collects records until it is full (`batch.size`) or its linger
 time is up, is encoded once into a v2 record batch (compressed, with the
 producer id, epoch and base sequence of an idempotent producer), and
-completes every record's delivery with a RecordMetadata or an error.
+finishes with one outcome for all its records (a base offset, or an error),
+from which each record's future reads its own (record_future.py).
 A retried batch keeps its bytes unless its producer epoch or sequence
 changed (after a KIP-360 epoch bump).
 """
 from __future__ import annotations
 
-import logging
-from typing import Callable, NamedTuple, Optional
+from typing import NamedTuple, Optional
 
 from partition_log import batch as b
 from partition_log.compression import Codec
 from partition_log.records import Record, encode_batch
 
-log = logging.getLogger(__name__)
+from .record_future import RecordFuture, Settlement, settle
 
 # Kafka's upper bound of one record's encoded overhead: length, attributes,
 # timestamp delta, offset delta, key length, value length, header count (varints).
@@ -27,17 +27,12 @@ HEADER_OVERHEAD_UPPER_BOUND = 10
 class RecordMetadata(NamedTuple):
     """Where a record landed. `offset` is -1 when unknown (acks=0, or a
     duplicate the broker no longer remembers the offset of). A named tuple
-    (as kafka-python's): one is made per record, and tuples are cheap."""
+    (as kafka-python's), made when a future or on_delivery asks for it."""
 
     topic: str
     partition: int
     offset: int
     timestamp: int
-
-
-# Called once per record, from the producer's event loop: (metadata, None) on
-# success, (metadata with offset -1 or None, error) on failure.
-Completion = Callable[[Optional[RecordMetadata], Optional[BaseException]], None]
 
 
 def record_size_upper_bound(record: Record) -> int:
@@ -49,17 +44,19 @@ def record_size_upper_bound(record: Record) -> int:
 
 
 class ProducerBatch:
-    __slots__ = ("topic", "partition", "serial", "created", "records", "completions", "size", "closed",
+    __slots__ = ("topic", "partition", "serial", "created", "records", "listeners", "settlement", "size", "closed",
                  "attempts", "retry_at", "producer_id", "producer_epoch", "base_sequence",
-                 "next_when_sent", "_encoded", "_encoded_for", "finished")
+                 "next_when_sent", "_encoded", "_encoded_for", "finished", "base_offset", "log_append_time", "error")
 
-    def __init__(self, topic: str, partition: int, serial: int, created: float) -> None:
+    def __init__(self, topic: str, partition: int, serial: int, created: float,
+                 settlement: Optional[Settlement] = None) -> None:
         self.topic = topic
         self.partition = partition
         self.serial = serial          # creation order within the producer: retries go back in this order
         self.created = created        # monotonic seconds, for linger.ms and delivery.timeout.ms
         self.records: list[Record] = []
-        self.completions: list[Completion] = []
+        self.listeners: list[RecordFuture] = []  # the records' futures with a callback to run when it finishes
+        self.settlement = settlement or Settlement()
         self.size = b.HEADER_SIZE     # upper bound of the encoded, uncompressed size
         self.closed = False           # no more records: full, or drained
         self.attempts = 0             # times sent
@@ -70,7 +67,11 @@ class ProducerBatch:
         self.next_when_sent = False   # everything before it was acknowledged when it was last sent
         self._encoded: Optional[bytes] = None
         self._encoded_for: tuple[int, int, int] = (0, 0, 0)
+        # The outcome, shared by every record: set once, when finished.
         self.finished = False
+        self.base_offset = -1         # -1: unknown (acks=0, or a duplicate whose offset the broker forgot)
+        self.log_append_time = -1     # -1: the records keep their create time
+        self.error: Optional[BaseException] = None
 
     @property
     def tp(self) -> tuple[str, int]:
@@ -84,9 +85,15 @@ class ProducerBatch:
         """A first record always fits (a record larger than batch.size gets a batch of its own)."""
         return not self.closed and (not self.records or self.size + size <= batch_size)
 
-    def append(self, record: Record, size: int, completion: Completion) -> None:
-        self.records.append(record)
-        self.completions.append(completion)
+    def append(self, record: Record, size: int, future: RecordFuture) -> None:
+        """Add a record and tie its future to this batch (with the settlement's lock held when the
+        future may be read on another thread: the sync producer's hand-over takes it)."""
+        records = self.records
+        future._batch = self
+        future._index = len(records)
+        if future._on_delivery is not None or future._callbacks is not None:
+            self.listeners.append(future)
+        records.append(record)
         self.size += size
 
     def encode(self, codec: Codec) -> bytes:
@@ -97,34 +104,30 @@ class ProducerBatch:
             self._encoded_for = identity
         return self._encoded
 
+    def metadata(self, index: int) -> RecordMetadata:
+        """Where the record at `index` landed (offset -1 when unknown or failed)."""
+        base, append_time = self.base_offset, self.log_append_time
+        return RecordMetadata(self.topic, self.partition, base + index if base >= 0 else -1,
+                              append_time if append_time >= 0 else self.records[index].timestamp)
+
     def complete(self, base_offset: int, log_append_time: int) -> None:
         """Acknowledged at `base_offset` (-1: unknown)."""
-        topic, partition = self.topic, self.partition
-        step = 1 if base_offset >= 0 else 0  # an unknown offset stays -1 for every record
-        offset = base_offset
-        for record, done in zip(self.records, self.completions):
-            timestamp = log_append_time if log_append_time >= 0 else record.timestamp
-            _call(done, RecordMetadata(topic, partition, offset, timestamp), None)
-            offset += step
-        self._finish()
+        self._finish(base_offset, log_append_time, None)
 
     def fail(self, error: BaseException) -> None:
-        for record, done in zip(self.records, self.completions):
-            _call(done, RecordMetadata(self.topic, self.partition, -1, record.timestamp), error)
-        self._finish()
+        self._finish(-1, -1, error)
 
-    def _finish(self) -> None:
-        self.finished = True
-        self.completions = []
+    def _finish(self, base_offset: int, log_append_time: int, error: Optional[BaseException]) -> None:
+        settlement = self.settlement
+        with settlement.lock:
+            self.base_offset, self.log_append_time, self.error = base_offset, log_append_time, error
+            self.finished = True
+            listeners, self.listeners = self.listeners, []
+            settlement.settled()
         self._encoded = None
+        if listeners:
+            settle(listeners)
 
     def __repr__(self) -> str:
         return (f"ProducerBatch({self.topic}-{self.partition} #{self.serial}, {len(self.records)} records, "
                 f"seq {self.base_sequence}, attempts {self.attempts})")
-
-
-def _call(done: Completion, metadata: Optional[RecordMetadata], error: Optional[BaseException]) -> None:
-    try:
-        done(metadata, error)
-    except Exception:  # noqa: BLE001 - a user's callback must not stop the producer
-        log.exception("delivery callback raised")

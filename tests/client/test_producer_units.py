@@ -9,6 +9,7 @@ from client.errors import InvalidConfigError
 from client.idempotence import SEQUENCE_MODULUS, IdempotenceState
 from client.producer_batch import ProducerBatch, RecordMetadata, record_size_upper_bound
 from client.producer_config import ProducerConfig
+from client.record_future import Settlement, SyncRecordFuture
 from partition_log.batch import HEADER_SIZE
 from partition_log.compression import Codec
 from partition_log.records import Record, decode_batch
@@ -25,8 +26,9 @@ def record(n: int, size: int = 10) -> Record:
     return Record(None, str(n).encode().rjust(size, b"0"), 1000 + n)
 
 
-def noop(metadata, error) -> None:
-    pass
+def untold() -> SyncRecordFuture:
+    """A record's future that nobody listens to (what the accumulator mostly sees)."""
+    return SyncRecordFuture(Settlement())
 
 
 # --- settings -----------------------------------------------------------------
@@ -79,7 +81,7 @@ def test_bad_values_name_their_key(key: str, value: object) -> None:
 def test_record_size_bound_covers_the_encoded_record() -> None:
     for r in [record(1), Record(b"key", b"v" * 300, 5, (("h", b"x"), ("n", None))), Record(None, None, 0)]:
         batch = ProducerBatch("t", 0, 0, 0.0)
-        batch.append(r, record_size_upper_bound(r), noop)
+        batch.append(r, record_size_upper_bound(r), untold())
         assert len(batch.encode(Codec.NONE)) <= HEADER_SIZE + record_size_upper_bound(r)
 
 
@@ -87,7 +89,7 @@ def test_a_batch_completes_each_record_with_its_offset_and_reencodes_only_for_a_
     got: list = []
     batch = ProducerBatch("t", 3, 0, 0.0)
     for n in range(3):
-        batch.append(record(n), 31, lambda m, e: got.append((m, e)))
+        batch.append(record(n), 31, SyncRecordFuture(batch.settlement, lambda e, m: got.append((m, e))))
     first = batch.encode(Codec.GZIP)
     assert batch.encode(Codec.GZIP) is first
     batch.producer_id, batch.producer_epoch, batch.base_sequence = 7, 1, 40
@@ -102,12 +104,12 @@ def test_a_batch_completes_each_record_with_its_offset_and_reencodes_only_for_a_
 def test_a_failing_callback_does_not_stop_the_others() -> None:
     got: list = []
 
-    def bad(m, e) -> None:
+    def bad(e, m) -> None:
         raise ValueError("user code")
 
     batch = ProducerBatch("t", 0, 0, 0.0)
-    batch.append(record(0), 31, bad)
-    batch.append(record(1), 31, lambda m, e: got.append(e))
+    batch.append(record(0), 31, SyncRecordFuture(batch.settlement, bad))
+    batch.append(record(1), 31, SyncRecordFuture(batch.settlement, lambda e, m: got.append(e)))
     error = RuntimeError("x")
     batch.fail(error)
     assert got == [error] and batch.finished
@@ -122,11 +124,11 @@ def accumulator(batch_size: int = 100, linger_ms: int = 10) -> RecordAccumulator
 
 def test_batches_fill_to_batch_size_and_an_oversized_record_gets_its_own() -> None:
     acc = accumulator(batch_size=100)
-    new = [acc.append(("t", 0), record(n), 30, noop, 0.0) for n in range(5)]
+    new = [acc.append(("t", 0), record(n), 30, untold(), 0.0) for n in range(5)]
     # 61 header + 30 fits once; every further record opens a batch.
     assert new == [True, True, True, True, True]
     acc = accumulator(batch_size=200)
-    new = [acc.append(("t", 0), record(n), 30, noop, 0.0) for n in range(6)]
+    new = [acc.append(("t", 0), record(n), 30, untold(), 0.0) for n in range(6)]
     assert new == [True, False, False, False, True, False]  # 61 + 4 x 30 = 181 <= 200
     assert acc.buffered_bytes == 2 * HEADER_SIZE + 6 * 30
     assert acc.has_room(("t", 0), 30) and not acc.has_room(("t", 0), 200)
@@ -135,8 +137,8 @@ def test_batches_fill_to_batch_size_and_an_oversized_record_gets_its_own() -> No
 
 def test_ready_after_linger_or_when_full_and_drain_takes_one_batch_per_partition() -> None:
     acc = accumulator(batch_size=1000, linger_ms=10)
-    acc.append(("t", 0), record(0), 30, noop, 0.0)
-    acc.append(("t", 1), record(1), 30, noop, 0.0)
+    acc.append(("t", 0), record(0), 30, untold(), 0.0)
+    acc.append(("t", 1), record(1), 30, untold(), 0.0)
     early = acc.ready(0.004, leader_of)
     assert early.nodes == frozenset() and early.next_delay_s == pytest.approx(0.006)
     late = acc.ready(0.010, leader_of)
@@ -146,20 +148,20 @@ def test_ready_after_linger_or_when_full_and_drain_takes_one_batch_per_partition
     assert acc.in_flight_count == 1
     # A full batch is ready at once, whatever linger.ms says.
     acc2 = accumulator(batch_size=100, linger_ms=10_000)
-    acc2.append(("t", 2), record(0), 30, noop, 0.0)
-    acc2.append(("t", 2), record(1), 30, noop, 0.0)
+    acc2.append(("t", 2), record(0), 30, untold(), 0.0)
+    acc2.append(("t", 2), record(1), 30, untold(), 0.0)
     assert acc2.ready(0.0, leader_of).nodes == frozenset({1})
     # A flush makes everything ready.
     acc3 = accumulator(linger_ms=10_000)
-    acc3.append(("t", 0), record(0), 30, noop, 0.0)
+    acc3.append(("t", 0), record(0), 30, untold(), 0.0)
     acc3.flushing += 1
     assert acc3.ready(0.0, leader_of).nodes == frozenset({1})
 
 
 def test_drain_gathers_every_partition_of_a_broker_up_to_max_request_size() -> None:
     acc = accumulator(batch_size=1000, linger_ms=0)
-    acc.append(("t", 0), record(0), 300, noop, 0.0)
-    acc.append(("t", 2), record(1), 300, noop, 0.0)
+    acc.append(("t", 0), record(0), 300, untold(), 0.0)
+    acc.append(("t", 2), record(1), 300, untold(), 0.0)
     small = acc.drain(frozenset({1}), leader_of, 400, 0.0)
     assert len(small[1]) == 1  # the second would pass max.request.size: next request
     rest = acc.drain(frozenset({1}), leader_of, 400, 0.0)
@@ -168,7 +170,7 @@ def test_drain_gathers_every_partition_of_a_broker_up_to_max_request_size() -> N
 
 def test_unknown_leader_is_reported_and_nothing_is_sent_for_it() -> None:
     acc = accumulator(linger_ms=0)
-    acc.append(("u", 0), record(0), 30, noop, 0.0)
+    acc.append(("u", 0), record(0), 30, untold(), 0.0)
     check = acc.ready(1.0, leader_of)
     assert check.unknown_leaders and check.nodes == frozenset()
 
@@ -176,7 +178,7 @@ def test_unknown_leader_is_reported_and_nothing_is_sent_for_it() -> None:
 def test_retries_go_back_in_creation_order_and_wait_for_the_partition_to_be_quiet() -> None:
     acc = accumulator(batch_size=100, linger_ms=0)
     for n in range(4):
-        acc.append(("t", 0), record(n), 30, noop, 0.0)  # one record per batch
+        acc.append(("t", 0), record(n), 30, untold(), 0.0)  # one record per batch
     sent = [acc.drain(frozenset({1}), leader_of, 10_000, 0.0)[1][0] for _ in range(3)]
     for b in sent:
         b.attempts = 1
@@ -200,10 +202,10 @@ def test_retries_go_back_in_creation_order_and_wait_for_the_partition_to_be_quie
 
 def test_expiry_takes_old_queued_batches_only() -> None:
     acc = accumulator(batch_size=100, linger_ms=0)
-    acc.append(("t", 0), record(0), 30, noop, 0.0)
-    acc.append(("t", 0), record(1), 30, noop, 5.0)
+    acc.append(("t", 0), record(0), 30, untold(), 0.0)
+    acc.append(("t", 0), record(1), 30, untold(), 5.0)
     in_flight = acc.drain(frozenset({1}), leader_of, 10_000, 0.0)[1][0]
-    acc.append(("t", 1), record(2), 30, noop, 1.0)
+    acc.append(("t", 1), record(2), 30, untold(), 1.0)
     expired = acc.expired(11.5, delivery_timeout_s=10.0)
     assert [b.serial for b in expired] == [2]  # created at 1.0; batch 0 is in flight, batch 1 is young
     assert in_flight not in expired
@@ -215,7 +217,7 @@ def test_expiry_takes_old_queued_batches_only() -> None:
 def batch_of(partition: int, records: int, serial: int = 0) -> ProducerBatch:
     batch = ProducerBatch("t", partition, serial, 0.0)
     for n in range(records):
-        batch.append(record(n), 30, noop)
+        batch.append(record(n), 30, untold())
     return batch
 
 
