@@ -5,10 +5,10 @@ timestamp, timestampType, and headers with includeHeaders=true. A Python
 data source may yield `pyarrow.RecordBatch`es (several times faster than
 tuples), but only with exactly the Arrow schema Spark derives from the
 declared one, so that schema is derived here with Spark's own converter.
-Records are decoded column-wise (columnar_records), or one at a time with
-partition_log.records where that cannot vouch for them (headers wanted and
-present, anything malformed); control batches (transaction markers) are not
-rows.
+Records, headers too, are decoded column-wise by compiled kernels
+(columnar_records), or one at a time with partition_log.records where
+those cannot vouch for them (anything malformed: the exact decoder names
+the error); control batches (transaction markers) are not rows.
 """
 from __future__ import annotations
 
@@ -72,8 +72,8 @@ def chunk_to_arrow(chunk: FetchedChunk, topic: str, partition: int,
         pa.array(columns.timestamps_ms * 1000, pa.timestamp("us", tz="UTC")),
         pa.array(columns.log_append_time.astype(np.int32)),
     ]
-    if include_headers:  # decode_columns vouched that no record has headers
-        arrays.append(pa.array([[]] * count, schema.field("headers").type))
+    if include_headers:
+        arrays.append(columns.headers)
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 

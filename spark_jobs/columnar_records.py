@@ -1,34 +1,61 @@
-"""Records of v2 batches decoded column-wise with numpy, for Arrow.
+"""Records of v2 batches decoded column-wise for Arrow, with compiled kernels.
 
 partition_log.records decodes one record at a time into Python objects:
-exact and general, but about 10 µs a record, which made the decode the
-bottleneck of a Spark read. Here only the record boundaries are found in a
-Python loop (one or two varint bytes a record); every field is then decoded
-for all records of a fetch at once with numpy, and keys and values are cut
-out of the batch bodies by slices joined straight into Arrow buffers.
+exact and general, but several µs a record, which made the decode the
+bottleneck of a Spark read. Here one compiled pass (`_walk`) goes over the
+decompressed batch bodies and writes, per record, its offset, timestamp,
+where its key, value and headers lie and how long they are; a second one
+(`_gather`) copies keys, values and header fields into Arrow buffers. No
+Python runs per record.
 
-`decode_columns` returns None when it cannot vouch for the result (a record
-whose fields do not end where its length says, headers wanted and present):
-the caller then decodes with partition_log.records, which raises the
-precise error for corrupt data. Batch headers and CRCs are checked first,
-with partition_log.batch.
+Why numba: a record is a chain of zig-zag varints (length, timestamp
+delta, offset delta, key length, key, value length, value, header count,
+headers), so where one field starts depends on every byte before it; numpy
+cannot vectorize that walk (the record boundaries alone needed a Python
+loop, and cutting values out another), while a compiled loop does it at
+memory speed. The kernels are compiled on first use and cached on disk
+(`cache=True`: next to this module, else numba's user-wide cache dir or
+NUMBA_CACHE_DIR); where no cache dir is writable they are compiled in
+memory on each process's first call instead of failing the import.
+
+The walk checks what partition_log.records checks (every field inside its
+record, the record lengths adding up to the body, varints of at most 10
+bytes, no negative lengths but -1 for null, offset deltas inside the batch,
+timestamps within int64, header keys non-null UTF-8). `decode_columns`
+returns None where any check fails, for the records' batches or the
+batches' headers, CRCs and compression: the caller then decodes with
+partition_log.records, which raises the precise CorruptRecordError.
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Optional
 
+import numba
 import numpy as np
 import pyarrow as pa
 
 from partition_log.batch import HEADER_SIZE, iter_headers
-from partition_log.compression import decompress
-from partition_log.errors import CorruptRecordError
-from partition_log.varint import read_zigzag
+from partition_log.compression import Codec, decompress
+from partition_log.errors import KafkaError
 
-_LANES = np.arange(10)
-_SHIFTS = (7 * _LANES).astype(np.uint64)
-_PAD = b"\0" * 10
+log = logging.getLogger(__name__)
+
+_INT32_MAX = 2**31 - 1
+_INT64_MIN, _INT64_MAX = -2**63, 2**63 - 1
+# Spark's Kafka source's headers column as Spark's Arrow converter spells it.
+HEADERS_TYPE = pa.list_(pa.field("element", pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())])))
+
+
+def _compiled(fn):
+    """`fn` compiled lazily, its machine code cached on disk where numba finds a
+    writable place; numba refuses cache=True outright when it finds none."""
+    try:
+        return numba.njit(cache=True, nogil=True)(fn)
+    except RuntimeError as exc:  # "cannot cache function ...: no locator available"
+        log.info("numba cannot cache %s (%s): compiling it in memory", fn.__name__, exc)
+        return numba.njit(nogil=True)(fn)
 
 
 @dataclass(frozen=True)
@@ -38,134 +65,288 @@ class RecordColumns:
     offsets: np.ndarray          # int64
     timestamps_ms: np.ndarray    # int64
     log_append_time: np.ndarray  # bool
+    headers: Optional[pa.Array] = None  # HEADERS_TYPE, when asked for
 
 
-def decode_columns(buf: bytes, lo: int, hi: int, *, need_headers: bool) -> Optional[RecordColumns]:
-    """The records of the batches in `buf` with offsets in [lo, hi), control
-    batches left out; None: decode these with partition_log.records instead."""
-    bodies: list[bytes] = []
-    counts, base_offsets, base_ts, max_ts, append_time = [], [], [], [], []
-    for pos, h in iter_headers(buf):
-        if h.is_control or h.last_offset < lo or h.base_offset >= hi or h.records_count == 0:
-            continue
-        bodies.append(decompress(h.codec, memoryview(buf)[pos + HEADER_SIZE:pos + h.size]))
-        counts.append(h.records_count)
-        base_offsets.append(h.base_offset)
-        base_ts.append(h.base_timestamp)
-        max_ts.append(h.max_timestamp)
-        append_time.append(h.is_log_append_time)
-    if not bodies:
-        return None if need_headers else _empty()
-    body = b"".join(bodies)
-    bounds = _record_bounds(body, [len(b) for b in bodies], counts)
-    if bounds is None:
-        return None
-    starts, ends = bounds
-    arr = np.frombuffer(body + _PAD, dtype=np.uint8)
-    limit = len(body)
-    p = starts + 1  # the attributes byte is unused
-    ts_delta, p = _varints(arr, p, limit)
-    offset_delta, p = _varints(arr, p, limit)
-    key_len, p = _varints(arr, p, limit)
-    key_start = p
-    p = p + np.maximum(key_len, 0)
-    value_len, p = _varints(arr, p, limit)
-    value_start = p
-    p = p + np.maximum(value_len, 0)
-    header_count, p = _varints(arr, p, limit)
-    if (header_count < 0).any() or (p > ends).any() or ((header_count == 0) & (p != ends)).any():
-        return None
-    if need_headers and header_count.any():
-        return None
-    per_record = np.repeat(np.arange(len(counts)), counts)
-    offsets = np.asarray(base_offsets, dtype=np.int64)[per_record] + offset_delta
-    appended = np.asarray(append_time, dtype=bool)[per_record]
-    stamps = np.where(appended, np.asarray(max_ts, dtype=np.int64)[per_record],
-                      np.asarray(base_ts, dtype=np.int64)[per_record] + ts_delta)
-    keep = (offsets >= lo) & (offsets < hi)
-    if not keep.all():
-        offsets, stamps, appended = offsets[keep], stamps[keep], appended[keep]
-        key_start, key_len, value_start, value_len = key_start[keep], key_len[keep], value_start[keep], value_len[keep]
-    return RecordColumns(_binary(arr, key_start, key_len), _binary(arr, value_start, value_len),
-                         offsets, stamps, appended)
-
-
-def _empty() -> RecordColumns:
-    none = np.zeros(0, dtype=np.int64)
-    return RecordColumns(pa.array([], pa.binary()), pa.array([], pa.binary()), none, none, none.astype(bool))
-
-
-def _record_bounds(body: bytes, sizes: list[int], counts: list[int]) -> Optional[tuple[np.ndarray, np.ndarray]]:
-    """Where each record's fields start (after its length) and end; None if
-    the lengths do not add up to the bodies. The one per-record Python loop,
-    kept short: a length takes one byte up to 63 and two up to 8191 (zig-zag)."""
-    starts: list[int] = []
-    lengths: list[int] = []
-    add_start, add_length = starts.append, lengths.append
-    pos = 0
-    body_end = 0
+def decode_columns(buf, lo: int, hi: int, *, need_headers: bool) -> Optional[RecordColumns]:
+    """The records of the batches in `buf` (any bytes-like) with offsets in
+    [lo, hi), control batches left out; None: decode these with
+    partition_log.records instead."""
     try:
-        for size, count in zip(sizes, counts):
-            body_end += size
-            for _ in range(count):
-                b = body[pos]
-                if b < 0x80:
-                    pos += 1
-                else:
-                    c = body[pos + 1]
-                    if c < 0x80:
-                        b = (b & 0x7F) | (c << 7)
-                        pos += 2
-                    else:
-                        length, pos = read_zigzag(body, pos)
-                        b = (length << 1) ^ (length >> 63)
-                length = (b >> 1) ^ -(b & 1)
-                add_start(pos)
-                add_length(length)
-                pos += length
-            if pos != body_end:
-                return None
-    except (IndexError, CorruptRecordError):
+        batches = _Batches.of(buf, lo, hi)
+    except KafkaError:  # a batch header, CRC or compressed body the exact decoder will name
         return None
-    first = np.asarray(starts, dtype=np.int64)
-    spans = np.asarray(lengths, dtype=np.int64)
-    if len(spans) and spans.min() < 1:
+    walked = _walk(batches.data, batches.body_starts, batches.body_ends, batches.counts, batches.base_offsets,
+                   batches.last_deltas, batches.base_ts, batches.max_ts, batches.append_time, lo, hi)
+    kept = walked[0]
+    if kept < 0:
         return None
-    return first, first + spans
+    offsets, stamps, appended, key_pos, key_len, value_pos, value_len, header_pos, header_count = \
+        (column[:kept] for column in walked[1:])
+    keys = _binary(batches.data, key_pos, key_len)
+    values = _binary(batches.data, value_pos, value_len)
+    if keys is None or values is None:
+        return None
+    headers = None
+    if need_headers:
+        headers = _headers(batches.data, header_pos, header_count)
+        if headers is None:
+            return None
+    return RecordColumns(keys, values, offsets, stamps, appended, headers)
 
 
-def _varints(arr: np.ndarray, p: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
-    """The zig-zag varints at positions `p`, and the positions after them."""
-    if (p >= limit).any():
-        p = np.minimum(p, limit)  # the caller's end check fails such records
-    first = arr[p]
-    one = first < 0x80
-    if one.all():  # the common case: every value in -64..63
-        return _unzigzag(first.astype(np.int64)), p + 1
-    second = arr[p + 1]
-    if (one | (second < 0x80)).all():  # -8192..8191
-        raw = np.where(one, first, (first & 0x7F).astype(np.int64) | (second.astype(np.int64) << 7))
-        return _unzigzag(raw.astype(np.int64)), p + 2 - one
-    window = arr[p[:, None] + _LANES]
-    size = np.argmin(window >= 0x80, axis=1) + 1
-    raw = np.where(_LANES < size[:, None], (window & 0x7F).astype(np.uint64) << _SHIFTS, 0).sum(axis=1,
-                                                                                            dtype=np.uint64)
-    return (raw >> np.uint64(1)).astype(np.int64) ^ -(raw & np.uint64(1)).astype(np.int64), p + size
+@dataclass(frozen=True)
+class _Batches:
+    """The bodies of the batches to decode, as byte ranges of `data`, and what
+    their headers say. Uncompressed bodies are read where they lie in the
+    fetched bytes; only when some batch is compressed are the bodies joined."""
+
+    data: np.ndarray  # uint8, read-only (one compiled variant for bytes, bytearray or memoryview)
+    body_starts: np.ndarray
+    body_ends: np.ndarray
+    counts: np.ndarray
+    base_offsets: np.ndarray
+    last_deltas: np.ndarray
+    base_ts: np.ndarray
+    max_ts: np.ndarray
+    append_time: np.ndarray
+
+    @classmethod
+    def of(cls, buf, lo: int, hi: int) -> "_Batches":
+        view = memoryview(buf).toreadonly()
+        spans, headers, compressed = [], [], False
+        for pos, h in iter_headers(view):
+            if h.is_control or h.last_offset < lo or h.base_offset >= hi:
+                continue
+            spans.append((pos + HEADER_SIZE, pos + h.size))
+            headers.append(h)
+            compressed = compressed or h.codec != Codec.NONE
+        if compressed:
+            bodies = [decompress(h.codec, view[start:end]) if h.codec != Codec.NONE else view[start:end]
+                      for (start, end), h in zip(spans, headers)]
+            sizes = np.fromiter(map(len, bodies), dtype=np.int64, count=len(bodies))
+            ends = np.cumsum(sizes)
+            view = memoryview(b"".join(bodies)).toreadonly()
+            spans = list(zip((ends - sizes).tolist(), ends.tolist()))
+
+        def column(values) -> np.ndarray:
+            return np.fromiter(values, dtype=np.int64, count=len(headers))
+
+        return cls(np.frombuffer(view, dtype=np.uint8),
+                   column(s for s, _ in spans), column(e for _, e in spans),
+                   column(h.records_count for h in headers), column(h.base_offset for h in headers),
+                   column(h.last_offset_delta for h in headers), column(h.base_timestamp for h in headers),
+                   column(h.max_timestamp for h in headers), column(h.is_log_append_time for h in headers))
 
 
-def _unzigzag(raw: np.ndarray) -> np.ndarray:
-    return (raw >> 1) ^ -(raw & 1)
+@_compiled
+def _varint(data, pos, end):
+    """The zig-zag varint at `pos` (at most 10 bytes, Java's readVarlong) and
+    the position after it; position -1 if it runs to `end` or past 10 bytes."""
+    u = np.uint64(0)
+    for i in range(10):
+        if pos >= end:
+            return 0, -1
+        b = data[pos]
+        pos += 1
+        u |= np.uint64(b & 0x7F) << np.uint64(7 * i)  # the 10th byte's bits past 64 drop, as in Java
+        if b < 0x80:
+            return np.int64(u >> np.uint64(1)) ^ -np.int64(u & np.uint64(1)), pos
+    return 0, -1
 
 
-def _binary(arr: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> pa.Array:
-    """A binary array of the byte ranges [start, start + length) (length -1: null)."""
+@_compiled
+def _field(data, pos, end):
+    """A length-prefixed field: (start, length, position after); length -1 is
+    null; position -1 if the length is malformed or the bytes run past `end`."""
+    n, pos = _varint(data, pos, end)
+    if pos < 0 or n < -1 or (n >= 0 and n > end - pos):
+        return 0, 0, -1
+    return pos, n, pos + max(n, 0)
+
+
+@_compiled
+def _utf8(data, pos, end):
+    """Whether data[pos:end] is UTF-8 as Python's strict codec takes it: no
+    overlong forms, no surrogates, nothing past U+10FFFF."""
+    while pos < end:
+        c = data[pos]
+        if c < 0x80:
+            pos += 1
+            continue
+        if 0xC2 <= c <= 0xDF:
+            tail, low, high = 1, 0x80, 0xBF
+        elif c == 0xE0:
+            tail, low, high = 2, 0xA0, 0xBF
+        elif c == 0xED:
+            tail, low, high = 2, 0x80, 0x9F
+        elif 0xE1 <= c <= 0xEF:
+            tail, low, high = 2, 0x80, 0xBF
+        elif c == 0xF0:
+            tail, low, high = 3, 0x90, 0xBF
+        elif 0xF1 <= c <= 0xF3:
+            tail, low, high = 3, 0x80, 0xBF
+        elif c == 0xF4:
+            tail, low, high = 3, 0x80, 0x8F
+        else:
+            return False
+        if tail >= end - pos or not low <= data[pos + 1] <= high:
+            return False
+        for k in range(2, tail + 1):
+            if data[pos + k] & 0xC0 != 0x80:
+                return False
+        pos += tail + 1
+    return True
+
+
+@_compiled
+def _record(data, pos, end):
+    """The record at `pos` of a body ending at `end`: (the position after it,
+    timestamp delta, offset delta, key start and length, value start and
+    length, where its headers start, how many); position -1 if it is malformed."""
+    ts_delta = offset_delta = k_pos = k_len = v_pos = v_len = h_pos = h_count = 0
+    length, pos = _varint(data, pos, end)
+    if pos < 0 or length < 0 or length > end - pos:
+        return -1, ts_delta, offset_delta, k_pos, k_len, v_pos, v_len, h_pos, h_count
+    rec_end = pos + length
+    ts_delta, pos = _varint(data, pos + 1, rec_end)  # + 1: the attributes byte, unused
+    if pos >= 0:
+        offset_delta, pos = _varint(data, pos, rec_end)
+    if pos >= 0:
+        k_pos, k_len, pos = _field(data, pos, rec_end)
+    if pos >= 0:
+        v_pos, v_len, pos = _field(data, pos, rec_end)
+    if pos >= 0:
+        h_pos = pos
+        h_count, pos = _varint(data, pos, rec_end)
+        if h_count < 0:
+            pos = -1
+    i = 0
+    while pos >= 0 and i < h_count:
+        key_at, key_len, pos = _field(data, pos, rec_end)
+        if pos >= 0 and (key_len < 0 or not _utf8(data, key_at, key_at + key_len)):
+            pos = -1  # a header key is a non-null string
+        if pos >= 0:
+            _, _, pos = _field(data, pos, rec_end)
+        i += 1
+    if pos != rec_end:
+        pos = -1
+    return pos, ts_delta, offset_delta, k_pos, k_len, v_pos, v_len, h_pos, h_count
+
+
+@_compiled
+def _walk(data, body_starts, body_ends, counts, base_offsets, last_deltas, base_ts, max_ts, append_time, lo, hi):
+    """Every record of the batch bodies data[body_starts[i]:body_ends[i]]
+    checked, and those with offsets in [lo, hi) described: (kept, then per
+    kept record offset, timestamp, log-append-time flag, key start and length,
+    value start and length, where its headers start and how many).
+    kept is -1 where a record breaks the format."""
+    total = 0
+    for b in range(len(counts)):
+        total += counts[b]
+    offsets = np.empty(total, np.int64)
+    stamps = np.empty(total, np.int64)
+    appended = np.empty(total, np.bool_)
+    key_pos = np.empty(total, np.int64)
+    key_len = np.empty(total, np.int64)
+    value_pos = np.empty(total, np.int64)
+    value_len = np.empty(total, np.int64)
+    header_pos = np.empty(total, np.int64)
+    header_count = np.empty(total, np.int64)
+    kept = 0
+    for b in range(len(counts)):
+        pos, end = body_starts[b], body_ends[b]
+        log_append = append_time[b] != 0
+        base = base_ts[b]
+        for _ in range(counts[b]):
+            pos, ts_delta, offset_delta, k_pos, k_len, v_pos, v_len, h_pos, h_count = _record(data, pos, end)
+            if pos < 0 or not 0 <= offset_delta <= last_deltas[b]:
+                pos = -1
+                break
+            if log_append:
+                stamp = max_ts[b]
+            elif (base > 0 and ts_delta > _INT64_MAX - base) or (base < 0 and ts_delta < _INT64_MIN - base):
+                pos = -1  # the timestamp overflows int64
+                break
+            else:
+                stamp = base + ts_delta
+            offset = base_offsets[b] + offset_delta
+            if lo <= offset < hi:
+                offsets[kept] = offset
+                stamps[kept] = stamp
+                appended[kept] = log_append
+                key_pos[kept], key_len[kept] = k_pos, k_len
+                value_pos[kept], value_len[kept] = v_pos, v_len
+                header_pos[kept], header_count[kept] = h_pos, h_count
+                kept += 1
+        if pos != end:  # a malformed record, or bytes after the batch's last one
+            kept = -1
+            break
+    return kept, offsets, stamps, appended, key_pos, key_len, value_pos, value_len, header_pos, header_count
+
+
+@_compiled
+def _gather(data, starts, lengths, total):
+    """The byte ranges [start, start + length) (length -1: null, no bytes)
+    one after another, and Arrow's int32 offsets into them."""
+    out = np.empty(total, np.uint8)
+    offsets = np.empty(len(starts) + 1, np.int32)
+    at = 0
+    offsets[0] = 0
+    for i in range(len(starts)):
+        n = lengths[i]
+        if n > 0:
+            out[at:at + n] = data[starts[i]:starts[i] + n]
+            at += n
+        offsets[i + 1] = at
+    return offsets, out
+
+
+@_compiled
+def _header_fields(data, header_pos, header_count, total):
+    """Where each header's key and value lie (records already checked by _walk)."""
+    key_pos = np.empty(total, np.int64)
+    key_len = np.empty(total, np.int64)
+    value_pos = np.empty(total, np.int64)
+    value_len = np.empty(total, np.int64)
+    h = 0
+    for r in range(len(header_pos)):
+        _, pos = _varint(data, header_pos[r], len(data))
+        for _ in range(header_count[r]):
+            key_pos[h], key_len[h], pos = _field(data, pos, len(data))
+            value_pos[h], value_len[h], pos = _field(data, pos, len(data))
+            h += 1
+    return key_pos, key_len, value_pos, value_len
+
+
+def _binary(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
+            kind: pa.DataType = pa.binary()) -> Optional[pa.Array]:
+    """An Arrow binary (or string) array of the byte ranges; None past 2 GiB (int32 offsets)."""
     count = len(starts)
     nulls = lengths < 0
-    sizes = np.where(nulls, 0, lengths)
-    out_offsets = np.zeros(count + 1, dtype=np.int32)
-    np.cumsum(sizes, out=out_offsets[1:])
-    view = memoryview(arr)
-    data = b"".join([view[s:s + n] for s, n in zip(starts.tolist(), sizes.tolist())]) if out_offsets[-1] else b""
-    validity = pa.array(~nulls).buffers()[1] if nulls.any() else None
-    return pa.Array.from_buffers(pa.binary(), count, [validity, pa.py_buffer(out_offsets), pa.py_buffer(data)],
-                                 null_count=int(nulls.sum()))
+    null_count = int(np.count_nonzero(nulls))
+    if null_count == count:
+        return pa.nulls(count, kind)  # keyless records: no buffers to build
+    total = int(np.maximum(lengths, 0).sum())
+    if total > _INT32_MAX:
+        return None
+    offsets, out = _gather(data, starts, lengths, total)
+    validity = pa.py_buffer(np.packbits(~nulls, bitorder="little")) if null_count else None
+    return pa.Array.from_buffers(kind, count, [validity, pa.py_buffer(offsets), pa.py_buffer(out)],
+                                 null_count=null_count)
+
+
+def _headers(data: np.ndarray, header_pos: np.ndarray, header_count: np.ndarray) -> Optional[pa.Array]:
+    """Each record's headers as Spark's Kafka source has them: list<struct<key string, value binary>>."""
+    list_offsets = np.zeros(len(header_count) + 1, dtype=np.int64)
+    np.cumsum(header_count, out=list_offsets[1:])
+    total = int(list_offsets[-1])
+    if total > _INT32_MAX:
+        return None
+    key_pos, key_len, value_pos, value_len = _header_fields(data, header_pos, header_count, total)
+    keys = _binary(data, key_pos, key_len, pa.string())
+    values = _binary(data, value_pos, value_len)
+    if keys is None or values is None:
+        return None
+    entries = pa.StructArray.from_arrays([keys, values], fields=list(HEADERS_TYPE.value_type))
+    return pa.ListArray.from_arrays(pa.array(list_offsets.astype(np.int32)), entries, type=HEADERS_TYPE)
