@@ -58,18 +58,28 @@ class RecordAccumulator:
         dq = self._queues.get(tp)
         return bool(dq) and dq[-1].has_room(size, self._batch_size)
 
+    def try_append(self, tp: TopicPartition, record: Record, size: int, future: RecordFuture) -> bool:
+        """Add a record to the partition's open batch if it has room (the usual
+        case: one lookup); False, and nothing done, when a new batch is needed."""
+        dq = self._queues.get(tp)
+        if dq:
+            last = dq[-1]
+            # has_room() inlined: a queued batch holds at least one record
+            if not last.closed and last.size + size <= self._batch_size:
+                last.append(record, size, future)
+                self.buffered_bytes += size
+                return True
+        return False
+
     def append(self, tp: TopicPartition, record: Record, size: int, future: RecordFuture,
                now: float) -> bool:
         """Add a record; whether it opened a new batch (the last one is now
         full, and a new batch may be worth a wakeup)."""
+        if self.try_append(tp, record, size, future):
+            return False
         dq = self._queues.get(tp)
         if dq:
-            last = dq[-1]
-            if last.has_room(size, self._batch_size):  # the usual case: one lookup, no new batch
-                last.append(record, size, future)
-                self.buffered_bytes += size
-                return False
-            last.closed = True
+            dq[-1].closed = True
         elif dq is None:
             dq = self._queues[tp] = deque()
         batch = ProducerBatch(tp[0], tp[1], next(self._serials), now, self._settlement)

@@ -42,7 +42,7 @@ from .io_thread import IoThread
 from .cluster import PartitionInfo
 from .metadata import UNKNOWN_TOPIC_OR_PARTITION, Metadata
 from .partitioner import StickyPartitioner, key_partition
-from .producer_batch import RecordMetadata, record_size_upper_bound
+from .producer_batch import RECORD_OVERHEAD_UPPER_BOUND, RecordMetadata, record_size_upper_bound
 from .producer_config import ProducerConfig
 from .record_future import AsyncRecordFuture, DeliveryCallback, RecordFuture, Settlement, SyncRecordFuture
 from .sender import Sender
@@ -65,8 +65,13 @@ def make_record(value: Optional[Bytes], key: Optional[Bytes], headers: HeadersAr
         key = _as_bytes("key", key)
     if type(value) is not bytes and value is not None:
         value = _as_bytes("value", value)
-    return Record(key, value, int(time.time() * 1000) if timestamp is None else int(timestamp),  # type: ignore[arg-type]
-                  header_tuple)
+    # tuple.__new__ skips the named tuple's Python-level __new__: about half the cost, once per record.
+    return _new_tuple(Record, (key, value, _time_ns() // 1_000_000 if timestamp is None else int(timestamp),
+                               header_tuple, -1))
+
+
+_new_tuple = tuple.__new__
+_time_ns = time.time_ns
 
 
 def _as_bytes(what: str, data: Optional[Bytes]) -> Optional[bytes]:
@@ -167,7 +172,12 @@ class AsyncProducer:
         if self._sender.fatal_error is not None:
             future.fail_unsent(self._sender.fatal_error)
             return
-        size = record_size_upper_bound(record)
+        # Indexing, not unpacking: unpacking a named tuple goes through an iterator object.
+        value, key = record[1], record[0]
+        if record[3] or value is None:
+            size = record_size_upper_bound(record)
+        else:  # inlined for the usual record: what record_size_upper_bound() gives
+            size = RECORD_OVERHEAD_UPPER_BOUND + len(value) + (len(key) if key else 0)
         if size > self._max_record_size:
             limit = min(self.config.max_request_size, self.config.buffer_memory)
             future.fail_unsent(MessageTooLargeError(
@@ -210,18 +220,22 @@ class AsyncProducer:
 
     def _append(self, topic: str, partitions: list[PartitionInfo], partition: Optional[int], record: Record,
                 size: int, future: RecordFuture) -> None:
+        accumulator = self._accumulator
         if partition is None:
-            if record.key is not None:
-                partition = key_partition(record.key, len(partitions))
+            key = record[0]
+            if key is not None:
+                partition = key_partition(key, len(partitions))
             else:
                 partition = self._sticky.partition(topic, partitions)
-                if not self._accumulator.has_room((topic, partition), size):
-                    partition = self._sticky.on_new_batch(topic, partitions, partition)
+                if accumulator.try_append((topic, partition), record, size, future):
+                    return  # the usual case: into the sticky partition's open batch
+                # Its batch is full or gone: a new batch, on the next sticky partition (KIP-480).
+                partition = self._sticky.on_new_batch(topic, partitions, partition)
         elif not 0 <= partition < len(partitions):
             future.fail_unsent(error_for_code(UNKNOWN_TOPIC_OR_PARTITION, f"partition {partition} of {topic} is not "
                                               f"in the range [0...{len(partitions) - 1}]"))
             return
-        if self._accumulator.append((topic, partition), record, size, future, time.monotonic()):
+        if accumulator.append((topic, partition), record, size, future, time.monotonic()):
             self._sender.wakeup()
 
     # --- flush and close ---------------------------------------------------
