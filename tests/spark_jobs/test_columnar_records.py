@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from partition_log import batch as b
@@ -227,14 +227,16 @@ def test_header_keys_are_utf8_as_python_decodes_it(raw_key: bytes) -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(batch_specs, st.integers(0, 40), st.integers(1, 130), st.booleans())
+@given(batch_specs, st.integers(0, 30), st.integers(1, 130), st.booleans())
 def test_arrow_rows_equal_the_exact_path(spec, lo, span, include_headers) -> None:
     """chunk_to_arrow's record batch, headers and all, equals the one the exact decoder's path builds."""
     data = encode(spec)
     chunk = FetchedChunk(data, lo, lo + span)
     fast = chunk_to_arrow(chunk, "t", 3, include_headers)
     slow = _record_at_a_time(chunk, "t", 3, include_headers)
-    assume(slow is not None)
+    if slow is None:  # no record in range
+        assert fast is None
+        return
     assert fast is not None and fast.schema == arrow_schema(include_headers)
     assert fast.equals(slow)
 
