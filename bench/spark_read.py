@@ -1,6 +1,8 @@
 """Rows/s into Spark (noop sink, local[2]) from a kraftlog topic, against the
 ceiling of Spark's Python data source path: an in-memory Arrow source with
-the same rows (bench/spark_arrow_ceiling.py), in the same run.
+the same rows (bench/spark_arrow_ceiling.py), in the same run. Before Spark
+starts, one partition is also read in this process, fetched only and fetched
+and turned into Arrow (what a Spark task does), to show the decode's share.
 
 A 4-partition topic (RF 1, one combined node) is filled with N 100-byte
 keyless records in batches of 4,000, then read three times by each source; the
@@ -51,6 +53,37 @@ def fill(cluster: LocalCluster, topic: str, records: int) -> float:
     return per_partition * PARTITIONS / (time.perf_counter() - started)
 
 
+def in_process(bootstrap: str, topic: str, records: int) -> dict:
+    """Seconds (best of three) to fetch partition 0, and to fetch it and make
+    Arrow of it as a Spark task does, in this process; and of the latter, the
+    seconds inside chunk_to_arrow. The fetch runs a chunk ahead on its own
+    thread, so the decode adds less than its own time to the read's."""
+    from spark_jobs.arrow_rows import chunk_to_arrow
+    from spark_jobs.planning import OffsetRange
+    from spark_jobs.range_fetch import FetchSettings, fetch_range
+
+    rng = OffsetRange(topic, 0, 0, records // PARTITIONS)
+    settings = FetchSettings(bootstrap)
+    times: dict = {"fetch_s": [], "fetch_and_arrow_s": [], "arrow_s": []}
+    for _ in range(3):
+        started = time.perf_counter()
+        for _chunk in fetch_range(settings, rng):
+            pass
+        times["fetch_s"].append(time.perf_counter() - started)
+        rows, decoding = 0, 0.0
+        started = time.perf_counter()
+        for chunk in fetch_range(settings, rng):
+            decode_started = time.perf_counter()
+            batch = chunk_to_arrow(chunk, topic, 0, False)
+            decoding += time.perf_counter() - decode_started
+            rows += batch.num_rows if batch is not None else 0
+        times["fetch_and_arrow_s"].append(time.perf_counter() - started)
+        times["arrow_s"].append(decoding)
+        assert rows == rng.end, rows
+    best = {name: min(runs) for name, runs in times.items()}
+    return {"records": rng.end, "runs": times, **best, "arrow_us_per_record": best["arrow_s"] / rng.end * 1e6}
+
+
 def timed_noop(df) -> float:
     started = time.perf_counter()
     df.write.format("noop").mode("overwrite").save()
@@ -77,6 +110,10 @@ def main() -> None:
             cluster.create_topic("bench", PARTITIONS, 1)
             load_rate = fill(cluster, "bench", records)
             print(f"loaded {records:,} records at {load_rate:,.0f} records/s")
+            one = in_process(cluster.broker_addresses[1], "bench", records)
+            print(f"in process, partition 0 ({one['records']:,} records): fetch {one['fetch_s']:.2f} s, fetch and "
+                  f"Arrow {one['fetch_and_arrow_s']:.2f} s, of which in chunk_to_arrow {one['arrow_s']:.2f} s "
+                  f"({one['arrow_us_per_record']:.2f} µs/record)")
             spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
                      .config("spark.driver.memory", "2g").getOrCreate())
             spark.sparkContext.setLogLevel("ERROR")
@@ -88,7 +125,8 @@ def main() -> None:
             ceiling = (spark.read.format("arrow_ceiling").option("partitions", PARTITIONS)
                        .option("rows", records).option("value_bytes", VALUE_BYTES))
             results: dict = {"records": records, "partitions": PARTITIONS, "value_bytes": VALUE_BYTES,
-                             "load_records_per_s": load_rate, "runs_s": {"kraftlog": [], "arrow_ceiling": []}}
+                             "load_records_per_s": load_rate,
+                             "in_process_partition": one, "runs_s": {"kraftlog": [], "arrow_ceiling": []}}
             for _ in range(3):
                 for name, reader in (("kraftlog", kraftlog), ("arrow_ceiling", ceiling)):
                     results["runs_s"][name].append(timed_noop(reader.load()))
