@@ -4,9 +4,9 @@ partition_log.records decodes one record at a time into Python objects:
 exact and general, but several µs a record, which made the decode the
 bottleneck of a Spark read. Here one compiled pass (`_walk`) goes over the
 decompressed batch bodies and writes, per record, its offset, timestamp,
-where its key, value and headers lie and how long they are; a second one
-(`_gather`) copies keys, values and header fields into Arrow buffers. No
-Python runs per record.
+where its key, value and headers lie and how long they are; Arrow then
+copies keys, values and header fields out of the bodies in one call each
+(`_binary`). No Python runs per record.
 
 Why numba: a record is a chain of zig-zag varints (length, timestamp
 delta, offset delta, key length, key, value length, value, header count,
@@ -58,9 +58,9 @@ def _compiled(fn):
         return numba.njit(nogil=True)(fn)
 
 
-# The per-record helpers, inlined into their callers by numba itself (the
-# record walk takes a quarter less time than with calls; the first compile
-# takes about 1.5 s more, once a machine where the cache can be written).
+# The per-record helpers, inlined into their callers by numba itself: the
+# record walk takes a quarter less time than with calls, for a first compile
+# about 1.5 s longer (once per machine, where the cache can be written).
 _inlined = numba.njit(inline="always")
 
 
@@ -82,13 +82,13 @@ def decode_columns(buf, lo: int, hi: int, *, need_headers: bool) -> Optional[Rec
         batches = _Batches.of(buf, lo, hi)
     except KafkaError:  # a batch header, CRC or compressed body the exact decoder will name
         return None
-    walked = _walk(batches.data, batches.body_starts, batches.body_ends, batches.counts, batches.base_offsets,
-                   batches.last_deltas, batches.base_ts, batches.max_ts, batches.append_time, lo, hi)
-    kept = walked[0]
+    kept, fields, appended = _walk(batches.data, batches.body_starts, batches.body_ends, batches.counts,
+                                   batches.base_offsets, batches.last_deltas, batches.base_ts, batches.max_ts,
+                                   batches.append_time, lo, hi)
     if kept < 0:
         return None
-    offsets, stamps, appended, key_pos, key_len, value_pos, value_len, header_pos, header_count = \
-        (column[:kept] for column in walked[1:])
+    offsets, stamps, key_pos, key_len, value_pos, value_len, header_pos, header_count = fields[:, :kept]
+    appended = appended[:kept]
     keys = _binary(batches.data, key_pos, key_len)
     values = _binary(batches.data, value_pos, value_len)
     if keys is None or values is None:
@@ -119,7 +119,7 @@ class _Batches:
 
     @classmethod
     def of(cls, buf, lo: int, hi: int) -> "_Batches":
-        view = memoryview(buf).toreadonly()
+        view = memoryview(buf).cast("B").toreadonly()
         spans, headers, compressed = [], [], False
         for pos, h in iter_headers(view):
             if h.is_control or h.last_offset < lo or h.base_offset >= hi:
@@ -246,22 +246,17 @@ def _record(data, pos, end):
 @_compiled
 def _walk(data, body_starts, body_ends, counts, base_offsets, last_deltas, base_ts, max_ts, append_time, lo, hi):
     """Every record of the batch bodies data[body_starts[i]:body_ends[i]]
-    checked, and those with offsets in [lo, hi) described: (kept, then per
-    kept record offset, timestamp, log-append-time flag, key start and length,
-    value start and length, where its headers start and how many).
+    checked, and those with offsets in [lo, hi) described: (kept, their
+    fields in the first `kept` columns of `fields`, whether each one's
+    timestamp is the log append time).
     kept is -1 where a record breaks the format."""
     total = 0
     for b in range(len(counts)):
         total += counts[b]
-    offsets = np.empty(total, np.int64)
-    stamps = np.empty(total, np.int64)
+    # One row a field, one column a kept record: offset, timestamp, key start,
+    # key length, value start, value length (-1: null), headers start, count.
+    fields = np.empty((8, total), np.int64)
     appended = np.empty(total, np.bool_)
-    key_pos = np.empty(total, np.int64)
-    key_len = np.empty(total, np.int64)
-    value_pos = np.empty(total, np.int64)
-    value_len = np.empty(total, np.int64)
-    header_pos = np.empty(total, np.int64)
-    header_count = np.empty(total, np.int64)
     kept = 0
     for b in range(len(counts)):
         pos, end = body_starts[b], body_ends[b]
@@ -281,68 +276,57 @@ def _walk(data, body_starts, body_ends, counts, base_offsets, last_deltas, base_
                 stamp = base + ts_delta
             offset = base_offsets[b] + offset_delta
             if lo <= offset < hi:
-                offsets[kept] = offset
-                stamps[kept] = stamp
+                fields[0, kept], fields[1, kept] = offset, stamp
+                fields[2, kept], fields[3, kept] = k_pos, k_len
+                fields[4, kept], fields[5, kept] = v_pos, v_len
+                fields[6, kept], fields[7, kept] = h_pos, h_count
                 appended[kept] = log_append
-                key_pos[kept], key_len[kept] = k_pos, k_len
-                value_pos[kept], value_len[kept] = v_pos, v_len
-                header_pos[kept], header_count[kept] = h_pos, h_count
                 kept += 1
         if pos != end:  # a malformed record, or bytes after the batch's last one
             kept = -1
             break
-    return kept, offsets, stamps, appended, key_pos, key_len, value_pos, value_len, header_pos, header_count
-
-
-@_compiled
-def _gather(data, starts, lengths, total):
-    """The byte ranges [start, start + length) (length -1: null, no bytes)
-    one after another, and Arrow's int32 offsets into them."""
-    out = np.empty(total, np.uint8)
-    offsets = np.empty(len(starts) + 1, np.int32)
-    at = 0
-    offsets[0] = 0
-    for i in range(len(starts)):
-        n = lengths[i]
-        if n > 0:
-            out[at:at + n] = data[starts[i]:starts[i] + n]
-            at += n
-        offsets[i + 1] = at
-    return offsets, out
+    return kept, fields, appended
 
 
 @_compiled
 def _header_fields(data, header_pos, header_count, total):
     """Where each header's key and value lie (records already checked by _walk)."""
-    key_pos = np.empty(total, np.int64)
-    key_len = np.empty(total, np.int64)
-    value_pos = np.empty(total, np.int64)
-    value_len = np.empty(total, np.int64)
+    spans = np.empty((4, total), np.int64)  # key start, key length, value start, value length
     h = 0
     for r in range(len(header_pos)):
         _, pos = _varint(data, header_pos[r], len(data))
         for _ in range(header_count[r]):
-            key_pos[h], key_len[h], pos = _field(data, pos, len(data))
-            value_pos[h], value_len[h], pos = _field(data, pos, len(data))
+            spans[0, h], spans[1, h], pos = _field(data, pos, len(data))
+            spans[2, h], spans[3, h], pos = _field(data, pos, len(data))
             h += 1
-    return key_pos, key_len, value_pos, value_len
+    return spans
 
 
 def _binary(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray,
             kind: pa.DataType = pa.binary()) -> Optional[pa.Array]:
-    """An Arrow binary (or string) array of the byte ranges; None past 2 GiB (int32 offsets)."""
+    """An Arrow binary (or string) array of the byte ranges [start, start +
+    length) of `data`, in ascending order (length -1: null); None where
+    int32 offsets cannot reach."""
     count = len(starts)
     nulls = lengths < 0
     null_count = int(np.count_nonzero(nulls))
     if null_count == count:
         return pa.nulls(count, kind)  # keyless records: no buffers to build
-    total = int(np.maximum(lengths, 0).sum())
-    if total > _INT32_MAX:
+    if len(data) > _INT32_MAX:
         return None
-    offsets, out = _gather(data, starts, lengths, total)
+    # Arrow cuts the ranges out in one call, at memcpy speed: over all of
+    # `data`, an array of 2n values whose even ones are the ranges (the odd
+    # ones the bytes between them), filtered to the even ones.
+    bounds = np.empty(2 * count + 1, dtype=np.int32)
+    bounds[0:-1:2] = starts
+    bounds[1::2] = starts + np.maximum(lengths, 0)
+    bounds[-1] = bounds[-2]
+    even = np.zeros(2 * count, dtype=bool)
+    even[::2] = True
+    spans = pa.Array.from_buffers(pa.binary(), 2 * count, [None, pa.py_buffer(bounds), pa.py_buffer(data)])
+    cut = spans.filter(pa.array(even))
     validity = pa.py_buffer(np.packbits(~nulls, bitorder="little")) if null_count else None
-    return pa.Array.from_buffers(kind, count, [validity, pa.py_buffer(offsets), pa.py_buffer(out)],
-                                 null_count=null_count)
+    return pa.Array.from_buffers(kind, count, [validity, *cut.buffers()[1:]], null_count=null_count)
 
 
 def _headers(data: np.ndarray, header_pos: np.ndarray, header_count: np.ndarray) -> Optional[pa.Array]:

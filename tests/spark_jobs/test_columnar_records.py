@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from partition_log import batch as b
 from partition_log.compression import Codec
-from partition_log.errors import KafkaError
+from partition_log.errors import CorruptRecordError, KafkaError
 from partition_log.records import Record, decode_batch, encode_batch
 from partition_log.varint import zigzag_bytes
 from spark_jobs.arrow_rows import _record_at_a_time, arrow_schema, chunk_to_arrow
@@ -262,3 +262,10 @@ def test_no_batches_in_range_give_no_rows() -> None:
     data = encode_batch([Record(b"k", b"v", 1)], base_offset=10)
     columns = decode_columns(data, 0, 10, need_headers=True)
     assert len(columns.offsets) == 0 and len(columns.headers) == 0 and columns.keys.type == pa.binary()
+
+
+def test_chunk_to_arrow_names_the_error_of_a_corrupt_record() -> None:
+    """Where the kernels give up, the exact decoder runs and raises Kafka's CORRUPT_MESSAGE."""
+    data = one_batch(raw(ATTRIBUTES, Z(0), Z(0), Z(-2), Z(1), b"v", Z(0)))
+    with pytest.raises(CorruptRecordError, match="negative length -2"):
+        chunk_to_arrow(FetchedChunk(data, 0, 1), "t", 0, False)
