@@ -64,7 +64,9 @@ def encode_batch(
     an empty batch."""
     if not records and last_offset_delta is None:
         raise InvalidRecordError("a batch needs at least one record")
-    timestamps = [r.timestamp for r in records] or [b.NO_TIMESTAMP]
+    # r[2], Record.timestamp: the producer's batches hold plain tuples in Record's field order
+    # (cheaper to build than named tuples, and the garbage collector stops tracking them).
+    timestamps = [r[2] for r in records] or [b.NO_TIMESTAMP]
     max_ts = max(timestamps) if max_timestamp is None else max_timestamp
     base_ts = min(timestamps) if delete_horizon_ms is None else delete_horizon_ms
     body, last_delta = _encode_records(records, base_offset, base_ts)
