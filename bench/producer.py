@@ -47,8 +47,8 @@ PY_SPY = Path(sys.executable).parent / "py-spy"
 
 
 async def produce(job: kl.ProduceJob) -> dict[str, Any]:
-    await job.prepare()
     try:
+        await job.prepare()
         started, cpu = time.monotonic(), time.process_time()
         answer = await job.run()
         return {**answer, "seconds": time.monotonic() - started, "cpu_s": time.process_time() - cpu}

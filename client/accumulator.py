@@ -21,9 +21,8 @@ from dataclasses import dataclass
 from typing import Callable, Iterator, Optional
 
 from partition_log.batch import HEADER_SIZE
-from partition_log.records import Record
 
-from .producer_batch import ProducerBatch
+from .producer_batch import ProducerBatch, ProducerRecord
 from .record_future import RecordFuture, Settlement
 
 TopicPartition = tuple[str, int]
@@ -58,7 +57,7 @@ class RecordAccumulator:
         dq = self._queues.get(tp)
         return bool(dq) and dq[-1].has_room(size, self._batch_size)
 
-    def try_append(self, tp: TopicPartition, record: Record, size: int, future: RecordFuture) -> bool:
+    def try_append(self, tp: TopicPartition, record: ProducerRecord, size: int, future: RecordFuture) -> bool:
         """Add a record to the partition's open batch if it has room (the usual
         case: one lookup); False, and nothing done, when a new batch is needed."""
         dq = self._queues.get(tp)
@@ -71,7 +70,7 @@ class RecordAccumulator:
                 return True
         return False
 
-    def append(self, tp: TopicPartition, record: Record, size: int, future: RecordFuture,
+    def append(self, tp: TopicPartition, record: ProducerRecord, size: int, future: RecordFuture,
                now: float) -> bool:
         """Add a record; whether it opened a new batch (the last one is now
         full, and a new batch may be worth a wakeup)."""

@@ -33,7 +33,6 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Union
 
 from partition_log.batch import HEADER_SIZE
 from partition_log.errors import KafkaError, MessageTooLargeError
-from partition_log.records import Record
 
 from .accumulator import RecordAccumulator
 from .errors import RequestTimedOutError, error_for_code
@@ -42,7 +41,7 @@ from .io_thread import IoThread
 from .cluster import PartitionInfo
 from .metadata import UNKNOWN_TOPIC_OR_PARTITION, Metadata
 from .partitioner import StickyPartitioner, key_partition
-from .producer_batch import RECORD_OVERHEAD_UPPER_BOUND, RecordMetadata, record_size_upper_bound
+from .producer_batch import RECORD_OVERHEAD_UPPER_BOUND, ProducerRecord, RecordMetadata, record_size_upper_bound
 from .producer_config import ProducerConfig
 from .record_future import AsyncRecordFuture, DeliveryCallback, RecordFuture, Settlement, SyncRecordFuture
 from .sender import Sender
@@ -54,7 +53,7 @@ HeadersArg = Union[Mapping[str, Optional[Bytes]], Iterable[tuple[str, Optional[B
 
 
 def make_record(value: Optional[Bytes], key: Optional[Bytes], headers: HeadersArg,
-                timestamp: Optional[int]) -> Record:
+                timestamp: Optional[int]) -> ProducerRecord:
     """A record from produce()'s arguments: str is UTF-8, timestamps are ms (now when None)."""
     if headers:
         items = headers.items() if isinstance(headers, Mapping) else headers
@@ -65,12 +64,10 @@ def make_record(value: Optional[Bytes], key: Optional[Bytes], headers: HeadersAr
         key = _as_bytes("key", key)
     if type(value) is not bytes and value is not None:
         value = _as_bytes("value", value)
-    # tuple.__new__ skips the named tuple's Python-level __new__: about half the cost, once per record.
-    return _new_tuple(Record, (key, value, _time_ns() // 1_000_000 if timestamp is None else int(timestamp),
-                               header_tuple, -1))
+    return (key, value, _time_ns() // 1_000_000 if timestamp is None else int(timestamp),  # type: ignore[return-value]
+            header_tuple, -1)
 
 
-_new_tuple = tuple.__new__
 _time_ns = time.time_ns
 
 
@@ -101,7 +98,7 @@ class AsyncProducer:
                               IdempotenceState() if c.enable_idempotence else None, self._batch_finished)
         self._sticky = StickyPartitioner()
         self._sender_task: Optional[asyncio.Task[None]] = None
-        self._waiting: dict[str, list[tuple[Optional[int], Record, int, RecordFuture]]] = {}
+        self._waiting: dict[str, list[tuple[Optional[int], ProducerRecord, int, RecordFuture]]] = {}
         self._waiting_bytes = 0
         self._topic_tasks: set[asyncio.Task[None]] = set()
         self._finished_event: Optional[asyncio.Event] = None
@@ -163,7 +160,7 @@ class AsyncProducer:
             except asyncio.TimeoutError:
                 pass
 
-    def submit(self, topic: str, record: Record, partition: Optional[int], future: RecordFuture) -> None:
+    def submit(self, topic: str, record: ProducerRecord, partition: Optional[int], future: RecordFuture) -> None:
         """Queue a built record with its future (on this loop; the sync producer holds the settlement's lock)."""
         if self._closed:
             raise RuntimeError("cannot send after the producer is closed")
@@ -172,7 +169,6 @@ class AsyncProducer:
         if self._sender.fatal_error is not None:
             future.fail_unsent(self._sender.fatal_error)
             return
-        # Indexing, not unpacking: unpacking a named tuple goes through an iterator object.
         value, key = record[1], record[0]
         if record[3] or value is None:
             size = record_size_upper_bound(record)
@@ -218,7 +214,7 @@ class AsyncProducer:
             future.fail_unsent(error)
         self._batch_finished()  # memory is free
 
-    def _append(self, topic: str, partitions: list[PartitionInfo], partition: Optional[int], record: Record,
+    def _append(self, topic: str, partitions: list[PartitionInfo], partition: Optional[int], record: ProducerRecord,
                 size: int, future: RecordFuture) -> None:
         accumulator = self._accumulator
         if partition is None:
@@ -325,7 +321,7 @@ class Producer:
         ProducerConfig.parse(config)  # bad settings fail here, before a thread starts
         self._io = IoThread("kraftlog-producer")
         self._producer: AsyncProducer = self._io.call(_started(config))
-        self._incoming: deque[tuple[str, Record, Optional[int], SyncRecordFuture]] = deque()
+        self._incoming: deque[tuple[str, ProducerRecord, Optional[int], SyncRecordFuture]] = deque()
         self._settlement: Settlement = self._producer._settlement
         self._scheduled = False
         self._room = threading.Condition()

@@ -59,6 +59,11 @@ RETRIABLE_PRODUCE_ERRORS = frozenset({
 RETRIABLE_INIT_ERRORS = frozenset({7, 13, 14, 15, 16, 51})  # ... COORDINATOR_*, NOT_COORDINATOR, CONCURRENT_TRANSACTIONS
 
 
+def _wake_up(sleeping: "asyncio.Future[None]") -> None:
+    if not sleeping.done():
+        sleeping.set_result(None)
+
+
 def transport_error(exc: grpc.aio.AioRpcError) -> KafkaError:
     """A failed gRPC call as the Kafka error a Java client would see."""
     code = exc.code()
@@ -83,7 +88,8 @@ class Sender:
         self._clock = clock
         self._request_timeout_s = config.request_timeout_ms / 1000
         self._delivery_timeout_s = config.delivery_timeout_ms / 1000
-        self._wake = asyncio.Event()
+        self._woken = False  # wakeup() since the last turn began
+        self._sleeping: Optional[asyncio.Future[None]] = None
         self._node_in_flight: dict[int, int] = {}
         self._requests: set[asyncio.Task[None]] = set()
         self._init_task: Optional[asyncio.Task[None]] = None
@@ -98,7 +104,10 @@ class Sender:
     # --- the loop ----------------------------------------------------------
 
     def wakeup(self) -> None:
-        self._wake.set()
+        self._woken = True
+        sleeping = self._sleeping
+        if sleeping is not None and not sleeping.done():
+            sleeping.set_result(None)
 
     def stop(self) -> None:
         """Finish what is queued and in flight, then end run()."""
@@ -111,12 +120,23 @@ class Sender:
 
     async def run(self) -> None:
         while not (self._stopping and self.idle):
+            self._woken = False
             delay = self._run_once()
-            try:
-                await asyncio.wait_for(self._wake.wait(), timeout=max(delay, 0.0))
-            except asyncio.TimeoutError:
-                pass
-            self._wake.clear()
+            if not self._woken:
+                await self._sleep(delay)
+
+    async def _sleep(self, delay: float) -> None:
+        """Until `delay` seconds pass or wakeup(). One future and one timer: not
+        wait_for(Event.wait()), which makes a task per turn, and in Python 3.11
+        can swallow a cancellation that meets a wakeup (the task then never ends)."""
+        loop = asyncio.get_running_loop()
+        sleeping = self._sleeping = loop.create_future()
+        timer = loop.call_later(max(delay, 0.0), _wake_up, sleeping)
+        try:
+            await sleeping
+        finally:
+            timer.cancel()
+            self._sleeping = None
 
     def _run_once(self) -> float:
         now = self._clock()
