@@ -238,6 +238,10 @@ class AsyncRecordFuture(RecordFuture):
 
     __slots__ = ()
     _cancelled_error = asyncio.CancelledError
+    _cancel_message = None  # read by asyncio.gather() for a cancelled child
+
+    def _make_cancelled_error(self) -> asyncio.CancelledError:  # asyncio.gather() calls it too
+        return asyncio.CancelledError()
 
     @property
     def _asyncio_future_blocking(self) -> bool:
