@@ -12,9 +12,10 @@ measured and `py-spy record -- python bench/producer.py` profiles it. Runs:
     rf3  acks=all, idempotence on
 
 Per run: records/s, this process's CPU seconds per million records and the
-brokers' (from /proc). `--profile DIR` also records py-spy (raw, 200 Hz) of
-this process and of every broker during each run, into DIR/<run>-<who>.txt
-(fold them with bench/profile_top.py-like tools, or read them as they are).
+brokers' (from /proc). `--profile DIR` also records py-spy (raw, 200 Hz,
+--gil: only samples where a thread holds the GIL, i.e. Python work, not
+threads parked in native waits) of this process and of every broker during
+each run, into DIR/<run>-<who>.txt (folded stacks, one per line with its count).
 
     python bench/producer.py [--records 300000] [--seconds 60] [--runs rf1,rf3] [--profile DIR]
                              [--out bench/results/producer.json]
@@ -64,7 +65,7 @@ def profiled(directory: Optional[Path], run: str, pids: dict[str, int]) -> Itera
         directory.mkdir(parents=True, exist_ok=True)
         for who, pid in pids.items():
             spies.append(subprocess.Popen(
-                [str(PY_SPY), "record", "-r", "200", "-f", "raw", "-o", str(directory / f"{run}-{who}.txt"),
+                [str(PY_SPY), "record", "--gil", "-r", "200", "-f", "raw", "-o", str(directory / f"{run}-{who}.txt"),
                  "-p", str(pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         time.sleep(1.0)  # attached before the clock starts
     try:
