@@ -35,10 +35,10 @@ from partition_log.batch import HEADER_SIZE
 from partition_log.errors import KafkaError, MessageTooLargeError
 
 from .accumulator import RecordAccumulator
+from .cluster import PartitionInfo
 from .errors import RequestTimedOutError, error_for_code
 from .idempotence import IdempotenceState
 from .io_thread import IoThread
-from .cluster import PartitionInfo
 from .metadata import UNKNOWN_TOPIC_OR_PARTITION, Metadata
 from .partitioner import StickyPartitioner, key_partition
 from .producer_batch import RECORD_OVERHEAD_UPPER_BOUND, ProducerRecord, RecordMetadata, record_size_upper_bound
@@ -50,6 +50,7 @@ __all__ = ["AsyncProducer", "AsyncRecordFuture", "Producer", "RecordMetadata", "
 
 Bytes = Union[bytes, bytearray, memoryview, str]
 HeadersArg = Union[Mapping[str, Optional[Bytes]], Iterable[tuple[str, Optional[Bytes]]], None]
+_time_ns = time.time_ns
 
 
 def make_record(value: Optional[Bytes], key: Optional[Bytes], headers: HeadersArg,
@@ -66,9 +67,6 @@ def make_record(value: Optional[Bytes], key: Optional[Bytes], headers: HeadersAr
         value = _as_bytes("value", value)
     return (key, value, _time_ns() // 1_000_000 if timestamp is None else int(timestamp),  # type: ignore[return-value]
             header_tuple, -1)
-
-
-_time_ns = time.time_ns
 
 
 def _as_bytes(what: str, data: Optional[Bytes]) -> Optional[bytes]:
