@@ -94,12 +94,9 @@ def _field_header(number: int, size: int) -> bytes:
 
 
 def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
+    """Protobuf's unsigned varint: 7 bits a byte, low group first, the high bit set on all but the last."""
+    groups = [(value >> shift) & 0x7F for shift in range(0, max(value.bit_length(), 1), 7)]
+    return bytes([group | 0x80 for group in groups[:-1]] + groups[-1:])
 
 
 # -- decoding ----------------------------------------------------------------
