@@ -19,9 +19,9 @@ import asyncio
 from typing import Optional
 
 from kraftlog_api import broker_pb2 as bpb
+from kraftlog_api.fetch_wire import BytesLike, encode_fetch_response
 
 from .errors import Error, as_broker_error
-from kraftlog_api.fetch_wire import BytesLike, encode_fetch_response
 from .partition import Partition
 from .replica_manager import ReplicaManager
 
