@@ -138,7 +138,7 @@ def consume_throughput(cluster: LocalCluster, topic: str) -> dict[str, Any]:
                     topic=topic, partitions=[bpb.FetchRequest.FetchPartition(
                         partition=partition, current_leader_epoch=-1, fetch_offset=positions[partition],
                         last_fetched_epoch=-1, partition_max_bytes=4 << 20)])]), timeout=30)
-            data = response.responses[0].partitions[0].records  # each read of a bytes field copies it
+            data = response.responses[0].partitions[0].records
             if data:
                 fetched_bytes += len(data)
                 last = None

@@ -54,7 +54,7 @@ def decode_fetched(tp: TopicPartition, position: int, data: bpb.FetchResponse.Pa
     next_offset = position
     hw = data.high_watermark
     end = hw if hw >= 0 else _NO_LIMIT  # offsets from here on are not returned
-    raw = data.records  # each read of a bytes field copies it
+    raw = data.records
     for batch in iter_batches(raw):
         h = batch.header
         next_offset = max(next_offset, h.next_offset)

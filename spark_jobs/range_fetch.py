@@ -133,7 +133,7 @@ class _RangeFetch:
                 time.sleep(RETRY_BACKOFF_S)
                 self._refresh_quietly()
                 continue
-            records = answer.records  # each read of a bytes field copies it
+            records = answer.records
             if not records:
                 last_problem = f"high watermark {answer.high_watermark}, waiting for offset {position}"
                 continue  # the long poll waited already
