@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
 
+from kraftlog_api.internal_topics import CLUSTER_METADATA_TOPIC
 from metadata_quorum.raft import DurableState, Entry, QuorumStateData, Snapshot
 
 from .errors import StorageError
@@ -24,7 +25,7 @@ from .snapshots import SnapshotStore
 
 log = logging.getLogger(__name__)
 
-METADATA_PARTITION_DIR = "__cluster_metadata-0"
+METADATA_PARTITION_DIR = f"{CLUSTER_METADATA_TOPIC}-0"
 QUORUM_STATE_FILE = "quorum-state"
 
 
