@@ -80,6 +80,8 @@ class ActiveController:
     def _active(self) -> Optional[Controller]:
         node = self.node
         if not node.leader_ready():
+            if self._controller is not None and not node.is_leader():
+                self._lost_leadership("")
             self._controller = None
             return None
         if self._controller is None or self._epoch != node.epoch() or self._controller.image is not self.metadata.image:
@@ -108,20 +110,32 @@ class ActiveController:
                 return self.not_controller(rpc_name)
             handler: Callable[..., ControllerResult] = getattr(controller, method)
             result = handler(request, self.node.now_ms()) if takes_now else handler(request)
-            if result.records and not await self._append(result):
+            if result.records and not await self._append(result, rpc_name):
                 return self.not_controller(rpc_name)
             assert result.response is not None
             return result.response
 
-    async def _append(self, result: ControllerResult) -> bool:
+    async def _append(self, result: ControllerResult, what: str) -> bool:
         """Append the result's records and wait for their commit; False if leadership was lost first."""
         try:
             await self.node.append([r.SerializeToString() for r in result.records])
         except (NotLeaderError, AppendLostError, StorageFailure) as exc:
-            log.info("controller decision not committed (%s); leadership lost", exc)
+            self._lost_leadership(f" before the {len(result.records)} records of {what} committed ({exc})")
             self._controller = None
             return False
         return True
+
+    def _lost_leadership(self, during: str) -> None:
+        """An active controller that stops being one says so, and why, at WARNING:
+        its pending decision is answered NOT_CONTROLLER and brokers move on."""
+        node = self.node
+        state = type(node.core.state).__name__
+        # A leader resigns when it shuts down (handing over) or when check-quorum fails.
+        why = ("it resigned (shutting down, or no majority of voters fetched from it within "
+               "controller.quorum.fetch.timeout.ms)" if state == "Resigned"
+               else f"the quorum moved on (now {state}, leader {node.leader()})")
+        log.warning("node %d is no longer the active controller of epoch %d%s: %s",
+                    node.node_id, self._epoch, during, why)
 
     def not_controller(self, rpc_name: str) -> Message:
         return RESPONSES[rpc_name](error_code=Error.NOT_CONTROLLER, controller_id=self.controller_id())
@@ -135,7 +149,7 @@ class ActiveController:
                     continue
                 result = controller.tick(self.node.now_ms())
                 if result.records:
-                    await self._append(result)
+                    await self._append(result, "the controller's own work")
 
 
 def add_to_server(server: grpc.aio.Server, active: ActiveController) -> None:

@@ -35,7 +35,7 @@ from . import brokers, configs, partitions, topics
 from .config import ControllerConfig
 from .errors import ControllerError, Error
 from .heartbeats import BrokerHeartbeats
-from .result import ControllerResult
+from .result import MAX_RECORDS_PER_USER_OP, ControllerResult, too_many_records
 
 PRODUCER_ID_BLOCK_SIZE = 1000
 LONG_MAX = 2**63 - 1
@@ -91,7 +91,8 @@ class Controller:
         return partitions.alter_partition(self.image, request, self.node_id)
 
     def handle_elect_leaders(self, request: cpb.ElectLeadersRequest) -> ControllerResult:
-        return partitions.elect_leaders(self.image, self.config, request, self.node_id)
+        # Elections of every partition (no partitions named) grow with the cluster.
+        return self._capped(partitions.elect_leaders(self.image, self.config, request, self.node_id))
 
     # --- topics ----------------------------------------------------------------------------
 
@@ -107,7 +108,7 @@ class Controller:
     # --- configs ---------------------------------------------------------------------------
 
     def handle_incremental_alter_configs(self, request: cpb.IncrementalAlterConfigsRequest) -> ControllerResult:
-        return configs.incremental_alter_configs(self.image, request, self.node_id)
+        return self._capped(configs.incremental_alter_configs(self.image, request, self.node_id))
 
     # --- producer ids ----------------------------------------------------------------------
 
@@ -153,6 +154,16 @@ class Controller:
             self.last_rebalance_ms = now_ms
             records = partitions.rebalance(self.image, self.config)
         return ControllerResult(records)
+
+    def _capped(self, result: ControllerResult) -> ControllerResult:
+        """A user request that would write more than MAX_RECORDS_PER_USER_OP
+        records is refused whole, at the request level, before anything is
+        appended (the topic handlers refuse item by item, before placing)."""
+        if len(result.records) <= MAX_RECORDS_PER_USER_OP:
+            return result
+        assert result.response is not None
+        refusal = too_many_records(len(result.records))
+        return ControllerResult([], error_response(type(result.response), refusal.error, self.node_id, refusal.message))
 
     def _new_topic_id(self, taken: set[bytes]) -> bytes:
         while True:

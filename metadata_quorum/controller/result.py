@@ -9,6 +9,27 @@ from google.protobuf.message import Message
 
 from kraftlog_api import metadata_pb2 as mpb
 
+from .errors import ControllerError, Error
+
+# Kafka's QuorumController.MAX_RECORDS_PER_USER_OP: the most records one
+# admin request may write. A request over it is refused whole, before any
+# record is appended, so it can neither stall the quorum with one huge
+# append nor be applied in part.
+MAX_RECORDS_PER_USER_OP = 10_000
+
+
+class TooManyRecords(ControllerError):
+    """A request over MAX_RECORDS_PER_USER_OP: refused as a whole, not item by item."""
+
+
+def too_many_records(count: int) -> TooManyRecords:
+    """The refusal of a request that would write at least `count` (> MAX_RECORDS_PER_USER_OP) records
+    (Kafka's PolicyViolationException for an oversized operation)."""
+    return TooManyRecords(
+        Error.POLICY_VIOLATION,
+        f"Unable to perform excessively large batch operation: the request would write at least {count} "
+        f"metadata records, at most {MAX_RECORDS_PER_USER_OP} are allowed in one request")
+
 
 @dataclass
 class ControllerResult:

@@ -12,8 +12,11 @@ import re
 from collections import Counter
 from typing import Callable, Mapping, Optional, Sequence
 
+from google.protobuf.message import Message
+
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
+from kraftlog_api.internal_topics import is_internal, is_reserved
 from metadata_quorum.image import MetadataImage
 from partition_log.errors import InvalidConfigError
 
@@ -21,7 +24,7 @@ from .assignment import place_replicas, usable_brokers, validate_assignments
 from .config import ControllerConfig, validate_topic_config
 from .elections import live_brokers
 from .errors import ControllerError, Error
-from .result import ControllerResult
+from .result import MAX_RECORDS_PER_USER_OP, ControllerResult, TooManyRecords, too_many_records
 
 MAX_TOPIC_NAME_LENGTH = 249
 LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
@@ -65,6 +68,30 @@ def colliding_topic(name: str, existing: Mapping[str, object]) -> Optional[str]:
     return None
 
 
+def check_not_reserved(name: str, action: str) -> None:
+    """`__cluster_metadata` is the quorum's own log, never a topic: no request
+    may create, delete or grow it (Kafka answers INVALID_REQUEST)."""
+    if is_reserved(name):
+        raise ControllerError(Error.INVALID_REQUEST, f"{action} of internal topic {name} is prohibited.")
+
+
+def _refused_whole(response: Message, names: Sequence[str], error: ControllerError) -> ControllerResult:
+    """A request over the record cap is refused as a whole and writes nothing:
+    every topic not already refused for its own reason gets `error`, those
+    not looked at yet included."""
+    results = response.topics  # type: ignore[attr-defined]
+    for name in names[len(results):]:
+        results.add(name=name)
+    for result in results:
+        if result.error_code == Error.NONE:
+            name = result.name
+            result.Clear()
+            result.name = name
+            result.error_code = error.error
+            result.error_message = error.message
+    return ControllerResult([], response)
+
+
 def _partition_record(
     topic_id: bytes, partition_id: int, replicas: Sequence[int], live: frozenset[int]
 ) -> mpb.MetadataRecord:
@@ -90,6 +117,19 @@ def _configs(entries: Sequence[cpb.ConfigEntry]) -> dict[str, str]:
     return configs
 
 
+def _requested_partitions(config: ControllerConfig, topic: cpb.CreateTopicsRequest.CreatableTopic) -> int:
+    """How many partitions the topic asks for (INVALID_PARTITIONS for a count no topic may have)."""
+    if topic.assignments:
+        return len(topic.assignments)
+    count = config.num_partitions if topic.num_partitions == -1 else topic.num_partitions
+    if count < 1:
+        raise ControllerError(Error.INVALID_PARTITIONS, f"{count} partitions: a topic needs at least one")
+    if count > MAX_PARTITIONS_PER_TOPIC:
+        raise ControllerError(
+            Error.INVALID_PARTITIONS, f"{count} partitions: at most {MAX_PARTITIONS_PER_TOPIC} per topic")
+    return count
+
+
 def _placement(
     image: MetadataImage, config: ControllerConfig, topic: cpb.CreateTopicsRequest.CreatableTopic, start: int
 ) -> list[tuple[int, ...]]:
@@ -102,12 +142,7 @@ def _placement(
             ((a.partition_index, a.broker_ids) for a in topic.assignments),
             range(len(topic.assignments)), image.brokers)
         return list(placed.values())
-    count = config.num_partitions if topic.num_partitions == -1 else topic.num_partitions
-    if count < 1:
-        raise ControllerError(Error.INVALID_PARTITIONS, f"{count} partitions: a topic needs at least one")
-    if count > MAX_PARTITIONS_PER_TOPIC:
-        raise ControllerError(
-            Error.INVALID_PARTITIONS, f"{count} partitions: at most {MAX_PARTITIONS_PER_TOPIC} per topic")
+    count = _requested_partitions(config, topic)
     factor = config.default_replication_factor if topic.replication_factor == -1 else topic.replication_factor
     return place_replicas(usable_brokers(image), count, factor, start)
 
@@ -122,12 +157,14 @@ def create_topics(
     live = live_brokers(image)
     records: list[mpb.MetadataRecord] = []
     created: dict[str, bytes] = {}
+    planned = 0  # the records the topics accepted so far would write, validate_only or not
     for index, topic in enumerate(request.topics):
         result = response.topics.add(name=topic.name)
         try:
             if counts[topic.name] > 1:
                 raise ControllerError(Error.INVALID_REQUEST, f"topic {topic.name!r} is listed more than once")
             validate_topic_name(topic.name)
+            check_not_reserved(topic.name, "Creation")
             if topic.name in image.topic_ids:
                 raise ControllerError(Error.TOPIC_ALREADY_EXISTS, f"topic {topic.name!r} already exists")
             clash = colliding_topic(topic.name, image.topic_ids) or colliding_topic(topic.name, created)
@@ -136,9 +173,15 @@ def create_topics(
                     Error.INVALID_TOPIC_EXCEPTION,
                     f"topic {topic.name!r} collides with {clash!r} ('.' and '_' are the same in metric names)")
             configs = _configs(topic.configs)
+            # Counted before placing replicas: an oversized request costs nothing.
+            planned += 1 + len(configs) + _requested_partitions(config, topic)
+            if planned > MAX_RECORDS_PER_USER_OP:
+                raise too_many_records(planned)
             placement = _placement(image, config, topic, len(image.topic_ids) + index)
             topic_id = new_topic_id(set(created.values()))
             partitions = [_partition_record(topic_id, p, replicas, live) for p, replicas in enumerate(placement)]
+        except TooManyRecords as exc:
+            return _refused_whole(response, [t.name for t in request.topics], exc)
         except ControllerError as exc:
             result.error_code = exc.error
             result.error_message = exc.message
@@ -165,14 +208,26 @@ def delete_topics(image: MetadataImage, request: cpb.DeleteTopicsRequest, node_i
     records = []
     for name in request.names:
         result = response.topics.add(name=name)
-        if counts[name] > 1:
-            result.error_code = Error.INVALID_REQUEST
-            result.error_message = f"topic {name!r} is listed more than once"
-        elif name not in image.topic_ids:
-            result.error_code = Error.UNKNOWN_TOPIC_OR_PARTITION
-            result.error_message = f"no topic {name!r}"
-        else:
-            records.append(mpb.MetadataRecord(remove_topic=mpb.RemoveTopicRecord(topic_id=image.topic_ids[name])))
+        try:
+            if counts[name] > 1:
+                raise ControllerError(Error.INVALID_REQUEST, f"topic {name!r} is listed more than once")
+            check_not_reserved(name, "Deletion")
+            if is_internal(name):
+                # The brokers' own topic: deleting it would drop every group's offsets.
+                raise ControllerError(
+                    Error.INVALID_TOPIC_EXCEPTION,
+                    f"Topic {name} is a kafka internal topic and is not allowed to be marked for deletion.")
+            if name not in image.topic_ids:
+                raise ControllerError(Error.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {name!r}")
+            if len(records) == MAX_RECORDS_PER_USER_OP:
+                raise too_many_records(len(records) + 1)
+        except TooManyRecords as exc:
+            return _refused_whole(response, request.names, exc)
+        except ControllerError as exc:
+            result.error_code = exc.error
+            result.error_message = exc.message
+            continue
+        records.append(mpb.MetadataRecord(remove_topic=mpb.RemoveTopicRecord(topic_id=image.topic_ids[name])))
     return ControllerResult(records, response)
 
 
@@ -184,11 +239,18 @@ def create_partitions(
     counts = Counter(t.name for t in request.topics)
     live = live_brokers(image)
     records: list[mpb.MetadataRecord] = []
+    planned = 0  # the partitions the topics accepted so far would add, validate_only or not
     for item in request.topics:
         result = response.topics.add(name=item.name)
         try:
             if counts[item.name] > 1:
                 raise ControllerError(Error.INVALID_REQUEST, f"topic {item.name!r} is listed more than once")
+            check_not_reserved(item.name, "Adding partitions")
+            if is_internal(item.name):
+                # Their partition count is part of the group (and transaction) placement rule.
+                raise ControllerError(
+                    Error.INVALID_TOPIC_EXCEPTION,
+                    f"The number of partitions for the internal topic {item.name} cannot be changed.")
             topic = image.topic(item.name)
             if topic is None:
                 raise ControllerError(Error.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {item.name!r}")
@@ -202,6 +264,9 @@ def create_partitions(
             if item.count > MAX_PARTITIONS_PER_TOPIC:
                 raise ControllerError(
                     Error.INVALID_PARTITIONS, f"{item.count} partitions: at most {MAX_PARTITIONS_PER_TOPIC} per topic")
+            planned += item.count - current
+            if planned > MAX_RECORDS_PER_USER_OP:
+                raise too_many_records(planned)
             factor = len(topic.partitions[min(topic.partitions)].replicas) if topic.partitions else 1
             new = range(current, item.count)
             if item.assignments:
@@ -211,6 +276,8 @@ def create_partitions(
             else:
                 placement = place_replicas(usable_brokers(image), len(new), factor, start=current)
             partitions = [_partition_record(topic.topic_id, p, r, live) for p, r in zip(new, placement)]
+        except TooManyRecords as exc:
+            return _refused_whole(response, [t.name for t in request.topics], exc)
         except ControllerError as exc:
             result.error_code = exc.error
             result.error_message = exc.message
