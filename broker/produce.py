@@ -11,6 +11,7 @@ import asyncio
 from dataclasses import dataclass
 
 from kraftlog_api import broker_pb2 as bpb
+from kraftlog_api.internal_topics import is_client_forbidden
 
 from .errors import BrokerError, Error, as_broker_error
 from .partition import NO_EPOCH, NO_LEADER
@@ -64,11 +65,20 @@ async def append(replicas: ReplicaManager, topic: str, index: int, records: byte
                              log_start_offset=partition.log.log_start_offset if partition else -1)
 
 
+async def _client_append(replicas: ReplicaManager, topic: str, index: int, records: bytes, acks: int,
+                         timeout_ms: int) -> ProduceResult:
+    """A client's append: Kafka's internalTopicsAllowed=false. The brokers'
+    own writers (the group coordinator) call `append` and are not checked."""
+    if is_client_forbidden(topic):
+        return ProduceResult(Error.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}")
+    return await append(replicas, topic, index, records, acks, timeout_ms)
+
+
 async def handle_produce(replicas: ReplicaManager, request: bpb.ProduceRequest) -> bpb.ProduceResponse:
     """Every partition of the request at once; the answer lists them in request order."""
     keys = [(t.name, p.index) for t in request.topics for p in t.partitions]
     results = await asyncio.gather(*(
-        append(replicas, t.name, p.index, p.records, request.acks, request.timeout_ms)
+        _client_append(replicas, t.name, p.index, p.records, request.acks, request.timeout_ms)
         for t in request.topics for p in t.partitions))
     response = bpb.ProduceResponse()
     by_topic: dict[str, bpb.ProduceResponse.TopicResponse] = {}

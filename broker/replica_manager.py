@@ -19,6 +19,7 @@ from typing import Optional
 
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
+from kraftlog_api.internal_topics import is_reserved
 from metadata_quorum.image import MetadataDelta, MetadataImage, PartitionState
 from partition_log.errors import KafkaError
 from partition_log.log import Clock, wall_clock_ms
@@ -76,6 +77,13 @@ class ReplicaManager:
             topic = image.topics.get(topic_id)
             state = topic.partitions.get(index) if topic is not None else None
             if topic is None or state is None:
+                continue
+            if is_reserved(topic.name):
+                # Only a log written before the controller refused the name can
+                # hold it; opening it would put a partition in the quorum's own
+                # directory (<metadata.log.dir>/__cluster_metadata-0).
+                log.error("%s-%d: the metadata names a topic %s, the metadata quorum's reserved name;"
+                          " not opening it as a partition", topic.name, index, topic.name)
                 continue
             current = self.partitions.get((topic.name, index))
             if self.broker_id in state.replicas:
@@ -186,6 +194,8 @@ class ReplicaManager:
         partition = self.partitions.get((topic, index))
         if partition is not None:
             return partition
+        if is_reserved(topic):  # the quorum's log: never a partition clients may read
+            raise BrokerError(Error.UNKNOWN_TOPIC_OR_PARTITION, f"{topic} is the metadata log, not a topic")
         if (topic, index) in self.offline:
             raise BrokerError(Error.KAFKA_STORAGE_ERROR, self.offline[(topic, index)])
         known = self.image.topic(topic)

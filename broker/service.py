@@ -20,6 +20,7 @@ from google.protobuf.message import Message
 
 from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import controller_pb2 as cpb
+from kraftlog_api.internal_topics import is_client_forbidden
 from metadata_quorum import rpc
 
 from .admin_info import describe_cluster, describe_configs
@@ -110,7 +111,25 @@ class KafkaBrokerService:
             return FORWARDED[rpc_name](error_code=Error.REQUEST_TIMED_OUT, controller_id=-1)
 
     async def CreateTopics(self, request: cpb.CreateTopicsRequest, context: grpc.aio.ServicerContext) -> Message:
-        return await self._forward("CreateTopics", request)
+        """Internal topics are refused here: only the brokers create them, and
+        they ask the controller directly (the controller itself refuses the
+        reserved name from anyone)."""
+        forbidden = [t.name for t in request.topics if is_client_forbidden(t.name)]
+        if not forbidden:
+            return await self._forward("CreateTopics", request)
+        allowed = cpb.CreateTopicsRequest(validate_only=request.validate_only,
+                                          topics=[t for t in request.topics if not is_client_forbidden(t.name)])
+        response = (await self._forward("CreateTopics", allowed) if allowed.topics
+                    else cpb.CreateTopicsResponse(controller_id=self.controller_id()))
+        results = {r.name: r for r in response.topics}
+        answered = cpb.CreateTopicsResponse(error_code=response.error_code, controller_id=response.controller_id)
+        for topic in request.topics:  # in request order, as the controller answers
+            if is_client_forbidden(topic.name):
+                answered.topics.add(name=topic.name, error_code=Error.INVALID_REQUEST,
+                                    error_message=f"Creation of internal topic {topic.name} is prohibited.")
+            elif topic.name in results:
+                answered.topics.append(results[topic.name])
+        return answered
 
     async def DeleteTopics(self, request: cpb.DeleteTopicsRequest, context: grpc.aio.ServicerContext) -> Message:
         return await self._forward("DeleteTopics", request)
