@@ -10,9 +10,6 @@ CLI has the command, through `kraftlog` too; and nothing changed after it.
 """
 from __future__ import annotations
 
-from pathlib import Path
-from typing import Any
-
 import pytest
 
 from kraftlog.local_cluster import LocalCluster
@@ -42,14 +39,15 @@ def cluster(tmp_path_factory):
         yield c
 
 
+def active_controller_is(cluster: LocalCluster, node: int) -> bool:
+    """An empty DeleteTopics writes nothing; only the active controller answers it NONE."""
+    answer = cluster.controller_stub(node).DeleteTopics(cpb.DeleteTopicsRequest(), timeout=10)
+    return answer.error_code == Error.NONE
+
+
 def active_controller(cluster: LocalCluster) -> int:
-    def leader() -> Any:
-        for node in cluster.controllers:
-            answer = cluster.controller_stub(node).DeleteTopics(cpb.DeleteTopicsRequest(), timeout=10)
-            if answer.error_code == Error.NONE:
-                return node
-        return None
-    return eventually(leader, "an active controller")
+    return eventually(lambda: next((n for n in cluster.controllers if active_controller_is(cluster, n)), None),
+                      "an active controller")
 
 
 def topic_names(cluster: LocalCluster) -> set[str]:
@@ -183,3 +181,19 @@ def test_one_request_writes_at_most_the_cap(cluster) -> None:
     assert create(MAX_RECORDS_PER_USER_OP).error_code == Error.POLICY_VIOLATION
     assert partition_count(cluster, TOPIC) == 3
     assert "huge" not in topic_names(cluster)
+
+
+def test_a_controller_that_loses_leadership_says_why(cluster) -> None:
+    # Last in the module: it moves the active controller. Paused past the
+    # fetch timeout, the leader is replaced; resumed, it learns so and warns.
+    old = active_controller(cluster)
+    cluster.pause(old)
+    try:
+        eventually(lambda: next((n for n in cluster.controllers if n != old and active_controller_is(cluster, n)),
+                                None), "another active controller")
+    finally:
+        cluster.resume(old)
+    line = eventually(lambda: next((l for l in cluster.log_text(old).splitlines()
+                                    if "is no longer the active controller" in l), None), "the old leader's warning")
+    assert " WARNING " in line and f"node {old} " in line
+
