@@ -18,15 +18,18 @@ import asyncio
 import functools
 import logging
 from types import SimpleNamespace
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import grpc
 from google.protobuf.message import Message
 
 from kraftlog_api import controller_pb2 as cpb
+from kraftlog_api import metadata_pb2 as mpb
 
 from . import rpc
-from .controller import Controller, ControllerConfig, ControllerResult, Error
+from .controller import Controller, ControllerConfig, ControllerResult, Error, error_response
+from .controller.result import MAX_RECORDS_PER_USER_OP
+from .image import decision_entry
 from .metadata_state import MetadataStateMachine
 from .node import AppendLostError, QuorumNode, StorageFailure
 from .raft import NotLeaderError
@@ -34,6 +37,12 @@ from .raft import NotLeaderError
 log = logging.getLogger(__name__)
 
 TICK_INTERVAL_S = 0.1
+# The largest decision entry: a follower must be able to fetch it whole in one
+# Fetch answer under the transport's 8 MiB message limit (an entry no
+# Fetch can carry would stop replication for good). Kafka's KRaft batches
+# are bounded likewise (8 MiB). Only a hostile request gets near it: the
+# record cap keeps an ordinary decision well under a megabyte.
+MAX_DECISION_BYTES = 4 << 20
 
 # RPC name -> (Controller method, whether it takes now_ms).
 HANDLERS: dict[str, tuple[str, bool]] = {
@@ -51,6 +60,17 @@ RESPONSES: dict[str, type[Message]] = {
     name: getattr(cpb, method.output_type.name)
     for name, method in cpb.DESCRIPTOR.services_by_name["KRaftController"].methods_by_name.items()
 }
+
+
+def decision_entries(records: Sequence[mpb.MetadataRecord]) -> list[bytes]:
+    """The Raft entries of one decision. A client's request is at most
+    MAX_RECORDS_PER_USER_OP records (refused whole above that), so it is one
+    entry and commits whole or not at all. Only the controller's own work
+    (fencing a broker that is in many ISRs) can be longer; its records do not
+    depend on each other, so it goes in entries of that many records, as
+    Kafka splits non-atomic controller work into several batches."""
+    step = MAX_RECORDS_PER_USER_OP
+    return [decision_entry(records[i:i + step]) for i in range(0, len(records), step)]
 
 
 class ActiveController:
@@ -110,17 +130,24 @@ class ActiveController:
                 return self.not_controller(rpc_name)
             handler: Callable[..., ControllerResult] = getattr(controller, method)
             result = handler(request, self.node.now_ms()) if takes_now else handler(request)
-            if result.records and not await self._append(result, rpc_name):
+            entries = decision_entries(result.records)
+            if len(entries) == 1 and len(entries[0]) > MAX_DECISION_BYTES:
+                # Nothing was appended and the image only changes on commit: refusing leaves no trace.
+                return error_response(
+                    RESPONSES[rpc_name], Error.POLICY_VIOLATION, self.node.node_id,
+                    f"Unable to perform excessively large batch operation: its {len(result.records)} "
+                    f"metadata records take {len(entries[0])} bytes, at most {MAX_DECISION_BYTES} are allowed")
+            if entries and not await self._append(entries, len(result.records), rpc_name):
                 return self.not_controller(rpc_name)
             assert result.response is not None
             return result.response
 
-    async def _append(self, result: ControllerResult, what: str) -> bool:
-        """Append the result's records and wait for their commit; False if leadership was lost first."""
+    async def _append(self, entries: list[bytes], count: int, what: str) -> bool:
+        """Append a decision's entries and wait for their commit; False if leadership was lost first."""
         try:
-            await self.node.append([r.SerializeToString() for r in result.records])
+            await self.node.append(entries)
         except (NotLeaderError, AppendLostError, StorageFailure) as exc:
-            self._lost_leadership(f" before the {len(result.records)} records of {what} committed ({exc})")
+            self._lost_leadership(f" before the {count} records of {what} committed ({exc})")
             self._controller = None
             return False
         return True
@@ -149,7 +176,8 @@ class ActiveController:
                     continue
                 result = controller.tick(self.node.now_ms())
                 if result.records:
-                    await self._append(result, "the controller's own work")
+                    await self._append(decision_entries(result.records), len(result.records),
+                                       "the controller's own work")
 
 
 def add_to_server(server: grpc.aio.Server, active: ActiveController) -> None:

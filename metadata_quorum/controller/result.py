@@ -35,7 +35,7 @@ def too_many_records(count: int) -> TooManyRecords:
 
 @dataclass
 class ControllerResult:
-    """Records to append through Raft (one entry each, in order, as one batch), then the response.
+    """Records to append through Raft (in order, as one entry: they commit together), then the response.
 
     The shell sends `response` once the records have committed. A result
     without records still waits for everything appended before it to commit,

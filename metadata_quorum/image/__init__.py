@@ -8,6 +8,7 @@ from .model import (
     MetadataReplayError,
     PartitionState,
     TopicImage,
+    decision_entry,
 )
 
 __all__ = [
@@ -18,4 +19,5 @@ __all__ = [
     "MetadataReplayError",
     "PartitionState",
     "TopicImage",
+    "decision_entry",
 ]

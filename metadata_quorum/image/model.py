@@ -20,6 +20,9 @@ MetadataImage. Replay follows Kafka's rules:
 - FeatureLevelRecord sets a feature level; level 0 removes the feature.
 - ProducerIdsRecord moves next_producer_id forward (never back).
 - NoOpRecord changes nothing but the offset.
+- MetadataRecordBatch (one controller decision in one Raft entry, so it
+  commits whole or not at all) replays its records in order at the entry's
+  offset; a batch inside a batch is corrupt.
 
 A record that contradicts the image raises MetadataReplayError before the
 image is touched: the log is corrupt and the node must stop. apply() also
@@ -33,7 +36,7 @@ tuples shared between partitions (an RF-3 cluster of 30 brokers has at most
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterable, Iterator, Optional
+from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 from google.protobuf import text_format
 from google.protobuf.message import DecodeError
@@ -385,6 +388,13 @@ class MetadataImage:
     def _no_op(self, rec: mpb.NoOpRecord, offset: int, delta: Optional[MetadataDelta]) -> None:
         pass
 
+    def _apply_batch(self, rec: mpb.MetadataRecordBatch, offset: int,
+                     delta: Optional[MetadataDelta]) -> None:
+        for inner in rec.records:
+            if inner.WhichOneof("record") == "batch":
+                raise _Corrupt("a batch holds another batch")
+            self._replay(inner, offset, delta)
+
     def _set_producer_ids(self, rec: mpb.ProducerIdsRecord, offset: int,
                           delta: Optional[MetadataDelta]) -> None:
         if rec.next_producer_id < self.next_producer_id:
@@ -542,4 +552,15 @@ _HANDLERS: dict[str, Callable[[MetadataImage, object, int, Optional[MetadataDelt
     "feature_level": MetadataImage._set_feature,
     "no_op": MetadataImage._no_op,
     "producer_ids": MetadataImage._set_producer_ids,
+    "batch": MetadataImage._apply_batch,
 }
+
+
+def decision_entry(records: Sequence[mpb.MetadataRecord]) -> bytes:
+    """One controller decision's records as the data of one Raft entry: a
+    lone record as itself, several as a MetadataRecordBatch, so a decision is
+    never split across entries (and so never half-committed by a leader that
+    had fetched only part of it)."""
+    if len(records) == 1:
+        return records[0].SerializeToString()
+    return mpb.MetadataRecord(batch=mpb.MetadataRecordBatch(records=records)).SerializeToString()

@@ -24,7 +24,10 @@ from metadata_quorum.image import (
     MetadataImage,
     MetadataReplayError,
     PartitionState,
+    decision_entry,
 )
+from metadata_quorum.controller.result import MAX_RECORDS_PER_USER_OP
+from metadata_quorum.controller_service import decision_entries
 
 T1 = bytes(range(16))
 T2 = bytes(range(16, 32))
@@ -270,6 +273,33 @@ def test_apply_bytes_parses_then_applies():
     image.apply_bytes(register(4, 0).SerializeToString(), 0)
     image.apply_bytes(memoryview(topic("t", T1).SerializeToString()), 1)
     assert 4 in image.brokers and image.topic("t") is not None and image.offset == 1
+
+
+def test_a_decision_entry_replays_its_records_at_one_offset():
+    """Several records of one controller decision travel as one entry (a
+    MetadataRecordBatch) and replay in order at that entry's offset."""
+    image = MetadataImage()
+    image.apply_bytes(decision_entry([register(4, 0)]), 0)
+    entry = decision_entry([topic("t", T1), partition(T1, 0, [4]), partition(T1, 1, [4])])
+    assert mpb.MetadataRecord.FromString(entry).WhichOneof("record") == "batch"
+    delta = MetadataDelta()
+    image.apply_bytes(entry, 1, delta)
+    assert image.offset == 1 and sorted(image.topic("t").partitions) == [0, 1]
+    assert delta.created_topics == {T1}
+
+
+def test_a_batch_inside_a_batch_is_corrupt():
+    image = MetadataImage()
+    inner = mpb.MetadataRecord(batch=mpb.MetadataRecordBatch(records=[NO_OP]))
+    with pytest.raises(MetadataReplayError, match="a batch holds another batch"):
+        image.apply_bytes(mpb.MetadataRecord(batch=mpb.MetadataRecordBatch(records=[inner])).SerializeToString(), 0)
+
+
+def test_controller_decisions_are_one_entry_each_and_own_work_is_split():
+    records = [NO_OP] * (MAX_RECORDS_PER_USER_OP + 1)
+    assert len(decision_entries(records[:MAX_RECORDS_PER_USER_OP])) == 1
+    entries = decision_entries(records)
+    assert len(entries) == 2 and mpb.MetadataRecord.FromString(entries[1]) == NO_OP
 
 
 # ---- deltas ----
