@@ -52,6 +52,13 @@ log = logging.getLogger(__name__)
 STOP_TIMEOUT_S = 5.0
 
 
+def _warm_up_validator() -> None:
+    try:
+        validator.warm_up()
+    except Exception:  # noqa: BLE001 - produce will say what fails; fetches and the rest still serve
+        log.exception("loading the record check of the produce path failed")
+
+
 @dataclass(frozen=True)
 class BrokerSettings:
     broker_id: int
@@ -188,7 +195,7 @@ class BrokerServer:
     async def _publish_when_caught_up(self) -> None:
         # Beside catching up: the produce path's record kernel, loaded (or compiled) before
         # the first client needs it, in a thread as numba may take seconds on a new machine.
-        await asyncio.gather(self.lifecycle.caught_up.wait(), asyncio.to_thread(validator.warm_up))
+        await asyncio.gather(self.lifecycle.caught_up.wait(), asyncio.to_thread(_warm_up_validator))
         image = self.metadata.image
         self._apply(image, full_delta(image))
         self.published = True
