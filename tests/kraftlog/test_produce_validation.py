@@ -11,8 +11,11 @@ partitions. One cluster serves the module.
 """
 from __future__ import annotations
 
+import os
 import signal
 import struct
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Callable, Mapping, Optional
@@ -299,6 +302,12 @@ def test_a_batch_that_does_not_decode_names_its_partition_and_offset(cluster) ->
     assert got == values
     assert len(errors) == 1, errors
     assert errors[0].code == CORRUPT_MESSAGE and f"{ON_DISK}-1 at offset 4" in str(errors[0]), errors[0]
+    # The command line prints every good record before it stops on the error.
+    done = subprocess.run([sys.executable, "-m", "kraftlog", "consume", ON_DISK, "--from-beginning",
+                           "--timeout-ms", "10000"], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "KRAFTLOG_BOOTSTRAP": cluster.bootstrap})
+    assert sorted(done.stdout.split()) == sorted(v.decode() for vs in values.values() for v in vs), done
+    assert done.returncode != 0 and f"{ON_DISK}-1 at offset 4" in done.stderr, done.stderr
 
 
 def test_consumers_read_every_good_record(cluster, acknowledged) -> None:
