@@ -18,6 +18,7 @@ from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.image import PartitionState
 from partition_log.batch import iter_headers
 from partition_log.log import AppendInfo, Clock, Log
+from partition_log.validator import check_producer_batches
 
 from . import isr as isr_rules
 from .epochs import end_offset_for_epoch
@@ -185,8 +186,9 @@ class Partition:
 
     # -- produce -------------------------------------------------------------
     def append(self, records: bytes, acks: int) -> AppendInfo:
-        """Append producer batches as the leader; with acks=all, only while
-        the ISR is at least min.insync.replicas."""
+        """Append producer batches as the leader, each checked whole first
+        (partition_log.validator: nothing is written if one is bad); with
+        acks=all, only while the ISR is at least min.insync.replicas."""
         self.leader()
         if acks == -1 and len(self.isr) < self.min_insync_replicas:
             raise BrokerError(Error.NOT_ENOUGH_REPLICAS,
@@ -194,6 +196,7 @@ class Partition:
         view = memoryview(records)
         validated = self.log.validate_as_leader(view)
         now = self.clock()
+        check_producer_batches(view, validated, self.log.config, now)
         duplicate = self.producers.check_leader_append([h for _, h in validated], now)
         if duplicate is not None:
             # A retry of batches already written: the original offsets, nothing appended.

@@ -1,4 +1,5 @@
-"""Produce: find the leader -> validate header + CRC -> check idempotent
+"""Produce: find the leader -> validate header + CRC, then every record
+(partition_log.validator, as Kafka's LogValidator) -> check idempotent
 producers' sequences (Partition.append; a retried batch is not appended again
 and answers with its original offsets) -> append the bytes
 (Log.append_as_leader) -> with acks=all, wait for the high watermark to pass

@@ -31,6 +31,7 @@ import grpc
 from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.image import Endpoint, MetadataDelta, MetadataImage
 from metadata_quorum.metadata_state import MetadataStateMachine
+from partition_log import validator
 from partition_log.log_manager import LogManager
 
 from . import service
@@ -49,6 +50,13 @@ from .replica_manager import ReplicaManager
 log = logging.getLogger(__name__)
 
 STOP_TIMEOUT_S = 5.0
+
+
+def _warm_up_validator() -> None:
+    try:
+        validator.warm_up()
+    except Exception:  # noqa: BLE001 - produce will say what fails; fetches and the rest still serve
+        log.exception("loading the record check of the produce path failed")
 
 
 @dataclass(frozen=True)
@@ -185,7 +193,9 @@ class BrokerServer:
 
     # -- metadata ----------------------------------------------------------------------------
     async def _publish_when_caught_up(self) -> None:
-        await self.lifecycle.caught_up.wait()
+        # Beside catching up: the produce path's record kernel, loaded (or compiled) before
+        # the first client needs it, in a thread as numba may take seconds on a new machine.
+        await asyncio.gather(self.lifecycle.caught_up.wait(), asyncio.to_thread(_warm_up_validator))
         image = self.metadata.image
         self._apply(image, full_delta(image))
         self.published = True

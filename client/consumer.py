@@ -184,8 +184,14 @@ class Consumer:
         while True:
             self._reconcile()
             with self._state.cond:
-                self._raise_errors()
+                if self._membership is not None and self._membership.fatal is not None:
+                    raise self._membership.fatal
+                # As Kafka's consumer: records fetched for other partitions come
+                # first, a partition's error (a batch that does not decode, ...)
+                # is raised by a poll that has nothing else to return.
                 records = self._state.drain(self.config.max_poll_records)
+                if not records:
+                    self._raise_errors()
                 if records or self._rebalance_pending():
                     if records:
                         return records

@@ -20,14 +20,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Awaitable, Callable, Optional
+from typing import Awaitable, Callable, Iterator, Optional
 
 import grpc
 
 from kraftlog_api import broker_pb2 as bpb
-from partition_log.batch import NO_PARTITION_LEADER_EPOCH
+from partition_log.batch import NO_PARTITION_LEADER_EPOCH, parse_header
 from partition_log.errors import KafkaError
-from partition_log.records import iter_batches
+from partition_log.records import DecodedBatch, decode_batch
 
 from .consumer_config import ConsumerConfig
 from .consumer_types import ConsumerRecord, OffsetAndMetadata, TimestampType, TopicPartition
@@ -47,7 +47,12 @@ CommittedLookup = Callable[[list[TopicPartition]], Awaitable[dict[TopicPartition
 
 def decode_fetched(tp: TopicPartition, position: int, data: bpb.FetchResponse.PartitionData) -> CompletedFetch:
     """The records of a fetch answer from `position` on, below the high
-    watermark; control batches (transaction markers) are stepped over."""
+    watermark; control batches (transaction markers) are stepped over.
+
+    A batch that does not decode ends the answer there: the records before
+    it are returned, and the fetch that starts at it raises, naming the
+    partition and the offset (as Kafka's consumer: the application may seek
+    past it; the other partitions go on)."""
     records: list[ConsumerRecord] = []
     append, new = records.append, tuple.__new__  # a ConsumerRecord per record: built without argument parsing
     topic, partition = tp.topic, tp.partition
@@ -55,7 +60,9 @@ def decode_fetched(tp: TopicPartition, position: int, data: bpb.FetchResponse.Pa
     hw = data.high_watermark
     end = hw if hw >= 0 else _NO_LIMIT  # offsets from here on are not returned
     raw = data.records
-    for batch in iter_batches(raw):
+    for batch in _batches(tp, raw, position):
+        if batch is None:
+            break  # a batch that does not decode follows these records: the next fetch starts at it
         h = batch.header
         next_offset = max(next_offset, h.next_offset)
         if h.is_control:
@@ -71,6 +78,36 @@ def decode_fetched(tp: TopicPartition, position: int, data: bpb.FetchResponse.Pa
     if records:
         next_offset = max(next_offset, records[-1].offset + 1)
     return CompletedFetch(tp, position, records, next_offset, size=len(raw))
+
+
+def _batches(tp: TopicPartition, raw: bytes, position: int) -> Iterator[Optional[DecodedBatch]]:
+    """The decoded batches of `raw`; at a batch that does not decode, None
+    if some records of `raw` at or past `position` came before it, else the
+    error naming the partition and the batch's offset."""
+    pos, size, delivered = 0, len(raw), False
+    while pos < size:
+        try:
+            batch = decode_batch(raw, pos)
+        except KafkaError as exc:
+            if delivered:
+                yield None
+                return
+            raise _undecodable(tp, raw, pos, exc) from exc
+        delivered = delivered or (not batch.header.is_control and batch.header.last_offset >= position)
+        yield batch
+        pos += batch.header.size
+
+
+def _undecodable(tp: TopicPartition, raw: bytes, pos: int, exc: KafkaError) -> KafkaError:
+    """`exc` (same class and code) saying which partition and offset it is about."""
+    try:
+        offset = str(parse_header(raw, pos).base_offset)
+    except KafkaError:  # not even 61 bytes of header: no offset to name
+        offset = "unknown"
+    error = type(exc)(f"{tp.topic}-{tp.partition} at offset {offset}: the fetched batch does not decode "
+                      f"({Exception.__str__(exc)}); seek past it to consume the records after it")
+    error.name, error.code = exc.name, exc.code
+    return error
 
 
 _NO_LIMIT = 2**63

@@ -41,6 +41,9 @@ DUPLICATE_SEQUENCE_NUMBER = 46
 INVALID_PRODUCER_EPOCH = 47
 UNKNOWN_PRODUCER_ID = 59
 PRODUCER_FENCED = 90
+# Retried as Kafka does, but said at WARN each time: the ISR is below
+# min.insync.replicas, which lasts until an operator or the cluster fixes it.
+NOT_ENOUGH_REPLICAS_ERRORS = frozenset({19, 20})
 # Kafka's retriable errors of a Produce answer.
 RETRIABLE_PRODUCE_ERRORS = frozenset({
     2,   # CORRUPT_MESSAGE (damaged on the way: the broker checks the CRC)
@@ -97,6 +100,9 @@ class Sender:
         self._init_failures = 0
         self._stopping = False
         self.fatal_error: Optional[KafkaError] = None
+        # Each batch's last retried error, named when the batch expires (else
+        # a batch retried until delivery.timeout.ms would fail saying only "timed out").
+        self._last_errors: dict[ProducerBatch, KafkaError] = {}
         # A few of Kafka's producer metrics, by Kafka's names.
         self.metrics = {"request-total": 0, "record-send-total": 0, "record-retry-total": 0,
                         "record-error-total": 0, "producer-epoch-bump-total": 0}
@@ -141,9 +147,11 @@ class Sender:
     def _run_once(self) -> float:
         now = self._clock()
         for batch in self._acc.expired(now, self._delivery_timeout_s):
+            last = self._last_errors.get(batch)
             self._fail(batch, RequestTimedOutError(
                 f"expiring {batch.record_count} record(s) for {batch.topic}-{batch.partition}: "
-                f"{(now - batch.created) * 1000:.0f} ms has passed since batch creation"))
+                f"{(now - batch.created) * 1000:.0f} ms has passed since batch creation"
+                + (f"; last error: {last}" if last is not None else "")))
         refresh = self._metadata.maybe_update()
         if refresh is not None:
             refresh.add_done_callback(lambda _: self.wakeup())
@@ -245,7 +253,9 @@ class Sender:
             retriable = True
         now = self._clock()
         if retriable and batch.attempts <= self._config.retries and now - batch.created < self._delivery_timeout_s:
-            log.debug("retrying %s after %s", batch, error)
+            self._last_errors[batch] = error
+            log.log(logging.WARNING if code in NOT_ENOUGH_REPLICAS_ERRORS else logging.DEBUG,
+                    "retrying %s after %s", batch, error)
             self._acc.reenqueue(batch, now + self._backoff_s(batch.attempts))
             return
         self._fail(batch, error)
@@ -259,6 +269,7 @@ class Sender:
         self._finished(batch)
 
     def _finished(self, batch: ProducerBatch) -> None:
+        self._last_errors.pop(batch, None)
         self._acc.finished(batch)
         self._on_batch_finished()
 

@@ -144,11 +144,16 @@ def validate_batch(buf: bytes | bytearray | memoryview, pos: int = 0, end: int |
     """
     end = len(buf) if end is None else end
     h = parse_header(buf, pos)
+    if require_dense and h.magic == MAGIC:
+        # Kafka's checks of a client's batch, INVALID_RECORD: at least one
+        # record, and one offset per record.
+        if h.records_count <= 0 or h.last_offset_delta < 0:
+            raise InvalidRecordError(f"batch at byte {pos} has recordsCount {h.records_count} and "
+                                     f"lastOffsetDelta {h.last_offset_delta}: a batch holds at least one record")
+        if h.records_count != h.last_offset_delta + 1:
+            raise InvalidRecordError(f"batch at byte {pos}: recordsCount {h.records_count} does not match "
+                                     f"lastOffsetDelta {h.last_offset_delta}")
     check_header(h, end - pos, pos)
-    if require_dense and h.records_count != h.last_offset_delta + 1:
-        raise InvalidRecordError(
-            f"batch at byte {pos}: recordsCount {h.records_count} does not match lastOffsetDelta {h.last_offset_delta}"
-        )
     actual = compute_crc(buf, pos, h.size)
     if actual != h.crc:
         raise CorruptRecordError(f"batch at byte {pos} fails its CRC: stored {h.crc:#010x}, computed {actual:#010x}")

@@ -28,6 +28,14 @@ _KEYS: dict[str, tuple[str, str, Any, int | None]] = {
     "flush.ms": ("log.flush.interval.ms", "flush_ms", LONG_MAX, 0),
     "max.message.bytes": ("message.max.bytes", "max_message_bytes", 1048588, 0),
     "cleanup.policy": ("log.cleanup.policy", "cleanup_policy", "delete", None),
+    # How far a record's CreateTime may lie before/after the leader's clock
+    # (partition_log.validator); difference.max.ms is the older single bound.
+    "message.timestamp.difference.max.ms": ("log.message.timestamp.difference.max.ms",
+                                            "message_timestamp_difference_max_ms", LONG_MAX, 0),
+    "message.timestamp.before.max.ms": ("log.message.timestamp.before.max.ms",
+                                        "message_timestamp_before_max_ms", LONG_MAX, 0),
+    "message.timestamp.after.max.ms": ("log.message.timestamp.after.max.ms",
+                                       "message_timestamp_after_max_ms", LONG_MAX, 0),
 }
 _CLEANUP_POLICIES = {"delete", "compact"}
 
@@ -47,6 +55,22 @@ class LogConfig:
     flush_ms: int = LONG_MAX
     max_message_bytes: int = 1048588
     cleanup_policy: str = "delete"
+    message_timestamp_difference_max_ms: int = LONG_MAX
+    message_timestamp_before_max_ms: int = LONG_MAX
+    message_timestamp_after_max_ms: int = LONG_MAX
+
+    @property
+    def timestamp_before_max_ms(self) -> int:
+        """As Kafka (KIP-937): before.max.ms when set, else difference.max.ms."""
+        if self.message_timestamp_before_max_ms != LONG_MAX:
+            return self.message_timestamp_before_max_ms
+        return self.message_timestamp_difference_max_ms
+
+    @property
+    def timestamp_after_max_ms(self) -> int:
+        if self.message_timestamp_after_max_ms != LONG_MAX:
+            return self.message_timestamp_after_max_ms
+        return self.message_timestamp_difference_max_ms
 
     @property
     def compact(self) -> bool:

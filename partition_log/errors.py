@@ -60,3 +60,7 @@ class InvalidRecordError(KafkaError):
 
 class InvalidConfigError(KafkaError):
     name, code = "INVALID_CONFIG", 40
+
+
+class InvalidTxnStateError(KafkaError):
+    name, code = "INVALID_TXN_STATE", 48

@@ -18,10 +18,11 @@ from hypothesis import strategies as st
 from partition_log import batch as b
 from partition_log.compression import Codec
 from partition_log.errors import CorruptRecordError, KafkaError
+from partition_log.record_check import utf8 as _utf8
 from partition_log.records import Record, decode_batch, encode_batch
 from partition_log.varint import zigzag_bytes
 from spark_jobs.arrow_rows import _record_at_a_time, arrow_schema, chunk_to_arrow
-from spark_jobs.columnar_records import HEADERS_TYPE, _utf8, decode_columns
+from spark_jobs.columnar_records import HEADERS_TYPE, decode_columns
 from spark_jobs.range_fetch import FetchedChunk
 
 ROOT = Path(__file__).resolve().parents[2]
