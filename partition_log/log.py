@@ -26,6 +26,7 @@ from .leader_epoch import LeaderEpochCache
 from .records import decode_batch
 from .segment import BatchPosition, LogSegment
 from .segment_handles import SegmentHandles
+from .wording import counted
 
 log = logging.getLogger(__name__)
 
@@ -37,11 +38,6 @@ Clock = Callable[[], int]
 
 def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-def _count(n: int, noun: str) -> str:
-    """`1 segment`, `2 segments`."""
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def parse_partition_dir(name: str) -> tuple[str, int]:
@@ -507,9 +503,9 @@ class Log:
         }
         kinds = list(dict.fromkeys(reasons))
         causes = why[kinds[0]] if len(kinds) == 1 else ", ".join(
-            f"{why[kind]} ({_count(reasons.count(kind), 'segment')})" for kind in kinds)
+            f"{why[kind]} ({counted(reasons.count(kind), 'segment')})" for kind in kinds)
         log.info("%s-%d: deleting %s (offsets %d to %d) due to %s: %s. Log start offset will be %d",
-                 self.topic, self.partition, _count(len(doomed), "segment"), doomed[0].base_offset, end - 1,
+                 self.topic, self.partition, counted(len(doomed), "segment"), doomed[0].base_offset, end - 1,
                  causes, ", ".join(f"LogSegment(baseOffset={s.base_offset}, size={s.size}, "
                                    f"largestRecordTimestamp={s.largest_timestamp})" for s in doomed),
                  max(self.log_start_offset, end))

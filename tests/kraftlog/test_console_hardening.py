@@ -1,0 +1,188 @@
+"""The console tools and `quorum describe` as Kafka's behave, each a subprocess against one real
+cluster (3 controllers + 3 brokers):
+
+- SIGTERM ends `kraftlog consume --group` as Kafka's shutdown hook does: what it printed is
+  committed and it leaves the group, so the next member starts right after, re-reading nothing;
+- SIGTERM ends `kraftlog produce` by stopping its input and reporting how many records sent were
+  acknowledged, and that is what a consumer reads back;
+- produce and consume right after `topics create` wait for the brokers to learn the topic
+  (max.block.ms), and a topic that never comes fails with Kafka's message;
+- `quorum describe` given only a follower finds the leader;
+- reset-offsets messages read right for one partition and for several.
+"""
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from typing import Any, Iterator
+
+import pytest
+
+from kraftlog.local_cluster import LocalCluster
+
+from .test_cli_admin import WAIT_S, fails, ok, ok_json, run, running_cluster
+
+PROPERTIES = {"broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 500}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    yield from running_cluster(tmp_path_factory.mktemp("console-hardening"), PROPERTIES)
+
+
+class Cli:
+    """`kraftlog ARGS` running in the background, stopped by its PID on the way out."""
+
+    def __init__(self, cluster: LocalCluster, *args: str, stdin: bool = False) -> None:
+        env = {**os.environ, "KRAFTLOG_BOOTSTRAP": cluster.bootstrap}
+        self.proc = subprocess.Popen([sys.executable, "-m", "kraftlog", *args], env=env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, stdin=subprocess.PIPE if stdin else subprocess.DEVNULL)
+        self._selector = selectors.DefaultSelector()
+        self._selector.register(self.proc.stdout, selectors.EVENT_READ)  # type: ignore[arg-type]
+        self._pending = b""
+
+    def lines(self, count: int) -> list[str]:
+        """The first `count` lines it prints, waiting for them at most WAIT_S in all."""
+        deadline = time.monotonic() + WAIT_S
+        while (have := self._pending.count(b"\n")) < count:
+            remaining = deadline - time.monotonic()
+            assert remaining > 0, f"printed {have} lines of {count}"
+            if self._selector.select(remaining):
+                chunk = os.read(self.proc.stdout.fileno(), 65536)  # type: ignore[union-attr]
+                assert chunk, f"exited ({self.proc.wait()}) after {have} lines"
+                self._pending += chunk
+        lines = self._pending.split(b"\n")
+        self._pending = b"\n".join(lines[count:])
+        return [line.decode() for line in lines[:count]]
+
+    def write(self, text: str) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(text.encode())
+        self.proc.stdin.flush()
+
+    def terminate(self) -> tuple[int, list[str], str]:
+        """SIGTERM by PID; (exit code, the rest of stdout's lines, stderr) once it exited."""
+        self.proc.send_signal(signal.SIGTERM)
+        out, err = self.proc.communicate(timeout=WAIT_S)
+        rest = (self._pending + out).decode().splitlines()
+        return self.proc.returncode, rest, err.decode()
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        self._selector.close()
+        for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
+@contextmanager
+def cli(cluster: LocalCluster, *args: str, stdin: bool = False) -> Iterator[Cli]:
+    running = Cli(cluster, *args, stdin=stdin)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def committed(cluster: LocalCluster, group: str) -> dict[int, int]:
+    return {o["partition"]: o["committed"] for o in ok_json(cluster, "groups", "describe", group)["offsets"]
+            if o["committed"] is not None}
+
+
+def create(cluster: LocalCluster, topic: str, partitions: int) -> None:
+    ok(cluster, "topics", "create", topic, "--partitions", str(partitions), "--replication-factor", "3")
+
+
+def read_all(cluster: LocalCluster, topic: str, partition: int = 0) -> list[dict[str, Any]]:
+    out = ok(cluster, "consume", topic, "--partition", str(partition), "--offset", "earliest", "--json",
+             "--timeout-ms", "2000")
+    return [json.loads(line) for line in out.splitlines()]
+
+
+def test_sigterm_makes_a_group_consumer_commit_what_it_printed_and_leave(cluster) -> None:
+    create(cluster, "signals", 3)
+    ok(cluster, "produce", "signals", stdin="".join(f"r{i}\n" for i in range(60)))
+    with cli(cluster, "consume", "signals", "--group", "g1", "--from-beginning", "--json",
+             "--consumer-property", "max.poll.records=5") as first:
+        printed = [json.loads(line) for line in first.lines(10)]
+        # While it runs it is a member: the group cannot be reset (and says so in good English).
+        fails(cluster, "groups", "reset-offsets", "g1", "--all-topics", "--to-earliest", "--execute",
+              error="has 1 active member (state")
+        code, rest, err = first.terminate()
+    printed += [json.loads(line) for line in rest]
+    assert code == 0, err
+    assert f"Processed a total of {len(printed)} messages" in err
+
+    ends: dict[int, int] = {}
+    for record in printed:
+        ends[record["partition"]] = max(ends.get(record["partition"], 0), record["offset"] + 1)
+    assert committed(cluster, "g1") == ends  # exactly what it printed, nothing more or less
+    assert ok_json(cluster, "groups", "describe", "g1")["members"] == []  # it left; no session to time out
+
+    # The next member of the group starts where the first stopped: together they read each record once.
+    out = ok(cluster, "consume", "signals", "--group", "g1", "--from-beginning", "--json", "--timeout-ms", "3000")
+    again = [json.loads(line) for line in out.splitlines()]
+    assert sorted(r["value"] for r in printed + again) == sorted(f"r{i}" for i in range(60))
+
+
+def test_sigterm_makes_the_producer_report_what_was_acknowledged(cluster) -> None:
+    create(cluster, "signalled-input", 1)
+    with cli(cluster, "produce", "signalled-input", stdin=True) as producer:
+        producer.write("".join(f"line-{i}\n" for i in range(20)))
+        deadline = time.monotonic() + WAIT_S  # until it surely runs (its signal handling in place)
+        while not read_all(cluster, "signalled-input"):
+            assert time.monotonic() < deadline, "nothing produced"
+        producer.write("".join(f"line-{i}\n" for i in range(20, 40)))  # input still open: SIGTERM ends it
+        code, _, err = producer.terminate()
+    assert code == 0, err
+    report = [line for line in err.splitlines() if line.startswith("SIGTERM: stopped reading input; ")]
+    assert len(report) == 1, err
+    acknowledged, sent = (int(w) for w in report[0].split("; ")[1].split(" records sent")[0].split(" of "))
+    assert acknowledged == sent >= 20 and report[0].endswith(", 0 were not")
+    assert [r["value"] for r in read_all(cluster, "signalled-input")] == [f"line-{i}" for i in range(sent)]
+
+
+def test_produce_and_consume_right_after_create_wait_for_the_topic(cluster) -> None:
+    for n in range(4):  # the brokers learn of a new topic a moment after the controller commits it
+        create(cluster, f"fresh-{n}", 2)
+        ok(cluster, "produce", f"fresh-{n}", stdin="a\nb\n")
+        create(cluster, f"fresh-read-{n}", 2)
+        done = run(cluster, "consume", f"fresh-read-{n}", "--partition", "1", "--offset", "earliest",
+                   "--timeout-ms", "500")
+        assert done.returncode == 0 and "Processed a total of 0 messages" in done.stderr, done.stderr
+    assert sorted(r["value"] for p in (0, 1) for n in range(4) for r in read_all(cluster, f"fresh-{n}", p)) \
+        == sorted(["a", "b"] * 4)
+
+
+def test_a_topic_that_never_comes_fails_after_max_block_ms(cluster) -> None:
+    line = fails(cluster, "produce", "never-created", "--producer-property", "max.block.ms=1000", stdin="x\n",
+                 error="UNKNOWN_TOPIC_OR_PARTITION: Topic never-created not present in metadata after 1000 ms.")
+    assert "Traceback" not in line
+    fails(cluster, "consume", "never-created", "--consumer-property", "default.api.timeout.ms=1000",
+          error="Topic never-created not present in metadata after 1000 ms.")
+
+
+def test_quorum_describe_through_a_follower_alone_finds_the_leader(cluster) -> None:
+    everyone = ",".join(cluster.controller_addresses.values())
+    leader = ok_json(cluster, "quorum", "describe", "--bootstrap-controller", everyone)["leader_id"]
+    follower = next(a for n, a in cluster.controller_addresses.items() if n != leader)
+    status = ok_json(cluster, "quorum", "describe", "--status", "--bootstrap-controller", follower)["status"]
+    assert status["LeaderId"] == leader and status["CurrentVoters"] == "[" + ",".join(
+        map(str, sorted(cluster.controllers))) + "]"
+
+
+def test_reset_offsets_messages_read_right_for_one_partition_and_several(cluster) -> None:
+    create(cluster, "grammar", 3)
+    ok(cluster, "groups", "reset-offsets", "words", "--topic", "grammar:0", "--to-offset", "0", "--execute")
+    fails(cluster, "groups", "reset-offsets", "words", "--topic", "grammar", "--shift-by", "1",
+          error="grammar-1, grammar-2 have none")
+    fails(cluster, "groups", "reset-offsets", "words", "--topic", "grammar:2", "--shift-by", "1",
+          error="grammar-2 has none")
