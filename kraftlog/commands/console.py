@@ -175,9 +175,9 @@ def produce(
 
 def _deliver(producer: Producer, stop: StopSignals) -> None:
     """Wait for every record sent to be acknowledged or to fail (delivery.timeout.ms bounds each).
-    A stop signal during the wait gives up: what is undelivered then fails and is counted."""
+    A second stop signal gives up waiting: what is undelivered then fails and is counted."""
     try:
-        with stop.interruptible():
+        with stop.interruptible(nth=2):
             producer.flush()
     except Interrupted:
         producer.close(timeout=0)

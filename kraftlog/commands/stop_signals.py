@@ -5,9 +5,10 @@ dying mid-way and leaving a group member to time out.
 
 The first signal only sets a flag the command checks, so no exception lands between
 printing a record and noting it for the commit. A command blocked somewhere that can be
-left at any moment (reading stdin, waiting for a flush) marks it `interruptible()`: a
-signal then also raises `Interrupted` there. After the second signal the defaults are back,
-so a third ends the process at once, should closing hang.
+left at any moment marks it `interruptible(nth)`: the nth signal (or a later one) then also
+raises `Interrupted` there. Reading stdin gives way to the first; waiting for deliveries
+only to a second, since the first asked to stop reading, not to drop what was read. After
+the second signal the defaults are back, so a third ends the process at once.
 """
 from __future__ import annotations
 
@@ -29,7 +30,7 @@ class StopSignals:
     def __init__(self) -> None:
         self.signal_name: Optional[str] = None  # of the first signal received
         self._received = 0
-        self._interruptible = False
+        self._interrupt_at = 0  # raise Interrupted from this signal on; 0: not in an interruptible wait
         self._previous: dict[int, object] = {}
 
     def __enter__(self) -> "StopSignals":
@@ -55,19 +56,19 @@ class StopSignals:
         if self._received >= 2:
             for sig in self._previous:
                 signal.signal(sig, signal.SIG_DFL)
-        if self._interruptible:
+        if 0 < self._interrupt_at <= self._received:
             raise Interrupted
 
     @contextmanager
-    def interruptible(self) -> Iterator[None]:
-        """A wait a signal may cut short by raising Interrupted (at once if one came already)."""
-        if self.stopping:
+    def interruptible(self, nth: int = 1) -> Iterator[None]:
+        """A wait the `nth` signal cuts short by raising Interrupted (at once if it came already)."""
+        if self._received >= nth:
             raise Interrupted
-        self._interruptible = True
+        self._interrupt_at = nth
         try:
             yield
         finally:
-            self._interruptible = False
+            self._interrupt_at = 0
 
     def until_stopped(self, lines: Iterator[bytes]) -> Iterator[bytes]:
         """`lines` until they end or a stop is asked, even while waiting for the next one."""
