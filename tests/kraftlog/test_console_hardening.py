@@ -1,4 +1,4 @@
-"""The console tools and `quorum describe` as Kafka's behave, each a subprocess against one real
+"""The console tools as Kafka's behave, each a subprocess against one real
 cluster (3 controllers + 3 brokers):
 
 - SIGTERM ends `kraftlog consume --group` as Kafka's shutdown hook does: what it printed is
@@ -6,8 +6,7 @@ cluster (3 controllers + 3 brokers):
 - SIGTERM ends `kraftlog produce` by stopping its input and reporting how many records sent were
   acknowledged, and that is what a consumer reads back;
 - produce and consume right after `topics create` wait for the brokers to learn the topic
-  (max.block.ms), and a topic that never comes fails with Kafka's message;
-- `quorum describe` given only a follower finds the leader;
+  (max.block.ms; a topic that never comes: test_cli_console);
 - reset-offsets messages read right for one partition and for several.
 """
 from __future__ import annotations
@@ -189,23 +188,6 @@ def test_produce_and_consume_asking_before_the_brokers_know_the_topic_wait_for_i
         out, err = consumer.proc.communicate(timeout=WAIT_S)
         assert consumer.proc.returncode == 0, err.decode()
     assert out.decode().splitlines() == ["x", "y"]
-
-
-def test_a_topic_that_never_comes_fails_after_max_block_ms(cluster) -> None:
-    line = fails(cluster, "produce", "never-created", "--producer-property", "max.block.ms=1000", stdin="x\n",
-                 error="UNKNOWN_TOPIC_OR_PARTITION: Topic never-created not present in metadata after 1000 ms.")
-    assert "Traceback" not in line
-    fails(cluster, "consume", "never-created", "--consumer-property", "default.api.timeout.ms=1000",
-          error="Topic never-created not present in metadata after 1000 ms.")
-
-
-def test_quorum_describe_through_a_follower_alone_finds_the_leader(cluster) -> None:
-    everyone = ",".join(cluster.controller_addresses.values())
-    leader = ok_json(cluster, "quorum", "describe", "--bootstrap-controller", everyone)["leader_id"]
-    follower = next(a for n, a in cluster.controller_addresses.items() if n != leader)
-    status = ok_json(cluster, "quorum", "describe", "--status", "--bootstrap-controller", follower)["status"]
-    assert status["LeaderId"] == leader and status["CurrentVoters"] == "[" + ",".join(
-        map(str, sorted(cluster.controllers))) + "]"
 
 
 def test_reset_offsets_messages_read_right_for_one_partition_and_several(cluster) -> None:
