@@ -166,8 +166,8 @@ def produce(
                         f"it and the lines after it were not sent")
     if stop.signal_name is not None:
         # Stopped before the input ended: say how far it got, so nothing is lost unknowingly.
-        typer.echo(f"{stop.signal_name}: stopped reading input; {tally.acknowledged} of {sent} records sent "
-                   f"were acknowledged, {sent - tally.acknowledged} were not", err=True)
+        typer.echo(f"{stop.signal_name}: stopped; {tally.acknowledged} of {sent} records sent were acknowledged, "
+                   f"{sent - tally.acknowledged} were not", err=True)
     if any(problems):
         typer.echo(f"kraftlog: error: {'; '.join(p for p in problems if p)}", err=True)
         raise typer.Exit(1)
@@ -175,9 +175,9 @@ def produce(
 
 def _deliver(producer: Producer, stop: StopSignals) -> None:
     """Wait for every record sent to be acknowledged or to fail (delivery.timeout.ms bounds each).
-    A second stop signal gives up waiting: what is undelivered then fails and is counted."""
+    A stop signal during the wait gives up: what is undelivered then fails and is counted."""
     try:
-        with stop.interruptible(nth=2):
+        with stop.interruptible():
             producer.flush()
     except Interrupted:
         producer.close(timeout=0)

@@ -3,12 +3,12 @@ command stops at its next safe point and closes its client (a consumer commits w
 printed and leaves its group; a producer delivers what it can and reports), instead of
 dying mid-way and leaving a group member to time out.
 
-The first signal only sets a flag the command checks, so no exception lands between
-printing a record and noting it for the commit. A command blocked somewhere that can be
-left at any moment marks it `interruptible(nth)`: the nth signal (or a later one) then also
-raises `Interrupted` there. Reading stdin gives way to the first; waiting for deliveries
-only to a second, since the first asked to stop reading, not to drop what was read. After
-the second signal the defaults are back, so a third ends the process at once.
+A signal sets a flag the command checks at its safe points, so no exception lands between
+printing a record and noting it for the commit. A wait that can be left at any moment
+(reading stdin, waiting for deliveries) is marked `interruptible()`: a signal that comes
+during it also raises `Interrupted` there. So a producer's first signal stops its input,
+and one during the flush that follows gives up waiting for what is undelivered. After the
+second signal the defaults are back, so a third ends the process at once.
 """
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ class StopSignals:
     def __init__(self) -> None:
         self.signal_name: Optional[str] = None  # of the first signal received
         self._received = 0
-        self._interrupt_at = 0  # raise Interrupted from this signal on; 0: not in an interruptible wait
+        self._interruptible = False
         self._previous: dict[int, object] = {}
 
     def __enter__(self) -> "StopSignals":
@@ -56,19 +56,17 @@ class StopSignals:
         if self._received >= 2:
             for sig in self._previous:
                 signal.signal(sig, signal.SIG_DFL)
-        if 0 < self._interrupt_at <= self._received:
+        if self._interruptible:
             raise Interrupted
 
     @contextmanager
-    def interruptible(self, nth: int = 1) -> Iterator[None]:
-        """A wait the `nth` signal cuts short by raising Interrupted (at once if it came already)."""
-        if self._received >= nth:
-            raise Interrupted
-        self._interrupt_at = nth
+    def interruptible(self) -> Iterator[None]:
+        """A wait the next signal cuts short by raising Interrupted."""
+        self._interruptible = True
         try:
             yield
         finally:
-            self._interrupt_at = 0
+            self._interruptible = False
 
     def until_stopped(self, lines: Iterator[bytes]) -> Iterator[bytes]:
         """`lines` until they end or a stop is asked, even while waiting for the next one."""

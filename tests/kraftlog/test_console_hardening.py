@@ -67,9 +67,9 @@ class Cli:
         self.proc.stdin.write(text.encode())
         self.proc.stdin.flush()
 
-    def terminate(self) -> tuple[int, list[str], str]:
-        """SIGTERM by PID; (exit code, the rest of stdout's lines, stderr) once it exited."""
-        self.proc.send_signal(signal.SIGTERM)
+    def terminate(self, sig: signal.Signals = signal.SIGTERM) -> tuple[int, list[str], str]:
+        """`sig` (SIGTERM) by PID; (exit code, the rest of stdout's lines, stderr) once it exited."""
+        self.proc.send_signal(sig)
         out, err = self.proc.communicate(timeout=WAIT_S)
         rest = (self._pending + out).decode().splitlines()
         return self.proc.returncode, rest, err.decode()
@@ -98,8 +98,13 @@ def committed(cluster: LocalCluster, group: str) -> dict[int, int]:
             if o["committed"] is not None}
 
 
-def create(cluster: LocalCluster, topic: str, partitions: int) -> None:
-    ok(cluster, "topics", "create", topic, "--partitions", str(partitions), "--replication-factor", "3")
+def create(cluster: LocalCluster, topic: str, partitions: int, *extra: str) -> None:
+    ok(cluster, "topics", "create", topic, "--partitions", str(partitions), "--replication-factor", "3", *extra)
+
+
+def requests_answered(cluster: LocalCluster, request: str, broker: int) -> float:
+    return value(scrape(cluster.metrics_addresses[broker]), "kafka_network_requestmetrics_requests_total",
+                 request=request) or 0.0
 
 
 def end_offset(cluster: LocalCluster, topic: str, partition: int = 0) -> int:
@@ -137,25 +142,45 @@ def test_sigterm_makes_a_group_consumer_commit_what_it_printed_and_leave(cluster
     assert sorted(r["value"] for r in printed + again) == sorted(f"r{i}" for i in range(70))
 
 
-def test_sigterm_makes_the_producer_report_what_was_acknowledged(cluster) -> None:
-    create(cluster, "signalled-input", 1)
-    with cli(cluster, "produce", "signalled-input", stdin=True) as producer:
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_stop_signal_makes_the_producer_report_what_was_acknowledged(cluster, sig) -> None:
+    topic = f"signalled-input-{sig.name}"
+    create(cluster, topic, 1)
+    with cli(cluster, "produce", topic, stdin=True) as producer:
         producer.write("".join(f"line-{i}\n" for i in range(20)))
         deadline = time.monotonic() + WAIT_S  # until it surely runs (its signal handling in place)
-        while end_offset(cluster, "signalled-input") == 0:
+        while end_offset(cluster, topic) == 0:
             assert time.monotonic() < deadline, "nothing produced"
             time.sleep(0.1)
-        producer.write("".join(f"line-{i}\n" for i in range(20, 40)))  # input still open: SIGTERM ends it
-        code, _, err = producer.terminate()
+        producer.write("".join(f"line-{i}\n" for i in range(20, 40)))  # input still open: the signal ends it
+        code, _, err = producer.terminate(sig)
     assert code == 0, err
-    report = [line for line in err.splitlines() if line.startswith("SIGTERM: stopped reading input; ")]
-    assert len(report) == 1, err
+    report = [line for line in err.splitlines() if line.startswith(f"{sig.name}: stopped; ")]
+    assert len(report) == 1 and "Traceback" not in err, err
     acknowledged, sent = (int(w) for w in report[0].split("; ")[1].split(" records sent")[0].split(" of "))
     assert acknowledged == sent >= 20 and report[0].endswith(", 0 were not")
-    assert end_offset(cluster, "signalled-input") == sent  # what it said was acknowledged, no more
-    out = ok(cluster, "consume", "signalled-input", "--partition", "0", "--offset", "earliest",
-             "--max-messages", str(sent))
+    assert end_offset(cluster, topic) == sent  # what it said was acknowledged, no more
+    out = ok(cluster, "consume", topic, "--partition", "0", "--offset", "earliest", "--max-messages", str(sent))
     assert out.splitlines() == [f"line-{i}" for i in range(sent)]
+
+
+def test_a_stopped_producer_that_could_not_deliver_says_so_and_fails(cluster) -> None:
+    # min.insync.replicas above the replication factor: every acks=all write is refused (NOT_ENOUGH_REPLICAS).
+    create(cluster, "unwritable", 1, "--config", "min.insync.replicas=4")
+    leader = cluster.wait_for_leaders("unwritable").partitions[0].leader_id
+    before = requests_answered(cluster, "Produce", leader)
+    with cli(cluster, "produce", "unwritable", "--producer-property",
+             "delivery.timeout.ms=3000,request.timeout.ms=1000", stdin=True) as producer:
+        producer.write("a\nb\nc\n")
+        deadline = time.monotonic() + WAIT_S  # until it has tried (so it surely runs)
+        while requests_answered(cluster, "Produce", leader) == before:
+            assert time.monotonic() < deadline, "it never sent a Produce"
+            time.sleep(0.1)
+        code, _, err = producer.terminate()
+    assert code == 1, err
+    assert "SIGTERM: stopped; 0 of 3 records sent were acknowledged, 3 were not" in err
+    assert "kraftlog: error: 3 of 3 records were not acknowledged" in err
+    assert end_offset(cluster, "unwritable") == 0
 
 
 def test_produce_right_after_create_waits_for_the_topic(cluster) -> None:
@@ -169,17 +194,13 @@ def test_produce_and_consume_asking_before_the_brokers_know_the_topic_wait_for_i
     """The race above made certain: both tools have asked their broker about the topic before it
     is created (the broker's count of Metadata requests says so); they wait for it, then work."""
     broker = cluster.brokers[0]
-    address, metrics = cluster.broker_addresses[broker], cluster.metrics_addresses[broker]
-
-    def metadata_requests() -> float:
-        return value(scrape(metrics), "kafka_network_requestmetrics_requests_total", request="Metadata") or 0.0
-
-    before = metadata_requests()
+    address = cluster.broker_addresses[broker]
+    before = requests_answered(cluster, "Metadata", broker)
     with cli(cluster, "consume", "late", "--partition", "0", "--offset", "earliest", "--max-messages", "2",
              "--bootstrap", address) as consumer, \
             cli(cluster, "produce", "late", "--bootstrap", address, stdin=True) as producer:
         deadline = time.monotonic() + WAIT_S
-        while metadata_requests() < before + 2:
+        while requests_answered(cluster, "Metadata", broker) < before + 2:
             assert time.monotonic() < deadline, "the tools never asked for the topic"
             time.sleep(0.1)
         create(cluster, "late", 1)
