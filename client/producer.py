@@ -287,7 +287,8 @@ class AsyncProducer:
         try:
             left = await self.flush(timeout)
             if left:
-                await self._sender.abort(KafkaError(f"producer closed forcefully with {counted(left, 'record')} undelivered"))
+                undelivered = counted(left, "record")
+                await self._sender.abort(KafkaError(f"producer closed forcefully with {undelivered} undelivered"))
         finally:
             for task in list(self._topic_tasks):
                 task.cancel()

@@ -165,7 +165,7 @@ def produce(
         problems.append(f"line {bad_line} has no key separator {key_separator!r}: "
                         f"it and the lines after it were not sent")
     if stop.signal_name is not None:
-        # Stopped before the input ended: say how far it got, so nothing is lost unknowingly.
+        # Stopped by a signal: say how far it got, so no record is lost unknowingly.
         typer.echo(f"{stop.signal_name}: stopped; {tally.acknowledged} of {sent} records sent were acknowledged, "
                    f"{sent - tally.acknowledged} were not", err=True)
     if any(problems):
@@ -250,10 +250,13 @@ def consume(
     partitions = consumer_topic_partitions(settings, topic)
     if partition is not None and partition not in partitions:
         raise error_for_code(UNKNOWN_TOPIC_OR_PARTITION, f"{topic}: no partition {partition}")
+
+    def shown(record: ConsumerRecord) -> str:
+        return _as_json(record) if as_json else _as_text(record, print_key, print_headers, key_separator)
+
     with StopSignals() as stop:
         delivered = _consume(Consumer(settings), stop, topic, group, partitions, partition, start, max_messages,
-                             timeout_ms, lambda r: _as_json(r) if as_json else _as_text(r, print_key, print_headers,
-                                                                                         key_separator))
+                             timeout_ms, shown)
     typer.echo(f"Processed a total of {delivered} messages", err=True)
 
 
