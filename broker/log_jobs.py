@@ -107,8 +107,8 @@ class LogJobs:
 
     def _retention(self) -> None:
         deleted = self.logs.run_retention()
-        if deleted:
-            log.info("retention deleted %d segments", deleted)
+        if deleted:  # each partition's log said at INFO which segments went and why
+            log.debug("retention deleted %d segments", deleted)
 
     def _clean(self) -> None:
         for (topic, partition), stats in self.logs.run_cleaner():

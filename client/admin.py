@@ -7,8 +7,9 @@ settings are described by that broker, so those requests go to it.
 
 `describe_quorum` asks the metadata quorum who leads and how far each
 replica has got. Only the leader answers it; a follower names the leader by
-id but cannot say where it listens, so the caller gives every controller it
-knows (`HOST:PORT,HOST:PORT,...`) and each is asked in turn until one leads.
+id and, in `nodes` (KIP-853), where every voter listens, so any one
+controller is enough, as with kafka-metadata-quorum.sh: the controllers given
+(`HOST:PORT,HOST:PORT,...`) are asked in turn, then the leader they name.
 """
 from __future__ import annotations
 
@@ -160,9 +161,11 @@ def describe_quorum(bootstrap: str, timeout: float = 5.0) -> dict[str, Any]:
      "observers": [...]}
 
     Offsets and timestamps are -1 where the leader does not know them yet.
-    Raises NotLeaderOrFollowerError when the nodes answer but none leads
-    (at once if they all name a leader that is not in `bootstrap`), and
-    NetworkError when none can be reached, once `timeout` seconds pass.
+    A follower's answer says where the leader it names listens; that leader
+    is asked next. Raises NotLeaderOrFollowerError when the nodes answer but
+    none leads (at once if they all name a leader that is not in `bootstrap`
+    and none says where it is), and NetworkError when none can be reached,
+    once `timeout` seconds pass.
     """
     addresses = parse_bootstrap(bootstrap)
     deadline = time.monotonic() + timeout
@@ -171,6 +174,10 @@ def describe_quorum(bootstrap: str, timeout: float = 5.0) -> dict[str, Any]:
         while True:
             answers = _ask_each(channels, deadline)
             if isinstance(answers, dict):
+                leader = _named_leader_address(answers)
+                if leader is not None and leader not in channels:
+                    channels = {leader: open_channel(leader), **channels}  # asked first in the next round
+                    continue
                 _raise_if_leader_elsewhere(answers)
                 if time.monotonic() + RETRY_BACKOFF_S < deadline:
                     time.sleep(RETRY_BACKOFF_S)
@@ -236,6 +243,19 @@ def _ask_each(channels: dict[str, grpc.Channel],
             return response
         answers[address] = response
     return answers
+
+
+def _named_leader_address(answers: dict[str, Answer]) -> Optional[str]:
+    """HOST:PORT of the leader a follower names, from the voters' listeners its answer lists."""
+    for answer in answers.values():
+        if not _names_leader(answer):
+            continue
+        for node in answer.nodes:  # type: ignore[union-attr]
+            if node.node_id == answer.leader_id and node.listeners:  # type: ignore[union-attr]
+                listener = node.listeners[0]
+                host = f"[{listener.host}]" if ":" in listener.host else listener.host  # IPv6
+                return f"{host}:{listener.port}"
+    return None
 
 
 def _raise_if_leader_elsewhere(answers: dict[str, Answer]) -> None:

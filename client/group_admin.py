@@ -16,6 +16,7 @@ import grpc
 
 from kraftlog_api import groups_pb2 as gpb
 from kraftlog_api import groups_pb2_grpc as gpb_grpc
+from partition_log.wording import counted, listed
 
 from .consumer_types import OffsetAndMetadata, TopicPartition
 from .coordinator import Coordinator
@@ -173,8 +174,9 @@ async def _reset_offsets(metadata: Metadata, group: str, topics: Optional[dict[s
     if g.error_code not in (0, GROUP_ID_NOT_FOUND):
         raise error_for_code(g.error_code, f"group {group}: {g.error_message or error_name(g.error_code)}")
     if g.members:
-        raise error_for_code(NON_EMPTY_GROUP, f"group {group} has {len(g.members)} active member(s) (state "
-                                              f"{g.group_state}): offsets can only be reset while it has none")
+        raise error_for_code(NON_EMPTY_GROUP, f"group {group} has {counted(len(g.members), 'active member')} "
+                                              f"(state {g.group_state}): offsets can only be reset while it "
+                                              "has none")
     committed = await _committed(coordinator, group) if g.error_code == 0 else {}
     partitions = await _target_partitions(metadata, topics, committed, group)
     kind, value = strategy
@@ -191,8 +193,8 @@ async def _reset_offsets(metadata: Metadata, group: str, topics: Optional[dict[s
     else:  # shift
         without = [str(tp) for tp in partitions if tp not in committed]
         if without:
-            raise error_for_code(INVALID_REQUEST, f"--shift-by moves a committed offset; {', '.join(without)} "
-                                                  "has none")
+            raise error_for_code(INVALID_REQUEST, f"--shift-by moves a committed offset; "
+                                                  f"{listed(without, 'has', 'have')} none")
         new = {tp: committed[tp] + value for tp in partitions}
     plan = [{"group": group, "topic": tp.topic, "partition": tp.partition, "current": committed.get(tp),
              "new": min(max(new[tp], first[tp]), end[tp])}  # Kafka clamps into the log's range

@@ -229,7 +229,8 @@ class Metadata:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 code = self._topic_errors.get(topic, UNKNOWN_TOPIC_OR_PARTITION)
-                raise error_for_code(code, f"topic {topic} not present in metadata after {max_block_ms} ms"
+                # Kafka's TimeoutException message, word for word.
+                raise error_for_code(code, f"Topic {topic} not present in metadata after {max_block_ms} ms."
                                      + (f" ({self.last_error})" if self.last_error else ""))
             self._need_update = True
             task = self.maybe_update()

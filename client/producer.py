@@ -33,6 +33,7 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Union
 
 from partition_log.batch import HEADER_SIZE
 from partition_log.errors import KafkaError, MessageTooLargeError
+from partition_log.wording import counted
 
 from .accumulator import RecordAccumulator
 from .cluster import PartitionInfo
@@ -286,7 +287,8 @@ class AsyncProducer:
         try:
             left = await self.flush(timeout)
             if left:
-                await self._sender.abort(KafkaError(f"producer closed forcefully with {left} record(s) undelivered"))
+                undelivered = counted(left, "record")
+                await self._sender.abort(KafkaError(f"producer closed forcefully with {undelivered} undelivered"))
         finally:
             for task in list(self._topic_tasks):
                 task.cancel()

@@ -169,7 +169,8 @@ async def serve(config: ServerConfig) -> int:
     active: Optional[ActiveController] = None
     if config.is_controller:
         controller = new_listener(config.controller_endpoint(), metrics)
-        transport.add_to_server(controller.server, node)
+        transport.add_to_server(controller.server, node,
+                                transport.voter_nodes(config.voters, config.controller_endpoint().name))
         if metadata is None:
             log_service.add_to_server(controller.server, node, store)
             app_services = log_service.SERVICE_NAMES

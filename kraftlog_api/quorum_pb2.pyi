@@ -203,20 +203,38 @@ class ReplicaState(_message.Message):
     def __init__(self, replica_id: _Optional[int] = ..., log_end_offset: _Optional[int] = ..., last_fetch_timestamp: _Optional[int] = ..., last_caught_up_timestamp: _Optional[int] = ...) -> None: ...
 
 class DescribeQuorumResponse(_message.Message):
-    __slots__ = ("error_code", "leader_id", "leader_epoch", "high_watermark", "current_voters", "observers")
+    __slots__ = ("error_code", "leader_id", "leader_epoch", "high_watermark", "current_voters", "observers", "nodes")
+    class Node(_message.Message):
+        __slots__ = ("node_id", "listeners")
+        NODE_ID_FIELD_NUMBER: _ClassVar[int]
+        LISTENERS_FIELD_NUMBER: _ClassVar[int]
+        node_id: int
+        listeners: _containers.RepeatedCompositeFieldContainer[DescribeQuorumResponse.Listener]
+        def __init__(self, node_id: _Optional[int] = ..., listeners: _Optional[_Iterable[_Union[DescribeQuorumResponse.Listener, _Mapping]]] = ...) -> None: ...
+    class Listener(_message.Message):
+        __slots__ = ("name", "host", "port")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        HOST_FIELD_NUMBER: _ClassVar[int]
+        PORT_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        host: str
+        port: int
+        def __init__(self, name: _Optional[str] = ..., host: _Optional[str] = ..., port: _Optional[int] = ...) -> None: ...
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
     LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     HIGH_WATERMARK_FIELD_NUMBER: _ClassVar[int]
     CURRENT_VOTERS_FIELD_NUMBER: _ClassVar[int]
     OBSERVERS_FIELD_NUMBER: _ClassVar[int]
+    NODES_FIELD_NUMBER: _ClassVar[int]
     error_code: int
     leader_id: int
     leader_epoch: int
     high_watermark: int
     current_voters: _containers.RepeatedCompositeFieldContainer[ReplicaState]
     observers: _containers.RepeatedCompositeFieldContainer[ReplicaState]
-    def __init__(self, error_code: _Optional[int] = ..., leader_id: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., high_watermark: _Optional[int] = ..., current_voters: _Optional[_Iterable[_Union[ReplicaState, _Mapping]]] = ..., observers: _Optional[_Iterable[_Union[ReplicaState, _Mapping]]] = ...) -> None: ...
+    nodes: _containers.RepeatedCompositeFieldContainer[DescribeQuorumResponse.Node]
+    def __init__(self, error_code: _Optional[int] = ..., leader_id: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., high_watermark: _Optional[int] = ..., current_voters: _Optional[_Iterable[_Union[ReplicaState, _Mapping]]] = ..., observers: _Optional[_Iterable[_Union[ReplicaState, _Mapping]]] = ..., nodes: _Optional[_Iterable[_Union[DescribeQuorumResponse.Node, _Mapping]]] = ...) -> None: ...
 
 class AppendRequest(_message.Message):
     __slots__ = ("records",)

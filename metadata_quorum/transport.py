@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-from typing import Optional
+from typing import Mapping, Optional, Sequence
 
 import grpc
 
@@ -121,8 +121,9 @@ class PeerTransport:
 class KRaftQuorumService(pb_grpc.KRaftQuorumServicer):
     """Serves the quorum protocol and DescribeQuorum for one node."""
 
-    def __init__(self, node: QuorumNode) -> None:
+    def __init__(self, node: QuorumNode, voter_nodes: Sequence[pb.DescribeQuorumResponse.Node] = ()) -> None:
         self.node = node
+        self._voter_nodes = list(voter_nodes)
         self._correlation_ids = itertools.count(1)
         self._request_timeout_s = node.config.request_timeout_ms / 1000
 
@@ -166,12 +167,24 @@ class KRaftQuorumService(pb_grpc.KRaftQuorumServicer):
         try:
             info = node.describe_quorum()
         except NotLeaderError:
-            return wire.describe_quorum_response(None, Errors.NOT_LEADER_OR_FOLLOWER, node.leader(), node.epoch(), node.wall_ms)
-        return wire.describe_quorum_response(info, Errors.NONE, node.leader(), node.epoch(), node.wall_ms)
+            response = wire.describe_quorum_response(None, Errors.NOT_LEADER_OR_FOLLOWER, node.leader(), node.epoch(),
+                                                     node.wall_ms)
+        else:
+            response = wire.describe_quorum_response(info, Errors.NONE, node.leader(), node.epoch(), node.wall_ms)
+        response.nodes.extend(self._voter_nodes)  # a follower's answer too: it leads the client to the leader
+        return response
 
 
-def add_to_server(server: grpc.aio.Server, node: QuorumNode) -> None:
-    rpc.add_service(server, pb.DESCRIPTOR.services_by_name["KRaftQuorum"], KRaftQuorumService(node))
+def voter_nodes(voters: Mapping[int, tuple[str, int]], listener_name: str) -> list[pb.DescribeQuorumResponse.Node]:
+    """controller.quorum.voters as DescribeQuorum's `nodes` (KIP-853): each voter on its controller listener."""
+    return [pb.DescribeQuorumResponse.Node(node_id=node_id, listeners=[
+        pb.DescribeQuorumResponse.Listener(name=listener_name, host=host, port=port)])
+        for node_id, (host, port) in sorted(voters.items())]
+
+
+def add_to_server(server: grpc.aio.Server, node: QuorumNode,
+                  nodes: Sequence[pb.DescribeQuorumResponse.Node] = ()) -> None:
+    rpc.add_service(server, pb.DESCRIPTOR.services_by_name["KRaftQuorum"], KRaftQuorumService(node, nodes))
 
 
 SERVICE_NAMES = (pb.DESCRIPTOR.services_by_name["KRaftQuorum"].full_name,)

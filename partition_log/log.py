@@ -26,6 +26,7 @@ from .leader_epoch import LeaderEpochCache
 from .records import decode_batch
 from .segment import BatchPosition, LogSegment
 from .segment_handles import SegmentHandles
+from .wording import counted
 
 log = logging.getLogger(__name__)
 
@@ -471,7 +472,7 @@ class Log:
             return self._delete_below_start()
         now = self.clock()
         budget = self.size_in_bytes - self.config.retention_bytes
-        doomed = 0
+        reasons: list[str] = []
         for seg in self.segments[:-1]:
             next_base = self._next_base(seg)
             if next_base is None or next_base > self.high_watermark:
@@ -482,17 +483,42 @@ class Log:
             if not (too_old or too_big or below_start):
                 break
             budget -= seg.size
-            doomed += 1
-        return self._delete_leading(doomed)
+            # Kafka checks time, then size, then the log start offset: the first breach is the reason.
+            reasons.append("time" if too_old else "size" if too_big else "start")
+        self._log_deletion(reasons)
+        return self._delete_leading(len(reasons))
+
+    def _log_deletion(self, reasons: list[str]) -> None:
+        """One INFO line per retention round that deletes, with what Kafka's UnifiedLog logs for each
+        breach: an operator reading the broker's log can tell which data went and why."""
+        if not reasons:
+            return
+        doomed = self.segments[:len(reasons)]
+        end = self.segments[len(reasons)].base_offset  # the first segment kept: never the last one doomed
+        why = {
+            "time": f"log retention time {self.config.retention_ms}ms breach "
+                    f"based on the largest record timestamp in the segment",
+            "size": f"log retention size {self.config.retention_bytes} bytes breach",
+            "start": f"log start offset {self.log_start_offset} breach",
+        }
+        kinds = list(dict.fromkeys(reasons))
+        causes = why[kinds[0]] if len(kinds) == 1 else ", ".join(
+            f"{why[kind]} ({counted(reasons.count(kind), 'segment')})" for kind in kinds)
+        log.info("%s-%d: deleting %s (offsets %d to %d) due to %s: %s. Log start offset will be %d",
+                 self.topic, self.partition, counted(len(doomed), "segment"), doomed[0].base_offset, end - 1,
+                 causes, ", ".join(f"LogSegment(baseOffset={s.base_offset}, size={s.size}, "
+                                   f"largestRecordTimestamp={s.largest_timestamp})" for s in doomed),
+                 max(self.log_start_offset, end))
 
     def _delete_below_start(self) -> int:
-        doomed = 0
+        reasons: list[str] = []
         for seg in self.segments[:-1]:
             next_base = self._next_base(seg)
             if next_base is None or next_base > self.log_start_offset:
                 break
-            doomed += 1
-        return self._delete_leading(doomed)
+            reasons.append("start")
+        self._log_deletion(reasons)
+        return self._delete_leading(len(reasons))
 
     def _delete_leading(self, count: int) -> int:
         if count == 0:

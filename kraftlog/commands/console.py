@@ -2,6 +2,7 @@
 over the client's Producer and Consumer."""
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import sys
@@ -9,19 +10,23 @@ import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Annotated, Any, Iterator, Optional
+from typing import IO, Annotated, Any, Callable, Iterator, Optional
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
-from client.cluster import Cluster, bootstrap_from
+from client.cluster import bootstrap_from
 from client.consumer import Consumer, ConsumerRecord, TopicPartition
+from client.consumer_config import ConsumerConfig
 from client.errors import error_for_code
+from client.metadata import Metadata
 from client.producer import Producer
+from client.producer_config import ProducerConfig
 from partition_log.errors import KafkaError
 
 from .common import BootstrapOption, parse_config_list
+from .stop_signals import Interrupted, StopSignals
 
 UNKNOWN_TOPIC_OR_PARTITION = 3
 EARLIEST, LATEST = "earliest", "latest"
@@ -54,12 +59,33 @@ def consumer_settings(bootstrap: str, properties: list[str], **settings: Any) ->
     return settings
 
 
-def topic_partitions(cluster: Cluster, topic: str) -> list[int]:
-    """The topic's partition ids; UNKNOWN_TOPIC_OR_PARTITION at once rather than after max.block.ms."""
-    partitions = cluster.partitions(topic)
-    if not partitions:
-        raise error_for_code(UNKNOWN_TOPIC_OR_PARTITION, f"{topic}: no such topic")
-    return [p.partition for p in partitions]
+def topic_partitions(servers: str, topic: str, max_block_ms: int, **metadata_settings: int) -> list[int]:
+    """The topic's partition ids, waiting up to `max_block_ms` for the brokers to know it, as Kafka's
+    clients do: a topic just created is in the controller's log before every broker has applied it,
+    so UNKNOWN_TOPIC_OR_PARTITION is retried (with backoff) until then, and only then is an error
+    ("Topic T not present in metadata after N ms.")."""
+    async def wait() -> list[int]:
+        metadata = Metadata(servers, **metadata_settings)
+        try:
+            return [p.partition for p in await metadata.partitions_for(topic, max_block_ms)]
+        finally:
+            await metadata.close()
+    return asyncio.run(wait())
+
+
+def producer_topic_partitions(settings: dict[str, Any], topic: str) -> list[int]:
+    """As Kafka's producer.partitionsFor: waits up to max.block.ms."""
+    config = ProducerConfig.parse(settings)
+    return topic_partitions(settings["bootstrap.servers"], topic, config.max_block_ms,
+                            retry_backoff_ms=config.retry_backoff_ms, retry_backoff_max_ms=config.retry_backoff_max_ms)
+
+
+def consumer_topic_partitions(settings: dict[str, Any], topic: str) -> list[int]:
+    """As Kafka's consumer.partitionsFor: waits up to default.api.timeout.ms (a consumer has no
+    max.block.ms)."""
+    config = ConsumerConfig.parse(settings)
+    return topic_partitions(settings["bootstrap.servers"], topic, config.default_api_timeout_ms,
+                            retry_backoff_ms=config.retry_backoff_ms)
 
 
 class DeliveryTally:
@@ -113,17 +139,15 @@ def produce(
         raise typer.BadParameter("must be at least 1", param_hint="--batch-records")
     if key_separator == "":
         raise typer.BadParameter("must not be empty", param_hint="--key-separator")
-    servers = bootstrap_from(bootstrap)
-    with Cluster(servers) as cluster:
-        partitions = topic_partitions(cluster, topic)
+    settings = producer_settings(bootstrap_from(bootstrap), acks, compression, producer_property)
+    partitions = producer_topic_partitions(settings, topic)
     if partition is not None and partition not in partitions:
         raise error_for_code(UNKNOWN_TOPIC_OR_PARTITION, f"{topic}: no partition {partition}")
     tally = DeliveryTally()
     sent, bad_line = 0, None
-    with Producer(producer_settings(servers, acks, compression, producer_property)) as producer, \
-            _input(file) as (lines, advance):
+    with StopSignals() as stop, Producer(settings) as producer, _input(file) as (lines, advance):
         try:
-            for number, line in enumerate(lines, start=1):
+            for number, line in enumerate(stop.until_stopped(lines), start=1):
                 key, value = _split(line, key_separator)
                 if value is None:
                     bad_line = number
@@ -135,14 +159,28 @@ def produce(
                 sent += 1
                 advance(len(line) + 1)
         finally:
-            producer.flush()
+            _deliver(producer, stop)
     problems = [tally.problem()]
     if bad_line is not None:
         problems.append(f"line {bad_line} has no key separator {key_separator!r}: "
                         f"it and the lines after it were not sent")
+    if stop.signal_name is not None:
+        # Stopped by a signal: say how far it got, so no record is lost unknowingly.
+        typer.echo(f"{stop.signal_name}: stopped; {tally.acknowledged} of {sent} records sent were acknowledged, "
+                   f"{sent - tally.acknowledged} were not", err=True)
     if any(problems):
         typer.echo(f"kraftlog: error: {'; '.join(p for p in problems if p)}", err=True)
         raise typer.Exit(1)
+
+
+def _deliver(producer: Producer, stop: StopSignals) -> None:
+    """Wait for every record sent to be acknowledged or to fail (delivery.timeout.ms bounds each).
+    A stop signal during the wait gives up: what is undelivered then fails and is counted."""
+    try:
+        with stop.interruptible():
+            producer.flush()
+    except Interrupted:
+        producer.close(timeout=0)
 
 
 def _split(line: bytes, separator: Optional[str]) -> tuple[Optional[bytes], Optional[bytes]]:
@@ -204,16 +242,29 @@ def consume(
     if group is not None and (partition is not None):
         raise typer.BadParameter("a group member is given its partitions: drop --partition or --group")
     start = _start_offset(offset)
-    servers = bootstrap_from(bootstrap)
-    with Cluster(servers) as cluster:
-        partitions = topic_partitions(cluster, topic)
-    if partition is not None and partition not in partitions:
-        raise error_for_code(UNKNOWN_TOPIC_OR_PARTITION, f"{topic}: no partition {partition}")
     defaults: dict[str, Any] = {"auto.offset.reset": EARLIEST if from_beginning else LATEST}
     if group is not None:
         # Commit what was printed, not what poll() fetched beyond --max-messages.
         defaults.update({"group.id": group, "enable.auto.commit": False})
-    consumer = Consumer(consumer_settings(servers, consumer_property, **defaults))
+    settings = consumer_settings(bootstrap_from(bootstrap), consumer_property, **defaults)
+    partitions = consumer_topic_partitions(settings, topic)
+    if partition is not None and partition not in partitions:
+        raise error_for_code(UNKNOWN_TOPIC_OR_PARTITION, f"{topic}: no partition {partition}")
+
+    def shown(record: ConsumerRecord) -> str:
+        return _as_json(record) if as_json else _as_text(record, print_key, print_headers, key_separator)
+
+    with StopSignals() as stop:
+        delivered = _consume(Consumer(settings), stop, topic, group, partitions, partition, start, max_messages,
+                             timeout_ms, shown)
+    typer.echo(f"Processed a total of {delivered} messages", err=True)
+
+
+def _consume(consumer: Consumer, stop: StopSignals, topic: str, group: Optional[str], partitions: list[int],
+             partition: Optional[int], start: Optional[int | str], max_messages: Optional[int],
+             timeout_ms: Optional[int], shown: Callable[[ConsumerRecord], str]) -> int:
+    """Print records until --max-messages, --timeout-ms or a stop signal; then commit what was printed
+    (as a group member) and close, which leaves the group. Returns how many were printed."""
     delivered = 0
     printed: dict[TopicPartition, int] = {}
     try:
@@ -228,12 +279,10 @@ def consume(
                 consumer.seek_to_beginning(wanted)
             elif start == LATEST:
                 consumer.seek_to_end(wanted)
-        for record in _records(consumer, max_messages, None if timeout_ms is None else timeout_ms / 1000):
-            print(_as_json(record) if as_json else _as_text(record, print_key, print_headers, key_separator))
+        for record in _records(consumer, stop, max_messages, None if timeout_ms is None else timeout_ms / 1000):
+            print(shown(record))
             delivered += 1
             printed[record.topic_partition] = record.offset + 1
-    except KeyboardInterrupt:
-        pass
     finally:
         sys.stdout.flush()
         try:
@@ -241,7 +290,7 @@ def consume(
                 consumer.commit(printed)
         finally:
             consumer.close()
-    typer.echo(f"Processed a total of {delivered} messages", err=True)
+    return delivered
 
 
 def _start_offset(text: Optional[str]) -> Optional[int | str]:
@@ -252,16 +301,24 @@ def _start_offset(text: Optional[str]) -> Optional[int | str]:
     raise typer.BadParameter("expected an offset (0 or more), earliest or latest", param_hint="--offset")
 
 
-def _records(consumer: Consumer, max_messages: Optional[int], idle_s: Optional[float]) -> Iterator[ConsumerRecord]:
+def _records(consumer: Consumer, stop: StopSignals, max_messages: Optional[int],
+             idle_s: Optional[float]) -> Iterator[ConsumerRecord]:
+    """Polled records until max_messages, idle_s without any, or a stop signal (checked before each
+    record: one printed is one noted for the commit)."""
     delivered = 0
     last = time.monotonic()
-    while max_messages is None or delivered < max_messages:
+    while (max_messages is None or delivered < max_messages) and not stop.stopping:
+        # What was printed reaches a pipe (`kraftlog consume ... | grep`) before waiting for more,
+        # not when an 8 KB buffer fills: Kafka's console consumer is read line by line likewise.
+        sys.stdout.flush()
         records = consumer.poll(IDLE_POLL_S)
         if records:
             last = time.monotonic()
         elif idle_s is not None and time.monotonic() - last >= idle_s:
             return
         for record in records[: None if max_messages is None else max_messages - delivered]:
+            if stop.stopping:
+                return
             yield record
             delivered += 1
 

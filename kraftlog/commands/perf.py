@@ -20,12 +20,15 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-from client.cluster import Cluster, bootstrap_from
+from client.cluster import bootstrap_from
 from client.consumer import Consumer, TopicPartition
 from client.producer import Producer
 
 from .common import BootstrapOption, JsonOption, print_json
-from .console import AcksOption, DeliveryTally, consumer_settings, producer_settings, topic_partitions
+from .console import (
+    AcksOption, DeliveryTally, consumer_settings, consumer_topic_partitions, producer_settings,
+    producer_topic_partitions,
+)
 
 MB = 1024 * 1024
 PROGRESS_EVERY = 1000  # records between two progress-bar updates (an update costs more than a record)
@@ -132,12 +135,10 @@ def produce(
     bootstrap: BootstrapOption = None,
 ) -> None:
     """Send records of a fixed size at a paced rate; print throughput and acknowledgement latency."""
-    servers = bootstrap_from(bootstrap)
-    with Cluster(servers) as cluster:
-        topic_partitions(cluster, topic)
+    settings = producer_settings(bootstrap_from(bootstrap), acks, "none", producer_props)  # --producer-props win
+    producer_topic_partitions(settings, topic)
     payload = "".join(random.choices(string.ascii_uppercase, k=record_size)).encode()
     tally, stats = DeliveryTally(), LatencyStats(record_size)
-    settings = producer_settings(servers, acks, "none", producer_props)  # --producer-props win over --acks
     start = time.monotonic()
     next_report = start + reporting_interval_ms / 1000
     with Producer(settings) as producer, _progress(num_records, "producing", as_json) as advance:
@@ -183,13 +184,11 @@ def consume(
     bootstrap: BootstrapOption = None,
 ) -> None:
     """Read --messages records as fast as possible; print Kafka's consumer perf summary."""
-    servers = bootstrap_from(bootstrap)
-    with Cluster(servers) as cluster:
-        partitions = topic_partitions(cluster, topic)
     reset = "latest" if from_latest else "earliest"
-    settings = consumer_settings(servers, consumer_props, **{"auto.offset.reset": reset})
+    settings = consumer_settings(bootstrap_from(bootstrap), consumer_props, **{"auto.offset.reset": reset})
     if group is not None:
         settings["group.id"] = group
+    partitions = consumer_topic_partitions(settings, topic)
     consumer = Consumer(settings)
     count = size = 0
     start = time.monotonic()

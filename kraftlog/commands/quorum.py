@@ -26,7 +26,7 @@ def register(app: typer.Typer) -> None:
 def describe(
     bootstrap_controller: Annotated[str, typer.Option(
         "--bootstrap-controller", metavar="HOST:PORT[,HOST:PORT...]",
-        help="Controllers to ask; only the leader answers, so give every one you know.",
+        help="Controllers to ask: any one will do (a follower says where the leader is).",
         show_default=False)],
     status: Annotated[bool, typer.Option("--status", help="Only the leader, epoch, high watermark and lags.")] = False,
     replication: Annotated[bool, typer.Option("--replication", help="Only each replica's progress.")] = False,

@@ -107,8 +107,11 @@ def test_perf_produce_then_consume(cluster) -> None:
 
 def test_wrong_input_loses_nothing(cluster) -> None:
     create(cluster, "careful", 1)
-    fails(cluster, "produce", "no-such-topic", stdin="x\n", error="UNKNOWN_TOPIC_OR_PARTITION")
-    fails(cluster, "consume", "no-such-topic", error="UNKNOWN_TOPIC_OR_PARTITION")
+    # As Kafka's clients, the tools wait max.block.ms (consumer: default.api.timeout.ms) for a topic to appear.
+    fails(cluster, "produce", "no-such-topic", "--producer-property", "max.block.ms=1000", stdin="x\n",
+          error="UNKNOWN_TOPIC_OR_PARTITION: Topic no-such-topic not present in metadata after 1000 ms.")
+    fails(cluster, "consume", "no-such-topic", "--consumer-property", "default.api.timeout.ms=1000",
+          error="UNKNOWN_TOPIC_OR_PARTITION: Topic no-such-topic not present in metadata after 1000 ms.")
     fails(cluster, "produce", "careful", "--partition", "5", stdin="x\n", error="UNKNOWN_TOPIC_OR_PARTITION")
     fails(cluster, "produce", "careful", "--acks", "2", stdin="x\n", error="acks")
     fails(cluster, "produce", "careful", "--compression", "brotli", stdin="x\n", error="compression")

@@ -195,3 +195,45 @@ def test_topic_and_broker_config_names():
     assert (config.segment_bytes, config.retention_ms) == (1000, -1)
     assert config.compact and config.delete
     assert LogConfig().to_mapping()["segment.bytes"] == 1024**3
+
+
+def _deletion_lines(caplog):
+    return [r.getMessage() for r in caplog.records
+            if r.name == "partition_log.log" and r.levelname == "INFO" and "deleting" in r.getMessage()]
+
+
+def test_retention_by_time_logs_one_info_line_naming_partition_segments_and_reason(log_dir, clock, make_batch,
+                                                                                  caplog):
+    config = LogConfig(segment_bytes=2048, retention_ms=DAY)
+    old = clock.now - 3 * DAY
+    log = appended(log_dir, config, clock, make_batch, 40, ts_of=lambda i: old if i < 30 else clock.now)
+    doomed = [s.base_offset for s in log.segments]
+    caplog.set_level("INFO", logger="partition_log.log")
+    deleted = log.delete_old_segments()
+    assert deleted >= 2
+    [line] = _deletion_lines(caplog)
+    assert line.startswith(f"{log.topic}-{log.partition}: deleting {deleted} segments "
+                           f"(offsets 0 to {log.log_start_offset - 1}) due to log retention time {DAY}ms breach")
+    assert all(f"LogSegment(baseOffset={base}," in line for base in doomed[:deleted])
+    assert f"baseOffset={doomed[deleted]}," not in line
+    assert line.endswith(f"Log start offset will be {log.log_start_offset}")
+    caplog.clear()
+    assert log.delete_old_segments() == 0
+    assert _deletion_lines(caplog) == []  # a round that deletes nothing says nothing
+
+
+def test_retention_by_size_and_below_log_start_name_their_reasons(log_dir, clock, make_batch, caplog):
+    caplog.set_level("INFO", logger="partition_log.log")
+    log = appended(log_dir, LogConfig(segment_bytes=2048, retention_bytes=5000), clock, make_batch, 60)
+    log.delete_old_segments()
+    [line] = _deletion_lines(caplog)
+    assert "due to log retention size 5000 bytes breach" in line
+    caplog.clear()
+    # DeleteRecords on a compacted topic: only the segments below the new log start go
+    compacted = appended(log_dir.parent / "c-0", LogConfig(segment_bytes=2048, cleanup_policy="compact"), clock,
+                         make_batch, 40)
+    compacted.advance_log_start_offset(compacted.segments[1].base_offset)
+    assert compacted.delete_old_segments() == 1
+    [line] = _deletion_lines(caplog)
+    assert line.startswith("c-0: deleting 1 segment (offsets 0 to ")
+    assert f"due to log start offset {compacted.segments[0].base_offset} breach" in line
