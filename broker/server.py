@@ -216,6 +216,7 @@ class BrokerServer:
             changes = self.replicas.apply_metadata(image, delta)
             self.fetcher.sync()
             self.groups.on_replica_changes(changes)  # load or drop the coordinators of __consumer_offsets
+            self.groups.on_topics_removed({t.name for t in delta.removed_topics.values()})  # their offsets go
         except Exception as exc:  # noqa: BLE001 - the broker must not serve a view it could not apply
             log.exception("broker %d: cannot apply the metadata at offset %d", self.broker_id, image.offset)
             self._fail(f"cannot apply the metadata at offset {image.offset}: {exc}")

@@ -14,12 +14,22 @@ partition, its timers on asyncio.
   coordinator reloads from the log.
 - Timers: one task per coordinator sleeps until the next session or
   revocation deadline (or until a request changes them) and expires members.
+- Deleted topics (the metadata image loses them): every group's committed
+  offsets of them are tombstoned, as Kafka's coordinator does, so a topic
+  created again under that name starts with nothing committed. Offsets are
+  keyed by topic name in Kafka's records (OffsetCommitKey has no topic id),
+  so the name is what is matched. A coordinator that is loading when the
+  deletion happens remembers the names and applies them once loaded; and
+  every load drops the offsets of topics the image does not have (deleted
+  while no broker here led the partition). The tombstones go into the next
+  append of that partition, ahead of anything written after them, so the
+  log keeps the order in which the state changed.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Callable, Optional
+from typing import Callable, Collection, Optional
 
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import groups_pb2 as gpb
@@ -80,6 +90,16 @@ class Shard:
         self.closed = False
         self.wake = Signal()  # deadlines changed
         self.task: Optional[asyncio.Task[None]] = None
+        # Topics deleted since this leadership began whose offsets' tombstones
+        # are not in the log yet, and (once loaded) those tombstones.
+        self.deleted: set[str] = set()
+        self.pending: list[GroupRecord] = []
+
+    def take_pending(self) -> tuple[list[GroupRecord], set[str]]:
+        """The tombstones to append first, and the deletions they carry out."""
+        pending, deleted = self.pending, self.deleted
+        self.pending, self.deleted = [], set()
+        return pending, deleted
 
     @property
     def index(self) -> int:
@@ -107,7 +127,7 @@ class GroupCoordinator:
         self.ids = ImageTopicIds(lambda: self.replicas.image)
         self.shards: dict[int, Shard] = {}
         self._creating: Optional[asyncio.Future[None]] = None
-        self._topics_cache: tuple[int, int, dict[str, int]] = (-1, -1, {})
+        self._topics_cache: tuple[int, int, dict[str, int], dict[str, int]] = (-1, -1, {}, {})
 
     # -- leadership ------------------------------------------------------------------------------
     def on_replica_changes(self, changes: ReplicaChanges) -> None:
@@ -122,6 +142,20 @@ class GroupCoordinator:
         for topic, index in changes.stopped:
             if topic == OFFSETS_TOPIC:
                 self._unload(index)
+
+    def on_topics_removed(self, names: Collection[str]) -> None:
+        """The metadata image no longer has these topics: drop every group's
+        offsets of them (written by each coordinator's next append)."""
+        if not names:
+            return
+        for shard in self.shards.values():
+            if not shard.current:
+                continue
+            shard.deleted.update(names)
+            if shard.loaded:
+                shard.pending += shard.machine.delete_offsets(names)
+                shard.wake.fire()
+            # else: _load applies shard.deleted when it is done
 
     def _unload(self, index: int) -> None:
         shard = self.shards.pop(index, None)
@@ -140,6 +174,7 @@ class GroupCoordinator:
     async def _run(self, shard: Shard) -> None:
         try:
             await self._load(shard)
+            await self._write(shard, [])  # the offsets of topics deleted before or while loading
             while not shard.closed:
                 wake = shard.wake.wait()
                 deadline = shard.machine.next_deadline()
@@ -151,7 +186,7 @@ class GroupCoordinator:
                 if shard.closed:
                     return
                 records = shard.machine.expire(self.clock(), self.topics())
-                if records:
+                if records or shard.pending:
                     await self._write(shard, records)
         except asyncio.CancelledError:
             raise
@@ -164,6 +199,7 @@ class GroupCoordinator:
         """Replay the partition's log into a fresh machine, yielding between chunks."""
         shard.loaded = False
         shard.machine = GroupMachine(self.group_config)
+        shard.pending = []  # the new machine is built from the log: shard.deleted is applied again below
         lg = shard.partition.log
         started, count = self.clock(), 0
         for data in lg.iter_reads(lg.log_start_offset, LOAD_CHUNK_BYTES):
@@ -184,6 +220,13 @@ class GroupCoordinator:
             if shard.closed:
                 return
         shard.machine.arm_timers(self.clock())
+        # Nothing awaits from here on: a deletion seen from now on finds the shard loaded.
+        image = self.replicas.image
+        gone = {t for t in shard.machine.offset_topics() if t not in image.topic_ids} | shard.deleted
+        shard.pending = shard.machine.delete_offsets(gone)
+        if shard.pending:
+            log.info("broker %d: %s-%d: removing %d committed offsets of deleted topics %s", self.broker_id,
+                     OFFSETS_TOPIC, shard.index, len(shard.pending), sorted({r[0].topic for r in shard.pending}))
         shard.loaded = True
         log.info("broker %d: group coordinator of %s-%d loaded in epoch %d: %d records, %d groups, %d ms",
                  self.broker_id, OFFSETS_TOPIC, shard.index, shard.leader_epoch, count,
@@ -191,7 +234,10 @@ class GroupCoordinator:
 
     # -- writes ----------------------------------------------------------------------------------
     async def _write(self, shard: Shard, records: list[GroupRecord]) -> int:
-        """Append and wait for the high watermark; the error code for the client."""
+        """Append and wait for the high watermark; the error code for the client.
+        Tombstones of deleted topics' offsets still pending go first."""
+        pending, deleted = shard.take_pending()
+        records = pending + records
         if not records:
             return Error.NONE
         now = self.clock()
@@ -203,7 +249,9 @@ class GroupCoordinator:
         log.warning("%s-%d: appending %d group records failed: %s %s", OFFSETS_TOPIC, shard.index, len(records),
                     error_name(result.error), result.message)
         if result.error not in APPENDED_ANYWAY and shard.current and shard.task is not None:
-            # The machine holds changes the log does not: start again from the log.
+            # The machine holds changes the log does not: start again from the log
+            # (which does not have these deletions either).
+            shard.deleted |= deleted
             shard.task.cancel()
             shard.loaded = False
             shard.task = asyncio.create_task(self._run(shard), name=f"group-coordinator-{shard.index}")
@@ -234,12 +282,20 @@ class GroupCoordinator:
         return shard
 
     def topics(self) -> Topics:
-        """The cluster's topics (internal ones aside) and their partition counts."""
+        """The cluster's topics (internal ones aside) and their partition counts: what groups subscribe to."""
+        return self._topic_counts()[1]
+
+    def all_topics(self) -> Topics:
+        """Every topic of the cluster and its partition count: what offsets may be committed for."""
+        return self._topic_counts()[0]
+
+    def _topic_counts(self) -> tuple[dict[str, int], dict[str, int]]:
         image = self.replicas.image
         if self._topics_cache[:2] != (id(image), image.offset):
-            counts = {t.name: len(t.partitions) for t in image.topics.values() if not t.name.startswith("__")}
-            self._topics_cache = (id(image), image.offset, counts)
-        return self._topics_cache[2]
+            every = {t.name: len(t.partitions) for t in image.topics.values()}
+            subscribable = {name: n for name, n in every.items() if not name.startswith("__")}
+            self._topics_cache = (id(image), image.offset, every, subscribable)
+        return self._topics_cache[2], self._topics_cache[3]
 
     # -- requests --------------------------------------------------------------------------------
     async def heartbeat(self, request: gpb.ConsumerGroupHeartbeatRequest, client_id: str = "",
@@ -264,7 +320,7 @@ class GroupCoordinator:
                 response.topics.add(name=topic.name, partitions=[gpb.OffsetCommitResponse.Partition(
                     partition_index=p.partition_index, error_code=exc.code) for p in topic.partitions])
             return response
-        response, records = shard.machine.commit(request, self.clock())
+        response, records = shard.machine.commit(request, self.clock(), self.all_topics())
         error = await self._write(shard, records)
         if error != Error.NONE:
             response.error_code = error

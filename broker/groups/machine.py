@@ -23,7 +23,7 @@ import re
 import uuid
 from collections import Counter
 from dataclasses import dataclass
-from typing import Callable, Iterable, Mapping, Optional
+from typing import Callable, Collection, Iterable, Mapping, Optional
 
 from kraftlog_api import groups_pb2 as gpb
 
@@ -37,7 +37,7 @@ from .state import ConsumerGroup, GroupsState, Member
 
 LEAVE_EPOCHS = (-1, -2)  # -2: a static member leaving for now (handled as a leave)
 ADMIN_EPOCH = -1
-Topics = Mapping[str, int]  # the cluster's (non-internal) topics and their partition counts
+Topics = Mapping[str, int]  # topics and their partition counts (subscriptions see the non-internal ones)
 
 
 @dataclass(frozen=True)
@@ -241,7 +241,12 @@ class GroupMachine:
         self._emit(Key(RecordType.TARGET_ASSIGNMENT_METADATA, group.group_id), TargetAssignmentMetadata(epoch))
 
     # -- offsets ---------------------------------------------------------------------------------
-    def commit(self, req: gpb.OffsetCommitRequest, now_ms: int) -> tuple[gpb.OffsetCommitResponse, list[Record]]:
+    def commit(self, req: gpb.OffsetCommitRequest, now_ms: int,
+               existing: Topics) -> tuple[gpb.OffsetCommitResponse, list[Record]]:
+        """`existing`: every topic of the cluster (internal ones too) and its
+        partition count. An offset for a partition that does not exist is
+        refused with UNKNOWN_TOPIC_OR_PARTITION, as Kafka's broker does: so a
+        commit racing a topic's deletion cannot bring its offsets back."""
         response = gpb.OffsetCommitResponse()
         try:
             _check_group_id(req.group_id)
@@ -253,17 +258,18 @@ class GroupMachine:
                 for p in topic.partitions:
                     out.partitions.add(partition_index=p.partition_index, error_code=exc.code)
             return response, []
-        if group is None:  # an admin's commit to a new group makes it (an empty consumer group)
-            self._emit(Key(RecordType.GROUP_METADATA, req.group_id), GroupMetadata(0))
         for topic in req.topics:
             out = response.topics.add(name=topic.name)
             for p in topic.partitions:
                 code = Error.NONE
                 if len(p.committed_metadata.encode()) > self.config.offset_metadata_max_bytes:
                     code = Error.OFFSET_METADATA_TOO_LARGE
-                elif not topic.name or p.partition_index < 0:
+                elif not 0 <= p.partition_index < existing.get(topic.name, 0):
                     code = Error.UNKNOWN_TOPIC_OR_PARTITION
                 else:
+                    if group is None:  # an admin's commit to a new group makes it (an empty consumer group)
+                        self._emit(Key(RecordType.GROUP_METADATA, req.group_id), GroupMetadata(0))
+                        group = self.state.groups[req.group_id]
                     self._emit(Key(RecordType.OFFSET_COMMIT, req.group_id, topic=topic.name,
                                    partition=p.partition_index),
                                OffsetCommit(p.committed_offset, p.committed_leader_epoch, p.committed_metadata, now_ms))
@@ -307,6 +313,22 @@ class GroupMachine:
                     out.partitions.add(partition_index=index, committed_offset=found.offset,
                                        committed_leader_epoch=found.leader_epoch, metadata=found.metadata)
         return response
+
+    # -- deleted topics --------------------------------------------------------------------------
+    def offset_topics(self) -> set[str]:
+        """The topics some group has committed offsets for."""
+        return {topic for group in self.state.groups.values() for topic, _ in group.offsets}
+
+    def delete_offsets(self, topics: Collection[str]) -> list[Record]:
+        """Tombstones for every group's committed offsets of these (deleted)
+        topics, as Kafka's coordinator writes when a topic is deleted: a topic
+        created again under the same name starts with nothing committed.
+        The groups themselves stay (their members' assignments follow the
+        topics on their next heartbeat)."""
+        for group_id, group in sorted(self.state.groups.items()):
+            for topic, index in sorted(tp for tp in group.offsets if tp[0] in topics):
+                self._emit(Key(RecordType.OFFSET_COMMIT, group_id, topic=topic, partition=index), None)
+        return self._take()
 
     # -- administration --------------------------------------------------------------------------
     def delete(self, group_ids: Iterable[str]) -> tuple[gpb.DeleteGroupsResponse, list[Record]]:

@@ -172,7 +172,7 @@ def test_offsets_are_checked_against_the_member_epoch() -> None:
         request = gpb.OffsetCommitRequest(group_id=GROUP, member_id=member_id, member_epoch=epoch, topics=[
             gpb.OffsetCommitRequest.Topic(name="orders", partitions=[gpb.OffsetCommitRequest.Partition(
                 partition_index=0, committed_offset=offset, committed_leader_epoch=3, committed_metadata=metadata)])])
-        response, records = sim.machine.commit(request, 5)
+        response, records = sim.machine.commit(request, 5, sim.topics)
         sim.records += records
         return response.topics[0].partitions[0].error_code
 
@@ -200,13 +200,13 @@ def test_admin_commit_creates_a_group_and_delete_needs_it_empty() -> None:
     sim = Sim(TOPICS)
     request = gpb.OffsetCommitRequest(group_id="fresh", member_epoch=-1, topics=[gpb.OffsetCommitRequest.Topic(
         name="orders", partitions=[gpb.OffsetCommitRequest.Partition(partition_index=1, committed_offset=4)])])
-    response, records = sim.machine.commit(request, 0)
+    response, records = sim.machine.commit(request, 0, sim.topics)
     sim.records += records
     assert response.error_code == 0 and "fresh" in sim.machine.state.groups
     request.member_id, request.member_epoch = "m", 3
-    assert sim.machine.commit(request, 0)[0].error_code == Error.UNKNOWN_MEMBER_ID
+    assert sim.machine.commit(request, 0, sim.topics)[0].error_code == Error.UNKNOWN_MEMBER_ID
     request.group_id = "unknown"
-    assert sim.machine.commit(request, 0)[0].error_code == Error.GROUP_ID_NOT_FOUND
+    assert sim.machine.commit(request, 0, sim.topics)[0].error_code == Error.GROUP_ID_NOT_FOUND
     sim.join("a", ("orders",))
     response, records = sim.machine.delete([GROUP, "fresh", "unknown"])
     sim.records += records
@@ -245,3 +245,50 @@ def test_the_records_rebuild_the_same_state() -> None:
         (live.epoch, live.assignment_epoch, live.subscription, live.owners)
     assert {m: (x.metadata, x.current, x.target) for m, x in rebuilt.members.items()} == \
         {m: (x.metadata, x.current, x.target) for m, x in live.members.items()}
+
+
+def _commit_request(group_id: str, offsets: dict[tuple[str, int], int], member_id: str = "",
+                    epoch: int = -1) -> gpb.OffsetCommitRequest:
+    by_topic: dict[str, list[gpb.OffsetCommitRequest.Partition]] = {}
+    for (topic, index), offset in sorted(offsets.items()):
+        by_topic.setdefault(topic, []).append(gpb.OffsetCommitRequest.Partition(partition_index=index,
+                                                                               committed_offset=offset))
+    return gpb.OffsetCommitRequest(group_id=group_id, member_id=member_id, member_epoch=epoch, topics=[
+        gpb.OffsetCommitRequest.Topic(name=t, partitions=ps) for t, ps in by_topic.items()])
+
+
+def _codes(response: gpb.OffsetCommitResponse) -> dict[tuple[str, int], int]:
+    return {(t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions}
+
+
+def test_a_commit_for_a_partition_that_does_not_exist_is_refused_and_writes_nothing() -> None:
+    sim = Sim({"orders": 6, "payments": 3})
+    response, records = sim.machine.commit(_commit_request("fresh", {("gone", 0): 5, ("orders", 6): 5,
+                                                                     ("orders", -1): 5}), 0, sim.topics)
+    assert set(_codes(response).values()) == {Error.UNKNOWN_TOPIC_OR_PARTITION}
+    assert records == [] and "fresh" not in sim.machine.state.groups  # no empty group made either
+    a = sim.join("a", ("orders",))
+    response, records = sim.machine.commit(
+        _commit_request(GROUP, {("orders", 0): 7, ("gone", 0): 5}, a.member_id, a.epoch), 0, sim.topics)
+    assert _codes(response) == {("orders", 0): Error.NONE, ("gone", 0): Error.UNKNOWN_TOPIC_OR_PARTITION}
+    assert [(k.topic, k.partition) for k, _ in records] == [("orders", 0)]
+
+
+def test_deleting_a_topic_tombstones_its_offsets_in_every_group_and_keeps_the_rest() -> None:
+    sim = Sim({"orders": 6, "payments": 3})
+    for group_id in ("g1", "g2"):
+        _, records = sim.machine.commit(_commit_request(group_id, {("orders", 0): 3, ("orders", 1): 4,
+                                                                   ("payments", 2): 9}), 0, sim.topics)
+        sim.records += records
+    assert sim.machine.offset_topics() == {"orders", "payments"}
+    records = sim.machine.delete_offsets({"orders"})
+    sim.records += records
+    assert sorted((k.group_id, k.topic, k.partition, v) for k, v in records) == [
+        ("g1", "orders", 0, None), ("g1", "orders", 1, None), ("g2", "orders", 0, None), ("g2", "orders", 1, None)]
+    for group_id in ("g1", "g2"):
+        fetched = sim.machine.fetch(gpb.OffsetFetchRequest(group_id=group_id, member_epoch=-1))
+        assert [(t.name, p.partition_index, p.committed_offset) for t in fetched.topics for p in t.partitions] == [
+            ("payments", 2, 9)]
+    assert sim.machine.delete_offsets({"orders", "never-committed"}) == []  # nothing left to remove
+    assert {g: x.offsets for g, x in sim.replayed().groups.items()} == \
+        {g: x.offsets for g, x in sim.machine.state.groups.items()}  # the tombstones rebuild the same state
