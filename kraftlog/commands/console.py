@@ -269,7 +269,11 @@ def _consume(consumer: Consumer, stop: StopSignals, topic: str, group: Optional[
     printed: dict[TopicPartition, int] = {}
     try:
         if group is not None:
-            consumer.subscribe([topic])
+            # A partition moving to another member: commit what was printed of it
+            # before letting go (Kafka's onPartitionsRevoked), or the new owner
+            # prints it again. Lost ones (fenced) cannot be committed any more.
+            consumer.subscribe([topic], on_revoke=lambda c, revoked: _commit_printed(c, printed, revoked),
+                               on_lost=lambda c, lost: None)
         else:
             wanted = [TopicPartition(topic, p) for p in partitions if partition is None or p == partition]
             consumer.assign(wanted)
@@ -291,6 +295,15 @@ def _consume(consumer: Consumer, stop: StopSignals, topic: str, group: Optional[
         finally:
             consumer.close()
     return delivered
+
+
+def _commit_printed(consumer: Consumer, printed: dict[TopicPartition, int], partitions: list[TopicPartition]) -> None:
+    offsets = {tp: printed[tp] for tp in partitions if tp in printed}
+    if offsets:
+        try:
+            consumer.commit(offsets)
+        except KafkaError as exc:  # as an auto-commit's failure: reported, the consumer goes on
+            typer.echo(f"kraftlog: warning: commit of {len(offsets)} revoked partitions failed: {exc}", err=True)
 
 
 def _start_offset(text: Optional[str]) -> Optional[int | str]:
