@@ -28,11 +28,12 @@ is accepted and behaves as read_uncommitted until transactions exist.
 """
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import logging
 import re
 import time
-from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
+from typing import Any, Awaitable, Callable, Iterable, Mapping, Optional, Sequence, TypeVar, Union
 
 from .consumer_config import ConsumerConfig
 from .consumer_types import (ConsumerRecord, OffsetAndMetadata, OffsetAndTimestamp, TimestampType,
@@ -52,6 +53,7 @@ INVALID_GROUP_ID = 24
 RebalanceCallback = Callable[["Consumer", list[TopicPartition]], None]
 CommitCallback = Callable[[Optional[BaseException], dict[TopicPartition, OffsetAndMetadata]], None]
 Offsets = Mapping[TopicPartition, Union[int, OffsetAndMetadata]]
+T = TypeVar("T")
 
 __all__ = ["Consumer", "ConsumerRecord", "OffsetAndMetadata", "OffsetAndTimestamp", "TimestampType",
            "TopicPartition"]
@@ -82,6 +84,7 @@ class Consumer:
         self._on_lost: Optional[RebalanceCallback] = None
         self._next_auto_commit = time.monotonic() + c.auto_commit_interval_ms / 1000
         self._auto_committed: dict[TopicPartition, int] = {}
+        self._commit_turn: Optional[asyncio.Lock] = None  # made on the background loop by the first commit
         self._closed = False
 
     # --- assignment -----------------------------------------------------------
@@ -411,8 +414,8 @@ class Consumer:
         committing = self._normalize(offsets) if offsets is not None else self._positions(self.assignment())
         if not committing:
             return None
-        coro = offset_commit(coordinator, committing, member=self._member,
-                             deadline=time.monotonic() + self.config.default_api_timeout_ms / 1000)
+        deadline = time.monotonic() + self.config.default_api_timeout_ms / 1000
+        coro = self._in_turn(lambda: offset_commit(coordinator, committing, member=self._member, deadline=deadline))
         if asynchronous:
             return self._io.spawn(coro)
         self._call(coro, timeout=self.config.default_api_timeout_ms / 1000 + 1)
@@ -427,6 +430,18 @@ class Consumer:
         if future is not None and callback is not None:
             future.add_done_callback(lambda f: callback(f.exception(), committing))
         return future
+
+    async def _in_turn(self, commit: Callable[[], Awaitable[T]]) -> T:
+        """Commits run one at a time, in the order they were made (as Kafka's
+        commitSync returns only after the commitAsyncs before it): so an
+        earlier one still retrying - an auto-commit caught by a moving
+        coordinator - never lands after a later one and takes the group's
+        offset back, e.g. behind a revocation's commit, where the partition's
+        next owner starts. Waiting in line counts against the commit's deadline."""
+        if self._commit_turn is None:
+            self._commit_turn = asyncio.Lock()  # every commit runs on the background loop
+        async with self._commit_turn:
+            return await commit()
 
     @staticmethod
     def _normalize(offsets: Offsets) -> dict[TopicPartition, OffsetAndMetadata]:

@@ -191,3 +191,30 @@ def test_two_console_consumers_of_a_group_read_each_record_once(cluster, tmp_pat
     assert duplicates == [], f"{len(duplicates)} records printed twice"
     assert set(seen) == everything
     print(f"first printed {len(first)}, second {len(second)}")
+
+
+def test_a_commit_is_not_undone_by_an_earlier_one_still_retrying(cluster) -> None:
+    """An auto-commit caught by an unreachable coordinator retries after
+    retry.backoff.ms; a revocation's commit made meanwhile must not be
+    overwritten by it, or the next owner starts behind and reads again."""
+    group, tp = "in-turn", TopicPartition(TOPIC, 0)
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "enable.auto.commit": False,
+                         "request.timeout.ms": 1000, "retry.backoff.ms": 3000})
+    try:
+        consumer.commit({tp: 1})
+        node = describe_group(cluster.bootstrap, group)["coordinator"]
+        cluster.pause(node)
+        try:
+            earlier = consumer.commit_async({tp: 5})
+            # Its first attempt timed out: the coordinator is forgotten, the retry is 3 s away.
+            wait_until(lambda: consumer._coordinator.address is None or None, WAIT_S, "the first attempt failing")
+        finally:
+            cluster.resume(node)
+        consumer.commit({tp: 10})  # commitSync: after every earlier commit is done
+        assert earlier is not None
+        earlier_done_first = earlier.done()
+        earlier.result(WAIT_S)
+        assert consumer.committed([tp])[tp].offset == 10  # not taken back to 5
+        assert earlier_done_first
+    finally:
+        consumer.close()
