@@ -55,6 +55,10 @@ from .records import decode_record, encode_record
 log = logging.getLogger(__name__)
 
 LOAD_CHUNK_BYTES = 1 << 20
+# Before loading again after a failed append: a partition that keeps refusing
+# writes (its first one may be the tombstones due after loading) is not
+# reloaded in a busy loop.
+RELOAD_PAUSE_S = 0.2
 CREATE_TIMEOUT_S = 10.0
 TOPIC_ALREADY_EXISTS = 36
 # Append errors whose records may be in the log anyway: the machine stays.
@@ -171,14 +175,17 @@ class GroupCoordinator:
             self._unload(index)
         await asyncio.gather(*(s.task for s in shards if s.task is not None), return_exceptions=True)
 
-    async def _run(self, shard: Shard) -> None:
+    async def _run(self, shard: Shard, pause_s: float = 0.0) -> None:
         try:
+            await asyncio.sleep(pause_s)
             await self._load(shard)
             await self._write(shard, [])  # the offsets of topics deleted before or while loading
             while not shard.closed:
                 wake = shard.wake.wait()
                 deadline = shard.machine.next_deadline()
                 delay = None if deadline is None else max(deadline - self.clock(), 0) / 1000
+                if shard.pending:
+                    delay = 0  # tombstones of a deleted topic's offsets, made while this task was writing
                 try:
                     await asyncio.wait_for(asyncio.shield(wake), delay)
                 except asyncio.TimeoutError:
@@ -254,7 +261,7 @@ class GroupCoordinator:
             shard.deleted |= deleted
             shard.task.cancel()
             shard.loaded = False
-            shard.task = asyncio.create_task(self._run(shard), name=f"group-coordinator-{shard.index}")
+            shard.task = asyncio.create_task(self._run(shard, RELOAD_PAUSE_S), name=f"group-coordinator-{shard.index}")
         if result.error in NOT_COORDINATOR_ERRORS:
             return Error.NOT_COORDINATOR
         if result.error in UNAVAILABLE_ERRORS:
