@@ -15,6 +15,7 @@ Pure (no sockets, clocks or files):
 Shell:
     coordinator the machines of the partitions this broker leads: loading on
                 leadership, acks=all appends, expiry timers, FindCoordinator
-                (creating the topic through the controller on first use)
+                (creating the topic through the controller on first use),
+                deleted topics' offsets tombstoned
     service     the GroupCoordinator gRPC service of a listener
 """

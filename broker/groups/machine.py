@@ -16,6 +16,10 @@ Consumer group protocol (KIP-848):
 - Members are removed when they leave (epoch -1, or -2 for a static member),
   when their session expires (no heartbeat for group.consumer.session.timeout.ms)
   or when a revocation takes longer than their rebalance timeout.
+
+Offsets: committed only for partitions that exist (UNKNOWN_TOPIC_OR_PARTITION
+otherwise, as Kafka's broker answers), and removed from every group when
+their topic is deleted (delete_offsets, driven by the shell).
 """
 from __future__ import annotations
 
