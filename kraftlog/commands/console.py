@@ -269,11 +269,8 @@ def _consume(consumer: Consumer, stop: StopSignals, topic: str, group: Optional[
     printed: dict[TopicPartition, int] = {}
     try:
         if group is not None:
-            # A partition moving to another member: commit what was printed of it
-            # before letting go (Kafka's onPartitionsRevoked), or the new owner
-            # prints it again. Lost ones (fenced) cannot be committed any more.
-            consumer.subscribe([topic], on_revoke=lambda c, revoked: _commit_printed(c, printed, revoked),
-                               on_lost=lambda c, lost: None)
+            consumer.subscribe([topic], on_revoke=lambda c, tps: _let_go(c, printed, tps, commit=True),
+                               on_lost=lambda c, tps: _let_go(c, printed, tps, commit=False))
         else:
             wanted = [TopicPartition(topic, p) for p in partitions if partition is None or p == partition]
             consumer.assign(wanted)
@@ -297,9 +294,16 @@ def _consume(consumer: Consumer, stop: StopSignals, topic: str, group: Optional[
     return delivered
 
 
-def _commit_printed(consumer: Consumer, printed: dict[TopicPartition, int], partitions: list[TopicPartition]) -> None:
-    offsets = {tp: printed[tp] for tp in partitions if tp in printed}
-    if offsets:
+def _let_go(consumer: Consumer, printed: dict[TopicPartition, int], partitions: list[TopicPartition], *,
+            commit: bool) -> None:
+    """Partitions leaving this group member. Revoked ones (moving to another
+    member) get what was printed of them committed first, as Kafka's
+    onPartitionsRevoked does, or the next owner prints it again; lost ones
+    (this member was fenced) cannot be committed any more. Either way they
+    are forgotten here, so that no later commit of this member takes their
+    offsets back behind what their next owner committed."""
+    offsets = {tp: printed.pop(tp) for tp in partitions if tp in printed}
+    if commit and offsets:
         try:
             consumer.commit(offsets)
         except KafkaError as exc:  # as an auto-commit's failure: reported, the consumer goes on

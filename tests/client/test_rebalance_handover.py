@@ -182,6 +182,13 @@ def test_two_console_consumers_of_a_group_read_each_record_once(cluster, tmp_pat
         produce(cluster, per_partition, extra, topic)  # read only after whatever was read again
         wait_until(lambda: everything <= set(consoles[0].read() + consoles[1].read()) or None, WAIT_S,
                    "every record printed")
+        # The second leaves: its partitions go back to the first, which
+        # prints nothing more of them; its own commits on the way out must
+        # not take them back to what it printed before it gave them up.
+        consoles[1].stop()
+        wait_until(lambda: [sum(map(len, m["assignment"].values())) for m in
+                            describe_group(cluster.bootstrap, group)["members"]] == [PARTITIONS] or None,
+                   WAIT_S, "the first consumer owning every partition again")
     finally:
         for console in consoles:
             console.stop()
@@ -190,6 +197,8 @@ def test_two_console_consumers_of_a_group_read_each_record_once(cluster, tmp_pat
     duplicates = sorted(k for k, n in seen.items() if n > 1)
     assert duplicates == [], f"{len(duplicates)} records printed twice"
     assert set(seen) == everything
+    committed = {o["partition"]: o["committed"] for o in describe_group(cluster.bootstrap, group)["offsets"]}
+    assert committed == {p: per_partition + extra for p in range(PARTITIONS)}  # what was printed, all of it
     print(f"first printed {len(first)}, second {len(second)}")
 
 
