@@ -19,8 +19,10 @@ one twice nor one skipped (subscription_state.py says how); commit() with
 no offsets commits the positions, i.e. the offset after the last record
 poll() returned. With enable.auto.commit (the default with a group.id)
 poll() commits those positions every auto.commit.interval.ms, a revocation
-commits the revoked partitions' positions before on_revoke, and close()
-commits before leaving the group: at-least-once, as Kafka's.
+commits the revoked partitions' positions before on_revoke (and before the
+coordinator hears they are let go: the next owner starts there), and close()
+commits before leaving the group: at-least-once, as Kafka's. Commits are
+sent one at a time, in the order they were made.
 
 Config: see consumer_config.py (Kafka's names and defaults). Callbacks take
 (consumer, partitions), as confluent-kafka's. isolation.level=read_committed
