@@ -27,8 +27,6 @@ from client.consumer import Consumer, TopicPartition
 from client.group_admin import describe_group
 from kraftlog.local_cluster import LocalCluster
 from kraftlog.local_processes import wait_until
-from kraftlog_api import groups_pb2 as gpb
-from kraftlog_api import groups_pb2_grpc as gpb_grpc
 
 WAIT_S = 120  # bounds every wait; never part of an assert
 TOPIC, PARTITIONS, RECORDS = "handover", 6, 3000
@@ -99,6 +97,10 @@ class Member(threading.Thread):
         with self.lock:
             return len(self.read), self.owned
 
+    def records(self) -> list[tuple[int, int]]:
+        with self.lock:
+            return list(self.read)
+
 
 def test_the_old_owner_commits_what_it_returned_before_the_new_owner_starts(cluster) -> None:
     a, b = Member(cluster.bootstrap, "handover-group", "a"), Member(cluster.bootstrap, "handover-group", "b")
@@ -117,7 +119,7 @@ def test_the_old_owner_commits_what_it_returned_before_the_new_owner_starts(clus
         # Records after the hand-over: b reaches them only after whatever it
         # read again (a partition is read in order), so duplicates show.
         produce(cluster, RECORDS // PARTITIONS, extra)
-        wait_until(lambda: everything <= set(a.read + b.read) or None, WAIT_S, "every record read")
+        wait_until(lambda: everything <= set(a.records() + b.records()) or None, WAIT_S, "every record read")
     finally:
         for m in (a, b):
             m.stop.set()
