@@ -20,6 +20,13 @@ from .errors import KafkaError, error_for_code
 from .metadata import STALE_METADATA_ERRORS, TRANSPORT_FAILURES, Metadata
 
 STALE_MEMBER_EPOCH = 113
+UNKNOWN_TOPIC_OR_PARTITION = 3
+# Retried until the commit's deadline, as Kafka's commitSync retries them: a
+# newer member epoch is on its way in the heartbeat, and a coordinator whose
+# metadata has not yet seen a just-created topic refuses offsets for it
+# until it does (a deleted topic's commit fails once the deadline passes).
+COMMIT_RETRIABLE = frozenset({STALE_MEMBER_EPOCH, UNKNOWN_TOPIC_OR_PARTITION})
+COMMIT_RETRY_BACKOFF_S = 0.05
 
 
 async def list_offsets(metadata: Metadata, wanted: Mapping[TopicPartition, int], *, isolation_level: int,
@@ -121,8 +128,9 @@ async def offset_fetch(coordinator: Coordinator, partitions: list[TopicPartition
 
 async def offset_commit(coordinator: Coordinator, offsets: Mapping[TopicPartition, OffsetAndMetadata], *,
                         member: Callable[[], tuple[str, int]], deadline: float) -> None:
-    """Commit, retrying on a moved coordinator and on STALE_MEMBER_EPOCH (with
-    the member's newer epoch: `member()` gives (member_id, epoch) per attempt).
+    """Commit, retrying on a moved coordinator, on STALE_MEMBER_EPOCH (with
+    the member's newer epoch: `member()` gives (member_id, epoch) per attempt)
+    and on UNKNOWN_TOPIC_OR_PARTITION until `deadline`.
     Raises the first partition error that is not retriable."""
     by_topic: dict[str, list[gpb.OffsetCommitRequest.Partition]] = {}
     for tp, om in offsets.items():
@@ -143,8 +151,8 @@ async def offset_commit(coordinator: Coordinator, offsets: Mapping[TopicPartitio
         failed = next((c for c in codes if c), 0)
         if not failed:
             return
-        if failed == STALE_MEMBER_EPOCH and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)  # the heartbeat brings the newer epoch
+        if failed in COMMIT_RETRIABLE and time.monotonic() + COMMIT_RETRY_BACKOFF_S < deadline:
+            await asyncio.sleep(COMMIT_RETRY_BACKOFF_S)
             continue
         raise error_for_code(failed, f"OffsetCommit for group {coordinator.group_id}")
 

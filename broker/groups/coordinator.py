@@ -33,6 +33,7 @@ from typing import Callable, Collection, Optional
 
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import groups_pb2 as gpb
+from kraftlog_api.internal_topics import is_internal
 from metadata_quorum.image import MetadataImage
 from partition_log.batch import end_offset
 from partition_log.log import wall_clock_ms
@@ -300,7 +301,7 @@ class GroupCoordinator:
         image = self.replicas.image
         if self._topics_cache[:2] != (id(image), image.offset):
             every = {t.name: len(t.partitions) for t in image.topics.values()}
-            subscribable = {name: n for name, n in every.items() if not name.startswith("__")}
+            subscribable = {name: n for name, n in every.items() if not is_internal(name)}
             self._topics_cache = (id(image), image.offset, every, subscribable)
         return self._topics_cache[2], self._topics_cache[3]
 

@@ -24,6 +24,7 @@ from kraftlog_api import groups_pb2 as gpb
 from kraftlog_api import groups_pb2_grpc as gpb_grpc
 
 from .test_cli_admin import ok_json
+from .test_console_hardening import requests_answered
 
 WAIT_S = 120  # bounds every wait; never part of an assert
 OFFSETS_PARTITIONS = 3
@@ -69,9 +70,12 @@ def produce(cluster: LocalCluster, topic: str, partition: int, count: int) -> No
 
 
 def admin(cluster: LocalCluster, group: str) -> Consumer:
-    """A consumer outside the group's membership: commits as an admin tool does."""
+    """A consumer outside the group's membership: commits as an admin tool does.
+    A commit retries UNKNOWN_TOPIC_OR_PARTITION until default.api.timeout.ms
+    (the topic may be new to the coordinator), so the refusal of a deleted
+    topic's commit comes after that: 5 s here, not the default minute."""
     return Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-                     "enable.auto.commit": False})
+                     "enable.auto.commit": False, "default.api.timeout.ms": 5000})
 
 
 def committed(consumer: Consumer, tp: TopicPartition) -> Optional[int]:
@@ -136,3 +140,22 @@ def test_a_coordinator_down_during_the_deletion_drops_the_offsets_on_loading(clu
     with admin(cluster, group) as c:
         assert committed(c, t2) is None
         assert committed(c, kept) == 1
+
+
+def test_a_commit_for_a_topic_not_yet_known_waits_for_it(cluster) -> None:
+    """The coordinator refuses offsets of a topic its metadata does not have;
+    the client retries that within its deadline, as Kafka's commitSync does,
+    so a commit racing the topic's creation still lands."""
+    tp, group = TopicPartition("late", 0), "early-committer"
+    node = coordinator_of(cluster, group)
+    answered = lambda: requests_answered(cluster, "OffsetCommit", node)  # noqa: E731
+    with Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group,
+                   "enable.auto.commit": False, "default.api.timeout.ms": 60_000}) as c:
+        before = answered()
+        pending = c.commit({tp: 2}, asynchronous=True)
+        assert pending is not None
+        wait_until(lambda: answered() >= before + 2, WAIT_S, "the commit refused and tried again")
+        assert not pending.done()
+        make_topic(cluster, "late", 1)  # while the commit is being refused and retried
+        pending.result(timeout=WAIT_S)
+        assert committed(c, tp) == 2
