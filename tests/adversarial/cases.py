@@ -39,6 +39,21 @@ CTL_INTERNAL = "issue 15 item 1: internal/reserved topics refused, fixed on bran
 CTL_LIMIT = "issue 15 item 2: more than 10,000 partition records per request refused, fixed on branch h15-ctl"
 BATCH_VALIDATION = "issue 15 item 3: valid-CRC hostile batches refused, fixed on branch h15-batch"
 GROUPS_UNKNOWN_TOPIC = "issue 15 item 4: OffsetCommit of an unknown topic, fixed on branch h15-groups"
+# Found by this suite, not fixed here (see the report of branch h15-adv).
+MAGIC_FINDING = ("finding: a batch of magic 0, 1 or 3 is answered UNSUPPORTED_FOR_MESSAGE_FORMAT (43); Kafka's "
+                 "Produce (v3+) refuses magic != 2 with INVALID_RECORD (unknown magic: CORRUPT_MESSAGE); "
+                 "owner h15-batch (partition_log/batch.py)")
+RESPONSE_SIZE_FINDING = ("finding: a request under the 8 MiB gRPC limit whose answer is over it (100,000 "
+                         "partition errors, 100,000 groups described) ends in RESOURCE_EXHAUSTED and a traceback in "
+                         "the server log instead of an answer; Kafka answers in full; owner: the server's gRPC limits "
+                         "(kraftlog/server.py, client/channels.py)")
+PRODUCER_ID_FINDING = ("finding: InitProducerId with a producer id no broker ever handed out is answered NONE with "
+                       "that id and its epoch bumped (anyone can fence any idempotent producer); Kafka, without a "
+                       "transactional id, answers a new producer id at epoch 0; owner broker/producer_ids.py")
+GROUP_RECORD_FINDING = ("finding: a ConsumerGroupHeartbeat join naming 100,000 topics is answered "
+                        "UNKNOWN_SERVER_ERROR ('the group records were not written': the member record is over the "
+                        "__consumer_offsets batch limit); Kafka's coordinator also maps MESSAGE_TOO_LARGE to "
+                        "UNKNOWN_SERVER_ERROR here, but the suite allows no UNKNOWN_SERVER_ERROR; owner h15-groups")
 
 UNKNOWN_PARTITION = codes(K.UNKNOWN_TOPIC_OR_PARTITION)
 BAD_TOPIC = codes(K.UNKNOWN_TOPIC_OR_PARTITION, K.INVALID_TOPIC_EXCEPTION)
@@ -110,8 +125,8 @@ EPOCHS = "KafkaBroker/OffsetForLeaderEpoch"
 BROKER_CASES: list[Case] = [
     *_named(PRODUCE, lambda n: produce(n), lambda n: BAD_TOPIC),
     Case(PRODUCE, "cluster-metadata", produce(CLUSTER_METADATA), codes(K.INVALID_TOPIC_EXCEPTION), xfail=CTL_INTERNAL),
-    Case(PRODUCE, "consumer-offsets", produce(CONSUMER_OFFSETS), codes(K.INVALID_TOPIC_EXCEPTION, K.NOT_LEADER_OR_FOLLOWER),
-         xfail=CTL_INTERNAL),
+    # Kafka refuses an internal topic before it looks for the partition's leader.
+    Case(PRODUCE, "consumer-offsets", produce(CONSUMER_OFFSETS), codes(K.INVALID_TOPIC_EXCEPTION), xfail=CTL_INTERNAL),
     *[Case(PRODUCE, f"partition-{p}", produce(partition=p), UNKNOWN_PARTITION, "leader")
       for p in (-1, 3, I32_MIN, I32_MAX)],
     *[Case(PRODUCE, f"acks-{a}", produce(acks=a), codes(K.INVALID_REQUIRED_ACKS), "leader")
@@ -120,17 +135,19 @@ BROKER_CASES: list[Case] = [
            xfail=BATCH_VALIDATION if name in ("codec-7", "codec-5", "control-bit-from-client",
                                               "transactional-producer-id--1", "garbage-records-valid-crc",
                                               "key-length-huge", "key-length--5", "varint-never-ends",
-                                              "records-count-1000", "records-count-0", "records-count-negative",
-                                              "records-count-int32-min", "good-then-garbage") else "")
+                                              "good-then-garbage")
+           else MAGIC_FINDING if name.startswith("magic") else "")
       for name, data in batches.HOSTILE.items()],
     # Kafka appends with any timeout; a negative one waits for nothing. Either answer is Kafka's.
     *[Case(PRODUCE, f"timeout-{t}", produce(timeout_ms=t), codes(K.NONE, K.REQUEST_TIMED_OUT, K.INVALID_REQUEST),
            "leader", effect=True) for t in (-1, I32_MIN)],
-    Case(PRODUCE, f"{MANY}-unknown-partitions", produce(partition=99, copies=MANY), UNKNOWN_PARTITION, "leader"),
-    Case(PRODUCE, f"{MANY}-empty-batches", produce(records=b"\x00", copies=MANY), BAD_BATCH, "leader"),
+    Case(PRODUCE, f"{MANY}-unknown-partitions", produce(partition=99, records=b"\x00", copies=MANY), UNKNOWN_PARTITION, "leader",
+         xfail=RESPONSE_SIZE_FINDING),
+    Case(PRODUCE, f"{MANY}-empty-batches", produce(records=b"\x00", copies=MANY), BAD_BATCH, "leader",
+         xfail=RESPONSE_SIZE_FINDING),
 
     *_named(FETCH, lambda n: fetch(n), lambda n: BAD_TOPIC),
-    Case(FETCH, "cluster-metadata", fetch(CLUSTER_METADATA), BAD_TOPIC, xfail=CTL_INTERNAL),
+    Case(FETCH, "cluster-metadata", fetch(CLUSTER_METADATA), BAD_TOPIC),
     # Clients may read an internal topic; the broker asked may not lead its partition 0.
     Case(FETCH, "consumer-offsets", fetch(CONSUMER_OFFSETS), codes(K.NONE, K.NOT_LEADER_OR_FOLLOWER)),
     *[Case(FETCH, f"partition-{p}", fetch(partition=p), UNKNOWN_PARTITION, "leader") for p in (-1, 3, I32_MIN, I32_MAX)],
@@ -166,7 +183,7 @@ BROKER_CASES: list[Case] = [
     Case(FETCH, f"{MANY}-unknown-partitions", fetch(partition=99, copies=MANY), UNKNOWN_PARTITION, "leader"),
 
     *_named(LIST_OFFSETS, lambda n: list_offsets(n), lambda n: BAD_TOPIC),
-    Case(LIST_OFFSETS, "cluster-metadata", list_offsets(CLUSTER_METADATA), BAD_TOPIC, xfail=CTL_INTERNAL),
+    Case(LIST_OFFSETS, "cluster-metadata", list_offsets(CLUSTER_METADATA), BAD_TOPIC),
     *[Case(LIST_OFFSETS, f"partition-{p}", list_offsets(partition=p), UNKNOWN_PARTITION, "leader")
       for p in (-1, 3, I32_MAX)],
     # A timestamp far in the future finds no offset (-1 with NONE); a negative one that names no
@@ -193,7 +210,7 @@ BROKER_CASES: list[Case] = [
          codes(K.NONE, K.UNKNOWN_TOPIC_OR_PARTITION)),
 
     *_named(EPOCHS, lambda n: leader_epochs(n), lambda n: BAD_TOPIC),
-    Case(EPOCHS, "cluster-metadata", leader_epochs(CLUSTER_METADATA), BAD_TOPIC, xfail=CTL_INTERNAL),
+    Case(EPOCHS, "cluster-metadata", leader_epochs(CLUSTER_METADATA), BAD_TOPIC),
     *[Case(EPOCHS, f"partition-{p}", leader_epochs(partition=p), UNKNOWN_PARTITION, "leader") for p in (-1, 3, I32_MAX)],
     # An epoch the log never had: Kafka answers the undefined epoch and offset, without an error.
     *[Case(EPOCHS, f"leader-epoch-{e}", leader_epochs(leader_epoch=e), codes(K.NONE), "leader")
@@ -206,7 +223,8 @@ BROKER_CASES: list[Case] = [
     Case("KafkaBroker/InitProducerId", "transactional-id", init_producer("tx"),
          codes(K.INVALID_REQUEST, K.UNSUPPORTED_VERSION, K.COORDINATOR_NOT_AVAILABLE, K.NOT_COORDINATOR)),
     Case("KafkaBroker/InitProducerId", "unknown-producer-id", init_producer(producer_id=I64_MAX - 5, epoch=3),
-         codes(K.INVALID_PRODUCER_ID_MAPPING, K.UNKNOWN_PRODUCER_ID, K.INVALID_PRODUCER_EPOCH)),
+         codes(K.INVALID_PRODUCER_ID_MAPPING, K.UNKNOWN_PRODUCER_ID, K.INVALID_PRODUCER_EPOCH),
+         xfail=PRODUCER_ID_FINDING),
     Case("KafkaBroker/InitProducerId", "epoch-without-producer", init_producer(epoch=5), codes(K.INVALID_REQUEST)),
     Case("KafkaBroker/InitProducerId", "producer-without-epoch", init_producer(producer_id=5),
          codes(K.INVALID_REQUEST)),
@@ -293,7 +311,7 @@ def admin_cases(service: str, to: str) -> list[Case]:
         Case(create, "existing", create_topics(creatable(DATA)), codes(K.TOPIC_ALREADY_EXISTS), to),
         *[Case(create, f"partitions-{n}", create_topics(creatable(partitions=n)), BAD_PARTITIONS, to)
           for n in (0, -2, I32_MIN)],
-        *[Case(create, f"partitions-{n}", create_topics(creatable(partitions=n)), BAD_PARTITIONS, to, xfail=CTL_LIMIT)
+        *[Case(create, f"partitions-{n}", create_topics(creatable(partitions=n)), BAD_PARTITIONS, to, xfail=CTL_LIMIT, harms=True)
           for n in (MANY, I32_MAX)],
         *[Case(create, f"replication-factor-{r}", create_topics(creatable(rf=r)),
                codes(K.INVALID_REPLICATION_FACTOR), to) for r in (0, -2, 4, 32768, I32_MAX, I32_MIN)],
@@ -314,7 +332,7 @@ def admin_cases(service: str, to: str) -> list[Case]:
             assignments=[cpb.CreateTopicsRequest.Assignment(partition_index=0, broker_ids=[w.A])])),
              codes(K.INVALID_REQUEST), to),
         Case(create, f"{MANY}-partition-assignment", lambda w: create_topics(creatable(
-            assignments=((w.A,),) * MANY)), BAD_ASSIGNMENT, to, xfail=CTL_LIMIT),
+            assignments=((w.A,),) * MANY)), BAD_ASSIGNMENT, to, xfail=CTL_LIMIT, harms=True),
         Case(create, "config-unknown", create_topics(creatable(configs={"no.such": "1"})), codes(K.INVALID_CONFIG), to),
         Case(create, "config-empty-name", create_topics(creatable(configs={"": "1"})), codes(K.INVALID_CONFIG), to),
         Case(create, "config-value-1mb", create_topics(creatable(configs={"retention.ms": "9" * (1 << 20)})),
@@ -334,18 +352,18 @@ def admin_cases(service: str, to: str) -> list[Case]:
         Case(delete, "cluster-metadata", cpb.DeleteTopicsRequest(names=[CLUSTER_METADATA]),
              codes(K.INVALID_REQUEST, K.UNKNOWN_TOPIC_OR_PARTITION, K.INVALID_TOPIC_EXCEPTION), to, xfail=CTL_INTERNAL),
         Case(delete, "consumer-offsets", cpb.DeleteTopicsRequest(names=[CONSUMER_OFFSETS]), INTERNAL_REFUSED, to,
-             xfail=CTL_INTERNAL),
-        Case(delete, f"{MANY}-unknown", cpb.DeleteTopicsRequest(names=[UNKNOWN_TOPIC] * MANY), UNKNOWN_PARTITION, to),
+             xfail=CTL_INTERNAL, harms=True),
+        Case(delete, f"{MANY}-unknown", cpb.DeleteTopicsRequest(names=[f"adv-none-{i}" for i in range(MANY)]), UNKNOWN_PARTITION, to),
 
         Case(grow, "unknown-topic", create_partitions(UNKNOWN_TOPIC, 5), UNKNOWN_PARTITION, to),
         *[Case(grow, f"name-{label}", create_partitions(name, 5), BAD_TOPIC, to)
           for label, name in INVALID_NAMES.items()],
         Case(grow, "cluster-metadata", create_partitions(CLUSTER_METADATA, 5),
-             codes(K.INVALID_REQUEST, K.UNKNOWN_TOPIC_OR_PARTITION, K.INVALID_TOPIC_EXCEPTION), to, xfail=CTL_INTERNAL),
+             codes(K.INVALID_REQUEST, K.UNKNOWN_TOPIC_OR_PARTITION, K.INVALID_TOPIC_EXCEPTION), to),
         Case(grow, "consumer-offsets", create_partitions(CONSUMER_OFFSETS, 200), INTERNAL_REFUSED, to,
-             xfail=CTL_INTERNAL),
+             xfail=CTL_INTERNAL, harms=True),
         *[Case(grow, f"count-{n}", create_partitions(DATA, n), BAD_PARTITIONS, to) for n in (3, 2, 0, -1, I32_MIN)],
-        *[Case(grow, f"count-{n}", create_partitions(DATA, n), BAD_PARTITIONS, to, xfail=CTL_LIMIT)
+        *[Case(grow, f"count-{n}", create_partitions(DATA, n), BAD_PARTITIONS, to, xfail=CTL_LIMIT, harms=True)
           for n in (MANY, I32_MAX)],
         Case(grow, "assignment-unknown-broker", create_partitions(DATA, 4, ((997, 998, 999),)), BAD_ASSIGNMENT, to),
         Case(grow, "assignment-wrong-rf", lambda w: create_partitions(DATA, 4, ((w.A,),)), BAD_ASSIGNMENT, to),
@@ -370,7 +388,7 @@ def admin_cases(service: str, to: str) -> list[Case]:
         Case(alter, "cluster-metadata", alter_configs(2, CLUSTER_METADATA, ("retention.ms", SET, "1000")),
              codes(K.UNKNOWN_TOPIC_OR_PARTITION, K.INVALID_REQUEST, K.INVALID_TOPIC_EXCEPTION), to),
         *[Case(alter, f"broker-{label}", alter_configs(4, name, ("log.retention.ms", SET, "1000")),
-               codes(K.INVALID_REQUEST, K.INVALID_CONFIG, K.RESOURCE_NOT_FOUND))
+               codes(K.INVALID_REQUEST, K.INVALID_CONFIG, K.RESOURCE_NOT_FOUND), to)
           for label, name in {"not-a-number": "abc", "huge": "99999999999999999999"}.items()],
         *[Case(alter, f"op-{op}", alter_configs(2, DATA, ("retention.ms", op, "1000")), codes(K.INVALID_REQUEST), to)
           for op in (4, -1, I32_MAX)],
@@ -574,8 +592,9 @@ QUORUM_CASES: list[Case] = [
          "quorum-leader"),
     Case(BEGIN, "non-voter-future-epoch", lambda w: begin_epoch(w, NOT_A_VOTER, epoch=I32_MAX), VOTER_SET,
          "quorum-follower"),
+    # Epoch 1 is stale once an election happened, else the leader's own (two leaders): refused either way.
     Case(BEGIN, "stale-epoch", lambda w: begin_epoch(w, other_voter(w), epoch=1),
-         codes(K.FENCED_LEADER_EPOCH), "quorum-leader"),
+         codes(K.FENCED_LEADER_EPOCH, K.INVALID_REQUEST), "quorum-leader"),
     # Another voter claims the leader's own epoch: two leaders in one epoch cannot be.
     Case(BEGIN, "second-leader-same-epoch", lambda w: begin_epoch(w, other_voter(w), 0), codes(K.INVALID_REQUEST),
          "quorum-leader"),
@@ -586,7 +605,7 @@ QUORUM_CASES: list[Case] = [
     Case(END, "wrong-cluster-id", lambda w: end_epoch(w, other_voter(w), cluster_id="x"), CLUSTER_ID, "quorum-leader"),
     Case(END, "non-voter", lambda w: end_epoch(w, NOT_A_VOTER), VOTER_SET, "quorum-follower"),
     Case(END, "stale-epoch", lambda w: end_epoch(w, other_voter(w), -w.quorum_epoch() + 1),
-         codes(K.FENCED_LEADER_EPOCH), "quorum-leader"),
+         codes(K.FENCED_LEADER_EPOCH, K.INVALID_REQUEST), "quorum-leader"),
     Case(END, "second-leader-same-epoch-non-voter-successors",
          lambda w: end_epoch(w, other_voter(w), 0, (NOT_A_VOTER, -1)),
          codes(K.INVALID_REQUEST, K.INCONSISTENT_VOTER_SET), "quorum-leader"),
@@ -686,9 +705,10 @@ GROUP_CASES: list[Case] = [
 
     Case(HB, "empty-group-id", join(""), codes(K.INVALID_REQUEST, K.INVALID_GROUP_ID)),
     Case(HB, "not-the-coordinator", lambda w: join(GROUP), codes(K.NOT_COORDINATOR), "outsider"),
-    Case(HB, "stale-member-epoch", lambda w: join(GROUP, member_id=w.member_id, member_epoch=w.member_epoch - 1,
-                                                  subscribed_topic_names=None),
-         codes(K.FENCED_MEMBER_EPOCH), "coordinator"),
+    # Epoch 0 is a join: a member rejoining must name its subscription.
+    Case(HB, "rejoin-without-subscription", lambda w: join(GROUP, member_id=w.member_id, member_epoch=0,
+                                                           subscribed_topic_names=None),
+         codes(K.INVALID_REQUEST), "coordinator"),
     Case(HB, "future-member-epoch", lambda w: join(GROUP, member_id=w.member_id, member_epoch=I32_MAX,
                                                    subscribed_topic_names=None),
          codes(K.FENCED_MEMBER_EPOCH), "coordinator"),
@@ -711,10 +731,11 @@ GROUP_CASES: list[Case] = [
     # Valid joins of new groups with enormous fields: Kafka takes them (a group
     # of its own, nothing the reference state holds), and answers without error.
     Case(HB, f"join-{MANY}-topics", join("adv-many-topics", subscribed_topic_names=gpb.SubscribedTopics(
-        names=[f"adv-none-{i}" for i in range(MANY)])), codes(K.NONE), "broker", effect=True),
+        names=[f"adv-none-{i}" for i in range(MANY)])), codes(K.NONE), "coordinator-of:adv-many-topics", effect=True,
+         xfail=GROUP_RECORD_FINDING),
     Case(HB, f"join-{MANY}-owned", join("adv-many-owned", owned_partitions=gpb.OwnedPartitions(topic_partitions=[
-        gpb.TopicPartitions(topic=DATA, partitions=list(range(MANY)))])), codes(K.NONE, K.INVALID_REQUEST), "broker",
-         effect=True),
+        gpb.TopicPartitions(topic=DATA, partitions=list(range(MANY)))])), codes(K.NONE, K.INVALID_REQUEST),
+         "coordinator-of:adv-many-owned", effect=True),
 
     Case(COMMIT, "not-a-member", lambda w: commit(w, member="adv-nobody", epoch=1), codes(K.UNKNOWN_MEMBER_ID),
          "coordinator"),
@@ -731,7 +752,7 @@ GROUP_CASES: list[Case] = [
     Case(COMMIT, "unknown-topic", lambda w: commit(w, topic=UNKNOWN_TOPIC), UNKNOWN_PARTITION, "coordinator",
          xfail=GROUPS_UNKNOWN_TOPIC),
     *[Case(COMMIT, f"partition-{p}", lambda w, p=p: commit(w, partition=p), UNKNOWN_PARTITION, "coordinator",
-           xfail=GROUPS_UNKNOWN_TOPIC) for p in (-1, 3, I32_MAX)],
+           xfail="" if p < 0 else GROUPS_UNKNOWN_TOPIC) for p in (-1, 3, I32_MAX)],
     Case(COMMIT, "metadata-8kb", lambda w: commit(w, metadata="m" * 8192), codes(K.OFFSET_METADATA_TOO_LARGE),
          "coordinator"),
     *[Case(COMMIT, f"offset-{o}-not-a-member", lambda w, o=o: commit(w, member="adv-nobody", epoch=1, offset=o),
@@ -762,7 +783,7 @@ GROUP_CASES: list[Case] = [
     Case(DESCRIBE_GROUPS, "unknown-group", lambda w: gpb.ConsumerGroupDescribeRequest(group_ids=["adv-no-group"]),
          codes(K.GROUP_ID_NOT_FOUND, K.NOT_COORDINATOR), "coordinator"),
     Case(DESCRIBE_GROUPS, f"{MANY}-groups", gpb.ConsumerGroupDescribeRequest(group_ids=[GROUP] * MANY),
-         codes(K.NONE), "coordinator"),
+         codes(K.NONE), "coordinator", xfail=RESPONSE_SIZE_FINDING),
 
     Case(DELETE_GROUPS, "group-with-members", gpb.DeleteGroupsRequest(group_ids=[GROUP]),
          codes(68), "coordinator"),  # NON_EMPTY_GROUP

@@ -13,7 +13,7 @@ from typing import Union
 
 import pytest
 
-from .cases import CASES
+from .cases import CASES, RESPONSE_SIZE_FINDING
 from .harness import Case, check
 from .world import World
 
@@ -32,12 +32,20 @@ def _plan() -> list:
         order.setdefault(case.rpc, []).append(case)
     for rpc, cases in order.items():
         for case in cases:
-            marks = [pytest.mark.xfail(strict=False, reason=case.xfail)] if case.xfail else []
+            marks = [pytest.mark.xfail(strict=False, reason=case.xfail, run=not case.harms)] if case.xfail else []
             params.append(pytest.param(case, id=f"{rpc}:{case.name}", marks=marks))
         params.append(pytest.param(Probe(rpc), id=f"{rpc}:probe-every-node"))
     return params
 
 
+@pytest.fixture(scope="module", autouse=True)
+def reference(world: World) -> None:
+    """The state the cases must leave alone, as this module finds it (the
+    fuzzer, run first, may have created topics and groups of its own)."""
+    world.retake_reference()
+
+
+@pytest.mark.timeout(120)
 @pytest.mark.parametrize("item", _plan())
 def test_hostile_request(world: World, item: Union[Case, Probe]) -> None:
     if isinstance(item, Probe):
@@ -58,5 +66,10 @@ def test_records_produced_first_read_back_byte_for_byte(world: World) -> None:
         now = world.read_all(topic, partition)
         # Cases that were allowed to append did so after these bytes.
         assert now[:len(first)] == first, (topic, partition)
+
+
+@pytest.mark.xfail(strict=False, reason=RESPONSE_SIZE_FINDING)
+def test_no_handler_failed(world: World) -> None:
+    """No node logged a traceback: every hostile request was answered by a handler that did not raise."""
     for node in (*world.cluster.controllers, *world.cluster.brokers):
         assert "Traceback" not in world.cluster.log_text(node), f"a handler failed on node {node}"

@@ -11,6 +11,7 @@ quorum committed (so a side effect cannot hide behind propagation delay).
 """
 from __future__ import annotations
 
+import struct
 from pathlib import Path
 from typing import Any, Optional
 
@@ -23,7 +24,7 @@ from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import groups_pb2 as gpb
 from kraftlog_api import quorum_pb2 as qpb
-from partition_log.records import Record, encode_batch, iter_batches
+from partition_log.records import Record, encode_batch
 
 from .harness import K, call
 
@@ -46,6 +47,20 @@ GROUP = "adv-group"    # the reference group: one live member, offsets committed
 DATA_PARTITIONS = 3
 BATCHES = 3
 SEED_OFFSETS = {0: 2, 1: 4, 2: 6}  # the group's committed offsets on DATA
+
+
+def next_offset(records: bytes) -> int:
+    """The offset after the last batch, from the headers alone: a hostile
+    batch a refused-too-late case left in the log must not stop the read."""
+    pos, last = 0, -1
+    while pos + 27 <= len(records):
+        base_offset, length = struct.unpack_from(">qi", records, pos)
+        (last_delta,) = struct.unpack_from(">i", records, pos + 23)
+        last = base_offset + last_delta
+        pos += 12 + max(length, 0)
+        if length <= 0:
+            break
+    return last + 1
 
 
 def batch_of(values: list[bytes], timestamp: int = 1_700_000_000_000) -> bytes:
@@ -105,15 +120,18 @@ class World:
 
         assert wait_until(answered, 30, f"CreateTopics {PAIR}", interval=0.2).topics[0].error_code == K.NONE
 
-    def _join_reference_member(self) -> None:
+    def coordinator_of(self, group: str) -> int:
         def found() -> Optional[int]:
-            response = call(self.cluster.channel(self.cluster.broker_addresses[self.A]),
-                            "GroupCoordinator/FindCoordinator", gpb.FindCoordinatorRequest(keys=[GROUP]))
+            response = call(self.broker_channel(self.A), "GroupCoordinator/FindCoordinator",
+                            gpb.FindCoordinatorRequest(keys=[group]))
             if isinstance(response, grpc.RpcError) or response.coordinators[0].error_code:
                 return None
             return response.coordinators[0].node_id
 
-        self.coordinator = wait_until(found, 60, f"a coordinator for {GROUP}", interval=0.2)
+        return wait_until(found, 60, f"a coordinator for {group}", interval=0.2)
+
+    def _join_reference_member(self) -> None:
+        self.coordinator = self.coordinator_of(GROUP)
 
         def joined() -> Optional[gpb.ConsumerGroupHeartbeatResponse]:
             answer = call(self.channel_for("coordinator"), "GroupCoordinator/ConsumerGroupHeartbeat",
@@ -148,6 +166,8 @@ class World:
             return self.broker_channel({"pair-leader": self.A, "pair-follower": self.B, "outsider": self.C}[to])
         if to == "coordinator":
             return self.broker_channel(self.coordinator)
+        if to.startswith("coordinator-of:"):
+            return self.broker_channel(self.coordinator_of(to.split(":", 1)[1]))
         if to == "controller":
             return self.controller_channel(self.active_controller())
         if to == "quorum-leader":
@@ -231,7 +251,7 @@ class World:
             if offset >= fetched.high_watermark or not fetched.records:
                 break
             chunks.append(fetched.records)
-            offset = [b.header.last_offset for b in iter_batches(fetched.records)][-1] + 1
+            offset = next_offset(fetched.records)
         return b"".join(chunks)
 
     # --- the reference state ---------------------------------------------------
