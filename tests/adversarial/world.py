@@ -308,8 +308,16 @@ class World:
         return wait_until(answered, 30, f"the log end of {topic}-{partition}", interval=0.1)
 
     def _group_offsets(self) -> list[tuple[str, int, int]]:
-        answer = call(self.channel_for("coordinator"), "GroupCoordinator/OffsetFetch",
-                      gpb.OffsetFetchRequest(group_id=GROUP, member_epoch=-1))
+        def answered() -> Optional[gpb.OffsetFetchResponse]:
+            answer = call(self.channel_for("coordinator"), "GroupCoordinator/OffsetFetch",
+                          gpb.OffsetFetchRequest(group_id=GROUP, member_epoch=-1))
+            if not isinstance(answer, grpc.RpcError) and answer.error_code == K.NOT_COORDINATOR:
+                # The leader of the group's __consumer_offsets partition moved.
+                self.coordinator = self.coordinator_of(GROUP)
+                return None
+            return answer
+
+        answer = wait_until(answered, 30, f"the offsets of {GROUP}", interval=0.2)
         assert not isinstance(answer, grpc.RpcError) and answer.error_code == K.NONE, answer
         return sorted((t.name, p.partition_index, p.committed_offset) for t in answer.topics for p in t.partitions)
 
