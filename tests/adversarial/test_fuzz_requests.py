@@ -23,10 +23,13 @@ from google.protobuf.message import Message
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from kraftlog.local_cluster import CLUSTER_ID
+
 from . import batches
 from .cases import INVALID_NAMES, TARGET_OF_SERVICE
 from .harness import MODULES, Case, call, check_answer
-from .world import World
+from .world import DATA, GROUP, PAIR, World
+
 
 EXAMPLES = int(os.environ.get("KRAFTLOG_FUZZ_EXAMPLES", "4"))
 FUZZING = "KRAFTLOG_FUZZ_EXAMPLES" in os.environ
@@ -50,6 +53,8 @@ SMALL_COUNTS = {"num_partitions", "count", "replication_factor"}
 # therefore never the cluster's voters (1-3), which the tables cover.
 SENDERS = {"candidate_id", "leader_id", "replica_id", "destination_id"}
 VOTERS = {1, 2, 3}
+ADMIN_RPCS = {"CreateTopics", "DeleteTopics", "CreatePartitions", "ElectLeaders", "IncrementalAlterConfigs",
+              "DeleteGroups", "OffsetCommit", "BrokerHeartbeat", "AlterPartition"}
 
 
 def ints(bounds: tuple[int, int]) -> st.SearchStrategy[int]:
@@ -57,7 +62,19 @@ def ints(bounds: tuple[int, int]) -> st.SearchStrategy[int]:
     return st.one_of(st.sampled_from([0, -1, 1, 2, 3, 99, low, high, low + 1, high - 1]), st.integers(low, high))
 
 
-def scalar(field: FieldDescriptor, service: str) -> st.SearchStrategy:
+def strings(service: str, rpc: str) -> list[str]:
+    """The names worth trying for this RPC: the data topics where a request
+    only reads or appends (never where it could delete or reconfigure them),
+    the real cluster id where a request is refused without it."""
+    pool = list(STRINGS)
+    if rpc not in ADMIN_RPCS:
+        pool += [DATA, PAIR, GROUP]
+    if service in ("KRaftQuorum", "KRaftController"):
+        pool.append(CLUSTER_ID)
+    return pool
+
+
+def scalar(field: FieldDescriptor, service: str, rpc: str) -> st.SearchStrategy:
     name, t = field.name, field.type
     if name in SMALL_COUNTS:
         return st.integers(-3, 8)
@@ -68,7 +85,7 @@ def scalar(field: FieldDescriptor, service: str) -> st.SearchStrategy:
     elif t == FieldDescriptor.TYPE_BOOL:
         return st.booleans()
     elif t == FieldDescriptor.TYPE_STRING:
-        return st.one_of(st.sampled_from(STRINGS), st.text(max_size=24))
+        return st.one_of(st.sampled_from(strings(service, rpc)), st.text(max_size=24))
     elif t == FieldDescriptor.TYPE_BYTES:
         return st.one_of(st.sampled_from([b"", *batches.HOSTILE.values(), batches.good()]), st.binary(max_size=80))
     else:
@@ -78,16 +95,16 @@ def scalar(field: FieldDescriptor, service: str) -> st.SearchStrategy:
     return values
 
 
-def message(descriptor: Descriptor, service: str, depth: int = 0) -> st.SearchStrategy[Message]:
+def message(descriptor: Descriptor, service: str, rpc: str, depth: int = 0) -> st.SearchStrategy[Message]:
     cls = message_factory.GetMessageClass(descriptor)
     parts: dict[str, st.SearchStrategy] = {}
     for field in descriptor.fields:
         if field.message_type is not None:
             if depth >= 3:
                 continue
-            value = message(field.message_type, service, depth + 1)
+            value = message(field.message_type, service, rpc, depth + 1)
         else:
-            value = scalar(field, service)
+            value = scalar(field, service, rpc)
         if field.is_repeated:
             parts[field.name] = st.lists(value, max_size=3)
         elif field.has_presence:
@@ -116,7 +133,7 @@ RPCS = [(service, m) for service, module in MODULES.items() for m in module.DESC
 ANY_KAFKA_CODE = frozenset(range(0, 200))
 
 
-@pytest.mark.timeout(0 if FUZZING else 300)
+@pytest.mark.timeout(1800 if FUZZING else 300)
 @pytest.mark.parametrize("service,rpc_method", RPCS, ids=[f"{s}/{m.name}" for s, m in RPCS])
 def test_random_requests(world: World, service: str, rpc_method) -> None:
     rpc = f"{service}/{rpc_method.name}"
@@ -124,7 +141,7 @@ def test_random_requests(world: World, service: str, rpc_method) -> None:
 
     @settings(max_examples=EXAMPLES, deadline=None, derandomize=not FUZZING, database=None,
               suppress_health_check=list(HealthCheck))
-    @given(request=message(rpc_method.input_type, service))
+    @given(request=message(rpc_method.input_type, service, rpc_method.name))
     def one(request: Message) -> None:
         answer = call(world.channel_for(case.to), rpc, request, timeout=CALL_TIMEOUT_S)
         if isinstance(answer, grpc.RpcError):

@@ -24,8 +24,8 @@ from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import groups_pb2 as gpb
 from kraftlog_api import quorum_pb2 as qpb
-from partition_log.records import Record, encode_batch
 
+from . import batches
 from .harness import K, call
 
 PROPERTIES = {
@@ -63,10 +63,6 @@ def next_offset(records: bytes) -> int:
     return last + 1
 
 
-def batch_of(values: list[bytes], timestamp: int = 1_700_000_000_000) -> bytes:
-    return encode_batch([Record(None, v, timestamp + i) for i, v in enumerate(values)])
-
-
 class World:
     def __init__(self, root: Path) -> None:
         self.cluster = LocalCluster(root / "cluster", controllers=3, brokers=3, properties=PROPERTIES)
@@ -98,7 +94,7 @@ class World:
         for topic, partitions in ((DATA, DATA_PARTITIONS), (PAIR, 1)):
             for p in range(partitions):
                 for n in range(BATCHES):
-                    answer = self.produce(topic, p, batch_of([f"{topic}-{p}-{n}-{i}".encode() for i in range(3)]))
+                    answer = self.produce(topic, p, batches.good(tuple(f"{topic}-{p}-{n}-{i}".encode() for i in range(3))))
                     assert answer.error_code == K.NONE, answer
                 self.data_bytes[(topic, p)] = self.read_all(topic, p)
         self._join_reference_member()
