@@ -13,6 +13,7 @@ goes to and the answers allowed. `check` sends it and asserts
   ends, the reference group's committed offsets and the quorum's voters are
   what they were (a case that may change them says so and retakes the
   reference);
+- the quorum is still in the epoch it was in (for KRaftQuorum requests);
 - the node that got it still serves.
 """
 from __future__ import annotations
@@ -229,8 +230,13 @@ def send(world: Any, case: Case) -> Union[Message, grpc.RpcError]:
 
 def check(world: Any, case: Case) -> None:
     """Send one case and assert every property the suite promises for it."""
+    # A quorum request from a non-voter, with a future epoch or a stale one,
+    # must not move the quorum to another epoch (nor, with it, the leader).
+    epoch = world.quorum_epoch() if case.rpc.startswith("KRaftQuorum/") else None
     answer = send(world, case)
     check_answer(case, answer)
+    if epoch is not None:
+        assert world.quorum_epoch() == epoch, f"{case.id}: the quorum left epoch {epoch}"
     if case.effect:
         world.retake_reference()
     else:
