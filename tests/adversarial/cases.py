@@ -462,11 +462,15 @@ CONTROLLER_CASES: list[Case] = [
          "controller"),
     Case(HEARTBEAT, "shut-down-with-wrong-epoch", lambda w: heartbeat(w.B, -1, shut_down=True),
          codes(K.STALE_BROKER_EPOCH), "controller"),
-    Case(HEARTBEAT, "fence-with-wrong-epoch", lambda w: heartbeat(w.C, 0, fence=True), codes(K.STALE_BROKER_EPOCH),
-         "controller"),
+    # A broker epoch is the offset of its registration record: any small
+    # number may be a real one, so the wrong ones are derived from the real.
+    Case(HEARTBEAT, "fence-with-wrong-epoch",
+         lambda w: heartbeat(w.C, w.broker_epochs()[w.C] + 1_000_000, fence=True),
+         codes(K.STALE_BROKER_EPOCH), "controller"),
     *[Case(HEARTBEAT, f"unregistered-{b}", heartbeat(b, 1), codes(K.BROKER_ID_NOT_REGISTERED, K.STALE_BROKER_EPOCH),
            "controller") for b in (999, -1, I32_MIN, 1)],
-    Case(HEARTBEAT, "metadata-offset-int64-min", lambda w: heartbeat(w.A, 5, offset=I64_MIN),
+    Case(HEARTBEAT, "metadata-offset-int64-min", lambda w: heartbeat(w.A, w.broker_epochs()[w.A] + 1_000_000,
+                                                                     offset=I64_MIN),
          codes(K.STALE_BROKER_EPOCH), "controller"),
 
     Case(ALTER_PARTITION, "stale-broker-epoch", lambda w: alter_partition(w, w.A, w.broker_epochs()[w.A] - 1),
