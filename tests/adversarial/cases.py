@@ -141,7 +141,8 @@ BROKER_CASES: list[Case] = [
     # Kafka appends with any timeout; a negative one waits for nothing. Either answer is Kafka's.
     *[Case(PRODUCE, f"timeout-{t}", produce(timeout_ms=t), codes(K.NONE, K.REQUEST_TIMED_OUT, K.INVALID_REQUEST),
            "leader", effect=True) for t in (-1, I32_MIN)],
-    Case(PRODUCE, f"{MANY}-unknown-partitions", produce(partition=99, records=b"\x00", copies=MANY), UNKNOWN_PARTITION, "leader",
+    Case(PRODUCE, f"{MANY}-unknown-partitions", produce(partition=99, records=b"\x00", copies=MANY),
+         UNKNOWN_PARTITION, "leader",
          xfail=RESPONSE_SIZE_FINDING),
     Case(PRODUCE, f"{MANY}-empty-batches", produce(records=b"\x00", copies=MANY), BAD_BATCH, "leader",
          xfail=RESPONSE_SIZE_FINDING),
@@ -150,7 +151,8 @@ BROKER_CASES: list[Case] = [
     Case(FETCH, "cluster-metadata", fetch(CLUSTER_METADATA), BAD_TOPIC),
     # Clients may read an internal topic; the broker asked may not lead its partition 0.
     Case(FETCH, "consumer-offsets", fetch(CONSUMER_OFFSETS), codes(K.NONE, K.NOT_LEADER_OR_FOLLOWER)),
-    *[Case(FETCH, f"partition-{p}", fetch(partition=p), UNKNOWN_PARTITION, "leader") for p in (-1, 3, I32_MIN, I32_MAX)],
+    *[Case(FETCH, f"partition-{p}", fetch(partition=p), UNKNOWN_PARTITION, "leader")
+      for p in (-1, 3, I32_MIN, I32_MAX)],
     *[Case(FETCH, f"offset-{o}", fetch(offset=o), OUT_OF_RANGE, "leader") for o in (-1, I64_MIN, I64_MAX)],
     *[Case(FETCH, f"partition-max-bytes-{m}", fetch(partition_max_bytes=m), codes(K.NONE, K.INVALID_REQUEST), "leader")
       for m in (0, -1, I32_MIN, I32_MAX)],
@@ -211,7 +213,8 @@ BROKER_CASES: list[Case] = [
 
     *_named(EPOCHS, lambda n: leader_epochs(n), lambda n: BAD_TOPIC),
     Case(EPOCHS, "cluster-metadata", leader_epochs(CLUSTER_METADATA), BAD_TOPIC),
-    *[Case(EPOCHS, f"partition-{p}", leader_epochs(partition=p), UNKNOWN_PARTITION, "leader") for p in (-1, 3, I32_MAX)],
+    *[Case(EPOCHS, f"partition-{p}", leader_epochs(partition=p), UNKNOWN_PARTITION, "leader")
+      for p in (-1, 3, I32_MAX)],
     # An epoch the log never had: Kafka answers the undefined epoch and offset, without an error.
     *[Case(EPOCHS, f"leader-epoch-{e}", leader_epochs(leader_epoch=e), codes(K.NONE), "leader")
       for e in (-1, I32_MIN, I32_MAX)],
@@ -315,7 +318,8 @@ def admin_cases(service: str, to: str) -> list[Case]:
         Case(create, "existing", create_topics(creatable(DATA)), codes(K.TOPIC_ALREADY_EXISTS), to),
         *[Case(create, f"partitions-{n}", create_topics(creatable(partitions=n)), BAD_PARTITIONS, to)
           for n in (0, -2, I32_MIN)],
-        *[Case(create, f"partitions-{n}", create_topics(creatable(partitions=n)), BAD_PARTITIONS, to, xfail=CTL_LIMIT, harms=True)
+        *[Case(create, f"partitions-{n}", create_topics(creatable(partitions=n)), BAD_PARTITIONS, to,
+               xfail=CTL_LIMIT, harms=True)
           for n in (MANY, I32_MAX)],
         *[Case(create, f"replication-factor-{r}", create_topics(creatable(rf=r)),
                codes(K.INVALID_REPLICATION_FACTOR), to) for r in (0, -2, 4, 32768, I32_MAX, I32_MIN)],
@@ -358,7 +362,8 @@ def admin_cases(service: str, to: str) -> list[Case]:
              harms=True),
         Case(delete, "consumer-offsets", cpb.DeleteTopicsRequest(names=[CONSUMER_OFFSETS]), INTERNAL_REFUSED, to,
              xfail=CTL_INTERNAL, harms=True),
-        Case(delete, f"{MANY}-unknown", cpb.DeleteTopicsRequest(names=[f"adv-none-{i}" for i in range(MANY)]), UNKNOWN_PARTITION, to),
+        Case(delete, f"{MANY}-unknown", cpb.DeleteTopicsRequest(names=[f"adv-none-{i}" for i in range(MANY)]),
+             UNKNOWN_PARTITION, to),
 
         Case(grow, "unknown-topic", create_partitions(UNKNOWN_TOPIC, 5), UNKNOWN_PARTITION, to),
         *[Case(grow, f"name-{label}", create_partitions(name, 5), BAD_TOPIC, to)
@@ -405,7 +410,8 @@ def admin_cases(service: str, to: str) -> list[Case]:
              codes(K.INVALID_CONFIG, K.INVALID_REQUEST), to),
         Case(alter, "min-isr-above-rf", alter_configs(2, PAIR, ("min.insync.replicas", SET, "0")),
              codes(K.INVALID_CONFIG), to),
-        Case(alter, "duplicate-key", alter_configs(2, DATA, ("retention.ms", SET, "1000"), ("retention.ms", DELETE, None)),
+        Case(alter, "duplicate-key",
+             alter_configs(2, DATA, ("retention.ms", SET, "1000"), ("retention.ms", DELETE, None)),
              codes(K.INVALID_REQUEST, K.INVALID_CONFIG), to),
         Case(alter, f"{MANY}-configs", alter_configs(2, DATA, *[(f"no.such.{i}", SET, "1") for i in range(MANY)]),
              codes(K.INVALID_CONFIG, K.INVALID_REQUEST), to),
@@ -853,7 +859,8 @@ def framing_cases() -> list[Case]:
     return cases
 
 
-CASES: list[Case] = [*BROKER_CASES, *admin_cases("KafkaBroker", "broker"), *admin_cases("KRaftController", "controller"),
+CASES: list[Case] = [*BROKER_CASES, *admin_cases("KafkaBroker", "broker"),
+                     *admin_cases("KRaftController", "controller"),
                      *CONTROLLER_CASES, *QUORUM_CASES, *GROUP_CASES, *QUORUM_LOG_CASES, *framing_cases()]
 
 

@@ -129,7 +129,8 @@ def message(descriptor: Descriptor, service: str, rpc: str, depth: int = 0) -> s
     return st.builds(build, **parts)
 
 
-RPCS = [(service, m) for service, module in MODULES.items() for m in module.DESCRIPTOR.services_by_name[service].methods]
+RPCS = [(service, m) for service, module in MODULES.items()
+        for m in module.DESCRIPTOR.services_by_name[service].methods]
 ANY_KAFKA_CODE = frozenset(range(0, 200))
 
 

@@ -94,7 +94,8 @@ class World:
         for topic, partitions in ((DATA, DATA_PARTITIONS), (PAIR, 1)):
             for p in range(partitions):
                 for n in range(BATCHES):
-                    answer = self.produce(topic, p, batches.good(tuple(f"{topic}-{p}-{n}-{i}".encode() for i in range(3))))
+                    values = tuple(f"{topic}-{p}-{n}-{i}".encode() for i in range(3))
+                    answer = self.produce(topic, p, batches.good(values))
                     assert answer.error_code == K.NONE, answer
                 self.data_bytes[(topic, p)] = self.read_all(topic, p)
         self._join_reference_member()
