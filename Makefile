@@ -62,9 +62,9 @@ sim-controller: venv
 	$(BIN)/python -m metadata_quorum.sim.controller_sim --schedules 5000 --seed 0
 
 # The adversarial fuzzer: random requests for every RPC of every service
-# (tests/adversarial/test_fuzz_requests.py), 300 random examples per RPC
+# (tests/adversarial/test_fuzz_requests.py), 2000 random examples per RPC
 # instead of the few derandomized ones `make test` runs; one real cluster.
-FUZZ_EXAMPLES ?= 300
+FUZZ_EXAMPLES ?= 2000
 fuzz: venv
 	KRAFTLOG_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -q -p no:cacheprovider tests/adversarial/test_fuzz_requests.py
 
