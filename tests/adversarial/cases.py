@@ -25,7 +25,7 @@ from kraftlog_api import quorum_pb2 as qpb
 
 from . import batches
 from .harness import MODULES, Case, K, codes
-from .world import CLUSTER_ID_WRONG, DATA, GROUP, PAIR, World
+from .world import CLUSTER_ID_WRONG, DATA, GROUP, MIN_ISR, PAIR, World
 
 I32_MIN, I32_MAX, I64_MIN, I64_MAX = -2**31, 2**31 - 1, -2**63, 2**63 - 1
 MANY = 100_000  # entries of a repeated field: enormous, still cheap to send
@@ -131,6 +131,8 @@ BROKER_CASES: list[Case] = [
       for p in (-1, 3, I32_MIN, I32_MAX)],
     *[Case(PRODUCE, f"acks-{a}", produce(acks=a), codes(K.INVALID_REQUIRED_ACKS), "leader")
       for a in (2, -2, I32_MIN, I32_MAX)],
+    # The ISR (A alone) is below min.insync.replicas=2: refused before anything is appended.
+    Case(PRODUCE, "acks-all-isr-below-min-insync", produce(MIN_ISR), codes(K.NOT_ENOUGH_REPLICAS), "pair-leader"),
     *[Case(PRODUCE, f"batch-{name}", produce(records=data), BAD_BATCH, "leader",
            xfail=BATCH_VALIDATION if name in ("codec-7", "codec-5", "control-bit-from-client",
                                               "transactional-producer-id--1", "garbage-records-valid-crc",
@@ -699,12 +701,6 @@ def offset_fetch(group: str = GROUP, member: str = "", epoch: int = -1, topic: s
         gpb.TopicPartitions(topic=topic, partitions=list(partitions))])
 
 
-def non_coordinator(w: World) -> str:
-    """A broker that does not coordinate the reference group, as a target name."""
-    return {w.A: "pair-leader", w.B: "pair-follower", w.C: "outsider"}[
-        next(b for b in (w.A, w.B, w.C) if b != w.coordinator)]
-
-
 HB, COMMIT, OFETCH = ("GroupCoordinator/ConsumerGroupHeartbeat", "GroupCoordinator/OffsetCommit",
                       "GroupCoordinator/OffsetFetch")
 FIND, LIST_GROUPS = "GroupCoordinator/FindCoordinator", "GroupCoordinator/ListGroups"
@@ -719,7 +715,7 @@ GROUP_CASES: list[Case] = [
     Case(FIND, f"{MANY}-keys", gpb.FindCoordinatorRequest(keys=[f"g{i}" for i in range(MANY)]), codes(K.NONE)),
 
     Case(HB, "empty-group-id", join(""), codes(K.INVALID_REQUEST, K.INVALID_GROUP_ID)),
-    Case(HB, "not-the-coordinator", lambda w: join(GROUP), codes(K.NOT_COORDINATOR), "outsider"),
+    Case(HB, "not-the-coordinator", lambda w: join(GROUP), codes(K.NOT_COORDINATOR), "non-coordinator"),
     # Epoch 0 is a join: a member rejoining must name its subscription.
     Case(HB, "rejoin-without-subscription", lambda w: join(GROUP, member_id=w.member_id, member_epoch=0,
                                                            subscribed_topic_names=None),
@@ -763,7 +759,7 @@ GROUP_CASES: list[Case] = [
     Case(COMMIT, "unknown-group-as-member", commit(None, group="adv-no-group", member="adv-nobody", epoch=3),
          codes(K.UNKNOWN_MEMBER_ID, K.GROUP_ID_NOT_FOUND, K.NOT_COORDINATOR), "coordinator"),
     Case(COMMIT, "empty-group-id", commit(None, group=""), codes(K.INVALID_GROUP_ID), "coordinator"),
-    Case(COMMIT, "not-the-coordinator", lambda w: commit(w), codes(K.NOT_COORDINATOR), "outsider"),
+    Case(COMMIT, "not-the-coordinator", lambda w: commit(w), codes(K.NOT_COORDINATOR), "non-coordinator"),
     Case(COMMIT, "unknown-topic", lambda w: commit(w, topic=UNKNOWN_TOPIC), UNKNOWN_PARTITION, "coordinator",
          xfail=GROUPS_UNKNOWN_TOPIC),
     *[Case(COMMIT, f"partition-{p}", lambda w, p=p: commit(w, partition=p), UNKNOWN_PARTITION, "coordinator",
@@ -780,7 +776,7 @@ GROUP_CASES: list[Case] = [
          "coordinator"),
     Case(OFETCH, "stale-member-epoch", lambda w: offset_fetch(member=w.member_id, epoch=w.member_epoch - 1),
          codes(K.STALE_MEMBER_EPOCH), "coordinator"),
-    Case(OFETCH, "not-the-coordinator", offset_fetch(), codes(K.NOT_COORDINATOR), "outsider"),
+    Case(OFETCH, "not-the-coordinator", offset_fetch(), codes(K.NOT_COORDINATOR), "non-coordinator"),
     # Nothing committed there: offset -1, no error (Kafka's answer for a partition without a commit).
     *[Case(OFETCH, f"partition-{p}", offset_fetch(partitions=(p,)), codes(K.NONE, K.UNKNOWN_TOPIC_OR_PARTITION),
            "coordinator") for p in (-1, I32_MAX)],
@@ -807,7 +803,7 @@ GROUP_CASES: list[Case] = [
     Case(DELETE_GROUPS, "unknown-group", gpb.DeleteGroupsRequest(group_ids=["adv-no-group"]),
          codes(K.GROUP_ID_NOT_FOUND, K.NOT_COORDINATOR), "coordinator"),
     Case(DELETE_GROUPS, "not-the-coordinator", gpb.DeleteGroupsRequest(group_ids=[GROUP]),
-         codes(K.NOT_COORDINATOR), "outsider"),
+         codes(K.NOT_COORDINATOR), "non-coordinator"),
     Case(DELETE_GROUPS, f"{MANY}-groups", gpb.DeleteGroupsRequest(group_ids=[GROUP] * MANY),
          codes(68, K.NOT_COORDINATOR), "coordinator"),
 ]

@@ -134,9 +134,10 @@ Expect = Union[frozenset[int], grpc.StatusCode]
 
 @dataclasses.dataclass(frozen=True)
 class Case:
-    """One hostile request. `to` names a target the World resolves ("broker",
-    "leader", "follower", "outsider", "coordinator", "controller", "voter",
-    "records-quorum"); `expect` is the Kafka codes allowed in the answer (a
+    """One hostile request. `to` names a target World.channel_for resolves
+    ("broker", "leader", "pair-leader", "pair-follower", "outsider",
+    "coordinator", "non-coordinator", "coordinator-of:GROUP", "controller",
+    "quorum-leader", "quorum-follower", "records-quorum"); `expect` is the Kafka codes allowed in the answer (a
     set) or the gRPC status it must end with; `effect` allows the request to
     change what the reference snapshot holds; `xfail` marks a known bug
     being fixed on another branch."""

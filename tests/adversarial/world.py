@@ -44,6 +44,7 @@ DATA = "adv-data"      # 3 partitions, RF 3
 PAIR = "adv-pair"      # one partition on A (leader) and B; C holds no replica of it
 CLUSTER_ID_WRONG = "adv-another-cluster"
 GROUP = "adv-group"    # the reference group: one live member, offsets committed
+MIN_ISR = "adv-min-isr"  # one replica on A, min.insync.replicas=2: an ISR always too small for acks=all
 DATA_PARTITIONS = 3
 BATCHES = 3
 SEED_OFFSETS = {0: 2, 1: 4, 2: 6}  # the group's committed offsets on DATA
@@ -86,8 +87,9 @@ class World:
         self.records_quorum.wait_for_leader(timeout=30)
         c = self.cluster
         c.create_topic(DATA, DATA_PARTITIONS, 3)
-        self._create_pair()
-        for topic in (DATA, PAIR):
+        self._create_on_a(PAIR, (self.A, self.B))
+        self._create_on_a(MIN_ISR, (self.A,), {"min.insync.replicas": "2"})
+        for topic in (DATA, PAIR, MIN_ISR):
             found = c.wait_for_leaders(topic)
             self.topic_ids[topic] = found.topic_id
         wait_until(lambda: self.leader(PAIR, 0) == self.A, 30, f"{PAIR} led by broker {self.A}")
@@ -107,15 +109,18 @@ class World:
         finally:
             self.records_quorum.close()
 
-    def _create_pair(self) -> None:
-        topic = cpb.CreateTopicsRequest.CreatableTopic(name=PAIR, num_partitions=-1, replication_factor=-1)
-        topic.assignments.add(partition_index=0, broker_ids=[self.A, self.B])
+    def _create_on_a(self, name: str, replicas: tuple[int, ...], configs: Optional[dict[str, str]] = None) -> None:
+        """A one-partition topic placed explicitly (A first: the leader), through broker C."""
+        topic = cpb.CreateTopicsRequest.CreatableTopic(
+            name=name, num_partitions=-1, replication_factor=-1,
+            configs=[cpb.ConfigEntry(name=k, value=v) for k, v in (configs or {}).items()])
+        topic.assignments.add(partition_index=0, broker_ids=list(replicas))
 
         def answered() -> Optional[cpb.CreateTopicsResponse]:
             answer = self.cluster.broker_stub(self.C).CreateTopics(cpb.CreateTopicsRequest(topics=[topic]), timeout=30)
             return None if answer.error_code in (K.NOT_CONTROLLER, K.REQUEST_TIMED_OUT) else answer
 
-        assert wait_until(answered, 30, f"CreateTopics {PAIR}", interval=0.2).topics[0].error_code == K.NONE
+        assert wait_until(answered, 30, f"CreateTopics {name}", interval=0.2).topics[0].error_code == K.NONE
 
     def coordinator_of(self, group: str) -> int:
         def found() -> Optional[int]:
@@ -163,6 +168,8 @@ class World:
             return self.broker_channel({"pair-leader": self.A, "pair-follower": self.B, "outsider": self.C}[to])
         if to == "coordinator":
             return self.broker_channel(self.coordinator)
+        if to == "non-coordinator":
+            return self.broker_channel(next(b for b in self.cluster.brokers if b != self.coordinator))
         if to.startswith("coordinator-of:"):
             return self.broker_channel(self.coordinator_of(to.split(":", 1)[1]))
         if to == "controller":
@@ -284,14 +291,14 @@ class World:
             "configs": sorted((r.resource_name, r.error_code, tuple(sorted((x.name, x.value, x.config_source)
                                                                             for x in r.configs)))
                               for r in configs.results),
-            "log ends": {(t, p): self._log_end(t, p) for t, n in ((DATA, DATA_PARTITIONS), (PAIR, 1))
+            "log ends": {(t, p): self._log_end(t, p) for t, n in ((DATA, DATA_PARTITIONS), (PAIR, 1), (MIN_ISR, 1))
                          for p in range(n)},
             "group offsets": self._group_offsets(),
             "voters": sorted(v.replica_id for v in quorum.current_voters),
         }
 
     def _log_end(self, topic: str, partition: int) -> int:
-        def answered() -> Optional[int]:
+        def answered() -> Optional[tuple[int]]:  # a tuple: an empty log's end, 0, is an answer too
             leader = self.leader(topic, partition)
             if leader is None or leader < 0:
                 return None
@@ -300,9 +307,9 @@ class World:
                     bpb.ListOffsetsRequest.ListOffsetsPartition(partition_index=partition, current_leader_epoch=-1,
                                                                 timestamp=-1)])]), timeout=10)
             found = answer.topics[0].partitions[0]
-            return found.offset if found.error_code == K.NONE else None
+            return (found.offset,) if found.error_code == K.NONE else None
 
-        return wait_until(answered, 30, f"the log end of {topic}-{partition}", interval=0.1)
+        return wait_until(answered, 30, f"the log end of {topic}-{partition}", interval=0.1)[0]
 
     def _group_offsets(self) -> list[tuple[str, int, int]]:
         def answered() -> Optional[gpb.OffsetFetchResponse]:
