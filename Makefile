@@ -11,7 +11,7 @@ export GOCACHE := $(CURDIR)/.cache/go-build
 export GOPATH := $(CURDIR)/.cache/go
 export GOPROXY := off
 
-.PHONY: all venv chaos chaos-tools go-toolchain java-runtime lincheck test pytest go-test demo bench-log bench-quorum bench-metadata bench bench-quick bench-deps bench-tools sim sim-controller proto clean
+.PHONY: all venv fuzz chaos chaos-tools go-toolchain java-runtime lincheck test pytest go-test demo bench-log bench-quorum bench-metadata bench bench-quick bench-deps bench-tools sim sim-controller proto clean
 
 all: test
 
@@ -60,6 +60,13 @@ sim: venv
 # The controller simulator: brokers failing, heartbeats lost, ISR churn (the tests run 300 schedules).
 sim-controller: venv
 	$(BIN)/python -m metadata_quorum.sim.controller_sim --schedules 5000 --seed 0
+
+# The adversarial fuzzer: random requests for every RPC of every service
+# (tests/adversarial/test_fuzz_requests.py), 2000 random examples per RPC
+# instead of the few derandomized ones `make test` runs; one real cluster.
+FUZZ_EXAMPLES ?= 2000
+fuzz: venv
+	KRAFTLOG_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -q -p no:cacheprovider tests/adversarial/test_fuzz_requests.py
 
 # Every chaos scenario for 10 seeds each, 60 s of faults per run, and the table of results.
 chaos: venv chaos-tools lincheck
