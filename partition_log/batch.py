@@ -113,7 +113,10 @@ def parse_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHead
 def check_header(h: BatchHeader, available: int, pos: int = 0) -> None:
     """Structural checks that need no CRC: magic, lengths, offset delta."""
     if h.magic != MAGIC:
-        raise UnsupportedForMessageFormatError(f"batch at byte {pos} has magic {h.magic}, only magic 2 is supported")
+        if 0 <= h.magic < MAGIC:  # Kafka's older formats (v0, v1): real, but not ours
+            raise UnsupportedForMessageFormatError(
+                f"batch at byte {pos} has magic {h.magic}, only magic 2 is supported")
+        raise CorruptRecordError(f"batch at byte {pos} has magic {h.magic}, which no Kafka format has")
     if h.batch_length < MIN_BATCH_LENGTH:
         raise CorruptRecordError(f"batch at byte {pos} has batchLength {h.batch_length} < {MIN_BATCH_LENGTH}")
     if h.size > available:

@@ -20,7 +20,7 @@ from typing import Callable, Iterator
 from . import batch as b
 from .config import LogConfig
 from .errors import (InvalidRecordError, KafkaStorageError, MessageTooLargeError,
-                     OffsetOutOfRangeError)
+                     OffsetOutOfRangeError, UnsupportedForMessageFormatError)
 from .index import IndexCorruptError
 from .leader_epoch import LeaderEpochCache
 from .records import decode_batch
@@ -242,7 +242,15 @@ class Log:
         """append_as_leader's checks (header, CRC, dense offsets, size) alone, for
         a caller that decides on the batches before they are written
         (idempotent producers); pass the result to append_as_leader."""
-        return self._validate(data, require_dense=True)
+        return self._validate_from_producer(data)
+
+    def _validate_from_producer(self, data: bytes | bytearray | memoryview) -> list[tuple[int, b.BatchHeader]]:
+        try:
+            return self._validate(data, require_dense=True)
+        except UnsupportedForMessageFormatError as exc:
+            # Kafka's Produce (v3 and later) takes magic 2 only, and names an
+            # older batch INVALID_RECORD (an unknown magic is CORRUPT_MESSAGE).
+            raise InvalidRecordError(*exc.args) from None
 
     def append_as_leader(self, data: bytes | bytearray | memoryview, leader_epoch: int, *,
                          validated: list[tuple[int, b.BatchHeader]] | None = None) -> AppendInfo:
@@ -251,7 +259,7 @@ class Log:
         CRC); the record bytes are written as they came, never copied.
         `validated`: validate_as_leader's answer for these very bytes."""
         view = memoryview(data)
-        headers = self._validate(view, require_dense=True) if validated is None else validated
+        headers = self._validate_from_producer(view) if validated is None else validated
         offset = self._log_end_offset
         chunks: list[bytes | bytearray | memoryview] = []
         stamped = []

@@ -34,15 +34,7 @@ INVALID_NAMES = {"empty": "", "dot": ".", "dotdot": "..", "250-chars": "x" * 250
 CLUSTER_METADATA, CONSUMER_OFFSETS = "__cluster_metadata", "__consumer_offsets"
 UNKNOWN_TOPIC = "adv-no-such-topic"
 
-# Known today, fixed on other branches of issue 15 (the coordinator flips them after merging).
-CTL_INTERNAL = "issue 15 item 1: internal/reserved topics refused, fixed on branch h15-ctl"
-CTL_LIMIT = "issue 15 item 2: more than 10,000 partition records per request refused, fixed on branch h15-ctl"
-BATCH_VALIDATION = "issue 15 item 3: valid-CRC hostile batches refused, fixed on branch h15-batch"
-GROUPS_UNKNOWN_TOPIC = "issue 15 item 4: OffsetCommit of an unknown topic, fixed on branch h15-groups"
 # Found by this suite, not fixed here (see the report of branch h15-adv).
-MAGIC_FINDING = ("finding: a batch of magic 0, 1 or 3 is answered UNSUPPORTED_FOR_MESSAGE_FORMAT (43); Kafka's "
-                 "Produce (v3+) refuses magic != 2 with INVALID_RECORD (unknown magic: CORRUPT_MESSAGE); "
-                 "owner h15-batch (partition_log/batch.py)")
 RESPONSE_SIZE_FINDING = ("finding: a request under the 8 MiB gRPC limit whose answer is over it (100,000 "
                          "partition errors, 100,000 groups described) ends in RESOURCE_EXHAUSTED and a traceback in "
                          "the server log instead of an answer; Kafka answers in full; owner: the server's gRPC limits "
@@ -124,21 +116,16 @@ EPOCHS = "KafkaBroker/OffsetForLeaderEpoch"
 
 BROKER_CASES: list[Case] = [
     *_named(PRODUCE, lambda n: produce(n), lambda n: BAD_TOPIC),
-    Case(PRODUCE, "cluster-metadata", produce(CLUSTER_METADATA), codes(K.INVALID_TOPIC_EXCEPTION), xfail=CTL_INTERNAL),
+    Case(PRODUCE, "cluster-metadata", produce(CLUSTER_METADATA), codes(K.INVALID_TOPIC_EXCEPTION)),
     # Kafka refuses an internal topic before it looks for the partition's leader.
-    Case(PRODUCE, "consumer-offsets", produce(CONSUMER_OFFSETS), codes(K.INVALID_TOPIC_EXCEPTION), xfail=CTL_INTERNAL),
+    Case(PRODUCE, "consumer-offsets", produce(CONSUMER_OFFSETS), codes(K.INVALID_TOPIC_EXCEPTION)),
     *[Case(PRODUCE, f"partition-{p}", produce(partition=p), UNKNOWN_PARTITION, "leader")
       for p in (-1, 3, I32_MIN, I32_MAX)],
     *[Case(PRODUCE, f"acks-{a}", produce(acks=a), codes(K.INVALID_REQUIRED_ACKS), "leader")
       for a in (2, -2, I32_MIN, I32_MAX)],
     # The ISR (A alone) is below min.insync.replicas=2: refused before anything is appended.
     Case(PRODUCE, "acks-all-isr-below-min-insync", produce(MIN_ISR), codes(K.NOT_ENOUGH_REPLICAS), "pair-leader"),
-    *[Case(PRODUCE, f"batch-{name}", produce(records=data), BAD_BATCH, "leader",
-           xfail=BATCH_VALIDATION if name in ("codec-7", "codec-5", "control-bit-from-client",
-                                              "transactional-producer-id--1", "garbage-records-valid-crc",
-                                              "key-length-huge", "key-length--5", "varint-never-ends",
-                                              "good-then-garbage")
-           else MAGIC_FINDING if name.startswith("magic") else "")
+    *[Case(PRODUCE, f"batch-{name}", produce(records=data), BAD_BATCH, "leader")
       for name, data in batches.HOSTILE.items()],
     # Kafka appends with any timeout; a negative one waits for nothing. Either answer is Kafka's.
     *[Case(PRODUCE, f"timeout-{t}", produce(timeout_ms=t), codes(K.NONE, K.REQUEST_TIMED_OUT, K.INVALID_REQUEST),
@@ -300,6 +287,9 @@ def alter_configs(resource_type: int, name: str, *entries: tuple[str, int, str |
 
 BAD_PARTITIONS = codes(K.INVALID_PARTITIONS, K.INVALID_REQUEST)
 BAD_ASSIGNMENT = codes(K.INVALID_REPLICA_ASSIGNMENT, K.INVALID_REQUEST, K.INVALID_PARTITIONS)
+# Over the controller's 10,000 records a request (Kafka's max records per user
+# op): refused whole, before anything is placed or written.
+OVER_CAP = codes(K.POLICY_VIOLATION, K.INVALID_PARTITIONS)
 INTERNAL_REFUSED = codes(K.INVALID_REQUEST, K.INVALID_TOPIC_EXCEPTION, K.TOPIC_ALREADY_EXISTS, K.POLICY_VIOLATION)
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
@@ -314,14 +304,12 @@ def admin_cases(service: str, to: str) -> list[Case]:
         # deletes <log.dir>/__cluster_metadata-0 on its replica - the broker's own
         # metadata log directory - after which that broker's metadata log fails
         # (KAFKA_STORAGE_ERROR) and it falls out of the cluster.
-        Case(create, "cluster-metadata", create_topics(creatable(CLUSTER_METADATA)), codes(K.INVALID_REQUEST), to,
-             xfail=CTL_INTERNAL, harms=True),
+        Case(create, "cluster-metadata", create_topics(creatable(CLUSTER_METADATA)), codes(K.INVALID_REQUEST), to),
         Case(create, "consumer-offsets", create_topics(creatable(CONSUMER_OFFSETS)), INTERNAL_REFUSED, to),
         Case(create, "existing", create_topics(creatable(DATA)), codes(K.TOPIC_ALREADY_EXISTS), to),
         *[Case(create, f"partitions-{n}", create_topics(creatable(partitions=n)), BAD_PARTITIONS, to)
           for n in (0, -2, I32_MIN)],
-        *[Case(create, f"partitions-{n}", create_topics(creatable(partitions=n)), BAD_PARTITIONS, to,
-               xfail=CTL_LIMIT, harms=True)
+        *[Case(create, f"partitions-{n}", create_topics(creatable(partitions=n)), OVER_CAP, to)
           for n in (MANY, I32_MAX)],
         *[Case(create, f"replication-factor-{r}", create_topics(creatable(rf=r)),
                codes(K.INVALID_REPLICATION_FACTOR), to) for r in (0, -2, 4, 32768, I32_MAX, I32_MIN)],
@@ -342,7 +330,7 @@ def admin_cases(service: str, to: str) -> list[Case]:
             assignments=[cpb.CreateTopicsRequest.Assignment(partition_index=0, broker_ids=[w.A])])),
              codes(K.INVALID_REQUEST), to),
         Case(create, f"{MANY}-partition-assignment", lambda w: create_topics(creatable(
-            assignments=((w.A,),) * MANY)), BAD_ASSIGNMENT, to, xfail=CTL_LIMIT, harms=True),
+            assignments=((w.A,),) * MANY)), OVER_CAP | BAD_ASSIGNMENT, to),
         Case(create, "config-unknown", create_topics(creatable(configs={"no.such": "1"})), codes(K.INVALID_CONFIG), to),
         Case(create, "config-empty-name", create_topics(creatable(configs={"": "1"})), codes(K.INVALID_CONFIG), to),
         Case(create, "config-value-1mb", create_topics(creatable(configs={"retention.ms": "9" * (1 << 20)})),
@@ -360,10 +348,8 @@ def admin_cases(service: str, to: str) -> list[Case]:
         *[Case(delete, f"name-{label}", cpb.DeleteTopicsRequest(names=[name]), BAD_TOPIC, to)
           for label, name in INVALID_NAMES.items()],
         Case(delete, "cluster-metadata", cpb.DeleteTopicsRequest(names=[CLUSTER_METADATA]),
-             codes(K.INVALID_REQUEST, K.UNKNOWN_TOPIC_OR_PARTITION, K.INVALID_TOPIC_EXCEPTION), to, xfail=CTL_INTERNAL,
-             harms=True),
-        Case(delete, "consumer-offsets", cpb.DeleteTopicsRequest(names=[CONSUMER_OFFSETS]), INTERNAL_REFUSED, to,
-             xfail=CTL_INTERNAL, harms=True),
+             codes(K.INVALID_REQUEST, K.UNKNOWN_TOPIC_OR_PARTITION, K.INVALID_TOPIC_EXCEPTION), to),
+        Case(delete, "consumer-offsets", cpb.DeleteTopicsRequest(names=[CONSUMER_OFFSETS]), INTERNAL_REFUSED, to),
         Case(delete, f"{MANY}-unknown", cpb.DeleteTopicsRequest(names=[f"adv-none-{i}" for i in range(MANY)]),
              UNKNOWN_PARTITION, to),
 
@@ -372,10 +358,9 @@ def admin_cases(service: str, to: str) -> list[Case]:
           for label, name in INVALID_NAMES.items()],
         Case(grow, "cluster-metadata", create_partitions(CLUSTER_METADATA, 5),
              codes(K.INVALID_REQUEST, K.UNKNOWN_TOPIC_OR_PARTITION, K.INVALID_TOPIC_EXCEPTION), to),
-        Case(grow, "consumer-offsets", create_partitions(CONSUMER_OFFSETS, 200), INTERNAL_REFUSED, to,
-             xfail=CTL_INTERNAL, harms=True),
+        Case(grow, "consumer-offsets", create_partitions(CONSUMER_OFFSETS, 200), INTERNAL_REFUSED, to),
         *[Case(grow, f"count-{n}", create_partitions(DATA, n), BAD_PARTITIONS, to) for n in (3, 2, 0, -1, I32_MIN)],
-        *[Case(grow, f"count-{n}", create_partitions(DATA, n), BAD_PARTITIONS, to, xfail=CTL_LIMIT, harms=True)
+        *[Case(grow, f"count-{n}", create_partitions(DATA, n), OVER_CAP, to)
           for n in (MANY, I32_MAX)],
         Case(grow, "assignment-unknown-broker", create_partitions(DATA, 4, ((997, 998, 999),)), BAD_ASSIGNMENT, to),
         Case(grow, "assignment-wrong-rf", lambda w: create_partitions(DATA, 4, ((w.A,),)), BAD_ASSIGNMENT, to),
@@ -760,10 +745,9 @@ GROUP_CASES: list[Case] = [
          codes(K.UNKNOWN_MEMBER_ID, K.GROUP_ID_NOT_FOUND, K.NOT_COORDINATOR), "coordinator"),
     Case(COMMIT, "empty-group-id", commit(None, group=""), codes(K.INVALID_GROUP_ID), "coordinator"),
     Case(COMMIT, "not-the-coordinator", lambda w: commit(w), codes(K.NOT_COORDINATOR), "non-coordinator"),
-    Case(COMMIT, "unknown-topic", lambda w: commit(w, topic=UNKNOWN_TOPIC), UNKNOWN_PARTITION, "coordinator",
-         xfail=GROUPS_UNKNOWN_TOPIC),
+    Case(COMMIT, "unknown-topic", lambda w: commit(w, topic=UNKNOWN_TOPIC), UNKNOWN_PARTITION, "coordinator"),
     *[Case(COMMIT, f"partition-{p}", lambda w, p=p: commit(w, partition=p), UNKNOWN_PARTITION, "coordinator",
-           xfail="" if p < 0 else GROUPS_UNKNOWN_TOPIC) for p in (-1, 3, I32_MAX)],
+           ) for p in (-1, 3, I32_MAX)],
     Case(COMMIT, "metadata-8kb", lambda w: commit(w, metadata="m" * 8192), codes(K.OFFSET_METADATA_TOO_LARGE),
          "coordinator"),
     *[Case(COMMIT, f"offset-{o}-not-a-member", lambda w, o=o: commit(w, member="adv-nobody", epoch=1, offset=o),

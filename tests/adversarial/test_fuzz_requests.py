@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from kraftlog.local_cluster import CLUSTER_ID
 
 from . import batches
-from .cases import INVALID_NAMES, TARGET_OF_SERVICE
+from .cases import CLUSTER_METADATA, CONSUMER_OFFSETS, INVALID_NAMES, TARGET_OF_SERVICE
 from .harness import MODULES, Case, call, check_answer
 from .world import DATA, GROUP, PAIR, World
 
@@ -34,19 +34,17 @@ from .world import DATA, GROUP, PAIR, World
 EXAMPLES = int(os.environ.get("KRAFTLOG_FUZZ_EXAMPLES", "4"))
 FUZZING = "KRAFTLOG_FUZZ_EXAMPLES" in os.environ
 I32, I64 = (-2**31, 2**31 - 1), (-2**63, 2**63 - 1)
-# The internal topics' names are left out until issue 15's h15-ctl branch is
-# merged: today a DeleteTopics or CreatePartitions of __consumer_offsets is
-# obeyed and takes every group down with it (the tables hold those cases,
-# marked); add CLUSTER_METADATA and CONSUMER_OFFSETS back after the merge.
-STRINGS = [*INVALID_NAMES.values(), "PLAINTEXT", "retention.ms", "uniform"]
+# The internal topics' names are tried everywhere: every request that could
+# harm them (create, delete, grow, produce) must be refused.
+STRINGS = [*INVALID_NAMES.values(), CLUSTER_METADATA, CONSUMER_OFFSETS, "PLAINTEXT", "retention.ms", "uniform"]
 # Long polls may wait as long as they are told (Kafka's fetch does too): the
 # deadline of this call is then the client's, not a fault of the server.
 LONG_POLLS = {"KafkaBroker/Fetch", "KRaftQuorum/Fetch"}
 CALL_TIMEOUT_S = 10.0
 
-# Held back until issue 15's branches are merged, so a random example does
-# not hang the shared cluster on what is already known (cases.py marks the
-# same inputs xfail): topic and partition counts (h15-ctl, item 2) stay small.
+# Counts are small (a random valid count would fill the shared cluster with
+# partitions) or far over the controller's cap of 10,000 records a request,
+# which must be refused whole.
 SMALL_COUNTS = {"num_partitions", "count", "replication_factor"}
 # Raft has no authentication: a request that names a real voter as its
 # sender with a future epoch is obeyed, in Kafka too. Random senders are
@@ -77,7 +75,7 @@ def strings(service: str, rpc: str) -> list[str]:
 def scalar(field: FieldDescriptor, service: str, rpc: str) -> st.SearchStrategy:
     name, t = field.name, field.type
     if name in SMALL_COUNTS:
-        return st.integers(-3, 8)
+        return st.one_of(st.integers(-3, 8), st.sampled_from([10_001, 100_000, I32[0], I32[1]]))
     if t in (FieldDescriptor.TYPE_INT32, FieldDescriptor.TYPE_SINT32, FieldDescriptor.TYPE_ENUM):
         values = ints(I32)
     elif t in (FieldDescriptor.TYPE_INT64, FieldDescriptor.TYPE_SINT64):

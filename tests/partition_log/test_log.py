@@ -99,7 +99,10 @@ def test_bad_batches_are_refused_and_nothing_is_written(log_dir, small_config, c
         log.append_as_leader(good[:-5], 0)
     wrong_magic = bytearray(good)
     wrong_magic[16] = 1
-    with pytest.raises(Exception, match="UNSUPPORTED_FOR_MESSAGE_FORMAT"):
+    with pytest.raises(InvalidRecordError, match="magic 1"):  # Kafka's Produce v3+: magic 2 only
+        log.append_as_leader(bytes(wrong_magic), 0)
+    wrong_magic[16] = 3
+    with pytest.raises(CorruptRecordError, match="magic 3"):  # no Kafka format has it
         log.append_as_leader(bytes(wrong_magic), 0)
     negative = bytearray(good)
     negative[8:12] = (-5).to_bytes(4, "big", signed=True)
