@@ -33,15 +33,8 @@ from partition_log.compression import Codec
 from partition_log.records import Record, encode_batch
 from partition_log.varint import zigzag_bytes as Z
 
-PROPERTIES = {
-    "controller.quorum.election.timeout.ms": 500,
-    "controller.quorum.fetch.timeout.ms": 1000,
-    "broker.session.timeout.ms": 2000,
-    "broker.heartbeat.interval.ms": 500,
-    "replica.lag.time.max.ms": 3000,
-    "replica.fetch.wait.max.ms": 200,
-    "replica.fetch.backoff.ms": 200,
-}
+from .test_isr_and_elections import PROPERTIES  # quick failure detection, so ISRs shrink fast
+
 A, B, C = 2, 3, 4  # the brokers; node 1 is the controller
 VALID = "valid"          # 3 partitions led by A, B, C (RF 1)
 COMPACTED = "compacted"  # cleanup.policy=compact, on A
