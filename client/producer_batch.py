@@ -51,7 +51,7 @@ def record_size_upper_bound(record: ProducerRecord) -> int:
 
 class ProducerBatch:
     __slots__ = ("topic", "partition", "serial", "created", "records", "listeners", "settlement", "size", "closed",
-                 "attempts", "retry_at", "producer_id", "producer_epoch", "base_sequence",
+                 "attempts", "retry_at", "last_error", "producer_id", "producer_epoch", "base_sequence",
                  "next_when_sent", "_encoded", "_encoded_for", "finished", "base_offset", "log_append_time", "error")
 
     def __init__(self, topic: str, partition: int, serial: int, created: float,
@@ -67,6 +67,9 @@ class ProducerBatch:
         self.closed = False           # no more records: full, or drained
         self.attempts = 0             # times sent
         self.retry_at = 0.0           # monotonic time before which a retry waits (retry.backoff.ms)
+        # The error of the last attempt that was retried, named when the batch expires (else a
+        # batch retried until delivery.timeout.ms would fail saying only that time ran out).
+        self.last_error: Optional[BaseException] = None
         self.producer_id = b.NO_PRODUCER_ID
         self.producer_epoch = -1
         self.base_sequence = b.NO_SEQUENCE

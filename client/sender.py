@@ -100,9 +100,6 @@ class Sender:
         self._init_failures = 0
         self._stopping = False
         self.fatal_error: Optional[KafkaError] = None
-        # Each batch's last retried error, named when the batch expires (else
-        # a batch retried until delivery.timeout.ms would fail saying only "timed out").
-        self._last_errors: dict[ProducerBatch, KafkaError] = {}
         # A few of Kafka's producer metrics, by Kafka's names.
         self.metrics = {"request-total": 0, "record-send-total": 0, "record-retry-total": 0,
                         "record-error-total": 0, "producer-epoch-bump-total": 0}
@@ -147,7 +144,7 @@ class Sender:
     def _run_once(self) -> float:
         now = self._clock()
         for batch in self._acc.expired(now, self._delivery_timeout_s):
-            last = self._last_errors.get(batch)
+            last = batch.last_error
             self._fail(batch, RequestTimedOutError(
                 f"expiring {batch.record_count} record(s) for {batch.topic}-{batch.partition}: "
                 f"{(now - batch.created) * 1000:.0f} ms has passed since batch creation"
@@ -253,7 +250,7 @@ class Sender:
             retriable = True
         now = self._clock()
         if retriable and batch.attempts <= self._config.retries and now - batch.created < self._delivery_timeout_s:
-            self._last_errors[batch] = error
+            batch.last_error = error
             log.log(logging.WARNING if code in NOT_ENOUGH_REPLICAS_ERRORS else logging.DEBUG,
                     "retrying %s after %s", batch, error)
             self._acc.reenqueue(batch, now + self._backoff_s(batch.attempts))
@@ -269,7 +266,6 @@ class Sender:
         self._finished(batch)
 
     def _finished(self, batch: ProducerBatch) -> None:
-        self._last_errors.pop(batch, None)
         self._acc.finished(batch)
         self._on_batch_finished()
 

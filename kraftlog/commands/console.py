@@ -24,6 +24,7 @@ from client.metadata import Metadata
 from client.producer import Producer
 from client.producer_config import ProducerConfig
 from partition_log.errors import KafkaError
+from partition_log.wording import counted
 
 from .common import BootstrapOption, parse_config_list
 from .stop_signals import Interrupted, StopSignals
@@ -307,7 +308,8 @@ def _let_go(consumer: Consumer, printed: dict[TopicPartition, int], partitions: 
         try:
             consumer.commit(offsets)
         except KafkaError as exc:  # as an auto-commit's failure: reported, the consumer goes on
-            typer.echo(f"kraftlog: warning: commit of {len(offsets)} revoked partitions failed: {exc}", err=True)
+            typer.echo(f"kraftlog: warning: commit of {counted(len(offsets), 'revoked partition')} failed: {exc}",
+                       err=True)
 
 
 def _start_offset(text: Optional[str]) -> Optional[int | str]:
