@@ -38,8 +38,8 @@ import grpc  # noqa: E402
 from bench_results import save_results, summarize  # noqa: E402
 from kraftlog.local_cluster import LocalCluster  # noqa: E402
 from kraftlog_api import broker_pb2 as bpb  # noqa: E402
-from partition_log.batch import iter_headers  # noqa: E402
-from partition_log.records import Record, encode_batch  # noqa: E402
+from kafka_protocol.batch import iter_headers  # noqa: E402
+from kafka_protocol.records import Record, encode_batch  # noqa: E402
 
 RECORD_BYTES = 100
 BATCH_RECORDS = 160  # 160 x ~110 bytes on disk ≈ 16 KiB

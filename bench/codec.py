@@ -3,7 +3,7 @@ producer and a consumer do per record, with no network and no broker.
 
 Cases (100-byte values, batches of about batch.size = 16 KiB, no compression
 unless --codec says otherwise):
-  encode / decode            partition_log.records.encode_batch / iter_batches,
+  encode / decode            kafka_protocol.records.encode_batch / iter_batches,
                              no key and no headers
   encode_keyed / decode_keyed  the same with a 16-byte key and two headers
   producer_builder           what the producer does per record before the
@@ -41,8 +41,8 @@ from client.producer import make_record  # noqa: E402
 from client.producer_batch import record_size_upper_bound  # noqa: E402
 from client.record_future import AsyncRecordFuture, Settlement  # noqa: E402
 from kraftlog_api import broker_pb2 as bpb  # noqa: E402
-from partition_log.compression import Codec  # noqa: E402
-from partition_log.records import Record, encode_batch, iter_batches  # noqa: E402
+from kafka_protocol.compression import Codec  # noqa: E402
+from kafka_protocol.records import Record, encode_batch, iter_batches  # noqa: E402
 
 VALUE_BYTES = 100
 BATCH_SIZE = 16384

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench_results import save_results  # noqa: E402
 from partition_log.config import LogConfig  # noqa: E402
 from partition_log.log import Log  # noqa: E402
-from partition_log.records import Record, encode_batch  # noqa: E402
+from kafka_protocol.records import Record, encode_batch  # noqa: E402
 
 RECORDS_PER_BATCH = 1000
 VALUE_BYTES = 100

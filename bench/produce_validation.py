@@ -4,7 +4,7 @@ costs.
     python bench/produce_validation.py validator [--records 1000]
         in this process: ns per record of check_producer_batches for batches
         of 100-byte records in every codec (decompression included), beside
-        partition_log.records' decode of the same batch for scale.
+        kafka_protocol.records' decode of the same batch for scale.
 
     PYTHONPATH=TREE python bench/produce_validation.py throughput [--records 100000] [--rounds 1]
         produce throughput of the tree on PYTHONPATH (this script imports
@@ -39,10 +39,10 @@ RUNS = {  # name: topic, acks, enable.idempotence, compression.type
 
 
 def validator(records: int, repeat: int) -> None:
-    from partition_log.batch import iter_headers
-    from partition_log.compression import Codec
+    from kafka_protocol.batch import iter_headers
+    from kafka_protocol.compression import Codec
     from partition_log.config import LogConfig
-    from partition_log.records import Record, decode_batch, encode_batch
+    from kafka_protocol.records import Record, decode_batch, encode_batch
     from partition_log.validator import check_producer_batches, warm_up
 
     warm_up()

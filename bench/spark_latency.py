@@ -24,7 +24,7 @@ os.environ["PYSPARK_PYTHON"] = sys.executable
 from bench_results import save_results, summarize  # noqa: E402
 from kraftlog.local_cluster import LocalCluster  # noqa: E402
 from kraftlog_api import broker_pb2 as bpb  # noqa: E402
-from partition_log.records import Record, encode_batch  # noqa: E402
+from kafka_protocol.records import Record, encode_batch  # noqa: E402
 
 PER_SEND = 10
 WARM_UP_S = 5.0

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from metadata_quorum.image import MetadataImage
-from partition_log.config import LogConfig, parse_int
-from partition_log.errors import InvalidConfigError
+from kafka_protocol.config_values import parse_int
+from partition_log.config import LogConfig
+from kafka_protocol.errors import InvalidConfigError
 
 log = logging.getLogger(__name__)
 

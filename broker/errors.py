@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from partition_log.errors import KafkaError
+from kafka_protocol.errors import KafkaError
 
 
 class Error(IntEnum):

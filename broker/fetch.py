@@ -19,7 +19,7 @@ import asyncio
 from typing import Optional
 
 from kraftlog_api import broker_pb2 as bpb
-from kraftlog_api.fetch_wire import BytesLike, encode_fetch_response
+from kafka_protocol.fetch_framing import BytesLike, encode_fetch_response
 
 from .errors import Error, as_broker_error
 from .partition import Partition
@@ -33,7 +33,7 @@ PartitionData = bpb.FetchResponse.PartitionData
 
 
 async def handle_fetch(replicas: ReplicaManager, request: bpb.FetchRequest) -> bytes:
-    """The serialized FetchResponse (kraftlog_api/fetch_wire.py splices the batches in)."""
+    """The serialized FetchResponse (kafka_protocol/fetch_framing.py splices the batches in)."""
     wanted = [(t.topic, p) for t in request.topics for p in t.partitions]
     decided: dict[int, PartitionData] = {}
     if request.replica_id >= 0:
@@ -102,7 +102,7 @@ def _read_all(replicas: ReplicaManager, request: bpb.FetchRequest, wanted: list[
 
 def _read(replicas: ReplicaManager, topic: str, fp: FetchPartition, max_bytes: int, follower: bool,
           *, min_one_batch: bool) -> tuple[PartitionData, BytesLike]:
-    """The partition's answer, its records kept apart (see kraftlog_api/fetch_wire.py)."""
+    """The partition's answer, its records kept apart (see kafka_protocol/fetch_framing.py)."""
     try:
         partition = replicas.get(topic, fp.partition)
         partition.leader(fp.current_leader_epoch)

@@ -22,7 +22,7 @@ from enum import Enum
 from typing import Optional
 
 from kraftlog_api import broker_pb2 as bpb
-from partition_log import batch as b
+from kafka_protocol import batch as b
 from partition_log.log import Log
 
 from .epochs import end_offset_for_epoch

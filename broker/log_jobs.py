@@ -13,7 +13,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping
 
-from partition_log.config import LONG_MAX, parse_bool, parse_int
+from kafka_protocol.config_values import LONG_MAX, parse_bool, parse_int
 from partition_log.log_manager import LogManager
 
 log = logging.getLogger(__name__)

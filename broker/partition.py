@@ -16,7 +16,7 @@ from typing import Callable, Optional
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.image import PartitionState
-from partition_log.batch import iter_headers
+from kafka_protocol.batch import iter_headers
 from partition_log.log import AppendInfo, Clock, Log
 from partition_log.validator import check_producer_batches
 

@@ -12,7 +12,7 @@ import asyncio
 from dataclasses import dataclass
 
 from kraftlog_api import broker_pb2 as bpb
-from kraftlog_api.internal_topics import is_client_forbidden
+from kafka_protocol.internal_topics import is_client_forbidden
 
 from .errors import BrokerError, Error, as_broker_error
 from .partition import NO_EPOCH, NO_LEADER

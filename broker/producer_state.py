@@ -39,7 +39,7 @@ from collections import deque
 from dataclasses import dataclass, field, replace
 from typing import Iterable, Optional, Sequence
 
-from partition_log.batch import NO_PRODUCER_ID, NO_SEQUENCE, BatchHeader
+from kafka_protocol.batch import NO_PRODUCER_ID, NO_SEQUENCE, BatchHeader
 
 from .errors import BrokerError, Error
 

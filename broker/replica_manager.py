@@ -19,9 +19,9 @@ from typing import Optional
 
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
-from kraftlog_api.internal_topics import is_reserved
+from kafka_protocol.internal_topics import is_reserved
 from metadata_quorum.image import MetadataDelta, MetadataImage, PartitionState
-from partition_log.errors import KafkaError
+from kafka_protocol.errors import KafkaError
 from partition_log.log import Clock, wall_clock_ms
 from partition_log.config import LogConfig
 from partition_log.log_manager import LogManager

@@ -20,8 +20,8 @@ from google.protobuf.message import Message
 
 from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import controller_pb2 as cpb
-from kraftlog_api.internal_topics import is_client_forbidden
-from metadata_quorum import rpc
+from kafka_protocol.internal_topics import is_client_forbidden
+from kafka_protocol import grpc_serving
 
 from .admin_info import describe_cluster, describe_configs
 from .controller_client import ControllerClient, ControllerUnavailable
@@ -147,4 +147,4 @@ class KafkaBrokerService:
 
 
 def add_to_server(server: grpc.aio.Server, service: KafkaBrokerService) -> None:
-    rpc.add_service(server, SERVICE, service)
+    grpc_serving.add_service(server, SERVICE, service)

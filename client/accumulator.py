@@ -20,7 +20,7 @@ from collections import deque
 from dataclasses import dataclass
 from typing import Callable, Iterator, Optional
 
-from partition_log.batch import HEADER_SIZE
+from kafka_protocol.batch import HEADER_SIZE
 
 from .producer_batch import ProducerBatch, ProducerRecord
 from .record_future import RecordFuture, Settlement

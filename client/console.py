@@ -17,7 +17,7 @@ from typing import Iterable, Iterator, Optional
 import grpc
 
 from kraftlog_api import broker_pb2 as bpb
-from partition_log.records import Record, encode_batch, iter_batches
+from kafka_protocol.records import Record, encode_batch, iter_batches
 
 from .cluster import CALL_TIMEOUT_S, Cluster, PartitionInfo
 from .errors import NetworkError, error_name

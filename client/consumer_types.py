@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import NamedTuple, Optional
 
-from partition_log.records import Headers
+from kafka_protocol.records import Headers
 
 
 class TimestampType(IntEnum):

@@ -6,7 +6,7 @@ the same way: `NOT_LEADER_OR_FOLLOWER: ...` on one line.
 """
 from __future__ import annotations
 
-from partition_log.errors import InvalidConfigError, KafkaError, OffsetOutOfRangeError
+from kafka_protocol.errors import InvalidConfigError, KafkaError, OffsetOutOfRangeError
 
 __all__ = ["IllegalStateError", "InvalidConfigError", "KafkaError", "NetworkError", "NoOffsetForPartitionError",
            "NotLeaderOrFollowerError", "OffsetOutOfRangeError", "RequestTimedOutError",

@@ -25,9 +25,9 @@ from typing import Awaitable, Callable, Iterator, Optional
 import grpc
 
 from kraftlog_api import broker_pb2 as bpb
-from partition_log.batch import NO_PARTITION_LEADER_EPOCH, parse_header
-from partition_log.errors import KafkaError
-from partition_log.records import DecodedBatch, decode_batch
+from kafka_protocol.batch import NO_PARTITION_LEADER_EPOCH, parse_header
+from kafka_protocol.errors import KafkaError
+from kafka_protocol.records import DecodedBatch, decode_batch
 
 from .consumer_config import ConsumerConfig
 from .consumer_types import ConsumerRecord, OffsetAndMetadata, TimestampType, TopicPartition

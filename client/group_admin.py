@@ -16,7 +16,7 @@ import grpc
 
 from kraftlog_api import groups_pb2 as gpb
 from kraftlog_api import groups_pb2_grpc as gpb_grpc
-from partition_log.wording import counted, listed
+from kafka_protocol.wording import counted, listed
 
 from .consumer_types import OffsetAndMetadata, TopicPartition
 from .coordinator import Coordinator

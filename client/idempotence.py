@@ -18,7 +18,7 @@ sequence when it is next sent).
 """
 from __future__ import annotations
 
-from partition_log.batch import NO_PRODUCER_ID, NO_SEQUENCE
+from kafka_protocol.batch import NO_PRODUCER_ID, NO_SEQUENCE
 
 from .producer_batch import ProducerBatch
 

@@ -29,7 +29,7 @@ import grpc
 
 from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import broker_pb2_grpc as bpb_grpc
-from kraftlog_api.fetch_wire import broker_stub
+from kafka_protocol.fetch_framing import broker_stub
 
 from .admin import parse_bootstrap
 from .channels import CHANNEL_OPTIONS

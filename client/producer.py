@@ -31,9 +31,9 @@ import time
 from collections import deque
 from typing import Any, Callable, Iterable, Mapping, Optional, Union
 
-from partition_log.batch import HEADER_SIZE
-from partition_log.errors import KafkaError, MessageTooLargeError
-from partition_log.wording import counted
+from kafka_protocol.batch import HEADER_SIZE
+from kafka_protocol.errors import KafkaError, MessageTooLargeError
+from kafka_protocol.wording import counted
 
 from .accumulator import RecordAccumulator
 from .cluster import PartitionInfo

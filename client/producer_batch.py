@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional
 
-from partition_log import batch as b
-from partition_log.compression import Codec
-from partition_log.records import Headers, encode_batch
+from kafka_protocol import batch as b
+from kafka_protocol.compression import Codec
+from kafka_protocol.records import Headers, encode_batch
 
 from .record_future import RecordFuture, Settlement, settle
 
@@ -23,7 +23,7 @@ from .record_future import RecordFuture, Settlement, settle
 RECORD_OVERHEAD_UPPER_BOUND = 21
 HEADER_OVERHEAD_UPPER_BOUND = 10
 
-# A record as the producer holds it: partition_log.records.Record's fields in
+# A record as the producer holds it: kafka_protocol.records.Record's fields in
 # Record's order (key, value, timestamp, headers, offset -1), in a plain tuple -
 # a third of a named tuple's cost to build, and left alone by the garbage
 # collector (tuples of bytes and ints are untracked), however many are buffered.

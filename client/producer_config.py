@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
-from partition_log.compression import Codec
-from partition_log.config import parse_bool
-from partition_log.errors import UnsupportedCompressionTypeError
+from kafka_protocol.compression import Codec
+from kafka_protocol.config_values import parse_bool
+from kafka_protocol.errors import UnsupportedCompressionTypeError
 
 from .errors import InvalidConfigError
 from .settings import read_settings

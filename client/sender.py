@@ -22,7 +22,7 @@ from typing import Callable, Optional
 import grpc
 
 from kraftlog_api import broker_pb2 as bpb
-from partition_log.errors import KafkaError
+from kafka_protocol.errors import KafkaError
 
 from .accumulator import IDLE_DELAY_S, RecordAccumulator
 from .errors import NetworkError, RequestTimedOutError, error_for_code

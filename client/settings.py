@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
-from partition_log.config import parse_bool, parse_int
+from kafka_protocol.config_values import parse_bool, parse_int
 
 from .admin import parse_bootstrap
 from .errors import InvalidConfigError

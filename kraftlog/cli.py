@@ -16,7 +16,7 @@ try:  # typer vendors Click from 0.2x on; before, it used Click itself
 except ImportError:  # pragma: no cover - older typer
     from click.exceptions import NoArgsIsHelpError, UsageError  # type: ignore[no-redef]
 
-from partition_log.errors import KafkaError
+from kafka_protocol.errors import KafkaError
 from spark_jobs import cli as spark  # no pyspark import until a job runs
 
 from .commands import (

@@ -20,12 +20,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from partition_log.compression import Codec
+from kafka_protocol.compression import Codec
 
 from . import demo_cluster, demo_quorum
 from partition_log.config import LogConfig
 from partition_log.log_manager import LogManager
-from partition_log.records import Record, encode_batch, iter_records
+from kafka_protocol.records import Record, encode_batch, iter_records
 
 TOPIC, PARTITION = "demo-events", 0
 BATCHES, PER_BATCH = 40, 100

@@ -37,7 +37,7 @@ import yaml
 from client.admin import describe_quorum
 from client.cluster import Cluster
 from partition_log.checkpoint import write_atomically
-from partition_log.errors import InvalidConfigError, KafkaError
+from kafka_protocol.errors import InvalidConfigError, KafkaError
 
 from .server_config import (
     CLUSTER_ID, LOG_DIR, LOG_DIRS, NODE_ID, VOTERS, WILDCARD_HOSTS, ServerConfig, find_controller_endpoint,

@@ -23,7 +23,7 @@ from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import broker_pb2_grpc as bpb_grpc
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import controller_pb2_grpc as cpb_grpc
-from kraftlog_api.fetch_wire import broker_stub
+from kafka_protocol.fetch_framing import broker_stub
 
 from .local_processes import LocalProcesses, free_ports, wait_until
 from .server_config import METRICS_LISTENER

@@ -43,7 +43,7 @@ from metadata_quorum.metadata_state import MetadataStateMachine
 from metadata_quorum.node import QuorumNode, StateMachine
 from metadata_quorum.record_store import RecordStore
 from metadata_quorum.storage import StorageError, open_metadata_storage
-from partition_log.errors import KafkaStorageError
+from kafka_protocol.errors import KafkaStorageError
 from partition_log.log_manager import LogManager
 
 from .metrics import NodeMetrics

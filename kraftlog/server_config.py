@@ -37,7 +37,7 @@ from metadata_quorum.controller.config import ControllerConfig
 from metadata_quorum.raft.config import KAFKA_PROPERTY_NAMES as QUORUM_PROPERTY_NAMES
 from metadata_quorum.raft.config import QuorumConfig
 from partition_log.config import LogConfig, is_log_config_key
-from partition_log.errors import InvalidConfigError
+from kafka_protocol.errors import InvalidConfigError
 
 NODE_ID = "node.id"
 PROCESS_ROLES = "process.roles"

@@ -26,7 +26,7 @@ from google.protobuf.message import Message
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
 
-from . import rpc
+from kafka_protocol import grpc_serving
 from .controller import Controller, ControllerConfig, ControllerResult, Error, error_response
 from .controller.result import MAX_RECORDS_PER_USER_OP
 from .image import decision_entry
@@ -183,7 +183,7 @@ class ActiveController:
 def add_to_server(server: grpc.aio.Server, active: ActiveController) -> None:
     # Every RPC takes the same path: one handler per name, bound to it.
     methods = {name: functools.partial(active.serve, name) for name in HANDLERS}
-    rpc.add_service(server, cpb.DESCRIPTOR.services_by_name["KRaftController"], SimpleNamespace(**methods))
+    grpc_serving.add_service(server, cpb.DESCRIPTOR.services_by_name["KRaftController"], SimpleNamespace(**methods))
 
 
 SERVICE_NAMES = (cpb.DESCRIPTOR.services_by_name["KRaftController"].full_name,)

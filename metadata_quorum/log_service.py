@@ -11,9 +11,9 @@ import grpc
 
 from kraftlog_api import quorum_pb2 as pb
 from kraftlog_api import quorum_pb2_grpc as pb_grpc
-from partition_log.errors import MessageTooLargeError, OffsetOutOfRangeError
+from kafka_protocol.errors import MessageTooLargeError, OffsetOutOfRangeError
 
-from . import rpc
+from kafka_protocol import grpc_serving
 from .node import AppendLostError, QuorumNode, StorageFailure
 from .raft import Errors, NotLeaderError
 from .record_store import RecordStore
@@ -88,7 +88,7 @@ class QuorumLogService(pb_grpc.QuorumLogServicer):
 
 
 def add_to_server(server: grpc.aio.Server, node: QuorumNode, store: RecordStore) -> None:
-    rpc.add_service(server, pb.DESCRIPTOR.services_by_name["QuorumLog"], QuorumLogService(node, store))
+    grpc_serving.add_service(server, pb.DESCRIPTOR.services_by_name["QuorumLog"], QuorumLogService(node, store))
 
 
 SERVICE_NAMES = (pb.DESCRIPTOR.services_by_name["QuorumLog"].full_name,)

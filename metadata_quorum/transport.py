@@ -24,7 +24,9 @@ import grpc
 from kraftlog_api import quorum_pb2 as pb
 from kraftlog_api import quorum_pb2_grpc as pb_grpc
 
-from . import rpc, wire
+from kafka_protocol import grpc_serving
+
+from . import wire
 from .node import QuorumNode
 from .raft import Errors, FetchRequest, Message, NotLeaderError
 
@@ -184,7 +186,7 @@ def voter_nodes(voters: Mapping[int, tuple[str, int]], listener_name: str) -> li
 
 def add_to_server(server: grpc.aio.Server, node: QuorumNode,
                   nodes: Sequence[pb.DescribeQuorumResponse.Node] = ()) -> None:
-    rpc.add_service(server, pb.DESCRIPTOR.services_by_name["KRaftQuorum"], KRaftQuorumService(node, nodes))
+    grpc_serving.add_service(server, pb.DESCRIPTOR.services_by_name["KRaftQuorum"], KRaftQuorumService(node, nodes))
 
 
 SERVICE_NAMES = (pb.DESCRIPTOR.services_by_name["KRaftQuorum"].full_name,)

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 from typing import Iterable
 
-from .errors import KafkaStorageError
+from kafka_protocol.errors import KafkaStorageError
 
 
 def write_atomically(path: Path, data: bytes | Iterable[bytes], *, temp_suffix: str = ".tmp") -> None:

@@ -14,10 +14,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import batch as b
-from .compression import Codec
+from kafka_protocol import batch as b
+from kafka_protocol.compression import Codec
+from kafka_protocol.records import Record, decode_batch, encode_batch
+
 from .log import Log
-from .records import Record, decode_batch, encode_batch
 from .segment import BatchPosition, LogSegment
 
 

@@ -9,9 +9,8 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from .errors import InvalidConfigError
-
-LONG_MAX = 2**63 - 1
+from kafka_protocol.config_values import LONG_MAX, parse_int
+from kafka_protocol.errors import InvalidConfigError
 
 # topic key -> (broker key, attribute, default, minimum)
 _KEYS: dict[str, tuple[str, str, Any, int | None]] = {
@@ -104,29 +103,6 @@ def broker_key(topic_key: str) -> str:
 
 def is_log_config_key(key: str) -> bool:
     return key in _KEYS or any(v[0] == key for v in _KEYS.values())
-
-
-def parse_int(key: str, raw: Any, minimum: int | None = None) -> int:
-    """A Kafka-style integer setting (a bool is not one); INVALID_CONFIG naming the key otherwise."""
-    if isinstance(raw, bool):
-        raise InvalidConfigError(f"{key}={raw!r}: expected an integer")
-    try:
-        value = int(raw)  # int() itself allows surrounding whitespace in a string
-    except (TypeError, ValueError):
-        raise InvalidConfigError(f"{key}={raw!r}: expected an integer") from None
-    if minimum is not None and value < minimum:
-        raise InvalidConfigError(f"{key}={value}: must be at least {minimum}")
-    return value
-
-
-def parse_bool(key: str, raw: Any) -> bool:
-    """A Kafka-style boolean setting: true or false, any case."""
-    if isinstance(raw, bool):
-        return raw
-    text = str(raw).strip().lower()
-    if text in ("true", "false"):
-        return text == "true"
-    raise InvalidConfigError(f"{key}={raw!r}: expected true or false")
 
 
 def _parse(key: str, raw: Any, default: Any, minimum: int | None) -> Any:

@@ -18,10 +18,10 @@ import struct
 from dataclasses import dataclass
 from typing import Iterator
 
-from . import batch as b
-from .compression import Codec
-from .errors import KafkaError
-from .records import Record, decode_batch
+from kafka_protocol import batch as b
+from kafka_protocol.compression import Codec
+from kafka_protocol.errors import KafkaError
+from kafka_protocol.records import Record, decode_batch
 
 Buffer = bytes | bytearray | memoryview | mmap.mmap
 

@@ -19,7 +19,7 @@ import struct
 from array import array
 from pathlib import Path
 
-from .errors import KafkaStorageError
+from kafka_protocol.errors import KafkaStorageError
 
 
 class IndexCorruptError(Exception):

@@ -18,8 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from kafka_protocol.errors import KafkaStorageError
+
 from .checkpoint import read_checkpoint, write_checkpoint
-from .errors import KafkaStorageError
 
 FILE_NAME = "leader-epoch-checkpoint"
 UNDEFINED_EPOCH = -1

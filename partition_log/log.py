@@ -17,16 +17,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator
 
-from . import batch as b
+from kafka_protocol import batch as b
+from kafka_protocol.errors import (InvalidRecordError, KafkaStorageError, MessageTooLargeError,
+                                   OffsetOutOfRangeError, UnsupportedForMessageFormatError)
+from kafka_protocol.records import decode_batch
+from kafka_protocol.wording import counted
+
 from .config import LogConfig
-from .errors import (InvalidRecordError, KafkaStorageError, MessageTooLargeError,
-                     OffsetOutOfRangeError, UnsupportedForMessageFormatError)
 from .index import IndexCorruptError
 from .leader_epoch import LeaderEpochCache
-from .records import decode_batch
 from .segment import BatchPosition, LogSegment
 from .segment_handles import SegmentHandles
-from .wording import counted
 
 log = logging.getLogger(__name__)
 

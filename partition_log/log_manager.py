@@ -15,17 +15,19 @@ import logging
 from pathlib import Path
 from typing import Callable
 
+from kafka_protocol.errors import KafkaStorageError
+from kafka_protocol.internal_topics import CLUSTER_METADATA_TOPIC
+
 from . import cleaner
 from .checkpoint import read_checkpoint, write_atomically, write_checkpoint
 from .config import LogConfig
-from .errors import KafkaStorageError
 from .log import Clock, Log, parse_partition_dir, wall_clock_ms
 from .segment_handles import SegmentHandles
 
 # The replicated metadata log shares a log directory with partitions (as in
 # Kafka, metadata.log.dir defaults to the first of log.dirs) but is owned by
 # the quorum, never opened as a partition here.
-METADATA_LOG_DIR = "__cluster_metadata-0"
+METADATA_LOG_DIR = f"{CLUSTER_METADATA_TOPIC}-0"
 
 log = logging.getLogger(__name__)
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from . import batch as b
-from .errors import KafkaError, KafkaStorageError
+from kafka_protocol import batch as b
+from kafka_protocol.errors import KafkaError, KafkaStorageError
 from .index import OffsetIndex, TimeIndex
 from .segment_handles import SegmentHandles
 

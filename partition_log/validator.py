@@ -5,8 +5,8 @@ Kafka's LogValidator does for appends from clients: every batch's header
 A CRC only says the bytes arrived as the client sent them; a client that
 builds garbage with a valid CRC would otherwise have it acknowledged, stored
 and replicated, and every consumer of the partition would fail on it. So the
-body is decompressed (the C codecs of partition_log.compression) and its
-records walked by a compiled kernel (partition_log.record_check): no Python
+body is decompressed (the C codecs of kafka_protocol.compression) and its
+records walked by a compiled kernel (kafka_protocol.record_check): no Python
 runs per record. Nothing is appended unless every batch of the request
 passes. Followers do not run this: they append what their leader checked.
 
@@ -23,12 +23,13 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from . import record_check as rc
-from .batch import BatchHeader, NO_PRODUCER_ID
-from .compression import Codec
+from kafka_protocol import record_check as rc
+from kafka_protocol.batch import BatchHeader, NO_PRODUCER_ID
+from kafka_protocol.compression import Codec
+from kafka_protocol.errors import (InvalidRecordError, InvalidTimestampError, InvalidTxnStateError,
+                                   UnsupportedCompressionTypeError)
+
 from .config import LogConfig
-from .errors import (InvalidRecordError, InvalidTimestampError, InvalidTxnStateError,
-                     UnsupportedCompressionTypeError)
 
 _MAX_CODEC = max(Codec)
 
@@ -91,7 +92,7 @@ def _record_error(index: int, pos: int, record: int, reason: int, config: LogCon
 def warm_up() -> None:
     """Load (or, the first time on a machine, compile) the record kernel now,
     so that no client's first produce waits for it."""
-    from .batch import iter_headers
-    from .records import Record, encode_batch
+    from kafka_protocol.batch import iter_headers
+    from kafka_protocol.records import Record, encode_batch
     data = encode_batch([Record(b"k", b"v", 0)])
     check_producer_batches(data, list(iter_headers(data)), LogConfig(), 0)

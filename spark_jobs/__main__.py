@@ -3,7 +3,7 @@ Kafka errors (a bad bootstrap, an unknown topic) end in one line, as the
 kraftlog CLI reports them, also when Spark wraps them in its own exception."""
 import sys
 
-from partition_log.errors import KafkaError
+from kafka_protocol.errors import KafkaError
 from spark_jobs.cli import app, one_line
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ data source may yield `pyarrow.RecordBatch`es (several times faster than
 tuples), but only with exactly the Arrow schema Spark derives from the
 declared one, so that schema is derived here with Spark's own converter.
 Records, headers too, are decoded column-wise by compiled kernels
-(columnar_records), or one at a time with partition_log.records where
+(columnar_records), or one at a time with kafka_protocol.records where
 those cannot vouch for them (anything malformed: the exact decoder names
 the error); control batches (transaction markers) are not rows.
 """
@@ -22,7 +22,7 @@ from pyspark.sql.types import (
     ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType, TimestampType,
 )
 
-from partition_log.records import iter_batches
+from kafka_protocol.records import iter_batches
 
 from .columnar_records import decode_columns
 
@@ -79,7 +79,7 @@ def chunk_to_arrow(chunk: FetchedChunk, topic: str, partition: int,
 
 def _record_at_a_time(chunk: FetchedChunk, topic: str, partition: int,
                       include_headers: bool) -> Optional[pa.RecordBatch]:
-    """partition_log.records' exact decoder: headers, and the precise error for corrupt records."""
+    """kafka_protocol.records' exact decoder: headers, and the precise error for corrupt records."""
     keys: list[Optional[bytes]] = []
     values: list[Optional[bytes]] = []
     offsets: list[int] = []

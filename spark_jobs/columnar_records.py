@@ -1,6 +1,6 @@
 """Records of v2 batches decoded column-wise for Arrow, with compiled kernels.
 
-partition_log.records decodes one record at a time into Python objects:
+kafka_protocol.records decodes one record at a time into Python objects:
 exact and general, but several µs a record, which made the decode the
 bottleneck of a Spark read. Here one compiled pass (`_walk`) goes over the
 decompressed batch bodies and writes, per record, its offset, timestamp,
@@ -8,12 +8,12 @@ where its key, value and headers lie and how long they are; Arrow then
 copies keys, values and header fields out of the bodies in one call each
 (`_binary`). No Python runs per record.
 
-The walk is partition_log.record_check's (numba, compiled and cached on
+The walk is kafka_protocol.record_check's (numba, compiled and cached on
 disk; see there why): the broker checks producers' batches with the same
 record walk, so what the broker accepts this decodes. It checks what
-partition_log.records checks; `decode_columns` returns None where any check
+kafka_protocol.records checks; `decode_columns` returns None where any check
 fails, for the records' batches or the batches' headers, CRCs and
-compression: the caller then decodes with partition_log.records, which
+compression: the caller then decodes with kafka_protocol.records, which
 raises the precise CorruptRecordError.
 """
 from __future__ import annotations
@@ -24,9 +24,9 @@ from typing import Optional
 import numpy as np
 import pyarrow as pa
 
-from partition_log.batch import iter_headers
-from partition_log.errors import KafkaError
-from partition_log.record_check import Bodies, checked_record, compiled, field, varint
+from kafka_protocol.batch import iter_headers
+from kafka_protocol.errors import KafkaError
+from kafka_protocol.record_check import Bodies, checked_record, compiled, field, varint
 
 _INT32_MAX = 2**31 - 1
 # Spark's Kafka source's headers column as Spark's Arrow converter spells it.
@@ -46,7 +46,7 @@ class RecordColumns:
 def decode_columns(buf, lo: int, hi: int, *, need_headers: bool) -> Optional[RecordColumns]:
     """The records of the batches in `buf` (any bytes-like) with offsets in
     [lo, hi), control batches left out; None: decode these with
-    partition_log.records instead."""
+    kafka_protocol.records instead."""
     try:
         view = memoryview(buf).cast("B").toreadonly()
         batches = Bodies.of(view, [(pos, h) for pos, h in iter_headers(view)

@@ -40,8 +40,8 @@ from client.partitioner import StickyPartitioner, choose_partition
 from client.producer_batch import record_size_upper_bound
 from client.producer_config import ProducerConfig
 from kraftlog_api import broker_pb2 as bpb
-from partition_log.batch import HEADER_SIZE
-from partition_log.records import Record, encode_batch
+from kafka_protocol.batch import HEADER_SIZE
+from kafka_protocol.records import Record, encode_batch
 
 EPOCHS_PER_PRODUCER_ID = 32_000  # producer epochs are int16
 DERIVED_ID_BASE = 1 << 62

@@ -24,7 +24,7 @@ from client.cluster import CALL_TIMEOUT_S, Cluster
 from client.console import RETRIABLE, RETRY_BACKOFF_S
 from client.errors import KafkaError, NetworkError, error_for_code
 from kraftlog_api import broker_pb2 as bpb
-from partition_log.batch import end_offset
+from kafka_protocol.batch import end_offset
 
 from .options import EARLIEST, LATEST
 from .planning import OffsetRange

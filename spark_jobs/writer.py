@@ -25,7 +25,7 @@ from client.cluster import Cluster
 from client.errors import KafkaError
 from client.producer import Producer
 from client.producer_config import ProducerConfig
-from partition_log.records import Record
+from kafka_protocol.records import Record
 
 from .idempotent_sink import ReplayableSender, writer_identity
 from .write_options import WriteOptions, parse_write_options, producer_config

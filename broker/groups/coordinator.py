@@ -33,11 +33,11 @@ from typing import Callable, Collection, Optional
 
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import groups_pb2 as gpb
-from kraftlog_api.internal_topics import is_internal
+from kafka_protocol.internal_topics import is_internal
 from metadata_quorum.image import MetadataImage
-from partition_log.batch import end_offset
+from kafka_protocol.batch import end_offset
 from partition_log.log import wall_clock_ms
-from partition_log.records import Record, encode_batch, iter_batches
+from kafka_protocol.records import Record, encode_batch, iter_batches
 
 from ..config import BrokerConfig
 from ..controller_client import ControllerClient, ControllerUnavailable

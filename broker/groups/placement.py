@@ -5,7 +5,7 @@ Integer.MIN_VALUE to 0), so a group lands where Kafka would put it.
 """
 from __future__ import annotations
 
-from kraftlog_api.internal_topics import GROUP_METADATA_TOPIC as OFFSETS_TOPIC
+from kafka_protocol.internal_topics import GROUP_METADATA_TOPIC as OFFSETS_TOPIC
 
 
 def java_string_hash(text: str) -> int:

@@ -11,7 +11,7 @@ from typing import Callable
 import grpc
 
 from kraftlog_api import groups_pb2 as gpb
-from metadata_quorum import rpc
+from kafka_protocol import grpc_serving
 
 from .coordinator import GroupCoordinator
 
@@ -70,4 +70,4 @@ class GroupCoordinatorService:
 
 
 def add_to_server(server: grpc.aio.Server, service: GroupCoordinatorService) -> None:
-    rpc.add_service(server, SERVICE, service)
+    grpc_serving.add_service(server, SERVICE, service)

@@ -9,7 +9,7 @@ import typer
 from rich.console import Console
 
 from client.cluster import Cluster, bootstrap_from
-from partition_log.errors import InvalidConfigError
+from kafka_protocol.errors import InvalidConfigError
 
 BootstrapOption = Annotated[Optional[str], typer.Option(
     "--bootstrap", metavar="HOST:PORT[,HOST:PORT...]", help="Brokers to ask (default: $KRAFTLOG_BOOTSTRAP).",

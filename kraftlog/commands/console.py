@@ -23,8 +23,8 @@ from client.errors import error_for_code
 from client.metadata import Metadata
 from client.producer import Producer
 from client.producer_config import ProducerConfig
-from partition_log.errors import KafkaError
-from partition_log.wording import counted
+from kafka_protocol.errors import KafkaError
+from kafka_protocol.wording import counted
 
 from .common import BootstrapOption, parse_config_list
 from .stop_signals import Interrupted, StopSignals

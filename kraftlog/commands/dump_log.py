@@ -25,7 +25,7 @@ from partition_log.dump import (
     Buffer, LogBatch, OffsetIndexEntry, Stop, TimeIndexEntry, ZeroTail, codec_name,
     record_sequence, scan_log, scan_offset_index, scan_time_index, segment_base_offset,
 )
-from partition_log.records import Record
+from kafka_protocol.records import Record
 
 Item = LogBatch | OffsetIndexEntry | TimeIndexEntry | ZeroTail | Stop
 SUFFIXES = (".log", ".index", ".timeindex")

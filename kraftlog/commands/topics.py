@@ -12,8 +12,8 @@ from client.admin import TOPIC, describe_configs
 from client.cluster import Cluster
 from client.errors import error_for_code
 from client.topics import add_partitions, create_topic, delete_topic, describe_topics, list_topics
-from kraftlog_api.internal_topics import INTERNAL_TOPICS, is_client_forbidden
-from partition_log.errors import InvalidConfigError
+from kafka_protocol.internal_topics import INTERNAL_TOPICS, is_client_forbidden
+from kafka_protocol.errors import InvalidConfigError
 
 from .common import BootstrapOption, JsonOption, connect, output_console, print_json
 from .configs import AddConfig, AppendConfig, DeleteConfig, SubtractConfig, alter_entity

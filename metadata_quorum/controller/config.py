@@ -11,8 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any, Callable, Mapping
 
-from partition_log.config import LogConfig, parse_bool, parse_int
-from partition_log.errors import InvalidConfigError
+from kafka_protocol.config_values import parse_bool, parse_int
+from partition_log.config import LogConfig
+from kafka_protocol.errors import InvalidConfigError
 
 NUM_PARTITIONS = "num.partitions"
 DEFAULT_REPLICATION_FACTOR = "default.replication.factor"

@@ -26,7 +26,7 @@ from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.image import MetadataImage
 from partition_log.config import LogConfig, broker_key
-from partition_log.errors import InvalidConfigError
+from kafka_protocol.errors import InvalidConfigError
 
 from .config import MIN_INSYNC_REPLICAS, TOPIC_CONFIGS, UNCLEAN_LEADER_ELECTION_ENABLE
 from .errors import ControllerError, Error

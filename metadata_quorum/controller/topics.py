@@ -16,9 +16,9 @@ from google.protobuf.message import Message
 
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
-from kraftlog_api.internal_topics import is_internal, is_reserved
+from kafka_protocol.internal_topics import is_internal, is_reserved
 from metadata_quorum.image import MetadataImage
-from partition_log.errors import InvalidConfigError
+from kafka_protocol.errors import InvalidConfigError
 
 from .assignment import place_replicas, usable_brokers, validate_assignments
 from .config import ControllerConfig, validate_topic_config

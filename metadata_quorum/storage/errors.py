@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from partition_log.checkpoint import write_atomically
-from partition_log.errors import KafkaStorageError
+from kafka_protocol.errors import KafkaStorageError
 
 
 class StorageError(KafkaStorageError):

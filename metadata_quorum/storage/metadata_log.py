@@ -29,12 +29,12 @@ from pathlib import Path
 from typing import Iterator, Optional, Sequence
 
 from metadata_quorum.raft import Entry
-from partition_log import batch as b
+from kafka_protocol import batch as b
 from partition_log.checkpoint import fsync_dir
 from partition_log.config import LogConfig
-from partition_log.errors import KafkaError, KafkaStorageError, OffsetOutOfRangeError
+from kafka_protocol.errors import KafkaError, KafkaStorageError, OffsetOutOfRangeError
 from partition_log.log import INT32_MAX, Log, wall_clock_ms
-from partition_log.records import DecodedBatch, Record, decode_batch, encode_batch, iter_batches
+from kafka_protocol.records import DecodedBatch, Record, decode_batch, encode_batch, iter_batches
 
 from .control import LEADER_CHANGE, control_key, control_type
 from .errors import StorageError

@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from metadata_quorum.raft import Snapshot, SnapshotId
-from partition_log.batch import NO_TIMESTAMP
+from kafka_protocol.batch import NO_TIMESTAMP
 from partition_log.checkpoint import write_atomically
-from partition_log.errors import KafkaError, KafkaStorageError
-from partition_log.records import DecodedBatch, Record, encode_batch, iter_batches
+from kafka_protocol.errors import KafkaError, KafkaStorageError
+from kafka_protocol.records import DecodedBatch, Record, encode_batch, iter_batches
 
 from .control import SNAPSHOT_FOOTER, SNAPSHOT_HEADER, control_key, control_type
 from .errors import CorruptSnapshotError, StorageError

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Optional
 
-from kraftlog_api.internal_topics import CLUSTER_METADATA_TOPIC
+from kafka_protocol.internal_topics import CLUSTER_METADATA_TOPIC
 from metadata_quorum.raft import DurableState, Entry, QuorumStateData, Snapshot
 
 from .errors import StorageError

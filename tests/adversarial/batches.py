@@ -2,7 +2,7 @@
 for a checksum, only for what they say (lying lengths and counts, codecs
 that do not exist, control or transactional bits a client may not set).
 
-Offsets in Kafka's v2 header (partition_log/batch.py draws the layout):
+Offsets in Kafka's v2 header (kafka_protocol/batch.py draws the layout):
 batchLength 8, magic 16, crc 17, attributes 21, producerId 43,
 producerEpoch 51, baseSequence 53, recordsCount 57; the CRC-32C covers
 attributes to the end.
@@ -13,8 +13,8 @@ import struct
 
 import crc32c
 
-from partition_log import batch as b
-from partition_log.records import Record, encode_batch
+from kafka_protocol import batch as b
+from kafka_protocol.records import Record, encode_batch
 
 BATCH_LENGTH, MAGIC, PRODUCER_ID, PRODUCER_EPOCH, RECORDS_COUNT = 8, 16, 43, 51, 57
 

@@ -25,7 +25,7 @@ from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import broker_pb2_grpc as bpb_grpc
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
-from metadata_quorum import rpc
+from kafka_protocol import grpc_serving
 from metadata_quorum.image import Endpoint, MetadataImage
 from metadata_quorum.storage import open_metadata_storage
 from partition_log.config import LogConfig
@@ -71,7 +71,7 @@ async def serve(controllers: list[ScriptedController], ports: list[int]) -> list
     servers = []
     for controller, port in zip(controllers, ports):
         server = grpc.aio.server()
-        rpc.add_service(server, SERVICE, controller.servicer())
+        grpc_serving.add_service(server, SERVICE, controller.servicer())
         server.add_insecure_port(f"127.0.0.1:{port}")
         await server.start()
         servers.append(server)

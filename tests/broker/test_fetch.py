@@ -8,7 +8,7 @@ import pytest
 
 from broker.errors import Error
 from broker.produce import append
-from partition_log.records import iter_records
+from kafka_protocol.records import iter_records
 
 from .helpers import Cluster, batch_of, fetch_request, replicate, run, fetched
 

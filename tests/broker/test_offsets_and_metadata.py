@@ -8,7 +8,7 @@ from broker.metadata import metadata_response
 from broker.offsets import handle_list_offsets, handle_offset_for_leader_epoch, list_offset, offset_for_leader_epoch
 from broker.produce import append
 from kraftlog_api import broker_pb2 as bpb
-from partition_log.records import Record, encode_batch
+from kafka_protocol.records import Record, encode_batch
 
 from .helpers import Cluster, replicate, run
 

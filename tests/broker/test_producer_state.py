@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from broker.errors import BrokerError, Error
 from broker.producer_state import (NUM_BATCHES_TO_RETAIN, Duplicate, ProducerStateManager, at_or_before,
                                    next_sequence)
-from partition_log.batch import CONTROL_MASK, BatchHeader
+from kafka_protocol.batch import CONTROL_MASK, BatchHeader
 
 NOW = 1_700_000_000_000
 DAY = 86_400_000

@@ -15,7 +15,7 @@ from broker.replica_manager import ReplicaManager
 from broker.server import full_delta
 from kraftlog_api import broker_pb2 as bpb
 from partition_log.log_manager import LogManager
-from partition_log.records import Record, encode_batch, iter_records
+from kafka_protocol.records import Record, encode_batch, iter_records
 
 from .helpers import Cluster, batch_of, replicate, run
 

@@ -13,7 +13,7 @@ from broker.offsets import handle_list_offsets
 from broker.produce import append
 from broker.replica_fetcher import ReplicaFetcher
 from kraftlog_api import controller_pb2 as cpb
-from partition_log.records import iter_records
+from kafka_protocol.records import iter_records
 
 from .helpers import Cluster, batch_of, fetch_request, run, fetched
 

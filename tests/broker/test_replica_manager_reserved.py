@@ -9,7 +9,7 @@ import logging
 import pytest
 
 from broker.errors import BrokerError, Error
-from kraftlog_api.internal_topics import CLUSTER_METADATA_TOPIC
+from kafka_protocol.internal_topics import CLUSTER_METADATA_TOPIC
 
 from .helpers import Cluster
 

@@ -11,7 +11,7 @@ from broker.errors import Error
 from broker.fetcher import Outcome
 from broker.offsets import list_offset
 from broker.produce import append
-from partition_log.records import iter_records
+from kafka_protocol.records import iter_records
 
 from .helpers import Cluster, batch_of, fetch_request, replicate, run, fetched
 

@@ -7,7 +7,7 @@ import grpc
 
 from kraftlog.local_cluster import LocalCluster
 from kraftlog_api import broker_pb2 as bpb
-from partition_log.records import DecodedBatch, Record, iter_batches
+from kafka_protocol.records import DecodedBatch, Record, iter_batches
 
 READ_DEADLINE_S = 60  # bounds every read loop; never part of an assert
 

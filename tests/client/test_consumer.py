@@ -16,7 +16,7 @@ from client.errors import (IllegalStateError, InvalidConfigError, NoOffsetForPar
                            OffsetOutOfRangeError)
 from kraftlog.local_cluster import LocalCluster
 from kraftlog_api import broker_pb2 as bpb
-from partition_log.records import Record, encode_batch
+from kafka_protocol.records import Record, encode_batch
 
 POLL_DEADLINE_S = 90  # bounds every poll loop; never part of an assert
 

@@ -3,7 +3,7 @@ subscription state that hands prefetched records out exactly once."""
 from __future__ import annotations
 
 from kraftlog_api import broker_pb2 as bpb
-from partition_log.records import Record, encode_batch
+from kafka_protocol.records import Record, encode_batch
 
 from client.consumer_types import TimestampType, TopicPartition
 from client.fetcher import decode_fetched

@@ -8,8 +8,8 @@ import pytest
 from client.consumer_types import TopicPartition
 from client.fetcher import decode_fetched
 from kraftlog_api import broker_pb2 as bpb
-from partition_log.errors import CorruptRecordError
-from partition_log.records import Record, encode_batch
+from kafka_protocol.errors import CorruptRecordError
+from kafka_protocol.records import Record, encode_batch
 
 TP = TopicPartition("orders", 3)
 

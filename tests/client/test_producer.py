@@ -13,7 +13,7 @@ from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 from client.errors import InvalidConfigError, KafkaError
 from client.producer import AsyncProducer, Producer, RecordMetadata
 from kraftlog.local_cluster import LocalCluster
-from partition_log.compression import Codec
+from kafka_protocol.compression import Codec
 
 from .producer_helpers import read_batches, read_records
 

@@ -14,7 +14,7 @@ import pytest
 from client.errors import error_for_code
 from client.producer_batch import ProducerBatch, RecordMetadata
 from client.record_future import AsyncRecordFuture, Settlement, SyncRecordFuture
-from partition_log.errors import KafkaError
+from kafka_protocol.errors import KafkaError
 
 NOT_LEADER_OR_FOLLOWER = 6
 

@@ -10,9 +10,9 @@ from client.idempotence import SEQUENCE_MODULUS, IdempotenceState
 from client.producer_batch import ProducerBatch, RecordMetadata, record_size_upper_bound
 from client.producer_config import ProducerConfig
 from client.record_future import Settlement, SyncRecordFuture
-from partition_log.batch import HEADER_SIZE
-from partition_log.compression import Codec
-from partition_log.records import Record, decode_batch
+from kafka_protocol.batch import HEADER_SIZE
+from kafka_protocol.compression import Codec
+from kafka_protocol.records import Record, decode_batch
 
 BOOT = {"bootstrap.servers": "127.0.0.1:9092"}
 LEADERS = {("t", 0): 1, ("t", 1): 2, ("t", 2): 1}

@@ -19,8 +19,8 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from kraftlog.local_cluster import LocalCluster
 from kraftlog.local_processes import wait_until
 from kraftlog_api import broker_pb2 as bpb
-from partition_log import batch as b
-from partition_log.records import Record, encode_batch
+from kafka_protocol import batch as b
+from kafka_protocol.records import Record, encode_batch
 
 PROPERTIES = {
     "controller.quorum.election.timeout.ms": 500,

@@ -10,7 +10,7 @@ from broker.config import BrokerConfig
 from broker.log_jobs import LogJobIntervals
 from kraftlog.server_config import Endpoint, ServerConfig
 from partition_log.config import LogConfig
-from partition_log.errors import InvalidConfigError
+from kafka_protocol.errors import InvalidConfigError
 
 BROKER = {
     "node.id": 4,

@@ -16,7 +16,7 @@ from broker.errors import Error
 from kraftlog.local_cluster import LocalCluster
 from kraftlog.local_processes import wait_until
 from kraftlog_api import broker_pb2 as bpb
-from partition_log.records import Record, encode_batch, iter_batches
+from kafka_protocol.records import Record, encode_batch, iter_batches
 
 PROPERTIES = {
     "controller.quorum.election.timeout.ms": 500,

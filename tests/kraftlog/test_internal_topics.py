@@ -15,10 +15,10 @@ import pytest
 from kraftlog.local_cluster import LocalCluster
 from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import controller_pb2 as cpb
-from kraftlog_api.internal_topics import CLUSTER_METADATA_TOPIC, GROUP_METADATA_TOPIC
+from kafka_protocol.internal_topics import CLUSTER_METADATA_TOPIC, GROUP_METADATA_TOPIC
 from metadata_quorum.controller import Error
 from metadata_quorum.controller.result import MAX_RECORDS_PER_USER_OP
-from partition_log.records import Record, encode_batch
+from kafka_protocol.records import Record, encode_batch
 
 from .test_cli_admin import PROPERTIES, eventually, fails, ok, ok_json, running_cluster
 

@@ -23,8 +23,8 @@ from kraftlog.local_cluster import RETRIABLE_ADMIN_ERRORS, LocalCluster
 from kraftlog.local_processes import wait_until
 from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import controller_pb2 as cpb
-from partition_log import batch as b
-from partition_log.records import Record, encode_batch, iter_batches
+from kafka_protocol import batch as b
+from kafka_protocol.records import Record, encode_batch, iter_batches
 
 PROPERTIES = {
     "controller.quorum.election.timeout.ms": 500,

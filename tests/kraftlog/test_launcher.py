@@ -14,7 +14,7 @@ import yaml
 
 from kraftlog import launcher
 from kraftlog.server_config import ServerConfig
-from partition_log.errors import InvalidConfigError
+from kafka_protocol.errors import InvalidConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 

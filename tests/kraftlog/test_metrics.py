@@ -36,7 +36,7 @@ from broker.service import SERVICE as BROKER_SERVICE
 from kraftlog.metrics.requests import is_consumer_fetch
 from kraftlog.server_config import METRICS_LISTENER, ServerConfig
 from kraftlog_api import broker_pb2 as bpb
-from partition_log.errors import InvalidConfigError
+from kafka_protocol.errors import InvalidConfigError
 
 # The leader's own ISR check (replica.lag.time.max.ms) must drop a killed
 # follower long before the controller fences it (broker.session.timeout.ms):

@@ -28,10 +28,10 @@ from kraftlog.local_cluster import RETRIABLE_ADMIN_ERRORS, LocalCluster
 from kraftlog.local_processes import wait_until
 from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import controller_pb2 as cpb
-from partition_log import batch as b
-from partition_log.compression import Codec
-from partition_log.records import Record, encode_batch
-from partition_log.varint import zigzag_bytes as Z
+from kafka_protocol import batch as b
+from kafka_protocol.compression import Codec
+from kafka_protocol.records import Record, encode_batch
+from kafka_protocol.varint import zigzag_bytes as Z
 
 from .test_isr_and_elections import PROPERTIES  # quick failure detection, so ISRs shrink fast
 

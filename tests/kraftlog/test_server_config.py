@@ -5,7 +5,7 @@ import pytest
 
 from kraftlog.server_config import Endpoint, ServerConfig
 from metadata_quorum.raft.config import QuorumConfig
-from partition_log.errors import InvalidConfigError
+from kafka_protocol.errors import InvalidConfigError
 
 VALID = {
     "node.id": 1,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from metadata_quorum.controller import ControllerConfig, Error, validate_topic_config, validate_topic_configs
-from partition_log.errors import InvalidConfigError
+from kafka_protocol.errors import InvalidConfigError
 
 
 def test_defaults_are_kafkas() -> None:

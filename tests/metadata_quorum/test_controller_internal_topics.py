@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kraftlog_api import controller_pb2 as cpb
-from kraftlog_api.internal_topics import CLUSTER_METADATA_TOPIC, GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
+from kafka_protocol.internal_topics import CLUSTER_METADATA_TOPIC, GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
 from metadata_quorum.controller import Error
 from metadata_quorum.controller.result import MAX_RECORDS_PER_USER_OP
 

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from partition_log.compression import Codec
+from kafka_protocol.compression import Codec
 from partition_log.config import LogConfig
 from partition_log.log import Log
-from partition_log.records import Record, encode_batch, iter_records
+from kafka_protocol.records import Record, encode_batch, iter_records
 
 
 class FakeClock:

@@ -9,9 +9,9 @@ from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 
-from partition_log.batch import iter_headers, validate_batch
-from partition_log.compression import Codec
-from partition_log.records import Record, decode_batch, encode_batch, iter_batches
+from kafka_protocol.batch import iter_headers, validate_batch
+from kafka_protocol.compression import Codec
+from kafka_protocol.records import Record, decode_batch, encode_batch, iter_batches
 
 CODECS = list(Codec)
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -25,13 +25,13 @@ import zstandard
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from partition_log import compression
-from partition_log.batch import HEADER_SIZE, iter_headers, parse_header, validate_batch
-from partition_log.compression import Codec, compress
+from kafka_protocol import compression
+from kafka_protocol.batch import HEADER_SIZE, iter_headers, parse_header, validate_batch
+from kafka_protocol.compression import Codec, compress
 from partition_log.dump import LogBatch, scan_log, scan_offset_index, scan_time_index
-from partition_log.errors import CorruptRecordError, KafkaError
-from partition_log.records import Record, decode_batch, encode_batch, iter_batches
-from partition_log.varint import read_zigzag, write_zigzag, zigzag_size
+from kafka_protocol.errors import CorruptRecordError, KafkaError
+from kafka_protocol.records import Record, decode_batch, encode_batch, iter_batches
+from kafka_protocol.varint import read_zigzag, write_zigzag, zigzag_size
 
 # A deadline catches a decoder that loops; generous, so a slow machine is no flake.
 FUZZ = settings(max_examples=150, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
@@ -349,8 +349,8 @@ CLAIMED_SIZES = {
 
 _UNDER_MEMORY_LIMIT = """
 import pickle, resource, sys
-from partition_log.errors import KafkaError
-from partition_log.records import decode_batch
+from kafka_protocol.errors import KafkaError
+from kafka_protocol.records import decode_batch
 vm = next(int(line.split()[1]) * 1024 for line in open("/proc/self/status") if line.startswith("VmSize:"))
 limit = vm + 512 * 1024 * 1024
 resource.setrlimit(resource.RLIMIT_AS, (limit, limit))

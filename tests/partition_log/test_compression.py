@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import zstandard
 
-from partition_log.compression import Codec, compress, decompress
+from kafka_protocol.compression import Codec, compress, decompress
 
 
 def test_zstd_batches_of_several_frames_decode_whole():

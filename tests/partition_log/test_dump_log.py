@@ -18,10 +18,10 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from kraftlog import cli
 from kraftlog.commands import dump_log
-from partition_log.batch import BatchHeader, iter_headers, parse_header, stamp
-from partition_log.compression import Codec
-from partition_log.errors import CorruptRecordError
-from partition_log.records import Record, encode_batch
+from kafka_protocol.batch import BatchHeader, iter_headers, parse_header, stamp
+from kafka_protocol.compression import Codec
+from kafka_protocol.errors import CorruptRecordError
+from kafka_protocol.records import Record, encode_batch
 
 KRAFTLOG = shutil.which("kraftlog", path=str(Path(sys.executable).parent))
 SEGMENT = "00000000000000000000.log"

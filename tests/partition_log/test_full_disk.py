@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from partition_log.config import LogConfig
-from partition_log.errors import KafkaStorageError
+from kafka_protocol.errors import KafkaStorageError
 from partition_log.log import Log
 
 

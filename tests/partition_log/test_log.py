@@ -5,13 +5,13 @@ import os
 
 import pytest
 
-from partition_log import batch as b
-from partition_log.compression import Codec
+from kafka_protocol import batch as b
+from kafka_protocol.compression import Codec
 from partition_log.config import LogConfig
-from partition_log.errors import (CorruptRecordError, InvalidRecordError, MessageTooLargeError,
-                                  OffsetOutOfRangeError)
+from kafka_protocol.errors import (CorruptRecordError, InvalidRecordError, MessageTooLargeError,
+                                   OffsetOutOfRangeError)
 from partition_log.log import Log
-from partition_log.records import Record, encode_batch
+from kafka_protocol.records import Record, encode_batch
 
 
 def fill(log, make_batch, batches=60, per_batch=5, epoch=0, codec=Codec.NONE):

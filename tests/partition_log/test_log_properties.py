@@ -10,11 +10,11 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from partition_log import batch as b
-from partition_log.compression import Codec
+from kafka_protocol import batch as b
+from kafka_protocol.compression import Codec
 from partition_log.config import LogConfig
 from partition_log.log import Log
-from partition_log.records import Record, encode_batch, iter_records
+from kafka_protocol.records import Record, encode_batch, iter_records
 
 CONFIG = LogConfig(segment_bytes=700, index_interval_bytes=128, segment_index_bytes=240, retention_bytes=1500)
 

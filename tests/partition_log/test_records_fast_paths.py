@@ -1,6 +1,6 @@
 """The record codec's fast paths against plain reference code, at their edges.
 
-partition_log.varint and partition_log.records take shortcuts for speed: a
+kafka_protocol.varint and kafka_protocol.records take shortcuts for speed: a
 table of one- and two-byte varints, one-byte varints read inline, one-pass
 encoding and decoding. Each shortcut has a boundary (64 and 8192 for values,
 one and two bytes for encodings); these tests put values on both sides of
@@ -18,10 +18,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from partition_log.batch import HEADER_SIZE
-from partition_log.errors import CorruptRecordError
-from partition_log.records import Record, decode_batch, encode_batch
-from partition_log.varint import TABLE_BIAS, read_zigzag, write_zigzag, zigzag_bytes, zigzag_size
+from kafka_protocol.batch import HEADER_SIZE
+from kafka_protocol.errors import CorruptRecordError
+from kafka_protocol.records import Record, decode_batch, encode_batch
+from kafka_protocol.varint import TABLE_BIAS, read_zigzag, write_zigzag, zigzag_bytes, zigzag_size
 
 INT64_MIN, INT64_MAX = -2**63, 2**63 - 1
 # Values around every place where the encoding changes length or path.

@@ -8,9 +8,9 @@ import stat
 import pytest
 from kafka.record.default_records import DefaultRecordBatch
 
-from partition_log import batch as b
-from partition_log.compression import Codec
-from partition_log.errors import KafkaStorageError
+from kafka_protocol import batch as b
+from kafka_protocol.compression import Codec
+from kafka_protocol.errors import KafkaStorageError
 from partition_log.log import Log
 from partition_log.log_manager import CLEAN_SHUTDOWN_FILE, LogManager
 

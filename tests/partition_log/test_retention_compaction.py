@@ -7,9 +7,9 @@ import pytest
 
 from partition_log import cleaner
 from partition_log.config import LogConfig
-from partition_log.errors import InvalidConfigError, OffsetOutOfRangeError
+from kafka_protocol.errors import InvalidConfigError, OffsetOutOfRangeError
 from partition_log.log import Log
-from partition_log.records import Record, encode_batch
+from kafka_protocol.records import Record, encode_batch
 
 DAY = 24 * 3600 * 1000
 

@@ -4,7 +4,7 @@ batches (Kafka's LogValidator for appends from clients).
 Each malformed case carries a valid CRC - the CRC only says the bytes are
 the ones the client sent - and must be refused with Kafka's error; valid
 batches of every codec pass; and whatever bytes the fuzzer makes, the check
-never crashes and never accepts a batch partition_log.records cannot decode.
+never crashes and never accepts a batch kafka_protocol.records cannot decode.
 """
 from __future__ import annotations
 
@@ -14,14 +14,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from partition_log import batch as b
-from partition_log.compression import Codec, compress
+from kafka_protocol import batch as b
+from kafka_protocol.compression import Codec, compress
 from partition_log.config import LogConfig
-from partition_log.errors import (CorruptRecordError, InvalidRecordError, InvalidTimestampError,
-                                  InvalidTxnStateError, KafkaError, UnsupportedCompressionTypeError)
-from partition_log.records import Record, decode_batch, encode_batch
+from kafka_protocol.errors import (CorruptRecordError, InvalidRecordError, InvalidTimestampError,
+                                   InvalidTxnStateError, KafkaError, UnsupportedCompressionTypeError)
+from kafka_protocol.records import Record, decode_batch, encode_batch
 from partition_log.validator import check_producer_batches
-from partition_log.varint import zigzag_bytes as Z
+from kafka_protocol.varint import zigzag_bytes as Z
 
 NOW = 1_700_000_000_000
 DEFAULT = LogConfig()
@@ -186,7 +186,7 @@ def test_one_bad_batch_names_its_index() -> None:
 def test_fuzz_accepted_means_decodable(records, codec, data) -> None:
     """Flips, cuts and insertions anywhere past the CRC, the CRC and length then
     made valid again: the check raises a KafkaError or accepts, and what it
-    accepts partition_log.records decodes into recordsCount records."""
+    accepts kafka_protocol.records decodes into recordsCount records."""
     buf = bytearray(encode_batch([Record(k, v, t, h) for k, v, t, h in records], codec=codec))
     for _ in range(data.draw(st.integers(1, 4))):
         kind = data.draw(st.sampled_from(["flip", "cut", "insert", "header"]))

@@ -1,4 +1,4 @@
-"""The hand-framed FetchResponse (kraftlog_api/fetch_wire.py) against protobuf:
+"""The hand-framed FetchResponse (kafka_protocol/fetch_framing.py) against protobuf:
 whatever the answers, the encoding parses to the message protobuf would have
 built, and the decoder reads what protobuf reads, or refuses what it refuses,
 for any bytes at all."""
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from google.protobuf.message import DecodeError
 
-from kraftlog_api.fetch_wire import decode_fetch_response, encode_fetch_response
+from kafka_protocol.fetch_framing import decode_fetch_response, encode_fetch_response
 from kraftlog_api import broker_pb2 as bpb
 
 PartitionData = bpb.FetchResponse.PartitionData

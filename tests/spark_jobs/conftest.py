@@ -18,7 +18,7 @@ import pytest
 
 from kraftlog.local_cluster import LocalCluster
 from kraftlog_api import broker_pb2 as bpb
-from partition_log.records import Record, encode_batch
+from kafka_protocol.records import Record, encode_batch
 
 # Retention runs every 500 ms, for the data-loss tests' topics (their own retention.ms).
 PROPERTIES = {"broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 500,

@@ -1,4 +1,4 @@
-"""The column-wise decoder against partition_log.records' record-at-a-time one:
+"""The column-wise decoder against kafka_protocol.records' record-at-a-time one:
 the same rows and headers for well-formed batches, and None (the caller's cue
 to let the exact decoder name the error) wherever that one raises."""
 from __future__ import annotations
@@ -15,12 +15,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from partition_log import batch as b
-from partition_log.compression import Codec
-from partition_log.errors import CorruptRecordError, KafkaError
-from partition_log.record_check import utf8 as _utf8
-from partition_log.records import Record, decode_batch, encode_batch
-from partition_log.varint import zigzag_bytes
+from kafka_protocol import batch as b
+from kafka_protocol.compression import Codec
+from kafka_protocol.errors import CorruptRecordError, KafkaError
+from kafka_protocol.record_check import utf8 as _utf8
+from kafka_protocol.records import Record, decode_batch, encode_batch
+from kafka_protocol.varint import zigzag_bytes
 from spark_jobs.arrow_rows import _record_at_a_time, arrow_schema, chunk_to_arrow
 from spark_jobs.columnar_records import HEADERS_TYPE, decode_columns
 from spark_jobs.range_fetch import FetchedChunk
@@ -49,7 +49,7 @@ def encode(spec) -> bytes:
 
 
 def exact(data, lo: int, hi: int) -> list[tuple[Record, bool]]:
-    """What partition_log.records decodes of the batches decode_columns reads
+    """What kafka_protocol.records decodes of the batches decode_columns reads
     (not control, overlapping [lo, hi)); raises where it finds them malformed."""
     rows = []
     for pos, h in b.iter_headers(data):
@@ -101,7 +101,7 @@ def with_body(batch: bytes, body: bytes, count: int | None = None) -> bytes:
 
 
 def check_against_exact(data: bytes, lo: int = 0, hi: int = 1 << 40) -> None:
-    """decode_columns is None exactly where partition_log.records raises, else the same rows."""
+    """decode_columns is None exactly where kafka_protocol.records raises, else the same rows."""
     try:
         expected = exact(data, lo, hi)
     except KafkaError:
@@ -248,7 +248,7 @@ def test_a_cache_dir_that_cannot_be_written_does_not_break_the_decoder(tmp_path)
     (tmp_path / "file").write_text("")
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "file" / "cache"),
                NUMBA_CACHE_LOCATOR_CLASSES="UserProvidedCacheLocator")
-    script = ("from partition_log.records import Record, encode_batch\n"
+    script = ("from kafka_protocol.records import Record, encode_batch\n"
               "from spark_jobs.columnar_records import decode_columns\n"
               "c = decode_columns(encode_batch([Record(b'k', b'v', 7, (('h', None),))]), 0, 1, need_headers=True)\n"
               "print(c.keys.to_pylist(), c.values.to_pylist(), c.headers.to_pylist())\n")

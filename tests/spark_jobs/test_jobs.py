@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from client.cluster import Cluster
-from partition_log.records import Record
+from kafka_protocol.records import Record
 from spark_jobs.jobs import enrich, sql, word_table, wordcount
 
 from .conftest import bootstrap, new_topic, produce

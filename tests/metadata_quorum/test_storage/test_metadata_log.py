@@ -12,7 +12,7 @@ import pytest
 from metadata_quorum.raft import Entry
 from metadata_quorum.storage import MetadataLog, PendingFlush
 from metadata_quorum.storage.control import LEADER_CHANGE, control_type
-from partition_log.records import iter_batches
+from kafka_protocol.records import iter_batches
 
 SEGMENT_BYTES = 300  # a few batches a segment: every test crosses segment boundaries
 

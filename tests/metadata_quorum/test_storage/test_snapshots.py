@@ -10,7 +10,7 @@ import pytest
 from metadata_quorum.raft import Snapshot, SnapshotId
 from metadata_quorum.storage import CorruptSnapshotError, SnapshotStore
 from metadata_quorum.storage.control import SNAPSHOT_FOOTER, SNAPSHOT_HEADER, control_type
-from partition_log.records import iter_batches
+from kafka_protocol.records import iter_batches
 
 SNAP = Snapshot(SnapshotId(42, 3), b"state machine bytes")
 

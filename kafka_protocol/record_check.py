@@ -7,7 +7,7 @@ cannot vectorize that, while a compiled loop does it at memory speed. Two
 users: the broker checks every record of a producer's batches before it
 appends them (partition_log.validator), and the Spark source decodes
 records column-wise (spark_jobs.columnar_records). Both walk with
-`checked_record` below, so both accept exactly what partition_log.records
+`checked_record` below, so both accept exactly what kafka_protocol.records
 decodes: every field inside its record, record lengths adding up to the
 body, varints of at most 10 bytes, no negative length but -1 for null,
 offset deltas inside the batch, timestamps within int64, header keys

@@ -25,8 +25,8 @@ from typing import Any, Iterable, Union
 
 from google.protobuf.message import DecodeError
 
-from . import broker_pb2 as bpb
-from . import broker_pb2_grpc as bpb_grpc
+from kraftlog_api import broker_pb2 as bpb
+from kraftlog_api import broker_pb2_grpc as bpb_grpc
 
 BytesLike = Union[bytes, memoryview]
 FetchResponse = bpb.FetchResponse
