@@ -28,6 +28,9 @@ from google.protobuf.message import DecodeError
 from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import broker_pb2_grpc as bpb_grpc
 
+from .errors import CorruptRecordError
+from .varint import read_unsigned_varint, unsigned_varint_bytes
+
 BytesLike = Union[bytes, memoryview]
 FetchResponse = bpb.FetchResponse
 PartitionData = FetchResponse.PartitionData
@@ -90,13 +93,7 @@ def _close_topic(parts: list[BytesLike], start: int, size: int) -> None:
 
 
 def _field_header(number: int, size: int) -> bytes:
-    return _varint((number << 3) | _LENGTH_DELIMITED) + _varint(size)
-
-
-def _varint(value: int) -> bytes:
-    """Protobuf's unsigned varint: 7 bits a byte, low group first, the high bit set on all but the last."""
-    groups = [(value >> shift) & 0x7F for shift in range(0, max(value.bit_length(), 1), 7)]
-    return bytes([group | 0x80 for group in groups[:-1]] + groups[-1:])
+    return unsigned_varint_bytes((number << 3) | _LENGTH_DELIMITED) + unsigned_varint_bytes(size)
 
 
 # -- decoding ----------------------------------------------------------------
@@ -198,16 +195,10 @@ def _split(view: memoryview, number: int) -> tuple[bytes, list[memoryview]]:
 
 
 def _read_varint(view: memoryview, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        byte = view[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return value, pos
-        shift += 7
-        if shift >= 70:
-            raise _Unexpected
+    try:
+        return read_unsigned_varint(view, pos)
+    except CorruptRecordError:
+        raise _Unexpected from None  # protobuf's own parser says what is wrong
 
 
 def _from_message(message: FetchResponse) -> FetchedResponse:

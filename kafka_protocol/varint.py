@@ -1,7 +1,9 @@
-"""Zig-zag variable-length integers as Kafka's record format uses them.
+"""Variable-length integers: Kafka's record format and protobuf's framing.
 
-Signed values are zig-zag mapped then written 7 bits at a time, low group
-first, the high bit of each byte saying "more follows" (protobuf's sint32/64).
+An unsigned varint is written 7 bits at a time, low group first, the high
+bit of each byte saying "more follows" (protobuf's varint, and Kafka's
+UNSIGNED_VARINT in flexible protocol versions). Kafka's records zig-zag map
+signed values first (protobuf's sint32/64).
 
 Speed matters here: clients encode and decode several varints per record.
 Almost all of them (lengths, offset and timestamp deltas) fit in one or two
@@ -25,13 +27,7 @@ def _zigzag(value: int) -> int:
 
 
 def _encode_long(value: int) -> bytes:
-    v = _zigzag(value)
-    out = bytearray()
-    while v >= 0x80:
-        out.append((v & 0x7F) | 0x80)
-        v >>= 7
-    out.append(v)
-    return bytes(out)
+    return unsigned_varint_bytes(_zigzag(value))
 
 
 def _small_encoding(u: int) -> bytes:
@@ -73,6 +69,26 @@ def read_zigzag(buf: bytes | memoryview, pos: int) -> tuple[int, int]:
 
 
 def _read_long(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
+    u, pos = read_unsigned_varint(buf, pos, end)
+    u &= _UINT64  # 64 bits, as Java's readVarlong
+    return (u >> 1) ^ -(u & 1), pos
+
+
+def unsigned_varint_bytes(value: int) -> bytes:
+    """The unsigned varint encoding of `value` (>= 0)."""
+    out = bytearray()
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+    return bytes(out)
+
+
+def read_unsigned_varint(buf: bytes | memoryview, pos: int, end: int | None = None) -> tuple[int, int]:
+    """Decode an unsigned varint of at most 10 bytes at `pos` (reading no
+    further than `end`); returns (value, next position). CorruptRecordError
+    when it runs past `end` or is longer."""
+    end = len(buf) if end is None else end
     result = 0
     shift = 0
     for _ in range(_MAX_VARLONG_BYTES):
@@ -82,6 +98,6 @@ def _read_long(buf: bytes | memoryview, pos: int, end: int) -> tuple[int, int]:
         pos += 1
         result |= (b & 0x7F) << shift
         if not b & 0x80:
-            return ((result & _UINT64) >> 1) ^ -(result & 1), pos  # 64 bits, as Java's readVarlong
+            return result, pos
         shift += 7
     raise CorruptRecordError("varint longer than 10 bytes")
