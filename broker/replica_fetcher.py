@@ -1,6 +1,6 @@
 """The follower's fetch loops, with the transport injected: one asyncio task
 per leader this broker follows partitions of, each sending long-polled
-Fetch requests for those partitions and applying the answers (fetcher.py).
+Fetch requests for those partitions and applying the answers (follower_fetch.py).
 
 The server shell passes the two RPCs (`fetch`, `list_offsets`: the leader's
 id and a request in, the response out; any exception is a transport failure)
@@ -19,7 +19,7 @@ from typing import Awaitable, Callable, Optional
 
 from kraftlog_api import broker_pb2 as bpb
 
-from .fetcher import Outcome, apply_fetch_response, fetch_request, reset_out_of_range
+from .follower_fetch import Outcome, apply_fetch_response, fetch_request, reset_out_of_range
 from .offsets import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from .partition import Partition
 from .replica_manager import ReplicaManager, TopicPartition
@@ -109,7 +109,7 @@ class ReplicaFetcher:
 
     async def _reset(self, leader_id: int, partition: Partition, now: float) -> None:
         """OFFSET_OUT_OF_RANGE: ask the leader for its log start and end, then
-        truncate or start over (fetcher.reset_out_of_range)."""
+        truncate or start over (follower_fetch.reset_out_of_range)."""
         request = bpb.ListOffsetsRequest(replica_id=self.replicas.broker_id, topics=[
             bpb.ListOffsetsRequest.ListOffsetsTopic(name=partition.topic, partitions=[
                 bpb.ListOffsetsRequest.ListOffsetsPartition(

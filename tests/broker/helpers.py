@@ -131,10 +131,10 @@ async def fetched(replicas, request: bpb.FetchRequest) -> bpb.FetchResponse:
 async def replicate(cluster: Cluster, follower_id: int, rounds: int = 1) -> None:
     """`rounds` fetches of every partition `follower_id` follows, straight into
     the leaders' handle_fetch (no long poll), applied as the fetcher would."""
-    from broker import fetcher
+    from broker import follower_fetch
 
     follower = cluster[follower_id]
     for _ in range(rounds):
-        for leader_id, request in fetcher.fetch_requests(follower, max_wait_ms=0).items():
+        for leader_id, request in follower_fetch.fetch_requests(follower, max_wait_ms=0).items():
             response = await fetched(cluster[leader_id], request)
-            fetcher.apply_fetch_response(follower, request, response)
+            follower_fetch.apply_fetch_response(follower, request, response)

@@ -1,4 +1,4 @@
-"""Followers replicate through the fetcher: identical logs, the leader's high
+"""Followers replicate through follower_fetch: identical logs, the leader's high
 watermark learned, divergence found and truncated, stale answers ignored."""
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import asyncio
 
 import pytest
 
-from broker import fetcher
+from broker import follower_fetch
 from broker.errors import Error
-from broker.fetcher import Outcome
+from broker.follower_fetch import Outcome
 from broker.offsets import list_offset
 from broker.produce import append
 from kafka_protocol.records import iter_records
@@ -110,14 +110,14 @@ def test_a_follower_behind_the_leaders_log_start_starts_over_there(cluster):
         produce(cluster, 1, [v])
     leader = cluster[1].get("orders", 0).log
     leader.advance_log_start_offset(2)
-    request = fetcher.fetch_requests(cluster[2], max_wait_ms=0)[1]
+    request = follower_fetch.fetch_requests(cluster[2], max_wait_ms=0)[1]
     response = run(fetched(cluster[1], request))
-    outcome = fetcher.apply_fetch_response(cluster[2], request, response)[("orders", 0)]
+    outcome = follower_fetch.apply_fetch_response(cluster[2], request, response)[("orders", 0)]
     assert outcome.outcome is Outcome.OUT_OF_RANGE
     start = list_offset(cluster[1], "orders", 0, -2, 0, replica_id=2).offset
     end = list_offset(cluster[1], "orders", 0, -1, 0, replica_id=2).offset
     assert (start, end) == (2, 4)
-    assert fetcher.reset_out_of_range(cluster[2].get("orders", 0), start, end) == 2
+    assert follower_fetch.reset_out_of_range(cluster[2].get("orders", 0), start, end) == 2
     run(replicate(cluster, 2))
     assert log_values(cluster, 2) == [b"c", b"d"]
 
@@ -126,30 +126,30 @@ def test_a_follower_ahead_of_the_leaders_log_end_truncates_to_it(cluster):
     produce(cluster, 1, [b"a"])
     run(replicate(cluster, 2))
     follower = cluster[2].get("orders", 0)
-    assert fetcher.reset_out_of_range(follower, 0, 0) == 0 and follower.log.log_end_offset == 0
+    assert follower_fetch.reset_out_of_range(follower, 0, 0) == 0 and follower.log.log_end_offset == 0
 
 
 def test_an_answer_to_an_outdated_request_is_ignored(cluster):
     produce(cluster, 1, [b"a"])
-    request = fetcher.fetch_requests(cluster[2], max_wait_ms=0)[1]
+    request = follower_fetch.fetch_requests(cluster[2], max_wait_ms=0)[1]
     response = run(fetched(cluster[1], request))
     cluster.change("orders", 0, leader=3)
-    outcome = fetcher.apply_fetch_response(cluster[2], request, response)[("orders", 0)]
+    outcome = follower_fetch.apply_fetch_response(cluster[2], request, response)[("orders", 0)]
     assert outcome.outcome is Outcome.STALE and log_values(cluster, 2) == []
 
 
 def test_an_error_answer_changes_nothing(cluster):
     cluster.change("orders", 0, leader=3)  # broker 2 still asks broker 1, which now follows
-    request = fetcher.fetch_requests(cluster[2], max_wait_ms=0)[3]
+    request = follower_fetch.fetch_requests(cluster[2], max_wait_ms=0)[3]
     response = run(fetched(cluster[1], request))
-    outcome = fetcher.apply_fetch_response(cluster[2], request, response)[("orders", 0)]
+    outcome = follower_fetch.apply_fetch_response(cluster[2], request, response)[("orders", 0)]
     assert (outcome.outcome, outcome.error) == (Outcome.ERROR, Error.NOT_LEADER_OR_FOLLOWER)
 
 
 def test_fetch_requests_group_partitions_by_leader_and_skip_those_backing_off(tmp_path):
     cluster = Cluster(tmp_path)
     cluster.create_topic("orders", {0: [1, 2], 1: [3, 2], 2: [1, 2]})
-    requests = fetcher.fetch_requests(cluster[2], skip=frozenset({("orders", 2)}))
+    requests = follower_fetch.fetch_requests(cluster[2], skip=frozenset({("orders", 2)}))
     assert sorted(requests) == [1, 3]
     assert [p.partition for t in requests[1].topics for p in t.partitions] == [0]
     assert requests[1].replica_id == 2 and requests[1].replica_epoch == 102
