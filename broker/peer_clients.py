@@ -12,6 +12,7 @@ import grpc
 
 from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import broker_pb2_grpc as bpb_grpc
+from kafka_protocol.addresses import format_address
 from kafka_protocol.fetch_framing import broker_stub
 
 from .controller_client import CHANNEL_OPTIONS, reraise_cancellation
@@ -40,8 +41,7 @@ class BrokerPeers:
         endpoint = client_endpoint(broker, self.listener) if broker is not None else None
         if endpoint is None:
             raise UnknownLeader(f"broker {broker_id} has no {self.listener} endpoint in the metadata")
-        host = f"[{endpoint.host}]" if ":" in endpoint.host else endpoint.host
-        return f"{host}:{endpoint.port}"
+        return format_address(endpoint.host, endpoint.port)
 
     def _stub(self, broker_id: int) -> bpb_grpc.KafkaBrokerStub:
         address = self.address(broker_id)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional
 
 import grpc
 
+from kafka_protocol.addresses import format_address
 from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import quorum_pb2, quorum_pb2_grpc
@@ -253,8 +254,7 @@ def _named_leader_address(answers: dict[str, Answer]) -> Optional[str]:
         for node in answer.nodes:  # type: ignore[union-attr]
             if node.node_id == answer.leader_id and node.listeners:  # type: ignore[union-attr]
                 listener = node.listeners[0]
-                host = f"[{listener.host}]" if ":" in listener.host else listener.host  # IPv6
-                return f"{host}:{listener.port}"
+                return format_address(listener.host, listener.port)
     return None
 
 

@@ -37,6 +37,7 @@ from metadata_quorum.controller.config import ControllerConfig
 from metadata_quorum.raft.config import KAFKA_PROPERTY_NAMES as QUORUM_PROPERTY_NAMES
 from metadata_quorum.raft.config import QuorumConfig
 from partition_log.config import LogConfig, is_log_config_key
+from kafka_protocol.addresses import format_address
 from kafka_protocol.errors import InvalidConfigError
 
 NODE_ID = "node.id"
@@ -101,10 +102,6 @@ class Endpoint(NamedTuple):
 
     def __str__(self) -> str:
         return f"{self.name}://{format_address(self.host, self.port)}"
-
-
-def format_address(host: str, port: int) -> str:
-    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 @dataclass(frozen=True)
