@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import layering
+from . import layering
 
 REPO = Path(__file__).resolve().parents[1]
 ARCHITECTURE = REPO / "docs" / "architecture.md"
