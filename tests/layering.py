@@ -329,6 +329,17 @@ def table_cycles(rules: Mapping[str, Rule]) -> list[str]:
             for component in _strongly_connected(graph) if len(component) > 1]
 
 
+def rows_out_of_order(rules: Mapping[str, Rule]) -> list[str]:
+    """Lowest first: a row may allow only packages whose rows stand above it."""
+    problems = []
+    for package, rule in rules.items():
+        for name in sorted(rule.may_import):
+            if name in rules and rules[name].line > rule.line:
+                problems.append(f"docs/architecture.md line {rule.line}: {package} may import {name}, "
+                                f"whose row (line {rules[name].line}) comes after it; the table goes lowest first")
+    return problems
+
+
 def stale_exceptions(imports: Iterable[Import], rules: Mapping[str, Rule], exceptions: Exceptions) -> list[str]:
     """Exceptions without a reason, or that no longer excuse anything."""
     needed = {(imp.path, imp.package) for imp in imports

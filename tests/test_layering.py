@@ -73,7 +73,7 @@ def test_no_loop_among_the_packages(imports):
 
 
 def test_the_table_itself_is_layered(rules):
-    _fail_on(layering.table_cycles(rules))
+    _fail_on(layering.table_cycles(rules) + layering.rows_out_of_order(rules))
 
 
 def test_every_exception_has_a_reason_and_is_still_needed(rules, imports):
@@ -89,8 +89,8 @@ TABLE = """\
 | --- | --- | --- | --- |
 | `low/` | the bottom | — | |
 | `mid/` | the middle, `low.x` | `low` | |
-| `top/` | the top | `mid`, `low`, `tools` | `tools` |
 | `tools/` | tools | `low` | |
+| `top/` | the top | `mid`, `low`, `tools` | `tools` |
 | `tests/` | tests | `*` | |
 """
 
@@ -128,7 +128,8 @@ def check(root: Path, table: str = TABLE) -> list[str]:
     ours = layering.packages_of_ours(root)
     return (layering.forbidden_imports(imports, rules) + layering.eager_imports(imports, rules)
             + layering.package_cycles(imports) + layering.missing_rows(ours, rules)
-            + layering.unknown_names(ours, rules) + layering.table_cycles(rules))
+            + layering.unknown_names(ours, rules) + layering.table_cycles(rules)
+            + layering.rows_out_of_order(rules))
 
 
 def test_checker_passes_a_layered_tree(tmp_path):
@@ -204,7 +205,10 @@ def test_checker_catches_a_row_without_a_package(tmp_path):
 def test_checker_catches_a_loop_in_the_table(tmp_path):
     layered_tree(tmp_path)
     table = TABLE.replace("| `low/` | the bottom | — |", "| `low/` | the bottom | `tools` |")
-    assert "the table allows a loop: low <-> tools" in check(tmp_path, table)
+    problems = check(tmp_path, table)
+    assert "the table allows a loop: low <-> tools" in problems
+    assert any(p.startswith("docs/architecture.md line 5: low may import tools, whose row (line 7) comes after it")
+               for p in problems)
 
 
 def test_checker_ignores_imports_of_other_code(tmp_path):
