@@ -1,8 +1,5 @@
-"""Kafka's internal topic names, in one place for the controller, the broker and the CLI.
-
-Hand-written beside the generated modules because every layer may import
-`kraftlog_api` and nothing below it (the shared-vocabulary issue will move
-it into the protocol package with the error table).
+"""Kafka's internal topic names, in one place for the controller, the broker,
+the partition log directory and the CLI.
 
 - `__cluster_metadata` is not a topic at all: it is the metadata quorum's
   Raft log (`<metadata.log.dir>/__cluster_metadata-0`). No request may

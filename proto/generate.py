@@ -1,6 +1,6 @@
 """Regenerate the committed protobuf/gRPC modules in `kraftlog_api/` from `proto/`.
 
-`make proto` runs this; tests/test_generated_code.py runs it into a temp
+`make proto` runs this; tests/proto/test_generated_code.py runs it into a temp
 directory and fails when the committed modules differ (stale). The
 generator is grpcio-tools, pinned in pyproject's test extra so that the
 output is the same on every machine.
