@@ -98,14 +98,14 @@ bench-quick: QUICK := 1
 bench-quick: bench
 
 bench-log: venv
-	$(BIN)/python bench/log_append.py
+	$(BIN)/python -m bench.log_append
 
 # The metadata image at 100,000 partitions, built through the controller: snapshot size, write/load time, memory.
 bench-metadata: venv
-	$(BIN)/python bench/metadata_scale.py
+	$(BIN)/python -m bench.metadata_scale
 
 bench-quorum: venv
-	$(BIN)/python bench/quorum.py
+	$(BIN)/python -m bench.quorum
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -15,8 +15,8 @@
    RSS, open file descriptors and CPU use while the partitions sit idle
    (followers long-poll every partition: replica.fetch.wait.max.ms).
 
-    python bench/cluster.py [--seconds 10] [--quick] [--out bench/results/cluster.json]
-    python bench/cluster.py --partitions-only [--partitions 10000] [--per-topic 100]
+    python -m bench.cluster [--seconds 10] [--quick] [--out bench/results/cluster.json]
+    python -m bench.cluster --partitions-only [--partitions 10000] [--per-topic 100]
 """
 from __future__ import annotations
 
@@ -31,15 +31,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import grpc  # noqa: E402
+import grpc
 
-from bench_results import save_results, summarize  # noqa: E402
-from kraftlog.local_cluster import LocalCluster  # noqa: E402
-from kraftlog_api import broker_pb2 as bpb  # noqa: E402
-from kafka_protocol.batch import iter_headers  # noqa: E402
-from kafka_protocol.records import Record, encode_batch  # noqa: E402
+from bench.bench_results import save_results, summarize
+from devcluster.local_cluster import LocalCluster
+from kraftlog_api import broker_pb2 as bpb
+from kafka_protocol.batch import iter_headers
+from kafka_protocol.records import Record, encode_batch
 
 RECORD_BYTES = 100
 BATCH_RECORDS = 160  # 160 x ~110 bytes on disk ≈ 16 KiB

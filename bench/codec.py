@@ -17,7 +17,7 @@ Each case runs --repeat times and the best run counts, timed in this
 process's CPU time: on a shared machine wall time also counts the time spent
 waiting for a core.
 
-    python bench/codec.py [--records 200000] [--repeat 5] [--codec none] [--profile CASE]
+    python -m bench.codec [--records 200000] [--repeat 5] [--codec none] [--profile CASE]
                           [--out bench/results/codec.json]
 """
 from __future__ import annotations
@@ -26,23 +26,20 @@ import argparse
 import cProfile
 import os
 import pstats
-import sys
 import time
-from pathlib import Path
 from typing import Any, Callable
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_results import save_results  # noqa: E402
-from client.accumulator import RecordAccumulator  # noqa: E402
-from client.consumer_types import TopicPartition  # noqa: E402
-from client.fetcher import decode_fetched  # noqa: E402
-from client.producer import make_record  # noqa: E402
-from client.producer_batch import record_size_upper_bound  # noqa: E402
-from client.record_future import AsyncRecordFuture, Settlement  # noqa: E402
-from kraftlog_api import broker_pb2 as bpb  # noqa: E402
-from kafka_protocol.compression import Codec  # noqa: E402
-from kafka_protocol.records import Record, encode_batch, iter_batches  # noqa: E402
+from bench.bench_results import save_results
+from client.accumulator import RecordAccumulator
+from client.consumer_types import TopicPartition
+from client.fetcher import decode_fetched
+from client.producer import make_record
+from client.producer_batch import record_size_upper_bound
+from client.record_future import AsyncRecordFuture, Settlement
+from kraftlog_api import broker_pb2 as bpb
+from kafka_protocol.compression import Codec
+from kafka_protocol.records import Record, encode_batch, iter_batches
 
 VALUE_BYTES = 100
 BATCH_SIZE = 16384

@@ -1,15 +1,15 @@
 """Consumer benchmark: the client library's Consumer against 3 controllers +
 3 brokers on this machine (LocalCluster).
 
-The topic of bench/producer.py (6 partitions, RF 3, 100-byte records) is
-filled by its producer, then a Consumer assigned every partition reads it
-all from the earliest offset (max.poll.records 10000, Kafka's defaults
+The suite's topic rf3 (6 partitions, RF 3, 100-byte records) is filled by
+bench/producer.py's producer (acks=all, idempotent), then a Consumer
+assigned every partition reads it all from the earliest offset (max.poll.records 10000, Kafka's defaults
 otherwise): records/s and MB/s from the first poll() to the last record,
 and this process's CPU time per record.
 The consumer runs in this process, so the figures include its own CPU cost
 (decoding every record), on a machine of two cores shared with the servers.
 
-    python bench/consumer.py [--records 200000] [--seconds 120] [--out bench/results/consumer.json]
+    python -m bench.consumer [--records 200000] [--seconds 120] [--out bench/results/consumer.json]
 """
 from __future__ import annotations
 
@@ -17,18 +17,17 @@ import argparse
 import asyncio
 import os
 import platform
-import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.bench_results import save_results
+from bench.producer import RECORD_BYTES, produce
+from bench.suite import kraftlog_cluster as kl
+from client.consumer import Consumer, TopicPartition
 
-from bench_results import save_results  # noqa: E402
-from client.consumer import Consumer, TopicPartition  # noqa: E402
-from kraftlog.local_cluster import LocalCluster  # noqa: E402
-from producer import PARTITIONS, PROPERTIES, RECORD_BYTES, produce  # noqa: E402
+PARTITIONS = kl.PARTITIONS
 
 
 def consume(bootstrap: str, topic: str, records: int, seconds: float) -> dict[str, Any]:
@@ -54,17 +53,14 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=120.0, help="at most this long for each phase (default 120)")
     parser.add_argument("--out", default="bench/results/consumer.json")
     args = parser.parse_args()
-    topic = "bench-consume"
-    with tempfile.TemporaryDirectory(prefix="bench-consumer-") as tmp, \
-            LocalCluster(Path(tmp), properties=PROPERTIES) as cluster:
-        cluster.start()
-        cluster.wait_for_brokers(timeout=60)
-        bootstrap = cluster.bootstrap
-        cluster.create_topic(topic, PARTITIONS, 3, configs={"min.insync.replicas": "2"})
-        cluster.wait_for_leaders(topic)
-        produced = asyncio.run(produce(bootstrap, topic, args.records, args.seconds, idempotence=True))
-        # The producer's warm-up record is in the topic too.
-        run = consume(bootstrap, topic, produced["records"] + 1, args.seconds)
+    with tempfile.TemporaryDirectory(prefix="bench-consumer-") as tmp:
+        cluster = kl.start_cluster(Path(tmp), 3)  # the suite's cluster, with its topic "rf3" (RF 3, min ISR 2)
+        with cluster:
+            job = kl.ProduceJob(cluster.bootstrap, "rf3", args.records, RECORD_BYTES, "all", True, args.seconds)
+            produced = asyncio.run(produce(job))
+            produced["records_per_s"] = round(produced["records"] / produced["seconds"])
+            # The producer's warm-up record is in the topic too.
+            run = consume(cluster.bootstrap, "rf3", produced["records"] + 1, args.seconds)
     print(f"produced {produced['records']} records ({produced['records_per_s']} records/s); consumed "
           f"{run['records']} records in {run['seconds']:.2f} s: {run['records_per_s']} records/s, "
           f"{run['mb_per_s']:.2f} MB/s, client CPU {run['client_cpu_us_per_record']} µs/record "

@@ -6,7 +6,7 @@ throughput; `dd` sequential write speed (page cache and fdatasync) as the
 ceiling; and offset-lookup latency as the log grows from 10 MB to 1 GB of many
 segments, to show lookups stay flat (binary search over segments and index).
 
-    python bench/log_append.py [--size-mb 1024] [--out bench/results/log_append.json]
+    python -m bench.log_append [--size-mb 1024] [--out bench/results/log_append.json]
 """
 from __future__ import annotations
 
@@ -17,17 +17,15 @@ import re
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_results import save_results  # noqa: E402
-from partition_log.config import LogConfig  # noqa: E402
-from partition_log.log import Log  # noqa: E402
-from kafka_protocol.records import Record, encode_batch  # noqa: E402
+from bench.bench_results import save_results
+from partition_log.config import LogConfig
+from partition_log.log import Log
+from kafka_protocol.records import Record, encode_batch
 
 RECORDS_PER_BATCH = 1000
 VALUE_BYTES = 100

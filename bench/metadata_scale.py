@@ -8,7 +8,7 @@ controller and broker does), then measures:
 - the time to write the snapshot and to load it (a restart); goal <= 5 s;
 - the memory of the loaded image per partition (tracemalloc); goal <= 2 KB.
 
-    python bench/metadata_scale.py [--topics 10000] [--partitions 10] [--brokers 30]
+    python -m bench.metadata_scale [--topics 10000] [--partitions 10] [--brokers 30]
                                    [--replication-factor 3] [--out bench/results/metadata_scale.json]
 """
 from __future__ import annotations
@@ -23,13 +23,12 @@ import time
 import tracemalloc
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_results import save_results  # noqa: E402
-from kraftlog_api import controller_pb2 as cpb  # noqa: E402
-from kraftlog_api import metadata_pb2 as mpb  # noqa: E402
-from metadata_quorum.controller import Controller, ControllerConfig, ControllerResult  # noqa: E402
-from metadata_quorum.image import MetadataImage  # noqa: E402
+from bench.bench_results import save_results
+from kraftlog_api import controller_pb2 as cpb
+from kraftlog_api import metadata_pb2 as mpb
+from metadata_quorum.controller import Controller, ControllerConfig, ControllerResult
+from metadata_quorum.image import MetadataImage
 
 CLUSTER_ID = "bWV0YWRhdGEtc2NhbGUtYmVuY2g"
 TOPICS_PER_REQUEST = 100

@@ -1,12 +1,12 @@
 """What the leader's check of every produced record (partition_log/validator.py)
 costs.
 
-    python bench/produce_validation.py validator [--records 1000]
+    python -m bench.produce_validation validator [--records 1000]
         in this process: ns per record of check_producer_batches for batches
         of 100-byte records in every codec (decompression included), beside
         kafka_protocol.records' decode of the same batch for scale.
 
-    PYTHONPATH=TREE python bench/produce_validation.py throughput [--records 100000] [--rounds 1]
+    PYTHONPATH=TREE python -m bench.produce_validation throughput [--records 100000] [--rounds 1]
         produce throughput of the tree on PYTHONPATH (this script imports
         nothing from its own checkout: run it with an old tree's path for
         "before"): the suite's cluster (bench/suite: 3 controllers + 3
@@ -17,7 +17,7 @@ costs.
 Compare trees by alternating them in one sitting (this machine is shared):
 
     for i in 1 2; do for t in /tmp/old /work/wt; do
-        PYTHONPATH=$t python bench/produce_validation.py throughput --tree $t; done; done
+        PYTHONPATH=$t python -m bench.produce_validation throughput --tree $t; done; done
 """
 from __future__ import annotations
 

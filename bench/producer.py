@@ -6,7 +6,7 @@ min.insync.replicas 2).
 The producer is the suite's ProduceJob (bench/suite/kraftlog_cluster.py:
 batch.size 64 KiB, linger.ms 5, 5 requests in flight, 100-byte values, no
 key), run in this process, so that one process's throughput is what is
-measured and `py-spy record -- python bench/producer.py` profiles it. Runs:
+measured and `py-spy record -- python -m bench.producer` profiles it. Runs:
 
     rf1  acks=1, idempotence off
     rf3  acks=all, idempotence on
@@ -17,7 +17,7 @@ brokers' (from /proc). `--profile DIR` also records py-spy (raw, 200 Hz,
 threads parked in native waits) of this process and of every broker during
 each run, into DIR/<run>-<who>.txt (folded stacks, one per line with its count).
 
-    python bench/producer.py [--records 300000] [--seconds 60] [--runs rf1,rf3] [--profile DIR]
+    python -m bench.producer [--records 300000] [--seconds 60] [--runs rf1,rf3] [--profile DIR]
                              [--out bench/results/producer.json]
 """
 from __future__ import annotations
@@ -35,12 +35,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.bench_results import save_results  # noqa: E402
-from bench.suite import kraftlog_cluster as kl  # noqa: E402
-from bench.suite.parallel import cpu_seconds  # noqa: E402
-from kraftlog.local_cluster import LocalCluster  # noqa: E402
+from bench.bench_results import save_results
+from bench.suite import kraftlog_cluster as kl
+from bench.suite.parallel import cpu_seconds
+from devcluster.local_cluster import LocalCluster
 
 RECORD_BYTES = 100
 RUNS = {"rf1": ("rf1", "1", False), "rf3": ("rf3", "all", True)}  # name: topic, acks, enable.idempotence

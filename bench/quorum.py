@@ -13,7 +13,7 @@ other setting at its default):
    failover into detection (a survivor leaves Follower) and election (a
    survivor becomes Leader).
 
-    python bench/quorum.py [--trials 20] [--seconds 10] [--quick] [--out bench/results/quorum.json]
+    python -m bench.quorum [--trials 20] [--seconds 10] [--quick] [--out bench/results/quorum.json]
                            [--property controller.quorum.append.linger.ms=0 ...]
 """
 from __future__ import annotations
@@ -34,16 +34,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Optional
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_results import save_results, summarize  # noqa: E402
+from bench.bench_results import save_results, summarize
 
-import grpc  # noqa: E402
+import grpc
 
-from client.errors import KafkaError, error_for_code  # noqa: E402
-from client.quorum_log import QuorumLogClient  # noqa: E402
-from kraftlog.local_quorum import LocalQuorum, wait_until  # noqa: E402
-from kraftlog_api import quorum_pb2, quorum_pb2_grpc  # noqa: E402
+from client.errors import KafkaError, error_for_code
+from client.quorum_log import QuorumLogClient
+from devcluster.local_quorum import LocalQuorum, wait_until
+from kraftlog_api import quorum_pb2, quorum_pb2_grpc
 
 VOTERS = 3
 RECORD_BYTES = 1024

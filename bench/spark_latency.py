@@ -4,7 +4,7 @@ RF 3 on three combined nodes), read by a Spark streaming query (local[2],
 trigger as fast as possible), and timed when its foreachBatch sink sees
 them: latency = seen - the record's CreateTime.
 
-    python bench/spark_latency.py [--rate 1000] [--seconds 30] [--out bench/results/spark_latency.json]
+    python -m bench.spark_latency [--rate 1000] [--seconds 30] [--out bench/results/spark_latency.json]
 """
 from __future__ import annotations
 
@@ -17,12 +17,10 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
 os.environ["PYSPARK_PYTHON"] = sys.executable
 
-from bench_results import save_results, summarize  # noqa: E402
-from kraftlog.local_cluster import LocalCluster  # noqa: E402
+from bench.bench_results import save_results, summarize  # noqa: E402
+from devcluster.local_cluster import LocalCluster  # noqa: E402
 from kraftlog_api import broker_pb2 as bpb  # noqa: E402
 from kafka_protocol.records import Record, encode_batch  # noqa: E402
 

@@ -8,7 +8,7 @@ A 4-partition topic (RF 1, one combined node) is filled with N 100-byte
 keyless records in batches of 4,000, then read three times by each source; the
 best of three runs counts (the first also warms Spark's Python workers).
 
-    python bench/spark_read.py [--records 1000000] [--out bench/results/spark_read.json]
+    python -m bench.spark_read [--records 1000000] [--out bench/results/spark_read.json]
 """
 from __future__ import annotations
 
@@ -20,14 +20,10 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
-sys.path.insert(0, str(HERE))
-# Spark's Python workers import the ceiling source from here.
-os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(HERE), os.environ.get("PYTHONPATH")]))
 os.environ["PYSPARK_PYTHON"] = sys.executable
 
-from bench_results import save_results  # noqa: E402
-from kraftlog.local_cluster import LocalCluster  # noqa: E402
+from bench.bench_results import save_results  # noqa: E402
+from devcluster.local_cluster import LocalCluster  # noqa: E402
 from kraftlog_api import broker_pb2 as bpb  # noqa: E402
 from kafka_protocol.records import Record, encode_batch  # noqa: E402
 
@@ -99,7 +95,7 @@ def main() -> None:
 
     from pyspark.sql import SparkSession
 
-    from spark_arrow_ceiling import ArrowCeilingSource
+    from bench.spark_arrow_ceiling import ArrowCeilingSource
     from spark_jobs import register
 
     with tempfile.TemporaryDirectory(prefix="bench-spark-") as tmp:

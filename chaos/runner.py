@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
 from client.admin import describe_quorum
-from kraftlog.local_cluster import LocalCluster
-from kraftlog.local_processes import wait_until
+from devcluster.local_cluster import LocalCluster
+from devcluster.local_processes import wait_until
 
 from . import lincheck
 from .history import NEMESIS, HistoryRecorder, read_history

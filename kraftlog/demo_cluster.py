@@ -32,7 +32,7 @@ from client.errors import KafkaError
 from client.console import consume, produce_values
 from client.topics import create_topic, describe_topics
 
-from . import launcher
+from devcluster import launcher
 
 CLUSTER_FILE = Path(__file__).resolve().parent.parent / "deploy" / "local.yaml"
 TOPIC = "demo-events"

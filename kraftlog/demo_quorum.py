@@ -16,8 +16,8 @@ from pathlib import Path
 
 from rich.console import Console
 
-from .local_processes import wait_until
-from .local_quorum import LocalQuorum
+from devcluster.local_processes import wait_until
+from devcluster.local_quorum import LocalQuorum
 
 RECORDS = 200
 

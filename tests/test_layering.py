@@ -25,12 +25,6 @@ ARCHITECTURE = REPO / "docs" / "architecture.md"
 # an entry here is a debt, and it fails once the import it excuses is gone.
 EXCEPTIONS: dict[tuple[str, str], str] = {}
 
-# Only on the docs branch of issue 16: the table describes the layout after the
-# package moves of the other issue-16 branches, which this branch does not hold.
-# The lead removes this marker when the moves merge.
-UNTIL_MOVES_MERGE = pytest.mark.xfail(strict=False, reason="until the issue 16 moves merge")
-
-
 @pytest.fixture(scope="module")
 def rules() -> dict[str, layering.Rule]:
     return layering.parse_table(ARCHITECTURE.read_text(encoding="utf-8"))
@@ -52,22 +46,18 @@ def test_every_package_of_ours_has_a_row(rules):
     _fail_on(layering.missing_rows(layering.packages_of_ours(REPO), rules))
 
 
-@UNTIL_MOVES_MERGE
 def test_every_row_names_a_package_that_exists(rules):
     _fail_on(layering.unknown_names(layering.packages_of_ours(REPO), rules))
 
 
-@UNTIL_MOVES_MERGE
 def test_every_import_is_allowed_by_the_table(rules, imports):
     _fail_on(layering.forbidden_imports(imports, rules, EXCEPTIONS))
 
 
-@UNTIL_MOVES_MERGE
 def test_lazy_only_packages_are_imported_inside_functions(rules, imports):
     _fail_on(layering.eager_imports(imports, rules, EXCEPTIONS))
 
 
-@UNTIL_MOVES_MERGE
 def test_no_loop_among_the_packages(imports):
     _fail_on(layering.package_cycles(imports))
 

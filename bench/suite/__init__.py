@@ -8,14 +8,7 @@ runner.py is the entry point; each system has its own module.
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
-BENCH_DIR = Path(__file__).resolve().parent.parent
-REPO_ROOT = BENCH_DIR.parent
-
-# bench/*.py are scripts that import their siblings as top-level modules
-# (`from bench_results import ...`); importing them from here needs both.
-for _path in (str(REPO_ROOT), str(BENCH_DIR)):
-    if _path not in sys.path:
-        sys.path.append(_path)
+# the checkout: the suite reads deploy/local.yaml and starts peers from here
+REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -23,8 +23,8 @@ from bench.bench_results import percentile
 from client.admin import describe_quorum
 from client.consumer import Consumer, TopicPartition
 from client.producer import AsyncProducer
-from kraftlog.local_cluster import LocalCluster
-from kraftlog.local_processes import wait_until
+from devcluster.local_cluster import LocalCluster
+from devcluster.local_processes import wait_until
 
 from . import REPO_ROOT
 

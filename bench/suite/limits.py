@@ -10,7 +10,7 @@ import subprocess
 import sys
 from typing import Optional
 
-from kraftlog.local_processes import free_ports
+from devcluster.local_processes import free_ports
 
 from . import REPO_ROOT
 from .grpc_ceiling import StreamJob

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Optional
 
-from kraftlog.local_processes import free_ports
+from devcluster.local_processes import free_ports
 
 from .processes import PeerProcesses, missing as missing_program
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping, Optional, Sequence
 
-from kraftlog.local_processes import wait_until
+from devcluster.local_processes import wait_until
 
 
 def missing(program: str, modules: Mapping[str, str] = {}) -> Optional[str]:  # noqa: B006 - read only

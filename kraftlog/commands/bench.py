@@ -4,6 +4,7 @@ all started here and stopped by PID; results.json, PNG charts and a
 Markdown table in --out."""
 from __future__ import annotations
 
+import importlib.util
 import signal
 import sys
 from pathlib import Path
@@ -12,8 +13,6 @@ from typing import Annotated, Optional
 import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-# The suite lives in the source checkout's bench/, not in the installed packages.
-CHECKOUT = Path(__file__).resolve().parents[2]
 SUITE_NAMES = ("all", "limits", "redis", "nats", "kraftlog")
 
 
@@ -37,12 +36,10 @@ def bench(
     Exits 1 when a workload failed."""
     if suite not in SUITE_NAMES:
         raise typer.BadParameter(f"{suite!r} is not one of {', '.join(SUITE_NAMES)}", param_hint="--suite")
-    if not (CHECKOUT / "bench" / "suite" / "runner.py").is_file():
-        typer.echo(f"kraftlog: error: the benchmark suite comes with the source checkout ({CHECKOUT}/bench/suite "
-                   "not found)", err=True)
+    if importlib.util.find_spec("bench") is None:
+        typer.echo("kraftlog: error: the benchmark suite comes with the source checkout (the bench package "
+                   "was not found; run from the checkout or install it with pip install -e .)", err=True)
         raise typer.Exit(1)
-    if str(CHECKOUT) not in sys.path:
-        sys.path.insert(0, str(CHECKOUT))
     from bench.suite.runner import run_suite
 
     # SIGTERM unwinds like Ctrl-C, so that every peer and node is still stopped by PID and its dir removed.

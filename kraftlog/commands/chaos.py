@@ -11,8 +11,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from chaos import lincheck
-
 chaos_app = typer.Typer(help="Fault-injection runs and their checkers.", no_args_is_help=True)
 
 
@@ -25,6 +23,9 @@ def check(
     html: Path = typer.Option(None, "--html", help="also draw the verdict into this HTML file"),
 ) -> None:
     """Print the checker's verdict JSON; exit 0 ok, 1 illegal, 2 unknown, 3 unreadable file."""
+    # chaos is imported here, not at the top: `kraftlog` (any command) must not load it (docs/architecture.md)
+    from chaos import lincheck
+
     if fmt not in lincheck.FORMATS:
         typer.echo(f"kraftlog: error: --format must be history or jepsen-etcd, not {fmt!r}", err=True)
         raise typer.Exit(lincheck.UNREADABLE)

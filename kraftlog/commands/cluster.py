@@ -14,10 +14,10 @@ from rich.table import Table
 from client.admin import describe_cluster
 
 from .common import BootstrapOption, JsonOption, connect, output_console, print_json
-from kraftlog.server_config import WILDCARD_HOSTS, format_address
+from kraftlog_server.server_config import WILDCARD_HOSTS, format_address
 
 if TYPE_CHECKING:
-    from kraftlog import launcher
+    from devcluster import launcher
 
 cluster_app = typer.Typer(help="Start, inspect and stop a local cluster described by a YAML file.",
                           no_args_is_help=True)
@@ -42,7 +42,7 @@ def up(
     """Start every node that is not running, then wait until the quorum has a
     leader and every broker is unfenced. Exits 1, with the end of each node's
     log, if that does not happen in time."""
-    from kraftlog import launcher  # here, not at the top: it loads the whole server stack, seconds of every command's start
+    from devcluster import launcher  # here, not at the top: it loads the whole server stack, seconds of every command's start
     plans = launcher.plan_cluster(config, data_dir)
     typer.echo(f"data directory: {_data_dir(config, data_dir)}")
     for plan in plans:
@@ -78,7 +78,7 @@ def status(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Each node's id, roles, pid, whether it runs, its listeners and metrics URL; and the leader if reachable."""
-    from kraftlog import launcher
+    from devcluster import launcher
     plans = launcher.plan_cluster(config, data_dir)
     nodes = [_node_status(plan) for plan in plans]
     leader = launcher.describe_if_reachable(plans) if any(n["alive"] for n in nodes) else None
@@ -110,7 +110,7 @@ def down(
     grace: Annotated[float, typer.Option("--grace", help="Seconds after SIGTERM before SIGKILL.")] = 10.0,
 ) -> None:
     """Stop every node: SIGTERM, then SIGKILL after the grace period; removes the pid files."""
-    from kraftlog import launcher
+    from devcluster import launcher
     plans = launcher.plan_cluster(config, data_dir)
     outcome = launcher.stop_nodes(plans, grace=grace)
     for node_id, what in outcome.items():
@@ -141,7 +141,7 @@ def describe(as_json: JsonOption = False, bootstrap: BootstrapOption = None) -> 
 
 
 def _node_status(plan: launcher.NodePlan) -> dict[str, Any]:
-    from kraftlog import launcher
+    from devcluster import launcher
     pid = launcher.read_pid(plan)
     return {
         "id": plan.node_id,
@@ -166,5 +166,5 @@ def _metrics_url(plan: launcher.NodePlan) -> str | None:
 
 
 def _data_dir(config: Path, data_dir: Path | None) -> Path:
-    from kraftlog import launcher
+    from devcluster import launcher
     return (data_dir or launcher.default_data_dir(config)).absolute()

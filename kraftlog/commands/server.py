@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from kraftlog.server_config import ServerConfig
+from kraftlog_server.server_config import ServerConfig
 
 
 def register(app: typer.Typer) -> None:
@@ -25,6 +25,6 @@ def server(
     for warning in loaded.warnings:
         typer.echo(f"kraftlog server: warning: {config}: {warning}", err=True)
     # Imported here: the node's whole stack is only needed by this command.
-    from kraftlog.server import run
+    from kraftlog_server.server import run
 
     sys.exit(run(loaded))

@@ -27,7 +27,7 @@ from google.protobuf import message_factory
 from google.protobuf.descriptor import MethodDescriptor
 from google.protobuf.message import Message
 
-from kraftlog.local_processes import wait_until
+from devcluster.local_processes import wait_until
 from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import groups_pb2 as gpb

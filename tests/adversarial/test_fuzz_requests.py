@@ -23,7 +23,7 @@ from google.protobuf.message import Message
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kraftlog.local_cluster import CLUSTER_ID
+from devcluster.local_cluster import CLUSTER_ID
 
 from . import batches
 from .cases import CLUSTER_METADATA, CONSUMER_OFFSETS, INVALID_NAMES, TARGET_OF_SERVICE

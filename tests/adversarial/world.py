@@ -17,9 +17,9 @@ from typing import Any, Optional
 
 import grpc
 
-from kraftlog.local_cluster import CLUSTER_ID, LocalCluster
-from kraftlog.local_processes import wait_until
-from kraftlog.local_quorum import LocalQuorum
+from devcluster.local_cluster import CLUSTER_ID, LocalCluster
+from devcluster.local_processes import wait_until
+from devcluster.local_quorum import LocalQuorum
 from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import groups_pb2 as gpb

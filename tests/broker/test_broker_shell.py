@@ -20,7 +20,7 @@ from broker.replica_manager import ReplicaManager
 from broker.server import full_delta
 from partition_log.log_manager import LogManager
 from broker.service import KafkaBrokerService, add_to_server
-from kraftlog.local_processes import free_ports
+from devcluster.local_processes import free_ports
 from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import broker_pb2_grpc as bpb_grpc
 from kraftlog_api import controller_pb2 as cpb

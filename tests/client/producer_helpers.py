@@ -5,7 +5,7 @@ import time
 
 import grpc
 
-from kraftlog.local_cluster import LocalCluster
+from devcluster.local_cluster import LocalCluster
 from kraftlog_api import broker_pb2 as bpb
 from kafka_protocol.records import DecodedBatch, Record, iter_batches
 

@@ -14,7 +14,7 @@ from client.console import produce_values
 from client.consumer import Consumer, ConsumerRecord, TimestampType, TopicPartition
 from client.errors import (IllegalStateError, InvalidConfigError, NoOffsetForPartitionError,
                            OffsetOutOfRangeError)
-from kraftlog.local_cluster import LocalCluster
+from devcluster.local_cluster import LocalCluster
 from kraftlog_api import broker_pb2 as bpb
 from kafka_protocol.records import Record, encode_batch
 

@@ -12,7 +12,7 @@ from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 
 from client.errors import InvalidConfigError, KafkaError
 from client.producer import AsyncProducer, Producer, RecordMetadata
-from kraftlog.local_cluster import LocalCluster
+from devcluster.local_cluster import LocalCluster
 from kafka_protocol.compression import Codec
 
 from .producer_helpers import read_batches, read_records
@@ -278,7 +278,7 @@ def test_bad_config_names_the_key(bootstrap) -> None:
 
 def test_metadata_from_any_bootstrap_broker_and_a_topic_created_while_records_wait(cluster, bootstrap) -> None:
     from client.metadata import Metadata
-    from kraftlog.local_processes import free_ports
+    from devcluster.local_processes import free_ports
 
     dead = f"127.0.0.1:{free_ports(1)[0]}"
 
@@ -309,7 +309,7 @@ def test_metadata_from_any_bootstrap_broker_and_a_topic_created_while_records_wa
 def test_metadata_with_no_broker_reachable_is_a_network_error() -> None:
     from client.errors import NetworkError
     from client.metadata import Metadata
-    from kraftlog.local_processes import free_ports
+    from devcluster.local_processes import free_ports
 
     async def run() -> None:
         metadata = Metadata([f"127.0.0.1:{p}" for p in free_ports(2)], retry_backoff_ms=10)

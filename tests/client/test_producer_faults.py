@@ -13,8 +13,8 @@ import pytest
 
 from client.errors import KafkaError
 from client.producer import AsyncProducer, Producer, RecordMetadata
-from kraftlog.local_cluster import LocalCluster
-from kraftlog.local_processes import wait_until
+from devcluster.local_cluster import LocalCluster
+from devcluster.local_processes import wait_until
 
 from .producer_helpers import leader_of, read_records
 

@@ -25,8 +25,8 @@ from client.cluster import Cluster
 from client.console import produce_values
 from client.consumer import Consumer, TopicPartition
 from client.group_admin import describe_group
-from kraftlog.local_cluster import LocalCluster
-from kraftlog.local_processes import wait_until
+from devcluster.local_cluster import LocalCluster
+from devcluster.local_processes import wait_until
 
 WAIT_S = 120  # bounds every wait; never part of an assert
 TOPIC, PARTITIONS, RECORDS = "handover", 6, 3000

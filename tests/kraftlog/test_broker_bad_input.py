@@ -16,8 +16,8 @@ from typing import Callable, Mapping, Optional
 import grpc
 import pytest
 
-from kraftlog.local_cluster import CLUSTER_ID, RETRIABLE_ADMIN_ERRORS, LocalCluster
-from kraftlog.local_processes import wait_until
+from devcluster.local_cluster import CLUSTER_ID, RETRIABLE_ADMIN_ERRORS, LocalCluster
+from devcluster.local_processes import wait_until
 from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb

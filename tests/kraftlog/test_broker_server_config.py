@@ -8,7 +8,7 @@ import pytest
 
 from broker.config import BrokerConfig
 from broker.log_jobs import LogJobIntervals
-from kraftlog.server_config import Endpoint, ServerConfig
+from kraftlog_server.server_config import Endpoint, ServerConfig
 from partition_log.config import LogConfig
 from kafka_protocol.errors import InvalidConfigError
 

@@ -16,8 +16,8 @@ from typing import Any, Callable, Iterator, Optional
 
 import pytest
 
-from kraftlog.local_cluster import CLUSTER_ID, LocalCluster
-from kraftlog.local_processes import free_ports, wait_until
+from devcluster.local_cluster import CLUSTER_ID, LocalCluster
+from devcluster.local_processes import free_ports, wait_until
 
 PROPERTIES = {
     "broker.session.timeout.ms": 2000,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kraftlog.local_cluster import LocalCluster
+from devcluster.local_cluster import LocalCluster
 
 from .test_cli_admin import fails, ok, run, running_cluster
 

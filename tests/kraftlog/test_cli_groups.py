@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 import pytest
 
 from client.consumer import Consumer
-from kraftlog.local_cluster import LocalCluster
+from devcluster.local_cluster import LocalCluster
 
 from .test_cli_admin import eventually, fails, ok, ok_json, running_cluster
 

@@ -4,7 +4,6 @@ operator runs them: the real console script, real server processes on
 happened."""
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import signal
@@ -17,8 +16,8 @@ from concurrent import futures
 import grpc
 import pytest
 
-from kraftlog import launcher
-from kraftlog.local_processes import free_ports
+from devcluster import launcher
+from devcluster.local_processes import free_ports
 from kraftlog_api import quorum_pb2, quorum_pb2_grpc
 
 KRAFTLOG = Path(sys.executable).with_name("kraftlog")
@@ -52,11 +51,6 @@ def cluster(tmp_path):
                 os.kill(int(pid_text), signal.SIGKILL)
 
 
-needs_server = pytest.mark.skipif(importlib.util.find_spec("kraftlog.server") is None,
-                                  reason="kraftlog/server.py is not there yet")
-
-
-@needs_server
 def test_up_status_describe_down(cluster):
     path, data, ports = cluster
     where = ["--config", str(path), "--data-dir", str(data)]

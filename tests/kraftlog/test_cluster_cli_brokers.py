@@ -9,8 +9,8 @@ import signal
 
 import pytest
 
-from kraftlog import launcher
-from kraftlog.local_processes import free_ports
+from devcluster import launcher
+from devcluster.local_processes import free_ports
 
 from .test_cluster_cli import kraftlog
 

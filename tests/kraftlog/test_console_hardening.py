@@ -24,7 +24,7 @@ from typing import Iterator
 import pytest
 
 from client.consumer import Consumer, TopicPartition
-from kraftlog.local_cluster import LocalCluster
+from devcluster.local_cluster import LocalCluster
 
 from .test_cli_admin import WAIT_S, fails, ok, ok_json, running_cluster
 from .test_metrics import scrape, value

@@ -14,8 +14,8 @@ import pytest
 
 from broker.errors import Error
 from broker.groups.placement import OFFSETS_TOPIC, partition_for
-from kraftlog.local_cluster import LocalCluster
-from kraftlog.local_processes import wait_until
+from devcluster.local_cluster import LocalCluster
+from devcluster.local_processes import wait_until
 from kraftlog_api import groups_pb2 as gpb
 from kraftlog_api import groups_pb2_grpc as gpb_grpc
 

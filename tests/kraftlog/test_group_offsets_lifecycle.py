@@ -18,8 +18,8 @@ from client.console import produce_values
 from client.consumer import Consumer, TopicPartition
 from client.errors import KafkaError
 from client.topics import delete_topic
-from kraftlog.local_cluster import LocalCluster
-from kraftlog.local_processes import wait_until
+from devcluster.local_cluster import LocalCluster
+from devcluster.local_processes import wait_until
 from kraftlog_api import groups_pb2 as gpb
 from kraftlog_api import groups_pb2_grpc as gpb_grpc
 

@@ -13,8 +13,8 @@ from typing import Optional
 import pytest
 
 from broker.errors import Error
-from kraftlog.local_cluster import LocalCluster
-from kraftlog.local_processes import wait_until
+from devcluster.local_cluster import LocalCluster
+from devcluster.local_processes import wait_until
 from kraftlog_api import broker_pb2 as bpb
 from kafka_protocol.records import Record, encode_batch, iter_batches
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from kraftlog.local_cluster import LocalCluster
+from devcluster.local_cluster import LocalCluster
 from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import controller_pb2 as cpb
 from kafka_protocol.internal_topics import CLUSTER_METADATA_TOPIC, GROUP_METADATA_TOPIC

@@ -19,8 +19,8 @@ from kafka.record.memory_records import MemoryRecords
 
 from client.cluster import Cluster
 from client.console import produce_values
-from kraftlog.local_cluster import RETRIABLE_ADMIN_ERRORS, LocalCluster
-from kraftlog.local_processes import wait_until
+from devcluster.local_cluster import RETRIABLE_ADMIN_ERRORS, LocalCluster
+from devcluster.local_processes import wait_until
 from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import controller_pb2 as cpb
 from kafka_protocol import batch as b

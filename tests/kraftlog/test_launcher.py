@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kraftlog import launcher
-from kraftlog.server_config import ServerConfig
+from devcluster import launcher
+from kraftlog_server.server_config import ServerConfig
 from kafka_protocol.errors import InvalidConfigError
 
 REPO = Path(__file__).resolve().parents[2]

@@ -29,12 +29,12 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from client.cluster import Cluster
 from client.console import consume, produce_values
-from kraftlog.local_cluster import LocalCluster
-from kraftlog.local_processes import free_ports, wait_until
-from kraftlog.metrics.exposition import start_metrics_server
+from devcluster.local_cluster import LocalCluster
+from devcluster.local_processes import free_ports, wait_until
+from kraftlog_server.metrics.exposition import start_metrics_server
 from broker.service import SERVICE as BROKER_SERVICE
-from kraftlog.metrics.requests import is_consumer_fetch
-from kraftlog.server_config import METRICS_LISTENER, ServerConfig
+from kraftlog_server.metrics.requests import is_consumer_fetch
+from kraftlog_server.server_config import METRICS_LISTENER, ServerConfig
 from kraftlog_api import broker_pb2 as bpb
 from kafka_protocol.errors import InvalidConfigError
 

@@ -24,8 +24,8 @@ import pytest
 
 from client.consumer import Consumer, TopicPartition
 from client.producer import Producer
-from kraftlog.local_cluster import RETRIABLE_ADMIN_ERRORS, LocalCluster
-from kraftlog.local_processes import wait_until
+from devcluster.local_cluster import RETRIABLE_ADMIN_ERRORS, LocalCluster
+from devcluster.local_processes import wait_until
 from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import controller_pb2 as cpb
 from kafka_protocol import batch as b

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from kraftlog.server_config import Endpoint, ServerConfig
+from kraftlog_server.server_config import Endpoint, ServerConfig
 from metadata_quorum.raft.config import QuorumConfig
 from kafka_protocol.errors import InvalidConfigError
 

@@ -1,10 +1,10 @@
-"""kraftlog.server.stop_node: a quorum node whose loop ignores a cancellation
+"""kraftlog_server.server.stop_node: a quorum node whose loop ignores a cancellation
 still stops, and its log is still closed."""
 from __future__ import annotations
 
 import asyncio
 
-from kraftlog import server
+from kraftlog_server import server
 
 
 class StubbornNode:

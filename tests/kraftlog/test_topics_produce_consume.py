@@ -9,7 +9,7 @@ from collections import defaultdict
 
 import pytest
 
-from kraftlog.local_cluster import LocalCluster
+from devcluster.local_cluster import LocalCluster
 
 PROPERTIES = {"broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 500}
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from kraftlog.local_processes import wait_until
-from kraftlog.local_quorum import LocalQuorum
+from devcluster.local_processes import wait_until
+from devcluster.local_quorum import LocalQuorum
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import controller_pb2_grpc as cpb_grpc
 from kraftlog_api import metadata_pb2 as mpb

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from kraftlog.local_processes import wait_until
-from kraftlog.local_quorum import LocalQuorum
+from devcluster.local_processes import wait_until
+from devcluster.local_quorum import LocalQuorum
 
 FAST = {
     "controller.quorum.election.timeout.ms": 500,

@@ -9,8 +9,8 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from kraftlog.local_processes import wait_until
-from kraftlog.local_quorum import LocalQuorum
+from devcluster.local_processes import wait_until
+from devcluster.local_quorum import LocalQuorum
 from kraftlog_api import quorum_pb2 as pb
 from kraftlog_api import quorum_pb2_grpc as pb_grpc
 

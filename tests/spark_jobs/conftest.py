@@ -16,7 +16,7 @@ from typing import Iterable, Optional, Sequence
 
 import pytest
 
-from kraftlog.local_cluster import LocalCluster
+from devcluster.local_cluster import LocalCluster
 from kraftlog_api import broker_pb2 as bpb
 from kafka_protocol.records import Record, encode_batch
 

@@ -9,7 +9,7 @@ import pytest
 from pyspark.errors import AnalysisException
 
 from client.cluster import Cluster
-from kraftlog.local_processes import wait_until
+from devcluster.local_processes import wait_until
 from spark_jobs.options import EARLIEST
 from spark_jobs.topic_offsets import list_offsets
 

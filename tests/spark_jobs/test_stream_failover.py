@@ -2,7 +2,7 @@
 tasks find the new leader and the query loses and repeats nothing."""
 from __future__ import annotations
 
-from kraftlog.local_processes import wait_until
+from devcluster.local_processes import wait_until
 
 from .conftest import bootstrap, make_records, new_topic, produce
 

@@ -7,7 +7,7 @@ import json
 
 from pyspark.errors import StreamingQueryException
 
-from kraftlog.local_processes import wait_until
+from devcluster.local_processes import wait_until
 from kraftlog_api import controller_pb2 as cpb
 
 from .conftest import bootstrap, make_records, new_topic, produce

@@ -39,7 +39,7 @@ from client.cluster import Cluster
 from partition_log.checkpoint import write_atomically
 from kafka_protocol.errors import InvalidConfigError, KafkaError
 
-from .server_config import (
+from kraftlog_server.server_config import (
     CLUSTER_ID, LOG_DIR, LOG_DIRS, NODE_ID, VOTERS, WILDCARD_HOSTS, ServerConfig, find_controller_endpoint,
     format_address, parse_controller_listener_names, parse_listeners, parse_roles, parse_yaml_properties,
 )

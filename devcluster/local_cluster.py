@@ -26,7 +26,7 @@ from kraftlog_api import controller_pb2_grpc as cpb_grpc
 from kafka_protocol.fetch_framing import broker_stub
 
 from .local_processes import LocalProcesses, free_ports, wait_until
-from .server_config import METRICS_LISTENER
+from kraftlog_server.server_config import METRICS_LISTENER
 
 CLUSTER_ID = "TG9jYWxDbHVzdGVyVGVzdA"
 NOT_CONTROLLER = 41
