@@ -15,7 +15,7 @@ metadata log, the partitions, the controller and the network.
     fetcher    long-polled Fetch to leaders over gRPC (peer_clients.py)
     logs       the LogManager and its periodic jobs (log_jobs.py)
 
-kraftlog/server.py builds the QuorumNode and the gRPC servers and calls,
+kraftlog_server/server.py builds the QuorumNode and the gRPC servers and calls,
 in order: start(), then on SIGTERM controlled_shutdown(), stop(), and
 close() once nothing serves requests any more.
 """

@@ -12,7 +12,7 @@ metadata log from the voters. Above it, the roles:
 
 Every gRPC server has health checking and reflection (so `grpcurl` works).
 With `kraftlog.metrics.listener` set, the node serves Prometheus metrics
-there (kraftlog/metrics), and every gRPC server counts and times requests.
+there (kraftlog_server/metrics), and every gRPC server counts and times requests.
 SIGTERM or SIGINT stop the node gracefully: a broker first shuts down in a
 controlled way (the controller moves its leaderships away), a leading
 controller hands over (EndQuorumEpoch); then the logs are flushed and

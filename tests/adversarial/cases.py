@@ -38,7 +38,7 @@ UNKNOWN_TOPIC = "adv-no-such-topic"
 RESPONSE_SIZE_FINDING = ("finding: a request under the 8 MiB gRPC limit whose answer is over it (100,000 "
                          "partition errors, 100,000 groups described) ends in RESOURCE_EXHAUSTED and a traceback in "
                          "the server log instead of an answer; Kafka answers in full; owner: the server's gRPC limits "
-                         "(kraftlog/server.py, client/channels.py)")
+                         "(kraftlog_server/server.py, client/channels.py)")
 PRODUCER_ID_FINDING = ("finding: InitProducerId with a producer id no broker ever handed out is answered NONE with "
                        "that id and its epoch bumped (anyone can fence any idempotent producer); Kafka, without a "
                        "transactional id, answers a new producer id at epoch 0; owner broker/producer_ids.py")
