@@ -8,10 +8,10 @@ relative ones resolved to the package they name. Calls of
 `importlib.import_module("pkg.mod")` / `__import__("pkg")` with a literal name
 count as imports too.
 
-"Ours" is every top-level directory with an `__init__.py`, plus `bench/` and
-`tests/` (which hold scripts as well as packages). Imports of anything else
-(the standard library, third-party packages, a bench script's sibling module)
-are not the table's business.
+"Ours" is every top-level directory with an `__init__.py`, plus `tests/`
+(which holds test packages as well as loose modules). Imports of anything
+else (the standard library, third-party packages) are not the table's
+business.
 
 The table (a Markdown table whose header has the columns `package` and
 `may import`; an optional `only lazily` column):
@@ -39,7 +39,7 @@ PACKAGE_COLUMN = "package"
 MAY_IMPORT_COLUMN = "may import"
 ONLY_LAZILY_COLUMN = "only lazily"
 # Directories that hold code of ours without being packages themselves.
-SCRIPT_DIRS = ("bench", "tests")
+SCRIPT_DIRS = ("tests",)
 
 _BACKTICKED = re.compile(r"`([^`]*)`")
 
