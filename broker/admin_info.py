@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Iterator, Optional
 
 from kraftlog_api import broker_pb2 as bpb
-from metadata_quorum.controller.configs import DYNAMIC_CLUSTER_CONFIGS, TOPIC_CONFIG_DEFS, config_text
+from metadata_quorum.controller.dynamic_configs import DYNAMIC_CLUSTER_CONFIGS, TOPIC_CONFIG_DEFS, config_text
 from metadata_quorum.image import MetadataImage
 from partition_log.config import LogConfig, broker_key
 

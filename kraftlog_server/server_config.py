@@ -32,8 +32,8 @@ from broker.config import BrokerConfig
 from broker.config import KAFKA_PROPERTY_NAMES as BROKER_PROPERTY_NAMES
 from broker.log_jobs import KAFKA_PROPERTY_NAMES as LOG_JOB_PROPERTY_NAMES
 from broker.log_jobs import LogJobIntervals
-from metadata_quorum.controller.config import KAFKA_PROPERTY_NAMES as CONTROLLER_PROPERTY_NAMES
-from metadata_quorum.controller.config import ControllerConfig
+from metadata_quorum.controller.controller_config import KAFKA_PROPERTY_NAMES as CONTROLLER_PROPERTY_NAMES
+from metadata_quorum.controller.controller_config import ControllerConfig
 from metadata_quorum.raft.config import KAFKA_PROPERTY_NAMES as QUORUM_PROPERTY_NAMES
 from metadata_quorum.raft.config import QuorumConfig
 from partition_log.config import LogConfig, is_log_config_key

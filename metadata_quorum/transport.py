@@ -5,7 +5,7 @@ answer is stepped into the core. A call that fails or times out is simply
 dropped: the core's own timers retry (that is how Raft treats a lost
 message), so the transport never retries by itself.
 
-Incoming: a request is translated (metadata_quorum.wire), stepped into the
+Incoming: a request is translated (metadata_quorum.raft_codec), stepped into the
 core with a correlation id of our own, and answered with the response the
 core addresses to (sender, correlation id). A request the core leaves
 unanswered (a fetch superseded by a newer one, a leader change while it was
@@ -26,7 +26,7 @@ from kraftlog_api import quorum_pb2_grpc as pb_grpc
 
 from kafka_protocol import grpc_serving
 
-from . import wire
+from . import raft_codec
 from .node import QuorumNode
 from .raft import Errors, FetchRequest, Message, NotLeaderError
 
@@ -86,7 +86,7 @@ class PeerTransport:
         if stub is None:
             log.warning("no address for node %d; dropping %s", request.dst, type(request).__name__)
             return
-        method, pb_request = wire.request_to_proto(request)
+        method, pb_request = raft_codec.request_to_proto(request)
         timeout = self._request_timeout_s
         if isinstance(request, FetchRequest):
             timeout += request.max_wait_ms / 1000  # the leader may hold it that long
@@ -102,8 +102,8 @@ class PeerTransport:
                 self.node.peer_unreachable(request.dst)
             return
         try:
-            response = wire.response_from_proto(pb_response, request)
-        except wire.MalformedResponse as exc:
+            response = raft_codec.response_from_proto(pb_response, request)
+        except raft_codec.MalformedResponse as exc:
             log.warning("dropping malformed %s response from %d: %s", method, request.dst, exc)
             return
         if self.node is not None:
@@ -134,12 +134,12 @@ class KRaftQuorumService(pb_grpc.KRaftQuorumServicer):
         if node.failure is not None:
             await context.abort(grpc.StatusCode.UNAVAILABLE, f"node {node.node_id} stopped: {node.failure}")
         try:
-            request = wire.request_from_proto(
+            request = raft_codec.request_from_proto(
                 method, pb_request, receiver_id=node.node_id, correlation_id=next(self._correlation_ids)
             )
-        except wire.MisroutedRequest:
-            return wire.error_response(method, Errors.INCONSISTENT_VOTER_SET, node.epoch(), node.leader())
-        except wire.MalformedRequest as exc:
+        except raft_codec.MisroutedRequest:
+            return raft_codec.error_response(method, Errors.INCONSISTENT_VOTER_SET, node.epoch(), node.leader())
+        except raft_codec.MalformedRequest as exc:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"malformed {method} request: {exc}")
         timeout = self._request_timeout_s
         if isinstance(request, FetchRequest):
@@ -147,7 +147,7 @@ class KRaftQuorumService(pb_grpc.KRaftQuorumServicer):
         response = await node.handle_request(request, timeout)
         if response is None:
             await context.abort(grpc.StatusCode.DEADLINE_EXCEEDED, f"no answer to {method} within {timeout:.1f}s")
-        return wire.response_to_proto(response)
+        return raft_codec.response_to_proto(response)
 
     async def Vote(self, request, context):  # type: ignore[no-untyped-def]
         return await self._serve("Vote", request, context)
@@ -169,10 +169,10 @@ class KRaftQuorumService(pb_grpc.KRaftQuorumServicer):
         try:
             info = node.describe_quorum()
         except NotLeaderError:
-            response = wire.describe_quorum_response(None, Errors.NOT_LEADER_OR_FOLLOWER, node.leader(), node.epoch(),
+            response = raft_codec.describe_quorum_response(None, Errors.NOT_LEADER_OR_FOLLOWER, node.leader(), node.epoch(),
                                                      node.wall_ms)
         else:
-            response = wire.describe_quorum_response(info, Errors.NONE, node.leader(), node.epoch(), node.wall_ms)
+            response = raft_codec.describe_quorum_response(info, Errors.NONE, node.leader(), node.epoch(), node.wall_ms)
         response.nodes.extend(self._voter_nodes)  # a follower's answer too: it leads the client to the leader
         return response
 

@@ -6,11 +6,11 @@ the records and answers once they commit.
 """
 
 from .assignment import PlacementBroker, place_replicas, validate_assignments
-from .config import ControllerConfig, validate_topic_config, validate_topic_configs
+from .controller_config import ControllerConfig, validate_topic_config, validate_topic_configs
 from .elections import NO_LEADER, Election, elect_leader, live_brokers, preferred_leader, without_brokers
 from .errors import ControllerError, Error
 from .heartbeats import BrokerHeartbeats
-from .logic import PRODUCER_ID_BLOCK_SIZE, Controller, error_response
+from .quorum_controller import PRODUCER_ID_BLOCK_SIZE, Controller, error_response
 from .result import ControllerResult
 
 __all__ = [

@@ -15,7 +15,7 @@ from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.image import MetadataImage
 
-from .config import ControllerConfig
+from .controller_config import ControllerConfig
 from .errors import ControllerError, Error
 from .heartbeats import BrokerHeartbeats
 from .partitions import check_broker_epoch, elect_offline, move_away

@@ -13,7 +13,7 @@ from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.image import BrokerRegistration, MetadataImage, PartitionState
 
-from .config import ControllerConfig
+from .controller_config import ControllerConfig
 from .elections import (
     NO_LEADER,
     Election,

@@ -21,7 +21,7 @@ from metadata_quorum.image import MetadataImage
 from kafka_protocol.errors import InvalidConfigError
 
 from .assignment import place_replicas, usable_brokers, validate_assignments
-from .config import ControllerConfig, validate_topic_config
+from .controller_config import ControllerConfig, validate_topic_config
 from .elections import live_brokers
 from .errors import ControllerError, Error
 from .result import MAX_RECORDS_PER_USER_OP, ControllerResult, TooManyRecords, too_many_records

@@ -31,8 +31,8 @@ from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.image import MetadataImage
 
-from . import brokers, configs, partitions, topics
-from .config import ControllerConfig
+from . import brokers, dynamic_configs, partitions, topics
+from .controller_config import ControllerConfig
 from .errors import ControllerError, Error
 from .heartbeats import BrokerHeartbeats
 from .result import MAX_RECORDS_PER_USER_OP, ControllerResult, too_many_records
@@ -108,7 +108,7 @@ class Controller:
     # --- configs ---------------------------------------------------------------------------
 
     def handle_incremental_alter_configs(self, request: cpb.IncrementalAlterConfigsRequest) -> ControllerResult:
-        return self._capped(configs.incremental_alter_configs(self.image, request, self.node_id))
+        return self._capped(dynamic_configs.incremental_alter_configs(self.image, request, self.node_id))
 
     # --- producer ids ----------------------------------------------------------------------
 

@@ -1,9 +1,9 @@
-"""Whatever arrives over gRPC, the wire either refuses it by name or hands the core something it can answer.
+"""Whatever arrives over gRPC, the codec either refuses it by name or hands the core something it can answer.
 
 Two kinds of input: random bytes parsed as each request type, and requests
 built field by field from the .proto with values near the ones a small
 quorum uses (plus the extremes), so that the core's own checks, and what
-lies past them, are reached. A request the wire lets through is stepped
+lies past them, are reached. A request the codec lets through is stepped
 into cores in every election state: the core must not raise, must answer
 at most once, and its answer must go back onto the wire.
 """
@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from kraftlog_api import quorum_pb2 as pb
-from metadata_quorum import wire
+from metadata_quorum import raft_codec
 from metadata_quorum.raft import RaftCore
 
 from .helpers import CLUSTER, drain, make_core
@@ -27,8 +27,8 @@ from .test_bad_requests import follower, observer
 from .test_bad_requests import leader as leader_with_entries
 
 FUZZ = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-REFUSALS = (wire.MalformedRequest, wire.MisroutedRequest)
-METHODS = list(wire.METHODS)
+REFUSALS = (raft_codec.MalformedRequest, raft_codec.MisroutedRequest)
+METHODS = list(raft_codec.METHODS)
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -79,7 +79,7 @@ def values_for(core: RaftCore) -> dict[str, st.SearchStrategy]:
     snapshot = core.snapshot.snapshot_id if core.snapshot is not None else (1, 1)
     return {
         "cluster_id": st.sampled_from([CLUSTER] * 4 + ["other"]),
-        # Absent: for whoever gets it (random bytes and test_wire cover misrouting).
+        # Absent: for whoever gets it (random bytes and test_raft_codec cover misrouting).
         "destination_id": st.none(),
         "candidate_epoch": near(epoch + 1, INT32_MIN, INT32_MAX),
         "leader_epoch": near(epoch, INT32_MIN, INT32_MAX),
@@ -122,20 +122,20 @@ def pb_messages(cls: type, by_name: dict[str, st.SearchStrategy]) -> st.SearchSt
 
 
 def arrives(method: str, msg: Any, core: RaftCore) -> None:
-    """The wire refuses `msg` by name, or the core takes it and answers at most once, in protobuf."""
+    """The codec refuses `msg` by name, or the core takes it and answers at most once, in protobuf."""
     try:
-        req = wire.request_from_proto(method, msg, receiver_id=core.node_id, correlation_id=77)
+        req = raft_codec.request_from_proto(method, msg, receiver_id=core.node_id, correlation_id=77)
     except REFUSALS as refusal:
         event(type(refusal).__name__)
         return
-    assert isinstance(req, wire.METHODS[method].request)
+    assert isinstance(req, raft_codec.METHODS[method].request)
     core.step(req, 0)
     answers = [m for r in drain(core) for m in r.messages if (m.dst, m.correlation_id) == (req.src, 77)]
     assert len(answers) <= 1, answers
     event(f"{method}: {answers[0].error.name if answers else 'no answer yet'}")
     for answer in answers:
-        assert isinstance(answer, wire.METHODS[method].response)
-        wire.response_to_proto(answer).SerializeToString()
+        assert isinstance(answer, raft_codec.METHODS[method].response)
+        raft_codec.response_to_proto(answer).SerializeToString()
 
 
 @pytest.mark.parametrize("method", METHODS)
@@ -143,7 +143,7 @@ def arrives(method: str, msg: Any, core: RaftCore) -> None:
 @given(data=st.binary(max_size=120), make=st.sampled_from(CORES))
 def test_random_bytes(method: str, data: bytes, make: Callable[[], RaftCore]) -> None:
     try:
-        msg = wire.METHODS[method].request_pb.FromString(data)
+        msg = raft_codec.METHODS[method].request_pb.FromString(data)
     except DecodeError:
         return
     arrives(method, msg, make())
@@ -154,4 +154,4 @@ def test_random_bytes(method: str, data: bytes, make: Callable[[], RaftCore]) ->
 def test_requests_built_from_the_proto(data: st.DataObject, make: Callable[[], RaftCore]) -> None:
     core = make()
     method = data.draw(st.sampled_from(METHODS))
-    arrives(method, data.draw(pb_messages(wire.METHODS[method].request_pb, values_for(core))), core)
+    arrives(method, data.draw(pb_messages(raft_codec.METHODS[method].request_pb, values_for(core))), core)

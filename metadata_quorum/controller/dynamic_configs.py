@@ -1,4 +1,5 @@
-"""Config definitions, and Kafka's IncrementalAlterConfigs as a controller decision.
+"""Dynamic configs (those IncrementalAlterConfigs changes at runtime): their definitions,
+and Kafka's IncrementalAlterConfigs as a controller decision.
 
 Definitions: every topic config with the broker-wide setting it falls back
 to and Kafka's default, so that DescribeConfigs can say where an effective
@@ -28,7 +29,7 @@ from metadata_quorum.image import MetadataImage
 from partition_log.config import LogConfig, broker_key
 from kafka_protocol.errors import InvalidConfigError
 
-from .config import MIN_INSYNC_REPLICAS, TOPIC_CONFIGS, UNCLEAN_LEADER_ELECTION_ENABLE
+from .controller_config import MIN_INSYNC_REPLICAS, TOPIC_CONFIGS, UNCLEAN_LEADER_ELECTION_ENABLE
 from .errors import ControllerError, Error
 from .result import ControllerResult
 

@@ -1,4 +1,4 @@
-"""The quorum's messages survive the trip through protobuf bytes, and the wire refuses what the core must not see."""
+"""The quorum's messages survive the trip through protobuf bytes, and the codec refuses what the core must not see."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from client.admin import quorum_info
 from kraftlog_api import quorum_pb2 as pb
-from metadata_quorum import wire
+from metadata_quorum import raft_codec
 from metadata_quorum.raft import (
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
@@ -119,32 +119,32 @@ def over_the_wire(msg: Any) -> Any:
 # --- round trips --------------------------------------------------------------
 
 
-@pytest.mark.parametrize("method", list(wire.METHODS))
+@pytest.mark.parametrize("method", list(raft_codec.METHODS))
 @ROUND_TRIPS
 @given(data=st.data())
 def test_a_request_arrives_as_sent(method: str, data: st.DataObject) -> None:
     req = data.draw(REQUESTS[method])
-    name, msg = wire.request_to_proto(req)
-    assert name == method and isinstance(msg, wire.METHODS[method].request_pb)
+    name, msg = raft_codec.request_to_proto(req)
+    assert name == method and isinstance(msg, raft_codec.METHODS[method].request_pb)
     assert msg.destination_id == req.dst
-    received = wire.request_from_proto(method, over_the_wire(msg), req.dst, correlation_id=req.correlation_id)
+    received = raft_codec.request_from_proto(method, over_the_wire(msg), req.dst, correlation_id=req.correlation_id)
     assert received == req
 
 
-@pytest.mark.parametrize("method", list(wire.METHODS))
+@pytest.mark.parametrize("method", list(raft_codec.METHODS))
 @ROUND_TRIPS
 @given(data=st.data())
 def test_a_response_arrives_as_sent(method: str, data: st.DataObject) -> None:
     resp = data.draw(RESPONSES[method])
     # The request it answers, as the requester sent it.
     req = replace(data.draw(REQUESTS[method]), src=resp.dst, dst=resp.src, correlation_id=resp.correlation_id)
-    msg = wire.response_to_proto(resp)
-    assert isinstance(msg, wire.METHODS[method].response_pb)
-    assert wire.response_from_proto(over_the_wire(msg), req) == resp
+    msg = raft_codec.response_to_proto(resp)
+    assert isinstance(msg, raft_codec.METHODS[method].response_pb)
+    assert raft_codec.response_from_proto(over_the_wire(msg), req) == resp
 
 
 def test_methods_name_matching_types() -> None:
-    for name, spec in wire.METHODS.items():
+    for name, spec in raft_codec.METHODS.items():
         assert spec.request_pb.__name__ == spec.request.__name__ == name + "Request"
         assert spec.response_pb.__name__ == spec.response.__name__ == name + "Response"
 
@@ -157,13 +157,13 @@ def fetch_pb(**fields: Any) -> pb.FetchRequest:
 
 
 def test_a_request_for_another_node_is_misrouted() -> None:
-    with pytest.raises(wire.MisroutedRequest) as caught:
-        wire.request_from_proto("Fetch", fetch_pb(destination_id=3), receiver_id=1, correlation_id=1)
+    with pytest.raises(raft_codec.MisroutedRequest) as caught:
+        raft_codec.request_from_proto("Fetch", fetch_pb(destination_id=3), receiver_id=1, correlation_id=1)
     assert (caught.value.destination_id, caught.value.receiver_id) == (3, 1)
 
 
 def test_a_request_without_destination_is_for_whoever_got_it() -> None:
-    req = wire.request_from_proto("Fetch", fetch_pb(), receiver_id=1, correlation_id=7)
+    req = raft_codec.request_from_proto("Fetch", fetch_pb(), receiver_id=1, correlation_id=7)
     assert (req.src, req.dst, req.correlation_id) == (2, 1, 7)
 
 
@@ -186,24 +186,24 @@ MALFORMED = [
                                   "vote from itself", "no snapshot id"],
 )
 def test_malformed_request(method: str, msg: Any) -> None:
-    with pytest.raises(wire.MalformedRequest):
-        wire.request_from_proto(method, msg, receiver_id=1, correlation_id=1)
+    with pytest.raises(raft_codec.MalformedRequest):
+        raft_codec.request_from_proto(method, msg, receiver_id=1, correlation_id=1)
 
 
 def test_numbers_the_core_judges_reach_it_and_get_a_kafka_error() -> None:
     core = make_core()
     elect(core)
     msg = fetch_pb(fetch_offset=-1, last_fetched_epoch=1, destination_id=1)
-    core.step(wire.request_from_proto("Fetch", msg, receiver_id=1, correlation_id=5), 0)
+    core.step(raft_codec.request_from_proto("Fetch", msg, receiver_id=1, correlation_id=5), 0)
     (resp,) = [m for r in drain(core) for m in r.messages]
-    answer = over_the_wire(wire.response_to_proto(resp))
+    answer = over_the_wire(raft_codec.response_to_proto(resp))
     assert isinstance(answer, pb.FetchResponse)
     assert (answer.error_code, answer.leader_id, answer.leader_epoch) == (Errors.INVALID_REQUEST.code, 1, 1)
 
 
 def test_a_request_of_the_wrong_protobuf_type_is_a_programming_error() -> None:
     with pytest.raises(TypeError):
-        wire.request_from_proto("Vote", fetch_pb(), receiver_id=1, correlation_id=1)
+        raft_codec.request_from_proto("Vote", fetch_pb(), receiver_id=1, correlation_id=1)
 
 
 # --- responses no correct node sends -------------------------------------------
@@ -228,29 +228,29 @@ A_FETCH = fetch(2, 1, epoch=1, offset=0, last_epoch=0)
          "diverging offset", "snapshot offset"],
 )
 def test_malformed_fetch_response(msg: pb.FetchResponse) -> None:
-    with pytest.raises(wire.MalformedResponse):
-        wire.response_from_proto(msg, A_FETCH)
+    with pytest.raises(raft_codec.MalformedResponse):
+        raft_codec.response_from_proto(msg, A_FETCH)
 
 
 def test_malformed_fetch_snapshot_response() -> None:
     req = FetchSnapshotRequest(2, 1, 3, CLUSTER, 2, 1, SnapshotId(5, 1), 0, 100)
     for msg in (pb.FetchSnapshotResponse(position=-1), pb.FetchSnapshotResponse(size=-1)):
-        with pytest.raises(wire.MalformedResponse):
-            wire.response_from_proto(msg, req)
+        with pytest.raises(raft_codec.MalformedResponse):
+            raft_codec.response_from_proto(msg, req)
 
 
 def test_unknown_error_code_in_a_vote_response() -> None:
     req = VoteRequest(1, 2, 3, CLUSTER, 2, 1, 0, 0)
-    with pytest.raises(wire.MalformedResponse, match="unknown error code 7"):
-        wire.response_from_proto(pb.VoteResponse(error_code=7), req)
+    with pytest.raises(raft_codec.MalformedResponse, match="unknown error code 7"):
+        raft_codec.response_from_proto(pb.VoteResponse(error_code=7), req)
 
 
 # --- error responses and DescribeQuorum ---------------------------------------
 
 
-@pytest.mark.parametrize("method", [*wire.METHODS, "DescribeQuorum"])
+@pytest.mark.parametrize("method", [*raft_codec.METHODS, "DescribeQuorum"])
 def test_error_response_fills_the_envelope(method: str) -> None:
-    msg = over_the_wire(wire.error_response(method, Errors.INCONSISTENT_VOTER_SET, epoch=4, leader_id=None))
+    msg = over_the_wire(raft_codec.error_response(method, Errors.INCONSISTENT_VOTER_SET, epoch=4, leader_id=None))
     assert type(msg).__name__ == method + "Response"
     assert (msg.error_code, msg.leader_epoch, msg.leader_id) == (94, 4, -1)
 
@@ -265,7 +265,7 @@ def leader_with_an_observer() -> RaftCore:
 
 def test_describe_quorum_in_wall_clock_time() -> None:
     core = leader_with_an_observer()
-    msg = wire.describe_quorum_response(
+    msg = raft_codec.describe_quorum_response(
         core.describe_quorum(), Errors.NONE, core.leader(), core.epoch(), wall_ms=lambda t: t + 1_700_000_000_000
     )
     info = quorum_info(over_the_wire(msg))  # as the CLI reads it
@@ -288,7 +288,7 @@ def test_describe_quorum_in_wall_clock_time() -> None:
 
 
 def test_describe_quorum_refused() -> None:
-    msg = wire.describe_quorum_response(None, Errors.NOT_LEADER_OR_FOLLOWER, 2, 5, wall_ms=lambda t: t)
+    msg = raft_codec.describe_quorum_response(None, Errors.NOT_LEADER_OR_FOLLOWER, 2, 5, wall_ms=lambda t: t)
     assert (msg.error_code, msg.leader_id, msg.leader_epoch, msg.high_watermark) == (6, 2, 5, -1)
     assert not msg.current_voters and not msg.observers
 
@@ -323,15 +323,15 @@ class WireNetwork:
         return moved
 
     def call(self, req: Message) -> None:
-        method, msg = wire.request_to_proto(req)  # type: ignore[arg-type]
+        method, msg = raft_codec.request_to_proto(req)  # type: ignore[arg-type]
         self.last_cid += 1
-        received = wire.request_from_proto(method, over_the_wire(msg), req.dst, correlation_id=self.last_cid)
+        received = raft_codec.request_from_proto(method, over_the_wire(msg), req.dst, correlation_id=self.last_cid)
         self.calls[(req.dst, req.src, self.last_cid)] = req
         self.cores[req.dst].step(received, self.now)
 
     def answer(self, node: int, resp: Message) -> None:
         req = self.calls.pop((node, resp.dst, resp.correlation_id))
-        received = wire.response_from_proto(over_the_wire(wire.response_to_proto(resp)), req)  # type: ignore[arg-type]
+        received = raft_codec.response_from_proto(over_the_wire(raft_codec.response_to_proto(resp)), req)  # type: ignore[arg-type]
         self.cores[req.src].step(received, self.now)
 
     def run_until(self, done: Any, steps: int = 200) -> None:

@@ -9,7 +9,7 @@ import pytest
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.controller import Error, validate_topic_config
-from metadata_quorum.controller.configs import (
+from metadata_quorum.controller.dynamic_configs import (
     APPEND, DELETE, DYNAMIC_CLUSTER_CONFIGS, SET, SUBTRACT, TOPIC_CONFIG_DEFS,
 )
 from metadata_quorum.image import MetadataImage
