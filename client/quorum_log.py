@@ -1,5 +1,9 @@
 """A client of the QuorumLog service: append through the leader, read what a node applied.
 
+For the records-only test and benchmark mode of a controller quorum
+(metadata_quorum/records_only/): LocalQuorum, its tests, the quorum demo
+and bench/quorum.py. A cluster's controllers do not serve QuorumLog.
+
 `append` finds the leader itself: a node that does not lead answers
 NOT_LEADER_OR_FOLLOWER with the leader's id (or -1 during an election), and
 the client goes there, or tries the next voter after a short backoff. It

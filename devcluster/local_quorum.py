@@ -30,7 +30,8 @@ class LocalQuorum(LocalProcesses):
         ports = free_ports(voters)
         spec = {
             "cluster.id": CLUSTER_ID,
-            # The raw record store: tests and benchmarks of the quorum itself append opaque records.
+            # The records-only test mode (metadata_quorum/records_only/): tests and benchmarks of
+            # the quorum itself append opaque records. Tests of the controller set `metadata`.
             "defaults": {"kraftlog.quorum.state.machine": "records", **(properties or {})},
             "nodes": [
                 {"node.id": i + 1, "process.roles": "controller", "listeners": f"CONTROLLER://127.0.0.1:{port}"}

@@ -5,8 +5,9 @@ controller as a voter, a broker-only node as an observer that fetches the
 metadata log from the voters. Above it, the roles:
 
 - controller: on the controller listener, the quorum protocol and the
-  KRaftController service (the active controller while this node leads),
-  or the QuorumLog service for a records-only quorum;
+  KRaftController service (the active controller while this node leads);
+  in the records-only test and benchmark mode, the QuorumLog service
+  instead (metadata_quorum/records_only/);
 - broker: on each broker listener, the KafkaBroker service, fed by the
   same node's metadata image (broker/server.py).
 
@@ -36,12 +37,13 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from broker.server import BrokerServer, BrokerSettings
-from metadata_quorum import controller_service, log_service, transport
+from metadata_quorum import controller_service, transport
 from metadata_quorum.controller_service import ActiveController
 from metadata_quorum.image import Endpoint as RegisteredEndpoint
 from metadata_quorum.metadata_state import MetadataStateMachine
 from metadata_quorum.node import QuorumNode, StateMachine
-from metadata_quorum.record_store import RecordStore
+from metadata_quorum.records_only import quorum_log_service
+from metadata_quorum.records_only.record_store import RecordStore
 from metadata_quorum.storage import StorageError, open_metadata_storage
 from kafka_protocol.errors import KafkaStorageError
 from partition_log.log_manager import LogManager
@@ -172,8 +174,8 @@ async def serve(config: ServerConfig) -> int:
         transport.add_to_server(controller.server, node,
                                 transport.voter_nodes(config.voters, config.controller_endpoint().name))
         if metadata is None:
-            log_service.add_to_server(controller.server, node, store)
-            app_services = log_service.SERVICE_NAMES
+            quorum_log_service.add_to_server(controller.server, node, store)
+            app_services = quorum_log_service.SERVICE_NAMES
         else:
             active = controller_service.ActiveController(node, metadata, config.controller)
             controller_service.add_to_server(controller.server, active)

@@ -56,9 +56,10 @@ ADVERTISED_LISTENERS = "advertised.listeners"
 INTER_BROKER_LISTENER_NAME = "inter.broker.listener.name"
 BROKER_RACK = "broker.rack"
 # What a controller runs above the quorum: `metadata` (the metadata image and
-# the controller: the real thing) or `records` (a plain store of raw records,
-# served through the QuorumLog RPCs: for a quorum-only cluster, its tests and
-# its benchmark). Not a Kafka setting; Kafka has only the former.
+# the controller: the real thing, and the default) or `records`, a test and
+# benchmark mode (a plain store of raw records served through the QuorumLog
+# RPCs, metadata_quorum/records_only/: the quorum's process tests, its demo and
+# `make bench-quorum`). Not a Kafka setting; Kafka has only the former.
 STATE_MACHINE = "kraftlog.quorum.state.machine"
 STATE_MACHINES = ("metadata", "records")
 # Where the node serves Prometheus metrics (HOST:PORT; absent or empty: no

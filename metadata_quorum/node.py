@@ -51,7 +51,7 @@ log = logging.getLogger(__name__)
 
 
 class StateMachine(Protocol):
-    """What runs above the quorum: the controller, or the plain RecordStore."""
+    """What runs above the quorum: the metadata image, or (tests, bench) records_only.RecordStore."""
 
     def apply(self, records: Iterable[tuple[int, bytes]]) -> None: ...
 

@@ -1,10 +1,9 @@
-"""RecordStore: the plain state machine of a quorum-only node.
+"""RecordStore: the state machine of a records-only quorum (a test and benchmark mode).
 
-Until the controller (issue 4) runs above the quorum, a node applies
-committed records into this store: every data record with its offset, in
-order. It serves the QuorumLog RPCs (tests, benchmarks, operators checking
-replication) and exercises the snapshot path end to end: its snapshot is
-all of its records.
+In place of the metadata image, a node applies committed entries into this
+store: every data record with its offset, in order. It backs the QuorumLog
+RPCs (see records_only/__init__.py for who needs them) and exercises the
+snapshot path end to end: its snapshot is all of its records.
 
 Snapshot bytes: repeated (offset int64, length uint32, data), big-endian.
 """

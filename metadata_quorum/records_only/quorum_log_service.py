@@ -1,8 +1,9 @@
 """The QuorumLog service: raw appends to and committed reads from the replicated log.
 
-For a quorum-only node, whose state machine is the RecordStore: tests,
-benchmarks and operators use it to write through the leader and to read
-what each node has applied. Errors are Kafka's codes in the response.
+Served by a records-only quorum (state machine: RecordStore), a test and
+benchmark mode (records_only/__init__.py): tests and the quorum benchmark
+write through the leader and read what each node has applied. Errors are
+Kafka's codes in the response.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from kraftlog_api import quorum_pb2_grpc as pb_grpc
 from kafka_protocol.errors import MessageTooLargeError, OffsetOutOfRangeError
 
 from kafka_protocol import grpc_serving
-from .node import AppendLostError, QuorumNode, StorageFailure
-from .raft import Errors, NotLeaderError
+from ..node import AppendLostError, QuorumNode, StorageFailure
+from ..raft import Errors, NotLeaderError
 from .record_store import RecordStore
 
 # One metadata record may not exceed this; Kafka bounds metadata batches similarly.
