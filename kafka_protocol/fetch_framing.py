@@ -16,7 +16,7 @@ length-delimited framing around the batches is done by hand:
   (groups, a damaged frame) is parsed by protobuf instead, which accepts
   exactly what protobuf accepts and raises its DecodeError otherwise.
 
-tests/proto/test_fetch_wire.py checks both against protobuf's own encoding,
+tests/proto/test_fetch_framing.py checks both against protobuf's own encoding,
 and the decoder against arbitrary and damaged bytes.
 """
 from __future__ import annotations
