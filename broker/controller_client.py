@@ -17,11 +17,11 @@ from typing import Optional
 import grpc
 from google.protobuf.message import Message
 
+from kafka_protocol.errors import Errors
 from kraftlog_api import controller_pb2_grpc as cpb_grpc
 
 log = logging.getLogger(__name__)
 
-NOT_CONTROLLER = 41
 NO_CONTROLLER = -1
 RETRY_BACKOFF_S = 0.1
 
@@ -101,7 +101,7 @@ class ControllerClient:
                 continue
             except grpc.aio.UsageError:
                 break  # closed under us
-            if response.error_code != NOT_CONTROLLER:
+            if response.error_code != Errors.NOT_CONTROLLER:
                 self.active_id = target
                 return response
             named = response.controller_id

@@ -1,53 +1,14 @@
 """The Kafka error codes the broker answers with, per partition.
 
-Names and numbers are Kafka's protocol errors. Storage errors raised by
-`partition_log` carry their own Kafka code (`KafkaError.code`) and go into
-responses unchanged.
+`Error` is Kafka's one table of codes (`kafka_protocol.errors.Errors`) under
+the name the broker's modules use. Storage errors raised by `partition_log`
+carry their own Kafka code (`KafkaError.code`) and go into responses unchanged.
 """
 from __future__ import annotations
 
-from enum import IntEnum
+from kafka_protocol.errors import Errors, KafkaError, error_name
 
-from kafka_protocol.errors import KafkaError
-
-
-class Error(IntEnum):
-    UNKNOWN_SERVER_ERROR = -1
-    NONE = 0
-    OFFSET_OUT_OF_RANGE = 1
-    CORRUPT_MESSAGE = 2
-    UNKNOWN_TOPIC_OR_PARTITION = 3
-    LEADER_NOT_AVAILABLE = 5
-    NOT_LEADER_OR_FOLLOWER = 6
-    REQUEST_TIMED_OUT = 7
-    MESSAGE_TOO_LARGE = 10
-    OFFSET_METADATA_TOO_LARGE = 12
-    COORDINATOR_LOAD_IN_PROGRESS = 14
-    COORDINATOR_NOT_AVAILABLE = 15
-    NOT_COORDINATOR = 16
-    INVALID_TOPIC_EXCEPTION = 17
-    NOT_ENOUGH_REPLICAS = 19
-    NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
-    INVALID_REQUIRED_ACKS = 21
-    INVALID_GROUP_ID = 24
-    UNKNOWN_MEMBER_ID = 25
-    UNSUPPORTED_VERSION = 35
-    INVALID_REQUEST = 42
-    OUT_OF_ORDER_SEQUENCE_NUMBER = 45
-    DUPLICATE_SEQUENCE_NUMBER = 46
-    INVALID_PRODUCER_EPOCH = 47
-    INVALID_PRODUCER_ID_MAPPING = 49
-    KAFKA_STORAGE_ERROR = 56
-    UNKNOWN_PRODUCER_ID = 59
-    NON_EMPTY_GROUP = 68
-    GROUP_ID_NOT_FOUND = 69
-    FENCED_LEADER_EPOCH = 74
-    UNKNOWN_LEADER_EPOCH = 75
-    INVALID_RECORD = 87
-    FENCED_MEMBER_EPOCH = 110
-    UNRELEASED_INSTANCE_ID = 111
-    UNSUPPORTED_ASSIGNOR = 112
-    STALE_MEMBER_EPOCH = 113
+Error = Errors
 
 
 class BrokerError(Exception):
@@ -62,13 +23,6 @@ class BrokerError(Exception):
         return f"{error_name(self.error)}: {self.message}" if self.message else error_name(self.error)
 
 
-def error_name(code: int) -> str:
-    try:
-        return Error(code).name
-    except ValueError:
-        return f"ERROR_{code}"
-
-
 def as_broker_error(exc: Exception) -> BrokerError:
     """Any exception as the error a client should see: storage errors keep
     their Kafka code, anything else is UNKNOWN_SERVER_ERROR."""
@@ -77,3 +31,6 @@ def as_broker_error(exc: Exception) -> BrokerError:
     if isinstance(exc, KafkaError):
         return BrokerError(exc.code, Exception.__str__(exc))
     return BrokerError(Error.UNKNOWN_SERVER_ERROR, f"{type(exc).__name__}: {exc}")
+
+
+__all__ = ["BrokerError", "Error", "as_broker_error", "error_name"]

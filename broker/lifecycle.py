@@ -28,6 +28,7 @@ import logging
 import uuid
 from typing import Callable, Optional, Sequence
 
+from kafka_protocol.errors import error_name
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.controller.errors import Error
@@ -42,13 +43,6 @@ SHUTDOWN_HEARTBEAT_S = 0.25  # while a controlled shutdown waits for the control
 # timeouts): no election is under way that could give one.
 NO_QUORUM_GIVE_UP_S = 3.0
 REREGISTER = (Error.STALE_BROKER_EPOCH, Error.BROKER_ID_NOT_REGISTERED)
-
-
-def error_name(code: int) -> str:
-    try:
-        return Error(code).name
-    except ValueError:
-        return f"ERROR_{code}"
 
 
 class BrokerLifecycle:

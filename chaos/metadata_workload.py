@@ -35,6 +35,7 @@ import grpc
 
 from client.admin import describe_quorum
 from client.cluster import Cluster
+from kafka_protocol.errors import Errors
 from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import controller_pb2 as cpb
 
@@ -43,7 +44,6 @@ from .history import FAIL, INFO, OK, HistoryRecorder
 TOPICS = tuple(f"meta-{i}" for i in range(4))
 CALL_TIMEOUT_S = 10.0
 READ_TIMEOUT_S = 10.0
-TOPIC_ALREADY_EXISTS, UNKNOWN_TOPIC_OR_PARTITION = 36, 3
 OPS = ("create", "delete", "describe")
 
 
@@ -109,7 +109,7 @@ class MetadataWorkload:
             self.history.complete(call, INFO, error="no answer")
         elif result.error_code == 0:
             self.history.complete(call, OK, "ok")
-        elif result.error_code == TOPIC_ALREADY_EXISTS:
+        elif result.error_code == Errors.TOPIC_ALREADY_EXISTS:
             self.history.complete(call, INFO, error="TOPIC_ALREADY_EXISTS (maybe this request's own retry)")
         else:
             self.history.complete(call, FAIL, error=f"error {result.error_code}")
@@ -121,7 +121,7 @@ class MetadataWorkload:
             self.history.complete(call, INFO, error="no answer")
         elif result.error_code == 0:
             self.history.complete(call, OK, "ok")
-        elif result.error_code == UNKNOWN_TOPIC_OR_PARTITION:
+        elif result.error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION:
             self.history.complete(call, INFO, error="UNKNOWN_TOPIC_OR_PARTITION (maybe this request's own retry)")
         else:
             self.history.complete(call, FAIL, error=f"error {result.error_code}")
@@ -150,7 +150,7 @@ class MetadataWorkload:
                 except grpc.RpcError:
                     continue
                 [found] = response.topics
-                if found.error_code == UNKNOWN_TOPIC_OR_PARTITION:
+                if found.error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION:
                     return "UNKNOWN_TOPIC_OR_PARTITION"
                 return len(found.partitions)
             time.sleep(0.05)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional
 import grpc
 
 from kafka_protocol.addresses import format_address
+from kafka_protocol.errors import Errors
 from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import quorum_pb2, quorum_pb2_grpc
@@ -31,11 +32,8 @@ from .errors import (
 if TYPE_CHECKING:  # cluster.py imports parse_bootstrap from here
     from .cluster import Cluster
 
-NONE = 0
-NOT_LEADER_OR_FOLLOWER = NotLeaderOrFollowerError.code
 CALL_TIMEOUT_S = 2.0  # one node's answer; the overall timeout bounds the rounds
 FORWARDED_TIMEOUT_S = 15.0  # a forwarded request waits for the controller's records to commit
-BROKER_NOT_AVAILABLE = 8
 TOPIC, BROKER = 2, 4  # Kafka's ConfigResource.Type ids
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3  # Kafka's AlterConfigOp.OpType ids
 CONFIG_SOURCES = {1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG", 3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
@@ -132,7 +130,7 @@ def _ask_broker(cluster: "Cluster", broker_id: int, method: str, request: Any) -
     if broker_id not in cluster.brokers:
         cluster.refresh([])
     if broker_id not in cluster.brokers:
-        raise error_for_code(BROKER_NOT_AVAILABLE, f"broker {broker_id} is not a live broker of this cluster "
+        raise error_for_code(Errors.BROKER_NOT_AVAILABLE, f"broker {broker_id} is not a live broker of this cluster "
                              f"(live: {', '.join(map(str, sorted(cluster.brokers))) or 'none'})")
     try:
         return getattr(cluster.broker_stub(broker_id), method)(request, timeout=CALL_TIMEOUT_S * 3)
@@ -240,7 +238,7 @@ def _ask_each(channels: dict[str, grpc.Channel],
         except grpc.RpcError as exc:
             answers[address] = exc
             continue
-        if response.error_code == NONE:
+        if response.error_code == Errors.NONE:
             return response
         answers[address] = response
     return answers
@@ -270,7 +268,7 @@ def _raise_if_leader_elsewhere(answers: dict[str, Answer]) -> None:
 
 def _names_leader(answer: Answer) -> bool:
     return (isinstance(answer, quorum_pb2.DescribeQuorumResponse)
-            and answer.error_code == NOT_LEADER_OR_FOLLOWER and answer.leader_id >= 0)
+            and answer.error_code == Errors.NOT_LEADER_OR_FOLLOWER and answer.leader_id >= 0)
 
 
 def _no_leader(answers: dict[str, Answer], timeout: float) -> KafkaError:
@@ -279,7 +277,7 @@ def _no_leader(answers: dict[str, Answer], timeout: float) -> KafkaError:
     responses = [a for a in answers.values() if isinstance(a, quorum_pb2.DescribeQuorumResponse)]
     if not responses:
         return NetworkError(detail)
-    other = next((r for r in responses if r.error_code != NOT_LEADER_OR_FOLLOWER), None)
+    other = next((r for r in responses if r.error_code != Errors.NOT_LEADER_OR_FOLLOWER), None)
     return error_for_code(other.error_code, detail) if other else NotLeaderOrFollowerError(detail)
 
 
@@ -288,7 +286,7 @@ def _describe(answer: Answer) -> str:
         code = answer.code()  # type: ignore[attr-defined]
         details = answer.details()  # type: ignore[attr-defined]
         return f"{code.name if code else 'UNKNOWN'} ({details})" if details else str(code)
-    if answer.error_code == NOT_LEADER_OR_FOLLOWER:
+    if answer.error_code == Errors.NOT_LEADER_OR_FOLLOWER:
         leader = f"node {answer.leader_id}" if answer.leader_id >= 0 else "unknown (election under way)"
         return f"not the leader, leader is {leader}"
     return f"error code {answer.error_code}"

@@ -37,6 +37,8 @@ import re
 import time
 from typing import Any, Awaitable, Callable, Iterable, Mapping, Optional, Sequence, TypeVar, Union
 
+from kafka_protocol.errors import Errors
+
 from .consumer_config import ConsumerConfig
 from .consumer_types import (ConsumerRecord, OffsetAndMetadata, OffsetAndTimestamp, TimestampType,
                              TopicPartition)
@@ -51,7 +53,6 @@ from .subscription_state import EARLIEST, LATEST, RESET_TIMESTAMPS, Subscription
 
 log = logging.getLogger(__name__)
 
-INVALID_GROUP_ID = 24
 RebalanceCallback = Callable[["Consumer", list[TopicPartition]], None]
 CommitCallback = Callable[[Optional[BaseException], dict[TopicPartition, OffsetAndMetadata]], None]
 Offsets = Mapping[TopicPartition, Union[int, OffsetAndMetadata]]
@@ -127,7 +128,7 @@ class Consumer:
         matches against the cluster's topics. on_lost defaults to on_revoke."""
         self._check_open()
         if self._membership is None:
-            raise error_for_code(INVALID_GROUP_ID, "subscribe() needs a group.id")
+            raise error_for_code(Errors.INVALID_GROUP_ID, "subscribe() needs a group.id")
         if self._mode == "assign":
             raise IllegalStateError("subscribe() after assign(): call unsubscribe() first")
         if isinstance(topics, re.Pattern):
@@ -337,7 +338,7 @@ class Consumer:
                 self._state.wake_fetcher()
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
-                    raise error_for_code(7, f"position of {partition}: no offset found in time")
+                    raise error_for_code(Errors.REQUEST_TIMED_OUT, f"position of {partition}: no offset found in time")
                 self._state.cond.wait(min(remaining, 0.5))
 
     def _positions(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, OffsetAndMetadata]:
@@ -495,7 +496,7 @@ class Consumer:
     def _require_group(self, what: str) -> Coordinator:
         self._check_open()
         if self._coordinator is None:
-            raise error_for_code(INVALID_GROUP_ID, f"{what} needs a group.id")
+            raise error_for_code(Errors.INVALID_GROUP_ID, f"{what} needs a group.id")
         return self._coordinator
 
     # --- life cycle -------------------------------------------------------------------

@@ -15,6 +15,7 @@ from typing import Any, Callable, Optional
 
 import grpc
 
+from kafka_protocol.errors import Errors
 from kraftlog_api import groups_pb2 as gpb
 from kraftlog_api import groups_pb2_grpc as gpb_grpc
 
@@ -23,13 +24,9 @@ from .metadata import TRANSPORT_FAILURES, Metadata
 
 log = logging.getLogger(__name__)
 
-COORDINATOR_LOAD_IN_PROGRESS = 14
-COORDINATOR_NOT_AVAILABLE = 15
-NOT_COORDINATOR = 16
-UNSUPPORTED_VERSION = 35
 # Answers after which the coordinator must be looked up again.
-COORDINATOR_MOVED = frozenset({COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR})
-RETRY_SAME = frozenset({COORDINATOR_LOAD_IN_PROGRESS})
+COORDINATOR_MOVED = frozenset({Errors.COORDINATOR_NOT_AVAILABLE, Errors.NOT_COORDINATOR})
+RETRY_SAME = frozenset({Errors.COORDINATOR_LOAD_IN_PROGRESS})
 
 
 class CoordinatorUnavailable(Exception):
@@ -106,13 +103,15 @@ class Coordinator:
             except (CoordinatorUnavailable, NetworkError) as exc:
                 last = str(exc)
             if time.monotonic() + self._backoff_s >= deadline:
-                raise error_for_code(7, f"{method} for group {self.group_id}: no answer in time ({last})")
+                raise error_for_code(Errors.REQUEST_TIMED_OUT,
+                                     f"{method} for group {self.group_id}: no answer in time ({last})")
             await asyncio.sleep(self._backoff_s)
 
 
 def _raise_unimplemented(exc: grpc.aio.AioRpcError, address: str, method: str) -> None:
     if exc.code() == grpc.StatusCode.UNIMPLEMENTED:
-        raise error_for_code(UNSUPPORTED_VERSION, f"{address} has no group coordinator ({method} UNIMPLEMENTED)") from None
+        raise error_for_code(Errors.UNSUPPORTED_VERSION,
+                             f"{address} has no group coordinator ({method} UNIMPLEMENTED)") from None
 
 
 __all__ = ["Coordinator", "CoordinatorUnavailable", "KafkaError"]

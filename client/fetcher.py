@@ -26,7 +26,7 @@ import grpc
 
 from kraftlog_api import broker_pb2 as bpb
 from kafka_protocol.batch import NO_PARTITION_LEADER_EPOCH, parse_header
-from kafka_protocol.errors import KafkaError
+from kafka_protocol.errors import Errors, KafkaError
 from kafka_protocol.records import DecodedBatch, decode_batch
 
 from .consumer_config import ConsumerConfig
@@ -39,7 +39,6 @@ from .subscription_state import RESET_TIMESTAMPS, CompletedFetch, SubscriptionSt
 
 log = logging.getLogger(__name__)
 
-OFFSET_OUT_OF_RANGE = 1
 IDLE_WAKE_S = 1.0  # a bound on any sleep, so nothing waits on a lost wake-up forever
 
 CommittedLookup = Callable[[list[TopicPartition]], Awaitable[dict[TopicPartition, Optional[OffsetAndMetadata]]]]
@@ -236,7 +235,7 @@ class Fetcher(LoopWorker):
         elif result in STALE_METADATA_ERRORS:
             self._metadata.note_error(result)
             state.back_off(tp, self._backoff_s)
-        elif result == OFFSET_OUT_OF_RANGE:
+        elif result == Errors.OFFSET_OUT_OF_RANGE:
             policy = self._config.auto_offset_reset
             if policy == "none":
                 ps.error = OffsetOutOfRangeError(f"{tp}: fetch position {position} is out of range "

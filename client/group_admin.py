@@ -16,6 +16,7 @@ import grpc
 
 from kraftlog_api import groups_pb2 as gpb
 from kraftlog_api import groups_pb2_grpc as gpb_grpc
+from kafka_protocol.errors import Errors
 from kafka_protocol.wording import counted, listed
 
 from .consumer_types import OffsetAndMetadata, TopicPartition
@@ -29,9 +30,9 @@ CALL_TIMEOUT_S = 5.0
 RETRY_BACKOFF_S = 0.2
 
 GROUP_CALL_TIMEOUT_S = 15.0
-GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP = 69, 68
-UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST = 3, 42
-COORDINATOR_RETRIABLE = frozenset({14, 15, 16})  # LOAD_IN_PROGRESS, NOT_AVAILABLE, NOT_COORDINATOR
+# Retriable as Kafka says, and only these of Kafka's retriable errors: they say the group moved or is loading.
+COORDINATOR_RETRIABLE = frozenset({Errors.COORDINATOR_LOAD_IN_PROGRESS, Errors.COORDINATOR_NOT_AVAILABLE,
+                                   Errors.NOT_COORDINATOR})
 EARLIEST_TIMESTAMP, LATEST_TIMESTAMP = -2, -1
 
 
@@ -171,13 +172,13 @@ async def _reset_offsets(metadata: Metadata, group: str, topics: Optional[dict[s
                                   gpb.ConsumerGroupDescribeRequest(group_ids=[group]),
                                   lambda r: [g.error_code for g in r.groups])
     [g] = described.groups
-    if g.error_code not in (0, GROUP_ID_NOT_FOUND):
+    if g.error_code not in (Errors.NONE, Errors.GROUP_ID_NOT_FOUND):
         raise error_for_code(g.error_code, f"group {group}: {g.error_message or error_name(g.error_code)}")
     if g.members:
-        raise error_for_code(NON_EMPTY_GROUP, f"group {group} has {counted(len(g.members), 'active member')} "
+        raise error_for_code(Errors.NON_EMPTY_GROUP, f"group {group} has {counted(len(g.members), 'active member')} "
                                               f"(state {g.group_state}): offsets can only be reset while it "
                                               "has none")
-    committed = await _committed(coordinator, group) if g.error_code == 0 else {}
+    committed = await _committed(coordinator, group) if g.error_code == Errors.NONE else {}
     partitions = await _target_partitions(metadata, topics, committed, group)
     kind, value = strategy
     first = await _offsets_at(metadata, {tp: EARLIEST_TIMESTAMP for tp in partitions})
@@ -193,7 +194,7 @@ async def _reset_offsets(metadata: Metadata, group: str, topics: Optional[dict[s
     else:  # shift
         without = [str(tp) for tp in partitions if tp not in committed]
         if without:
-            raise error_for_code(INVALID_REQUEST, f"--shift-by moves a committed offset; "
+            raise error_for_code(Errors.INVALID_REQUEST, f"--shift-by moves a committed offset; "
                                                   f"{listed(without, 'has', 'have')} none")
         new = {tp: committed[tp] + value for tp in partitions}
     plan = [{"group": group, "topic": tp.topic, "partition": tp.partition, "current": committed.get(tp),
@@ -210,14 +211,15 @@ async def _target_partitions(metadata: Metadata, topics: Optional[dict[str, Opti
                              committed: dict[TopicPartition, int], group: str) -> list[TopicPartition]:
     if topics is None:
         if not committed:
-            raise error_for_code(GROUP_ID_NOT_FOUND, f"group {group} has no committed offsets: name --topic")
+            raise error_for_code(Errors.GROUP_ID_NOT_FOUND, f"group {group} has no committed offsets: name --topic")
         return sorted(committed)
     chosen = []
     for topic, wanted in topics.items():
         existing = [p.partition for p in await metadata.partitions_for(topic, max_block_ms=int(CALL_TIMEOUT_S * 1000))]
         unknown = sorted(set(wanted or ()) - set(existing))
         if unknown:
-            raise error_for_code(UNKNOWN_TOPIC_OR_PARTITION, f"{topic} has no partition {', '.join(map(str, unknown))}")
+            raise error_for_code(Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                 f"{topic} has no partition {', '.join(map(str, unknown))}")
         chosen += [TopicPartition(topic, p) for p in (wanted if wanted is not None else existing)]
     return sorted(set(chosen))
 
@@ -228,7 +230,7 @@ async def _delete_groups(metadata: Metadata, groups: list[str]) -> None:
                                      gpb.DeleteGroupsRequest(group_ids=[group]),
                                      lambda r: [x.error_code for x in r.results])
         [result] = response.results
-        if result.error_code == NON_EMPTY_GROUP:
-            raise error_for_code(NON_EMPTY_GROUP, f"group {group} still has members: stop them first")
+        if result.error_code == Errors.NON_EMPTY_GROUP:
+            raise error_for_code(Errors.NON_EMPTY_GROUP, f"group {group} still has members: stop them first")
         if result.error_code:
             raise error_for_code(result.error_code, f"group {group}: {error_name(result.error_code)}")

@@ -29,6 +29,7 @@ import logging
 import time
 from typing import Optional
 
+from kafka_protocol.errors import Errors
 from kraftlog_api import groups_pb2 as gpb
 
 from .consumer_config import ConsumerConfig
@@ -40,10 +41,7 @@ from .subscription_state import SubscriptionState
 
 log = logging.getLogger(__name__)
 
-UNKNOWN_MEMBER_ID = 25
-FENCED_MEMBER_EPOCH = 110
-STALE_MEMBER_EPOCH = 113
-LOST_MEMBERSHIP = frozenset({UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH, STALE_MEMBER_EPOCH})
+LOST_MEMBERSHIP = frozenset({Errors.UNKNOWN_MEMBER_ID, Errors.FENCED_MEMBER_EPOCH, Errors.STALE_MEMBER_EPOCH})
 JOIN_EPOCH, LEAVE_EPOCH = 0, -1
 IDLE_WAKE_S = 1.0
 LEAVE_TIMEOUT_S = 5.0
@@ -168,9 +166,9 @@ class GroupMembership(LoopWorker):
                 response: gpb.ConsumerGroupHeartbeatResponse) -> None:
         code = response.error_code
         with self._state.cond:
-            if request.member_epoch != self.member_epoch and code == 0:
+            if request.member_epoch != self.member_epoch and code == Errors.NONE:
                 return  # released or left meanwhile: this answer is for an older epoch
-            if code == 0:
+            if code == Errors.NONE:
                 self.member_id, self.member_epoch = response.member_id, response.member_epoch
                 if response.heartbeat_interval_ms > 0:
                     self._interval_s = response.heartbeat_interval_ms / 1000
@@ -186,7 +184,7 @@ class GroupMembership(LoopWorker):
                 log.warning("group %s: member %s epoch %d: %s: partitions lost, joining again",
                             self._config.group_id, self.member_id, self.member_epoch,
                             error_for_code(code, response.error_message))
-                if code == UNKNOWN_MEMBER_ID:
+                if code == Errors.UNKNOWN_MEMBER_ID:
                     self.member_id = ""
                 self.member_epoch = JOIN_EPOCH
                 self.lost = bool(self.owned) or self.target is not None

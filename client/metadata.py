@@ -29,6 +29,7 @@ import grpc
 
 from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import broker_pb2_grpc as bpb_grpc
+from kafka_protocol.errors import Errors
 from kafka_protocol.fetch_framing import broker_stub
 
 from .admin import parse_bootstrap
@@ -38,15 +39,10 @@ from .errors import NetworkError, error_for_code
 
 log = logging.getLogger(__name__)
 
-UNKNOWN_TOPIC_OR_PARTITION = 3
-LEADER_NOT_AVAILABLE = 5
-NOT_LEADER_OR_FOLLOWER = 6
-FENCED_LEADER_EPOCH = 74
-UNKNOWN_LEADER_EPOCH = 75
-UNSUPPORTED_VERSION = 35
 # Answers that mean "your idea of the leader is out of date".
-STALE_METADATA_ERRORS = frozenset({UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER,
-                                   FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH})
+STALE_METADATA_ERRORS = frozenset({Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.LEADER_NOT_AVAILABLE,
+                                   Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH,
+                                   Errors.UNKNOWN_LEADER_EPOCH})
 # gRPC statuses after which another broker may do better.
 TRANSPORT_FAILURES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
                                 grpc.StatusCode.CANCELLED, grpc.StatusCode.UNKNOWN})
@@ -140,7 +136,7 @@ class Metadata:
                     request, timeout=timeout_s or self._call_timeout_s)
             except grpc.aio.AioRpcError as exc:
                 if exc.code() == grpc.StatusCode.UNIMPLEMENTED:
-                    raise error_for_code(UNSUPPORTED_VERSION, f"{address} does not offer {method}") from None
+                    raise error_for_code(Errors.UNSUPPORTED_VERSION, f"{address} does not offer {method}") from None
                 if exc.code() not in TRANSPORT_FAILURES:
                     raise
                 problems.append(f"{address} {exc.code().name}")
@@ -228,7 +224,7 @@ class Metadata:
                 return parts
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                code = self._topic_errors.get(topic, UNKNOWN_TOPIC_OR_PARTITION)
+                code = self._topic_errors.get(topic, Errors.UNKNOWN_TOPIC_OR_PARTITION)
                 # Kafka's TimeoutException message, word for word.
                 raise error_for_code(code, f"Topic {topic} not present in metadata after {max_block_ms} ms."
                                      + (f" ({self.last_error})" if self.last_error else ""))

@@ -11,6 +11,7 @@ from typing import Callable, Mapping, Optional
 
 import grpc
 
+from kafka_protocol.errors import Errors
 from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import groups_pb2 as gpb
 
@@ -19,13 +20,11 @@ from .coordinator import Coordinator
 from .errors import KafkaError, error_for_code
 from .metadata import STALE_METADATA_ERRORS, TRANSPORT_FAILURES, Metadata
 
-STALE_MEMBER_EPOCH = 113
-UNKNOWN_TOPIC_OR_PARTITION = 3
 # Retried until the commit's deadline, as Kafka's commitSync retries them: a
 # newer member epoch is on its way in the heartbeat, and a coordinator whose
 # metadata has not yet seen a just-created topic refuses offsets for it
 # until it does (a deleted topic's commit fails once the deadline passes).
-COMMIT_RETRIABLE = frozenset({STALE_MEMBER_EPOCH, UNKNOWN_TOPIC_OR_PARTITION})
+COMMIT_RETRIABLE = frozenset({Errors.STALE_MEMBER_EPOCH, Errors.UNKNOWN_TOPIC_OR_PARTITION})
 COMMIT_RETRY_BACKOFF_S = 0.05
 
 
@@ -61,7 +60,7 @@ async def list_offsets(metadata: Metadata, wanted: Mapping[TopicPartition, int],
         if not pending:
             break
         if time.monotonic() + backoff_s >= deadline:
-            raise error_for_code(7, f"ListOffsets: no answer in time ({last})")
+            raise error_for_code(Errors.REQUEST_TIMED_OUT, f"ListOffsets: no answer in time ({last})")
         metadata.maybe_update()
         await asyncio.sleep(backoff_s)
     return results

@@ -32,7 +32,7 @@ from collections import deque
 from typing import Any, Callable, Iterable, Mapping, Optional, Union
 
 from kafka_protocol.batch import HEADER_SIZE
-from kafka_protocol.errors import KafkaError, MessageTooLargeError
+from kafka_protocol.errors import Errors, KafkaError, MessageTooLargeError
 from kafka_protocol.wording import counted
 
 from .accumulator import RecordAccumulator
@@ -40,7 +40,7 @@ from .cluster import PartitionInfo
 from .errors import RequestTimedOutError, error_for_code
 from .idempotence import IdempotenceState
 from .io_thread import IoThread
-from .metadata import UNKNOWN_TOPIC_OR_PARTITION, Metadata
+from .metadata import Metadata
 from .partitioner import StickyPartitioner, key_partition
 from .producer_batch import RECORD_OVERHEAD_UPPER_BOUND, ProducerRecord, RecordMetadata, record_size_upper_bound
 from .producer_config import ProducerConfig
@@ -227,7 +227,8 @@ class AsyncProducer:
                 # Its batch is full or gone: a new batch, on the next sticky partition (KIP-480).
                 partition = self._sticky.on_new_batch(topic, partitions, partition)
         elif not 0 <= partition < len(partitions):
-            future.fail_unsent(error_for_code(UNKNOWN_TOPIC_OR_PARTITION, f"partition {partition} of {topic} is not "
+            future.fail_unsent(error_for_code(Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                              f"partition {partition} of {topic} is not "
                                               f"in the range [0...{len(partitions) - 1}]"))
             return
         if accumulator.append((topic, partition), record, size, future, time.monotonic()):

@@ -19,12 +19,12 @@ from typing import Iterator, Optional, Sequence
 
 import grpc
 
+from kafka_protocol.errors import Errors
 from kraftlog_api import quorum_pb2, quorum_pb2_grpc
 
 from .channels import open_channel
-from .errors import KafkaError, NetworkError, NotLeaderOrFollowerError, RequestTimedOutError, error_for_code
+from .errors import KafkaError, NetworkError, RequestTimedOutError, error_for_code
 
-NOT_LEADER_OR_FOLLOWER = NotLeaderOrFollowerError.code
 RETRY_BACKOFF_S = 0.05
 
 
@@ -75,10 +75,10 @@ class QuorumLogClient:
                 target = next(candidates)
                 time.sleep(RETRY_BACKOFF_S)
                 continue
-            if response.error_code == 0:
+            if response.error_code == Errors.NONE:
                 self.leader_hint = target
                 return response.base_offset, response.last_offset
-            if response.error_code != NOT_LEADER_OR_FOLLOWER:
+            if response.error_code != Errors.NOT_LEADER_OR_FOLLOWER:
                 raise error_for_code(response.error_code, response.error_message)
             last_problem = f"node {target}: {response.error_message or 'not the leader'}"
             if response.leader_id in self.voters and response.leader_id != target:

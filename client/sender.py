@@ -22,7 +22,7 @@ from typing import Callable, Optional
 import grpc
 
 from kraftlog_api import broker_pb2 as bpb
-from kafka_protocol.errors import KafkaError
+from kafka_protocol.errors import Errors, KafkaError
 
 from .accumulator import IDLE_DELAY_S, RecordAccumulator
 from .errors import NetworkError, RequestTimedOutError, error_for_code
@@ -33,33 +33,9 @@ from .producer_config import ProducerConfig
 
 log = logging.getLogger(__name__)
 
-NONE = 0
-UNKNOWN_SERVER_ERROR = -1
-MESSAGE_TOO_LARGE = 10
-OUT_OF_ORDER_SEQUENCE_NUMBER = 45
-DUPLICATE_SEQUENCE_NUMBER = 46
-INVALID_PRODUCER_EPOCH = 47
-UNKNOWN_PRODUCER_ID = 59
-PRODUCER_FENCED = 90
 # Retried as Kafka does, but said at WARN each time: the ISR is below
 # min.insync.replicas, which lasts until an operator or the cluster fixes it.
-NOT_ENOUGH_REPLICAS_ERRORS = frozenset({19, 20})
-# Kafka's retriable errors of a Produce answer.
-RETRIABLE_PRODUCE_ERRORS = frozenset({
-    2,   # CORRUPT_MESSAGE (damaged on the way: the broker checks the CRC)
-    3,   # UNKNOWN_TOPIC_OR_PARTITION
-    5,   # LEADER_NOT_AVAILABLE
-    6,   # NOT_LEADER_OR_FOLLOWER
-    7,   # REQUEST_TIMED_OUT
-    13,  # NETWORK_EXCEPTION
-    19,  # NOT_ENOUGH_REPLICAS
-    20,  # NOT_ENOUGH_REPLICAS_AFTER_APPEND
-    56,  # KAFKA_STORAGE_ERROR
-    74,  # FENCED_LEADER_EPOCH
-    75,  # UNKNOWN_LEADER_EPOCH
-})
-# InitProducerId answers worth asking again.
-RETRIABLE_INIT_ERRORS = frozenset({7, 13, 14, 15, 16, 51})  # ... COORDINATOR_*, NOT_COORDINATOR, CONCURRENT_TRANSACTIONS
+NOT_ENOUGH_REPLICAS_ERRORS = frozenset({Errors.NOT_ENOUGH_REPLICAS, Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND})
 
 
 def _wake_up(sleeping: "asyncio.Future[None]") -> None:
@@ -75,8 +51,8 @@ def transport_error(exc: grpc.aio.AioRpcError) -> KafkaError:
     if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED, grpc.StatusCode.UNKNOWN):
         return NetworkError(f"{code.name}: {exc.details()}")
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
-        return error_for_code(MESSAGE_TOO_LARGE, f"request refused by the transport: {exc.details()}")
-    return error_for_code(UNKNOWN_SERVER_ERROR, f"gRPC {code.name}: {exc.details()}")
+        return error_for_code(Errors.MESSAGE_TOO_LARGE, f"request refused by the transport: {exc.details()}")
+    return error_for_code(Errors.UNKNOWN_SERVER_ERROR, f"gRPC {code.name}: {exc.details()}")
 
 
 class Sender:
@@ -215,7 +191,7 @@ class Sender:
             for batch in batches:
                 answer = answers.get(batch.tp)
                 if answer is None:
-                    self._settle(batch, UNKNOWN_SERVER_ERROR, -1, -1, f"broker {node} did not answer for it")
+                    self._settle(batch, Errors.UNKNOWN_SERVER_ERROR, -1, -1, f"broker {node} did not answer for it")
                 else:
                     self._settle(batch, answer.error_code, answer.base_offset, answer.log_append_time_ms,
                                  answer.error_message)
@@ -229,7 +205,7 @@ class Sender:
         self._acc.returned(batch)
         if batch.finished:
             return  # failed by a forced close meanwhile
-        if code in (NONE, DUPLICATE_SEQUENCE_NUMBER):
+        if code in (Errors.NONE, Errors.DUPLICATE_SEQUENCE_NUMBER):
             if self._idem is not None:
                 self._idem.acknowledged(batch)
             if self._config.acks == 0:
@@ -241,8 +217,8 @@ class Sender:
             error = error_for_code(code, f"{batch.topic}-{batch.partition}: {message}" if message
                                    else f"{batch.topic}-{batch.partition}")
         self._metadata.note_error(code)
-        retriable = error.retriable or code in RETRIABLE_PRODUCE_ERRORS
-        if self._idem is not None and code in (OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID):
+        retriable = error.retriable  # Kafka's retriable flag of the code (the table's)
+        if self._idem is not None and code in (Errors.OUT_OF_ORDER_SEQUENCE_NUMBER, Errors.UNKNOWN_PRODUCER_ID):
             if not self._idem.earlier_batch_may_explain(batch):
                 # The broker's sequence state and ours differ: start a new epoch (KIP-360).
                 log.info("%s for %s: bumping the producer epoch", error.name, batch)
@@ -303,7 +279,7 @@ class Sender:
             else:
                 self._fatal(exc)
             return
-        if response.error_code in (INVALID_PRODUCER_EPOCH, PRODUCER_FENCED) and bump:
+        if response.error_code in (Errors.INVALID_PRODUCER_EPOCH, Errors.PRODUCER_FENCED) and bump:
             # The broker no longer accepts our id and epoch: start over with a new id.
             log.info("InitProducerId refused the epoch bump (%s): asking for a new producer id",
                      response.error_code)
@@ -312,7 +288,7 @@ class Sender:
             return
         if response.error_code:
             error = error_for_code(response.error_code, response.error_message or "InitProducerId")
-            if response.error_code in RETRIABLE_INIT_ERRORS or error.retriable:
+            if error.retriable:  # Kafka's flag: REQUEST_TIMED_OUT, COORDINATOR_*, CONCURRENT_TRANSACTIONS, ...
                 self._retry_init(error)
             else:
                 self._fatal(error)

@@ -23,15 +23,14 @@ from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import broker_pb2_grpc as bpb_grpc
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import controller_pb2_grpc as cpb_grpc
+from kafka_protocol.errors import Errors
 from kafka_protocol.fetch_framing import broker_stub
 
 from .local_processes import LocalProcesses, free_ports, wait_until
 from kraftlog_server.server_config import METRICS_LISTENER
 
 CLUSTER_ID = "TG9jYWxDbHVzdGVyVGVzdA"
-NOT_CONTROLLER = 41
-REQUEST_TIMED_OUT = 7
-RETRIABLE_ADMIN_ERRORS = (NOT_CONTROLLER, REQUEST_TIMED_OUT)
+RETRIABLE_ADMIN_ERRORS = (Errors.NOT_CONTROLLER, Errors.REQUEST_TIMED_OUT)
 # Kafka's customary ports, for nodes with an address of their own (hosts=)
 BROKER_PORT, CONTROLLER_PORT, METRICS_PORT = 9092, 9093, 9100
 

@@ -34,6 +34,7 @@ from metadata_quorum.raft.messages import (
     FetchResponse,
     FetchSnapshotRequest,
     FetchSnapshotResponse,
+    QUORUM_ERRORS,
     QuorumInfo,
     ReplicaState,
     Request,
@@ -317,10 +318,9 @@ def response_from_proto(pb_resp: PbMessage, req: Request) -> Response:
     spec = METHODS[_method_of(type(req))]
     _expect(pb_resp, spec.response_pb)
     code = pb_resp.error_code  # type: ignore[attr-defined]
-    try:
-        error = Errors(code)
-    except ValueError:
-        raise MalformedResponse(f"unknown error code {code}") from None
+    if code not in QUORUM_ERRORS:
+        raise MalformedResponse(f"unknown error code {code}")
+    error = Errors(code)
     fields = {
         "epoch": pb_resp.leader_epoch,  # type: ignore[attr-defined]
         "leader_id": _absent_from_pb(pb_resp.leader_id, "leader_id"),  # type: ignore[attr-defined]

@@ -41,12 +41,11 @@ from client.producer_batch import record_size_upper_bound
 from client.producer_config import ProducerConfig
 from kraftlog_api import broker_pb2 as bpb
 from kafka_protocol.batch import HEADER_SIZE
+from kafka_protocol.errors import Errors
 from kafka_protocol.records import Record, encode_batch
 
 EPOCHS_PER_PRODUCER_ID = 32_000  # producer epochs are int16
 DERIVED_ID_BASE = 1 << 62
-DUPLICATE_SEQUENCE_NUMBER = 46
-UNKNOWN_TOPIC_OR_PARTITION = 3
 
 TopicPartition = tuple[str, int]
 
@@ -77,7 +76,7 @@ class ReplayableSender:
         if partition is None:
             partition = choose_partition(topic, record.key, partitions, self.sticky)
         elif not 0 <= partition < len(partitions):
-            raise error_for_code(UNKNOWN_TOPIC_OR_PARTITION, f"column 'partition': {topic} has no partition "
+            raise error_for_code(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"column 'partition': {topic} has no partition "
                                                              f"{partition} (it has {len(partitions)})")
         tp = (topic, partition)
         size = record_size_upper_bound(record)
@@ -94,7 +93,7 @@ class ReplayableSender:
     def _partitions(self, topic: str) -> list[PartitionInfo]:
         partitions = self.cluster.partitions(topic)
         if not partitions:
-            raise error_for_code(UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic!r} does not exist")
+            raise error_for_code(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"topic {topic!r} does not exist")
         return partitions
 
     def _send(self, tp: TopicPartition, partitions: list[PartitionInfo], keyless: bool) -> None:
@@ -125,7 +124,7 @@ class ReplayableSender:
                 except grpc.RpcError as exc:
                     problem = f"broker {leader}: {exc.code().name}"  # type: ignore[attr-defined]
                 else:
-                    if answer.error_code in (0, DUPLICATE_SEQUENCE_NUMBER):
+                    if answer.error_code in (0, Errors.DUPLICATE_SEQUENCE_NUMBER):
                         return
                     if answer.error_code not in RETRIABLE:
                         raise error_for_code(answer.error_code, f"Produce to {tp[0]}-{tp[1]}: "

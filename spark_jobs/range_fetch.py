@@ -25,6 +25,7 @@ from client.console import RETRIABLE, RETRY_BACKOFF_S
 from client.errors import KafkaError, NetworkError, error_for_code
 from kraftlog_api import broker_pb2 as bpb
 from kafka_protocol.batch import end_offset
+from kafka_protocol.errors import Errors
 
 from .options import EARLIEST, LATEST
 from .planning import OffsetRange
@@ -32,7 +33,6 @@ from .topic_offsets import list_offsets
 
 log = logging.getLogger(__name__)
 
-OFFSET_OUT_OF_RANGE = 1
 MAX_WAIT_MS = 500
 PREFETCH_CHUNKS = 2
 _DONE = object()
@@ -118,7 +118,7 @@ class _RangeFetch:
                 time.sleep(RETRY_BACKOFF_S)
                 self._refresh_quietly()
                 continue
-            if answer.error_code == OFFSET_OUT_OF_RANGE:
+            if answer.error_code == Errors.OFFSET_OUT_OF_RANGE:
                 moved = self._out_of_range(position)
                 if moved == position:
                     last_problem = f"OFFSET_OUT_OF_RANGE at {position} from a stale leader"
@@ -174,8 +174,9 @@ class _RangeFetch:
         if not self.settings.fail_on_data_loss:
             log.warning("%s; nothing more to read (failOnDataLoss=false)", detail)
             return self.rng.end
-        raise error_for_code(OFFSET_OUT_OF_RANGE, f"{detail}: data was lost; set option 'failOnDataLoss' to false "
-                                                  "to skip it")
+        raise error_for_code(Errors.OFFSET_OUT_OF_RANGE,
+                             f"{detail}: data was lost; set option 'failOnDataLoss' to false "
+                             "to skip it")
 
     def _leader(self) -> Optional[int]:
         for attempt in range(2):

@@ -22,13 +22,14 @@ import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 
+from kafka_protocol.errors import Errors
 from client.cluster import Cluster
 from client.errors import error_for_code
 
 from .batch_reader import read_range
 from .options import EARLIEST, LATEST, ReadOptions, TopicPartition
 from .planning import from_offset_json, offset_ranges, rate_limit, to_offset_json
-from .topic_offsets import OFFSET_OUT_OF_RANGE, list_offsets, open_cluster, resolve, subscribed_partitions
+from .topic_offsets import list_offsets, open_cluster, resolve, subscribed_partitions
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +97,7 @@ class KraftlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         detail = (f"{tp[0]}-{tp[1]}: the checkpoint is at offset {offset} but the partition now ends at {latest} "
                   "(records were lost, or the topic was recreated)")
         if self.options.fail_on_data_loss:
-            raise error_for_code(OFFSET_OUT_OF_RANGE, f"{detail}; set option 'failOnDataLoss' to false to go on")
+            raise error_for_code(Errors.OFFSET_OUT_OF_RANGE, f"{detail}; set option 'failOnDataLoss' to false to go on")
         log.warning("%s; going on from the checkpoint's offset", detail)
 
     def partitions(self, start: dict, end: dict) -> Sequence[InputPartition]:

@@ -16,14 +16,13 @@ import grpc
 from client.cluster import CALL_TIMEOUT_S, Cluster
 from client.console import RETRIABLE, RETRY_BACKOFF_S
 from client.errors import InvalidConfigError, KafkaError, NetworkError, error_for_code
+from kafka_protocol.errors import Errors
 from kraftlog_api import broker_pb2 as bpb
 
 from .options import BOOTSTRAP, EARLIEST, LATEST, OffsetSpec, Subscription, TopicPartition, option_error
 
 log = logging.getLogger(__name__)
 
-UNKNOWN_TOPIC_OR_PARTITION = 3
-OFFSET_OUT_OF_RANGE = 1
 LIST_OFFSETS_TIMEOUT_S = 30.0
 
 
@@ -61,7 +60,7 @@ def subscribed_partitions(cluster: Cluster, subscription: Subscription) -> list[
 
 
 def _unknown(option: str, detail: str) -> KafkaError:
-    return error_for_code(UNKNOWN_TOPIC_OR_PARTITION, f"option '{option}': {detail}")
+    return error_for_code(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"option '{option}': {detail}")
 
 
 def list_offsets(cluster: Cluster, timestamps: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
@@ -145,9 +144,10 @@ def resolve(cluster: Cluster, spec: OffsetSpec, partitions: list[TopicPartition]
             elif spec.timestamp_strategy == "latest":
                 out[tp] = latest[tp]
             else:
-                raise error_for_code(OFFSET_OUT_OF_RANGE, f"option '{spec.option}': {tp[0]}-{tp[1]} has no record "
-                                                          "at or after the timestamp (set "
-                                                          "startingOffsetsByTimestampStrategy=latest to start at the end)")
+                raise error_for_code(Errors.OFFSET_OUT_OF_RANGE,
+                                     f"option '{spec.option}': {tp[0]}-{tp[1]} has no record "
+                                     "at or after the timestamp (set "
+                                     "startingOffsetsByTimestampStrategy=latest to start at the end)")
         return out
     if spec.default is not None:
         source = earliest if spec.default == EARLIEST else latest
@@ -162,13 +162,15 @@ def resolve(cluster: Cluster, spec: OffsetSpec, partitions: list[TopicPartition]
         elif offset == LATEST:
             offset = latest[tp]
         elif offset > latest[tp]:
-            raise error_for_code(OFFSET_OUT_OF_RANGE, f"option '{spec.option}': {tp[0]}-{tp[1]} offset {offset} is "
-                                                      f"past the end of the partition ({latest[tp]})")
+            raise error_for_code(Errors.OFFSET_OUT_OF_RANGE,
+                                 f"option '{spec.option}': {tp[0]}-{tp[1]} offset {offset} is "
+                                 f"past the end of the partition ({latest[tp]})")
         elif offset < earliest[tp]:
             if fail_on_data_loss:
-                raise error_for_code(OFFSET_OUT_OF_RANGE, f"option '{spec.option}': {tp[0]}-{tp[1]} offset {offset} "
-                                                          f"was deleted (the log starts at {earliest[tp]}); set "
-                                                          "failOnDataLoss=false to start at the earliest offset")
+                raise error_for_code(Errors.OFFSET_OUT_OF_RANGE,
+                                     f"option '{spec.option}': {tp[0]}-{tp[1]} offset {offset} "
+                                     f"was deleted (the log starts at {earliest[tp]}); set "
+                                     "failOnDataLoss=false to start at the earliest offset")
             log.warning("%s-%s: offset %s was deleted, starting at %s", tp[0], tp[1], offset, earliest[tp])
             offset = earliest[tp]
         out[tp] = offset

@@ -61,7 +61,6 @@ LOAD_CHUNK_BYTES = 1 << 20
 # reloaded in a busy loop.
 RELOAD_PAUSE_S = 0.2
 CREATE_TIMEOUT_S = 10.0
-TOPIC_ALREADY_EXISTS = 36
 # Append errors whose records may be in the log anyway: the machine stays.
 APPENDED_ANYWAY = (Error.REQUEST_TIMED_OUT, Error.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
 # What a client is told when its records could not be written (as Kafka maps them).
@@ -424,7 +423,7 @@ class GroupCoordinator:
             log.warning("broker %d: cannot create %s: %s", self.broker_id, OFFSETS_TOPIC, exc)
             return
         results = [(r.error_code, r.error_message) for r in response.topics]
-        if response.error_code or any(code not in (0, TOPIC_ALREADY_EXISTS) for code, _ in results):
+        if response.error_code or any(code not in (Error.NONE, Error.TOPIC_ALREADY_EXISTS) for code, _ in results):
             log.warning("broker %d: creating %s failed: %s %s", self.broker_id, OFFSETS_TOPIC,
                         response.error_code, results)
         else:

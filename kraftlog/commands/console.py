@@ -23,13 +23,12 @@ from client.errors import error_for_code
 from client.metadata import Metadata
 from client.producer import Producer
 from client.producer_config import ProducerConfig
-from kafka_protocol.errors import KafkaError
+from kafka_protocol.errors import Errors, KafkaError
 from kafka_protocol.wording import counted
 
 from .common import BootstrapOption, parse_config_list
 from .stop_signals import Interrupted, StopSignals
 
-UNKNOWN_TOPIC_OR_PARTITION = 3
 EARLIEST, LATEST = "earliest", "latest"
 IDLE_POLL_S = 0.5
 
@@ -143,7 +142,7 @@ def produce(
     settings = producer_settings(bootstrap_from(bootstrap), acks, compression, producer_property)
     partitions = producer_topic_partitions(settings, topic)
     if partition is not None and partition not in partitions:
-        raise error_for_code(UNKNOWN_TOPIC_OR_PARTITION, f"{topic}: no partition {partition}")
+        raise error_for_code(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}: no partition {partition}")
     tally = DeliveryTally()
     sent, bad_line = 0, None
     with StopSignals() as stop, Producer(settings) as producer, _input(file) as (lines, advance):
@@ -250,7 +249,7 @@ def consume(
     settings = consumer_settings(bootstrap_from(bootstrap), consumer_property, **defaults)
     partitions = consumer_topic_partitions(settings, topic)
     if partition is not None and partition not in partitions:
-        raise error_for_code(UNKNOWN_TOPIC_OR_PARTITION, f"{topic}: no partition {partition}")
+        raise error_for_code(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}: no partition {partition}")
 
     def shown(record: ConsumerRecord) -> str:
         return _as_json(record) if as_json else _as_text(record, print_key, print_headers, key_separator)

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Optional
 
 import typer
 
+from kafka_protocol.errors import Errors
 from client.admin import ELECTION_TYPES, elect_leaders
 from client.cluster import Cluster, PartitionInfo
 from client.errors import error_for_code
@@ -14,7 +15,6 @@ from client.errors import error_for_code
 from .common import BootstrapOption, JsonOption, connect, print_json
 
 ELECTION_NOT_NEEDED = "ELECTION_NOT_NEEDED"
-UNKNOWN_TOPIC_OR_PARTITION = 3
 
 
 def register(app: typer.Typer) -> None:
@@ -62,7 +62,7 @@ def leader_election(
 def _partitions_of(cluster: Cluster, topic: str) -> list[PartitionInfo]:
     partitions = cluster.partitions(topic)
     if not partitions:
-        raise error_for_code(UNKNOWN_TOPIC_OR_PARTITION, f"{topic}: no such topic")
+        raise error_for_code(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}: no such topic")
     return partitions
 
 

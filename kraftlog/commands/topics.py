@@ -13,13 +13,12 @@ from client.cluster import Cluster
 from client.errors import error_for_code
 from client.topics import add_partitions, create_topic, delete_topic, describe_topics, list_topics
 from kafka_protocol.internal_topics import INTERNAL_TOPICS, is_client_forbidden
-from kafka_protocol.errors import InvalidConfigError
+from kafka_protocol.errors import Errors, InvalidConfigError
 
 from .common import BootstrapOption, JsonOption, connect, output_console, print_json
 from .configs import AddConfig, AppendConfig, DeleteConfig, SubtractConfig, alter_entity
 
 topics_app = typer.Typer(help="List, create, describe, change and delete topics.", no_args_is_help=True)
-INVALID_TOPIC_EXCEPTION = 17
 TopicArgument = Annotated[str, typer.Argument(help="Topic name.", show_default=False)]
 
 
@@ -69,7 +68,7 @@ def create(
 def delete(name: TopicArgument, bootstrap: BootstrapOption = None) -> None:
     """Delete a topic and its data."""
     if is_client_forbidden(name):  # as kafka-topics.sh refuses before asking; the controller refuses too
-        raise error_for_code(INVALID_TOPIC_EXCEPTION,
+        raise error_for_code(Errors.INVALID_TOPIC_EXCEPTION,
                              f"Topic {name} is a kafka internal topic and is not allowed to be marked for deletion.")
     with connect(bootstrap) as cluster:
         delete_topic(cluster, name)
@@ -85,7 +84,7 @@ def add_partitions_command(
 ) -> None:
     """Grow a topic to --partitions partitions. Keys that hashed to one partition may then go to another."""
     if is_client_forbidden(name):  # as kafka-topics.sh refuses before asking; the controller refuses too
-        raise error_for_code(INVALID_TOPIC_EXCEPTION, "The number of partitions for the internal topics "
+        raise error_for_code(Errors.INVALID_TOPIC_EXCEPTION, "The number of partitions for the internal topics "
                              f"{' and '.join(sorted(INTERNAL_TOPICS))} cannot be changed.")
     with connect(bootstrap) as cluster:
         add_partitions(cluster, name, partitions)

@@ -16,18 +16,14 @@ from __future__ import annotations
 import asyncio
 import time
 from bisect import bisect_left
-from functools import lru_cache
 from typing import Any, Awaitable, Callable, Iterator, Optional
 
 import grpc
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.utils import floatToGoString
 
-from broker.errors import Error as BrokerError
 from broker.service import SERVICE as BROKER_SERVICE
-from client.errors import error_name as client_error_name
-from metadata_quorum.controller.errors import Error as ControllerError
-from metadata_quorum.raft.messages import Errors as RaftError
+from kafka_protocol.errors import error_name
 
 # Upper bounds of the latency buckets, in milliseconds: from an in-memory
 # answer to a long-polled Fetch (fetch.max.wait.ms) and a slow acks=all.
@@ -37,20 +33,6 @@ BUCKET_LABELS = (*map(floatToGoString, LATENCY_BUCKETS_MS), "+Inf")
 BROKER_FETCH = f"/{BROKER_SERVICE.full_name}/Fetch"
 # Services that are not Kafka requests: grpc.health.v1, grpc.reflection.*.
 UNMEASURED_PREFIX = "/grpc."
-
-
-@lru_cache(maxsize=256)
-def kafka_error_name(code: int) -> str:
-    """Kafka's name of an error code, whichever part of kraftlog answers it."""
-    for errors in (BrokerError, ControllerError):
-        try:
-            return errors(code).name
-        except ValueError:
-            pass
-    for error in RaftError:
-        if error.value == code:
-            return error.name
-    return client_error_name(code)
 
 
 class RequestStats:
@@ -182,7 +164,7 @@ def _measured(behavior: Behavior, stats: RequestStats, kind: Kind) -> Behavior:
             if also is not None:
                 also.finish(started, None)
         code = getattr(response, "error_code", 0)
-        stats.finish(started, kafka_error_name(code) if code else None)
+        stats.finish(started, error_name(code) if code else None)
         return response
 
     return measured

@@ -13,8 +13,9 @@ appends); the state machine above skips them but they take an offset.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 from typing import NamedTuple, Optional, Union
+
+from kafka_protocol.errors import Errors
 
 
 class Entry(NamedTuple):
@@ -23,23 +24,13 @@ class Entry(NamedTuple):
     control: bool = False
 
 
-class Errors(Enum):
-    """Kafka error names with Kafka's numeric codes."""
-
-    NONE = 0
-    OFFSET_OUT_OF_RANGE = 1
-    NOT_LEADER_OR_FOLLOWER = 6
-    INVALID_REQUEST = 42
-    FENCED_LEADER_EPOCH = 74
-    UNKNOWN_LEADER_EPOCH = 75
-    INCONSISTENT_VOTER_SET = 94
-    SNAPSHOT_NOT_FOUND = 98
-    POSITION_OUT_OF_RANGE = 99
-    INCONSISTENT_CLUSTER_ID = 104
-
-    @property
-    def code(self) -> int:
-        return self.value
+# The only codes a quorum RPC answers with; the wire refuses a response with
+# any other (a peer sending one is broken, not merely unlucky).
+QUORUM_ERRORS = frozenset({
+    Errors.NONE, Errors.OFFSET_OUT_OF_RANGE, Errors.NOT_LEADER_OR_FOLLOWER, Errors.INVALID_REQUEST,
+    Errors.FENCED_LEADER_EPOCH, Errors.UNKNOWN_LEADER_EPOCH, Errors.INCONSISTENT_VOTER_SET,
+    Errors.SNAPSHOT_NOT_FOUND, Errors.POSITION_OUT_OF_RANGE, Errors.INCONSISTENT_CLUSTER_ID,
+})
 
 
 class SnapshotId(NamedTuple):

@@ -690,7 +690,6 @@ HB, COMMIT, OFETCH = ("GroupCoordinator/ConsumerGroupHeartbeat", "GroupCoordinat
                       "GroupCoordinator/OffsetFetch")
 FIND, LIST_GROUPS = "GroupCoordinator/FindCoordinator", "GroupCoordinator/ListGroups"
 DESCRIBE_GROUPS, DELETE_GROUPS = "GroupCoordinator/ConsumerGroupDescribe", "GroupCoordinator/DeleteGroups"
-INVALID_REGULAR_EXPRESSION = 130  # KIP-848's code for a subscription pattern that does not compile
 GROUP_CASES: list[Case] = [
     *[Case(FIND, f"key-type-{t}", gpb.FindCoordinatorRequest(key_type=t, keys=[GROUP]),
            codes(K.INVALID_REQUEST, K.COORDINATOR_NOT_AVAILABLE, K.UNSUPPORTED_VERSION)) for t in (1, 2, -1, I32_MAX)],
@@ -720,7 +719,7 @@ GROUP_CASES: list[Case] = [
     Case(HB, "unknown-assignor", join(GROUP, server_assignor="adv-no-such"), codes(K.UNSUPPORTED_ASSIGNOR),
          "coordinator"),
     Case(HB, "bad-regex", join(GROUP, subscribed_topic_names=None, subscribed_topic_regex="(["),
-         codes(K.INVALID_REQUEST, INVALID_REGULAR_EXPRESSION), "coordinator"),
+         codes(K.INVALID_REQUEST, K.INVALID_REGULAR_EXPRESSION), "coordinator"),
     Case(HB, "leave-unknown-member", join(GROUP, member_id="adv-nobody", member_epoch=-1,
                                           subscribed_topic_names=None),
          codes(K.UNKNOWN_MEMBER_ID, K.NONE), "coordinator"),

@@ -19,7 +19,6 @@ goes to and the answers allowed. `check` sends it and asserts
 from __future__ import annotations
 
 import dataclasses
-import enum
 from typing import Any, Callable, Iterator, Optional, Union
 
 import grpc
@@ -27,6 +26,7 @@ from google.protobuf import message_factory
 from google.protobuf.descriptor import MethodDescriptor
 from google.protobuf.message import Message
 
+from kafka_protocol.errors import Errors
 from devcluster.local_processes import wait_until
 from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import controller_pb2 as cpb
@@ -34,70 +34,8 @@ from kraftlog_api import groups_pb2 as gpb
 from kraftlog_api import quorum_pb2 as qpb
 
 
-class K(enum.IntEnum):
-    """Kafka's protocol error codes, by Kafka's names (the ones this suite expects)."""
-    UNKNOWN_SERVER_ERROR = -1
-    NONE = 0
-    OFFSET_OUT_OF_RANGE = 1
-    CORRUPT_MESSAGE = 2
-    UNKNOWN_TOPIC_OR_PARTITION = 3
-    INVALID_FETCH_SIZE = 4
-    LEADER_NOT_AVAILABLE = 5
-    NOT_LEADER_OR_FOLLOWER = 6
-    REQUEST_TIMED_OUT = 7
-    REPLICA_NOT_AVAILABLE = 9
-    MESSAGE_TOO_LARGE = 10
-    OFFSET_METADATA_TOO_LARGE = 12
-    COORDINATOR_NOT_AVAILABLE = 15
-    NOT_COORDINATOR = 16
-    INVALID_TOPIC_EXCEPTION = 17
-    RECORD_LIST_TOO_LARGE = 18
-    NOT_ENOUGH_REPLICAS = 19
-    INVALID_REQUIRED_ACKS = 21
-    ILLEGAL_GENERATION = 22
-    INVALID_GROUP_ID = 24
-    UNKNOWN_MEMBER_ID = 25
-    INVALID_SESSION_TIMEOUT = 26
-    INVALID_COMMIT_OFFSET_SIZE = 28
-    INVALID_TIMESTAMP = 32
-    UNSUPPORTED_VERSION = 35
-    TOPIC_ALREADY_EXISTS = 36
-    INVALID_PARTITIONS = 37
-    INVALID_REPLICATION_FACTOR = 38
-    INVALID_REPLICA_ASSIGNMENT = 39
-    INVALID_CONFIG = 40
-    NOT_CONTROLLER = 41
-    INVALID_REQUEST = 42
-    POLICY_VIOLATION = 44
-    OUT_OF_ORDER_SEQUENCE_NUMBER = 45
-    INVALID_PRODUCER_EPOCH = 47
-    INVALID_TXN_STATE = 48
-    INVALID_PRODUCER_ID_MAPPING = 49
-    INVALID_TRANSACTION_TIMEOUT = 50
-    UNKNOWN_PRODUCER_ID = 59
-    GROUP_ID_NOT_FOUND = 69
-    FENCED_LEADER_EPOCH = 74
-    UNKNOWN_LEADER_EPOCH = 75
-    UNSUPPORTED_COMPRESSION_TYPE = 76
-    STALE_BROKER_EPOCH = 77
-    PREFERRED_LEADER_NOT_AVAILABLE = 80
-    ELIGIBLE_LEADERS_NOT_AVAILABLE = 83
-    ELECTION_NOT_NEEDED = 84
-    INVALID_RECORD = 87
-    RESOURCE_NOT_FOUND = 91
-    INCONSISTENT_VOTER_SET = 94
-    INVALID_UPDATE_VERSION = 95
-    SNAPSHOT_NOT_FOUND = 98
-    POSITION_OUT_OF_RANGE = 99
-    UNKNOWN_TOPIC_ID = 100
-    DUPLICATE_BROKER_REGISTRATION = 101
-    BROKER_ID_NOT_REGISTERED = 102
-    INCONSISTENT_CLUSTER_ID = 104
-    INELIGIBLE_REPLICA = 107
-    FENCED_MEMBER_EPOCH = 110
-    UNRELEASED_INSTANCE_ID = 111
-    UNSUPPORTED_ASSIGNOR = 112
-    STALE_MEMBER_EPOCH = 113
+# Kafka's protocol error codes by Kafka's names, as the suite's cases write them.
+K = Errors
 
 
 # Every service and where it is served: brokers (KafkaBroker,

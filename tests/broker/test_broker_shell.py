@@ -18,6 +18,7 @@ from broker.lifecycle import BrokerLifecycle
 from broker.log_jobs import LogJobIntervals, LogJobs
 from broker.replica_manager import ReplicaManager
 from broker.server import full_delta
+from kafka_protocol.errors import Errors
 from partition_log.log_manager import LogManager
 from broker.service import KafkaBrokerService, add_to_server
 from devcluster.local_processes import free_ports
@@ -32,9 +33,6 @@ from partition_log.config import LogConfig
 
 from .helpers import batch_of, run
 
-NOT_CONTROLLER = 41
-STALE_BROKER_EPOCH = 77
-REQUEST_TIMED_OUT = 7
 SERVICE = cpb.DESCRIPTOR.services_by_name["KRaftController"]
 
 
@@ -101,8 +99,8 @@ def test_the_active_controller_is_found_through_not_controller_answers():
     async def scenario():
         ports = free_ports(3)
         # 1 does not know the leader, 2 names 3, 3 answers; nothing listens for 4.
-        one = ScriptedController(1, lambda name, _: response(name, error_code=NOT_CONTROLLER, controller_id=-1))
-        two = ScriptedController(2, lambda name, _: response(name, error_code=NOT_CONTROLLER, controller_id=3))
+        one = ScriptedController(1, lambda name, _: response(name, error_code=Errors.NOT_CONTROLLER, controller_id=-1))
+        two = ScriptedController(2, lambda name, _: response(name, error_code=Errors.NOT_CONTROLLER, controller_id=3))
         three = ScriptedController(3, lambda name, _: response(name, error_code=0, controller_id=3))
         servers = await serve([one, two, three], ports)
         dead = free_ports(1)[0]
@@ -126,7 +124,8 @@ def test_the_active_controller_is_found_through_not_controller_answers():
 def test_a_call_with_no_active_controller_ends_at_its_deadline():
     async def scenario():
         ports = free_ports(1)
-        nobody = ScriptedController(1, lambda name, _: response(name, error_code=NOT_CONTROLLER, controller_id=-1))
+        nobody = ScriptedController(
+            1, lambda name, _: response(name, error_code=Errors.NOT_CONTROLLER, controller_id=-1))
         servers = await serve([nobody], ports)
         client = ControllerClient({1: f"127.0.0.1:{ports[0]}"}, attempt_timeout_s=1.0)
         try:
@@ -150,7 +149,7 @@ def test_registration_heartbeats_reregistration_and_controlled_shutdown():
         assert name == "BrokerHeartbeat"
         state["heartbeats"] += 1
         if state["stale"] and request.broker_epoch == 10:
-            return response(name, error_code=STALE_BROKER_EPOCH, controller_id=1)
+            return response(name, error_code=Errors.STALE_BROKER_EPOCH, controller_id=1)
         caught_up = request.current_metadata_offset >= request.broker_epoch
         return response(name, controller_id=1, is_caught_up=caught_up, is_fenced=not caught_up,
                         should_shut_down=request.want_shut_down and state["heartbeats"] > 6)
@@ -214,9 +213,9 @@ def test_the_service_refuses_data_until_caught_up_and_forwards_admin_requests(tm
             produced = await stub.Produce(bpb.ProduceRequest(acks=1, timeout_ms=100, topics=[
                 bpb.ProduceRequest.TopicData(name="t", partitions=[
                     bpb.ProduceRequest.PartitionData(index=0, records=batch_of([b"v"]))])]), timeout=5)
-            assert produced.responses[0].partitions[0].error_code == 3  # UNKNOWN_TOPIC_OR_PARTITION
+            assert produced.responses[0].partitions[0].error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION
             forwarded = await stub.CreateTopics(cpb.CreateTopicsRequest(), timeout=5)
-            assert forwarded.error_code == REQUEST_TIMED_OUT and forwarded.controller_id == -1
+            assert forwarded.error_code == Errors.REQUEST_TIMED_OUT and forwarded.controller_id == -1
         finally:
             await channel.close()
             await server.stop(0)

@@ -10,6 +10,7 @@ from broker import isr
 from broker.config import BrokerConfig
 from broker.errors import Error
 from broker.produce import append
+from kafka_protocol.errors import Errors
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
 
@@ -173,7 +174,7 @@ def test_an_unanswered_proposal_stays_in_flight_and_is_sent_again(cluster):
     cluster.clock.advance(LAG)
     again = cluster[1].alter_partition_request()
     assert items(again) == items(request)
-    cluster[1].alter_partition_answered(again, cpb.AlterPartitionResponse(error_code=41))  # NOT_CONTROLLER
+    cluster[1].alter_partition_answered(again, cpb.AlterPartitionResponse(error_code=Errors.NOT_CONTROLLER))
     assert items(cluster[1].alter_partition_request()) == items(request)
 
 

@@ -14,9 +14,8 @@ import pytest
 from client.errors import error_for_code
 from client.producer_batch import ProducerBatch, RecordMetadata
 from client.record_future import AsyncRecordFuture, Settlement, SyncRecordFuture
-from kafka_protocol.errors import KafkaError
+from kafka_protocol.errors import Errors, KafkaError
 
-NOT_LEADER_OR_FOLLOWER = 6
 
 
 def record(n: int) -> tuple:
@@ -57,7 +56,7 @@ def test_a_failed_batch_fails_every_record_with_its_kafka_error() -> None:
     settlement = Settlement()
     told: list = []
     futures = [SyncRecordFuture(settlement, lambda e, m: told.append((e, m))) for _ in range(3)]
-    error = error_for_code(NOT_LEADER_OR_FOLLOWER, "t-2: not the leader")
+    error = error_for_code(Errors.NOT_LEADER_OR_FOLLOWER, "t-2: not the leader")
     batch_of(futures).fail(error)
     for future in futures:
         assert future.exception() is error
@@ -146,7 +145,7 @@ def test_a_record_failed_before_joining_a_batch_tells_on_delivery_without_metada
     settlement = Settlement()
     told: list = []
     future = SyncRecordFuture(settlement, lambda e, m: told.append((e, m)))
-    error = error_for_code(10, "too large")
+    error = error_for_code(Errors.MESSAGE_TOO_LARGE, "too large")
     future.fail_unsent(error)
     assert future.done() and future.exception() is error and told == [(error, None)]
 
@@ -188,7 +187,7 @@ def test_asyncio_failed_records_raise_in_gather_and_cancelled_waits_end() -> Non
             await asyncio.wait_for(futures[0], 0.01)  # cancels it: the wait must end, not hang
         assert futures[0].cancelled()
         gathered = asyncio.gather(*futures, return_exceptions=True)
-        batch.fail(error_for_code(NOT_LEADER_OR_FOLLOWER, "t-2"))
+        batch.fail(error_for_code(Errors.NOT_LEADER_OR_FOLLOWER, "t-2"))
         return await gathered
 
     cancelled, failed = asyncio.run(scenario())

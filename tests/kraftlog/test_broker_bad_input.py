@@ -16,6 +16,7 @@ from typing import Callable, Mapping, Optional
 import grpc
 import pytest
 
+from kafka_protocol.errors import Errors
 from devcluster.local_cluster import CLUSTER_ID, RETRIABLE_ADMIN_ERRORS, LocalCluster
 from devcluster.local_processes import wait_until
 from kraftlog_api import broker_pb2 as bpb
@@ -37,22 +38,6 @@ GOOD = "good"        # on A (leader) and B; C holds no replica
 SMALL = "small"      # max.message.bytes=1024
 EPOCHS = "epochs"    # on C (leader) and B, for leader epoch changes
 
-NONE = 0
-OFFSET_OUT_OF_RANGE = 1
-CORRUPT_MESSAGE = 2
-UNKNOWN_TOPIC_OR_PARTITION = 3
-NOT_LEADER_OR_FOLLOWER = 6
-MESSAGE_TOO_LARGE = 10
-INVALID_TOPIC_EXCEPTION = 17
-INVALID_REQUIRED_ACKS = 21
-INVALID_CONFIG = 40
-NOT_CONTROLLER = 41
-INVALID_REQUEST = 42
-FENCED_LEADER_EPOCH = 74
-UNKNOWN_LEADER_EPOCH = 75
-INVALID_RECORD = 87
-DUPLICATE_BROKER_REGISTRATION = 101
-INCONSISTENT_CLUSTER_ID = 104
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +56,7 @@ def cluster(tmp_path_factory):
 def acknowledged(cluster) -> list[bytes]:
     """The values of GOOD acknowledged so far, in offset order; the last test reads them back."""
     values = [f"first-{i}".encode() for i in range(5)]
-    assert produce_values(cluster, A, GOOD, values).error_code == NONE
+    assert produce_values(cluster, A, GOOD, values).error_code == Errors.NONE
     return values
 
 
@@ -89,7 +74,7 @@ def create(c: LocalCluster, name: str, *, assignments: Optional[list[tuple[int, 
         return None if response.error_code in RETRIABLE_ADMIN_ERRORS else response
 
     response = wait_until(answered, 30, f"CreateTopics {name!r}", interval=0.2)
-    assert response.error_code == NONE, response
+    assert response.error_code == Errors.NONE, response
     return response.topics[0]
 
 
@@ -138,7 +123,7 @@ def list_offset(c: LocalCluster, broker: int, topic: str, partition: int = 0, ep
 def log_end(c: LocalCluster, topic: str = GOOD) -> int:
     """The leader's high watermark, which acks=all keeps at its log end here."""
     answer = list_offset(c, A, topic)
-    assert answer.error_code == NONE, answer
+    assert answer.error_code == Errors.NONE, answer
     return answer.offset
 
 
@@ -146,11 +131,11 @@ def test_unknown_topics_and_partitions(cluster) -> None:
     for broker in cluster.brokers:
         for topic, partition in (("no-such-topic", 0), (GOOD, 1), (GOOD, 1_000_000), (GOOD, -1)):
             answer = produce(cluster, broker, topic, batch_of([b"x"]), partition)
-            assert answer.error_code == UNKNOWN_TOPIC_OR_PARTITION, (broker, topic, partition, answer)
-            assert fetch(cluster, broker, topic, partition=partition).error_code == UNKNOWN_TOPIC_OR_PARTITION
-            assert list_offset(cluster, broker, topic, partition).error_code == UNKNOWN_TOPIC_OR_PARTITION
+            assert answer.error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION, (broker, topic, partition, answer)
+            assert fetch(cluster, broker, topic, partition=partition).error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION
+            assert list_offset(cluster, broker, topic, partition).error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION
         described = cluster.metadata(broker, ["no-such-topic"])
-        assert described.topics[0].error_code == UNKNOWN_TOPIC_OR_PARTITION
+        assert described.topics[0].error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION
 
 
 def test_requests_to_brokers_that_do_not_lead(cluster, acknowledged) -> None:
@@ -158,12 +143,12 @@ def test_requests_to_brokers_that_do_not_lead(cluster, acknowledged) -> None:
     # B follows the partition, C holds no replica of it: both name the leader.
     for broker in (B, C):
         refused = produce_values(cluster, broker, GOOD, [b"to a non-leader"])
-        assert refused.error_code == NOT_LEADER_OR_FOLLOWER, refused
+        assert refused.error_code == Errors.NOT_LEADER_OR_FOLLOWER, refused
         assert (refused.current_leader_id, refused.current_leader_epoch) == (A, leader_epoch)
         fetched = fetch(cluster, broker, GOOD)
-        assert fetched.error_code == NOT_LEADER_OR_FOLLOWER and not fetched.records, fetched
+        assert fetched.error_code == Errors.NOT_LEADER_OR_FOLLOWER and not fetched.records, fetched
         assert (fetched.current_leader_id, fetched.current_leader_epoch) == (A, leader_epoch)
-        assert list_offset(cluster, broker, GOOD).error_code == NOT_LEADER_OR_FOLLOWER
+        assert list_offset(cluster, broker, GOOD).error_code == Errors.NOT_LEADER_OR_FOLLOWER
     assert log_end(cluster) == len(acknowledged)
 
 
@@ -171,18 +156,18 @@ def test_stale_and_future_leader_epochs(cluster) -> None:
     """A controlled shutdown of C moves EPOCHS to B in a new leader epoch;
     requests still carrying C's epoch are fenced."""
     first_epoch = cluster.metadata(C, [EPOCHS]).topics[0].partitions[0].leader_epoch
-    assert produce_values(cluster, C, EPOCHS, [b"in the first epoch"]).error_code == NONE
+    assert produce_values(cluster, C, EPOCHS, [b"in the first epoch"]).error_code == Errors.NONE
     assert cluster.stop(C) == 0
     wait_until(lambda: leader_of(cluster, B, EPOCHS) == B, 30, "B leading epochs")
     epoch = cluster.metadata(B, [EPOCHS]).topics[0].partitions[0].leader_epoch
     assert epoch > first_epoch
     try:
         stale = fetch(cluster, B, EPOCHS, epoch=first_epoch)
-        assert stale.error_code == FENCED_LEADER_EPOCH and not stale.records, stale
-        assert list_offset(cluster, B, EPOCHS, epoch=first_epoch).error_code == FENCED_LEADER_EPOCH
-        assert fetch(cluster, B, EPOCHS, epoch=epoch + 1).error_code == UNKNOWN_LEADER_EPOCH
+        assert stale.error_code == Errors.FENCED_LEADER_EPOCH and not stale.records, stale
+        assert list_offset(cluster, B, EPOCHS, epoch=first_epoch).error_code == Errors.FENCED_LEADER_EPOCH
+        assert fetch(cluster, B, EPOCHS, epoch=epoch + 1).error_code == Errors.UNKNOWN_LEADER_EPOCH
         current = fetch(cluster, B, EPOCHS, epoch=epoch)
-        assert current.error_code == NONE and current.high_watermark == 1, current
+        assert current.error_code == Errors.NONE and current.high_watermark == 1, current
     finally:
         cluster.start(C)
         cluster.wait_for_brokers([C], among=[A, B, C])
@@ -190,11 +175,11 @@ def test_stale_and_future_leader_epochs(cluster) -> None:
 
 def test_offsets_out_of_range_and_bad_list_offsets(cluster, acknowledged) -> None:
     end = log_end(cluster)
-    assert fetch(cluster, A, GOOD, offset=end).error_code == NONE  # the log end: nothing yet
+    assert fetch(cluster, A, GOOD, offset=end).error_code == Errors.NONE  # the log end: nothing yet
     for offset in (end + 1, end + 1000, -1):
         answer = fetch(cluster, A, GOOD, offset=offset)
-        assert answer.error_code == OFFSET_OUT_OF_RANGE and not answer.records, (offset, answer)
-    assert list_offset(cluster, A, GOOD, timestamp=-3).error_code == INVALID_REQUEST
+        assert answer.error_code == Errors.OFFSET_OUT_OF_RANGE and not answer.records, (offset, answer)
+    assert list_offset(cluster, A, GOOD, timestamp=-3).error_code == Errors.INVALID_REQUEST
 
 
 def test_corrupt_truncated_and_malformed_batches_append_nothing(cluster, acknowledged) -> None:
@@ -205,28 +190,28 @@ def test_corrupt_truncated_and_malformed_batches_append_nothing(cluster, acknowl
     in_crc[b.CRC_OFFSET] ^= 0xFF
     end = log_end(cluster)
     for records, error in (
-        (bytes(in_value), CORRUPT_MESSAGE),
-        (bytes(in_crc), CORRUPT_MESSAGE),
-        (good + bytes(in_value), CORRUPT_MESSAGE),  # one bad batch refuses the whole request
-        (good[:-5], CORRUPT_MESSAGE),               # truncated records
-        (good[:b.HEADER_SIZE - 10], CORRUPT_MESSAGE),  # truncated header
-        (b"", INVALID_RECORD),                      # no batch at all
+        (bytes(in_value), Errors.CORRUPT_MESSAGE),
+        (bytes(in_crc), Errors.CORRUPT_MESSAGE),
+        (good + bytes(in_value), Errors.CORRUPT_MESSAGE),  # one bad batch refuses the whole request
+        (good[:-5], Errors.CORRUPT_MESSAGE),               # truncated records
+        (good[:b.HEADER_SIZE - 10], Errors.CORRUPT_MESSAGE),  # truncated header
+        (b"", Errors.INVALID_RECORD),                      # no batch at all
     ):
         answer = produce(cluster, A, GOOD, records)
         assert answer.error_code == error, (records, answer)
-    assert produce(cluster, A, GOOD, good, acks=3).error_code == INVALID_REQUIRED_ACKS
+    assert produce(cluster, A, GOOD, good, acks=3).error_code == Errors.INVALID_REQUIRED_ACKS
     assert log_end(cluster) == end
     # The same batch unharmed is taken at the offset the refused ones did not use.
     answer = produce(cluster, A, GOOD, good)
-    assert answer.error_code == NONE and answer.base_offset == end, answer
+    assert answer.error_code == Errors.NONE and answer.base_offset == end, answer
     acknowledged += [b"a good record", b"and another"]
 
 
 def test_a_batch_over_max_message_bytes(cluster) -> None:
     refused = produce_values(cluster, A, SMALL, [b"x" * 2000])
-    assert refused.error_code == MESSAGE_TOO_LARGE, refused
+    assert refused.error_code == Errors.MESSAGE_TOO_LARGE, refused
     assert log_end(cluster, SMALL) == 0
-    assert produce_values(cluster, A, SMALL, [b"x" * 500]).error_code == NONE
+    assert produce_values(cluster, A, SMALL, [b"x" * 500]).error_code == Errors.NONE
 
 
 def raw_call(c: LocalCluster, broker: int, method: str, payload: bytes, *, unlimited: bool = False) -> grpc.RpcError:
@@ -255,7 +240,7 @@ def test_requests_over_the_size_limit_or_undecodable(cluster) -> None:
 @pytest.mark.parametrize("name", ["", ".", "..", "a/b", "with space", "x" * 250, "ümlaut"])
 def test_invalid_topic_names(cluster, name) -> None:
     result = create(cluster, name)
-    assert result.error_code == INVALID_TOPIC_EXCEPTION, result
+    assert result.error_code == Errors.INVALID_TOPIC_EXCEPTION, result
     assert result.error_message
 
 
@@ -269,9 +254,9 @@ def test_invalid_topic_names(cluster, name) -> None:
 ])
 def test_invalid_topic_configs(cluster, configs) -> None:
     result = create(cluster, "configured", configs=configs)
-    assert result.error_code == INVALID_CONFIG, result
+    assert result.error_code == Errors.INVALID_CONFIG, result
     assert next(iter(configs)) in result.error_message
-    assert cluster.metadata(A, ["configured"]).topics[0].error_code == UNKNOWN_TOPIC_OR_PARTITION
+    assert cluster.metadata(A, ["configured"]).topics[0].error_code == Errors.UNKNOWN_TOPIC_OR_PARTITION
 
 
 def register(c: LocalCluster, request: cpb.BrokerRegistrationRequest) -> cpb.BrokerRegistrationResponse:
@@ -279,7 +264,7 @@ def register(c: LocalCluster, request: cpb.BrokerRegistrationRequest) -> cpb.Bro
     def answered() -> Optional[cpb.BrokerRegistrationResponse]:
         for controller in c.controllers:
             response = c.controller_stub(controller).BrokerRegistration(request, timeout=10)
-            if response.error_code != NOT_CONTROLLER:
+            if response.error_code != Errors.NOT_CONTROLLER:
                 return response
         return None
 
@@ -292,9 +277,9 @@ def test_a_second_broker_registering_with_a_live_brokers_id(cluster) -> None:
         broker_id=A, cluster_id=CLUSTER_ID, incarnation_id="another-incarnation",
         listeners=[mpb.BrokerEndpoint(name="PLAINTEXT", host="127.0.0.1", port=port, security_protocol="PLAINTEXT")])
     answer = register(cluster, impostor)
-    assert answer.error_code == DUPLICATE_BROKER_REGISTRATION, answer
+    assert answer.error_code == Errors.DUPLICATE_BROKER_REGISTRATION, answer
     stranger = cpb.BrokerRegistrationRequest(broker_id=A, cluster_id="another-cluster", incarnation_id="x")
-    assert register(cluster, stranger).error_code == INCONSISTENT_CLUSTER_ID
+    assert register(cluster, stranger).error_code == Errors.INCONSISTENT_CLUSTER_ID
     # The real broker A keeps its registration and its address.
     seen = {broker.node_id: broker.port for broker in cluster.metadata(C).brokers}
     assert seen[A] == port - 1
@@ -307,13 +292,13 @@ def test_afterwards_every_node_runs_and_nothing_acknowledged_was_lost(cluster, a
     cluster.wait_for_brokers()
     more = [b"after the bad input"]
     answer = produce_values(cluster, A, GOOD, more)
-    assert answer.error_code == NONE and answer.base_offset == len(acknowledged), answer
+    assert answer.error_code == Errors.NONE and answer.base_offset == len(acknowledged), answer
     acknowledged += more
     values: list[bytes] = []
     offset = 0
     while offset < len(acknowledged):
         fetched = fetch(cluster, A, GOOD, offset)
-        assert fetched.error_code == NONE and fetched.records, fetched
+        assert fetched.error_code == Errors.NONE and fetched.records, fetched
         for batch in iter_batches(fetched.records):
             values += [r.value for r in batch.records]
             offset = batch.header.last_offset + 1

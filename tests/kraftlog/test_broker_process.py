@@ -16,6 +16,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from kafka_protocol.errors import Errors
 from devcluster.local_cluster import LocalCluster
 from devcluster.local_processes import wait_until
 from kraftlog_api import broker_pb2 as bpb
@@ -124,7 +125,7 @@ def test_brokers_serve_replicated_partitions_and_survive_a_leaders_kill_9(cluste
         assert read_all(cluster.broker_stub(p.leader_id), p.partition_index, end) == expected[p.partition_index]
         # Followers hold the same bytes, but serve no consumers.
         follower = next(r for r in p.replica_nodes if r != p.leader_id)
-        assert fetch(cluster.broker_stub(follower), p.partition_index, 0).error_code == 6  # NOT_LEADER_OR_FOLLOWER
+        assert fetch(cluster.broker_stub(follower), p.partition_index, 0).error_code == Errors.NOT_LEADER_OR_FOLLOWER
 
     victim = topic.partitions[0].leader_id
     isr_before = {p.partition_index: set(p.isr_nodes) for p in topic.partitions}

@@ -16,6 +16,7 @@ from concurrent import futures
 import grpc
 import pytest
 
+from kafka_protocol.errors import Errors
 from devcluster import launcher
 from devcluster.local_processes import free_ports
 from kraftlog_api import quorum_pb2, quorum_pb2_grpc
@@ -142,8 +143,8 @@ def replica(replica_id: int, end: int, fetched: int = 1_700_000_000_000) -> quor
 LEADER_2 = quorum_pb2.DescribeQuorumResponse(
     error_code=0, leader_id=2, leader_epoch=7, high_watermark=40,
     current_voters=[replica(1, 38), replica(2, 42), replica(3, -1, -1)], observers=[replica(9, 40)])
-FOLLOWER_OF_2 = quorum_pb2.DescribeQuorumResponse(error_code=6, leader_id=2, leader_epoch=7)
-ELECTING = quorum_pb2.DescribeQuorumResponse(error_code=6, leader_id=-1, leader_epoch=8)
+FOLLOWER_OF_2 = quorum_pb2.DescribeQuorumResponse(error_code=Errors.NOT_LEADER_OR_FOLLOWER, leader_id=2, leader_epoch=7)
+ELECTING = quorum_pb2.DescribeQuorumResponse(error_code=Errors.NOT_LEADER_OR_FOLLOWER, leader_id=-1, leader_epoch=8)
 
 
 def test_describe_asks_each_controller_until_the_leader_answers(fake_controllers):

@@ -19,6 +19,7 @@ from kafka.record.memory_records import MemoryRecords
 
 from client.cluster import Cluster
 from client.console import produce_values
+from kafka_protocol.errors import Errors
 from devcluster.local_cluster import RETRIABLE_ADMIN_ERRORS, LocalCluster
 from devcluster.local_processes import wait_until
 from kraftlog_api import broker_pb2 as bpb
@@ -37,10 +38,6 @@ PROPERTIES = {
 }
 A, B, C = 4, 5, 6  # the brokers (controllers are 1-3)
 
-NONE = 0
-LEADER_NOT_AVAILABLE = 5
-NOT_LEADER_OR_FOLLOWER = 6
-NOT_ENOUGH_REPLICAS = 19
 
 
 @pytest.fixture
@@ -67,7 +64,7 @@ def create_placed(c: LocalCluster, topic: str, replicas: tuple[int, ...],
         return None if response.error_code in RETRIABLE_ADMIN_ERRORS else response
 
     response = wait_until(answered, 30, f"CreateTopics {topic}", interval=0.2)
-    assert response.error_code == NONE and response.topics[0].error_code == NONE, response
+    assert response.error_code == Errors.NONE and response.topics[0].error_code == Errors.NONE, response
     # The leader serves it once its own image has it.
     wait_for(c, replicas[0], topic, lambda p: p.leader_id == replicas[0], f"{topic} led by broker {replicas[0]}")
 
@@ -106,7 +103,7 @@ def produce_records(c: LocalCluster, broker: int, topic: str, records: list[Reco
 def acknowledged(c: LocalCluster, broker: int, topic: str, values: list[bytes], acks: int = -1) -> int:
     """Produce `values` as one batch, which must be acknowledged; its base offset."""
     answer = produce(c, broker, topic, values, acks)
-    assert answer.error_code == NONE, answer
+    assert answer.error_code == Errors.NONE, answer
     return answer.base_offset
 
 
@@ -127,7 +124,7 @@ def consumed(c: LocalCluster, leader: int, topic: str, end: int) -> list[bytes]:
     offset = 0
     while offset < end:
         answer = fetch(c, leader, topic, offset)
-        assert answer.error_code == NONE and answer.records, answer
+        assert answer.error_code == Errors.NONE and answer.records, answer
         for batch in iter_batches(answer.records):
             values += [r.value for r in batch.records if r.offset >= offset]
             offset = batch.header.last_offset + 1
@@ -153,7 +150,7 @@ def test_a_stopped_follower_leaves_the_isr_and_acks_all_needs_min_insync_replica
     assert shrunk.leader_id == A and list(shrunk.replica_nodes) == [A, B]
 
     refused = produce(cluster, A, "isr", [b"needs two replicas"])
-    assert refused.error_code == NOT_ENOUGH_REPLICAS, refused
+    assert refused.error_code == Errors.NOT_ENOUGH_REPLICAS, refused
     # Refused before the append: acks=1 takes the very next offset.
     alone = [b"acks=1 while alone"]
     assert acknowledged(cluster, A, "isr", alone, acks=1) == len(first)
@@ -189,7 +186,7 @@ def test_clean_and_unclean_election_after_the_whole_isr_died(cluster) -> None:
     cluster.kill(A)
     for topic in topics:
         offline = wait_for(cluster, C, topic, lambda p: p.leader_id == -1, f"{topic} offline")
-        assert offline.error_code == LEADER_NOT_AVAILABLE and list(offline.isr_nodes) == [A], offline
+        assert offline.error_code == Errors.LEADER_NOT_AVAILABLE and list(offline.isr_nodes) == [A], offline
 
     # B returns with only `before`. "unclean" takes it as leader; "clean" waits for A.
     cluster.start(B)
@@ -197,9 +194,9 @@ def test_clean_and_unclean_election_after_the_whole_isr_died(cluster) -> None:
     elected = wait_for(cluster, C, "unclean", lambda p: p.leader_id == B, "B elected uncleanly")
     assert list(elected.isr_nodes) == [B]
     still = described(cluster, C, "clean")
-    assert still.leader_id == -1 and still.error_code == LEADER_NOT_AVAILABLE, still
+    assert still.leader_id == -1 and still.error_code == Errors.LEADER_NOT_AVAILABLE, still
     refused = produce(cluster, B, "clean", [b"to a replica that may not lead"])
-    assert refused.error_code == NOT_LEADER_OR_FOLLOWER and refused.current_leader_id == -1, refused
+    assert refused.error_code == Errors.NOT_LEADER_OR_FOLLOWER and refused.current_leader_id == -1, refused
     with Cluster(cluster.broker_addresses[C]) as client:
         summary = produce_values(client, "clean", [b"nobody leads"], delivery_timeout_s=1.5)
     assert (summary.acknowledged, summary.failed) == (0, 1)
@@ -222,7 +219,7 @@ def test_clean_and_unclean_election_after_the_whole_isr_died(cluster) -> None:
     elect = cpb.ElectLeadersRequest(election_type=cpb.PREFERRED,
                                     topic_partitions=[cpb.TopicPartitions(topic="unclean", partitions=[0])])
     result = cluster.broker_stub(C).ElectLeaders(elect, timeout=30)
-    assert result.error_code == NONE and result.results[0].partitions[0].error_code == NONE, result
+    assert result.error_code == Errors.NONE and result.results[0].partitions[0].error_code == Errors.NONE, result
     wait_for(cluster, C, "unclean", lambda p: p.leader_id == A, "A leading unclean")
     assert consumed(cluster, A, "unclean", len(before) + len(later)) == before + later
 
@@ -233,7 +230,7 @@ def test_segment_files_decode_with_kafka_python(cluster) -> None:
                    1_700_000_000_000 + i, (("h", f"{i}".encode()),)) for i in range(12)]
     for start in range(0, len(sent), 4):
         answer = produce_records(cluster, A, "on-disk", sent[start:start + 4])
-        assert answer.error_code == NONE and answer.base_offset == start, answer
+        assert answer.error_code == Errors.NONE and answer.base_offset == start, answer
     leader_epoch = described(cluster, C, "on-disk").leader_epoch
     # acks=all: every replica holds the batches. Followers write them as they fetched them.
     for broker in (A, B, C):

@@ -24,6 +24,7 @@ import pytest
 
 from client.consumer import Consumer, TopicPartition
 from client.producer import Producer
+from kafka_protocol.errors import Errors
 from devcluster.local_cluster import RETRIABLE_ADMIN_ERRORS, LocalCluster
 from devcluster.local_processes import wait_until
 from kraftlog_api import broker_pb2 as bpb
@@ -42,14 +43,6 @@ RECENT = "recent"        # message.timestamp.before.max.ms=1 hour, on A
 ISR = "isr"              # RF 3, min.insync.replicas=3, led by A
 ON_DISK = "on-disk"      # 3 partitions on C, one of them damaged on disk
 
-NONE = 0
-CORRUPT_MESSAGE = 2
-NOT_ENOUGH_REPLICAS = 19
-NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
-INVALID_TIMESTAMP = 32
-INVALID_TXN_STATE = 48
-UNSUPPORTED_COMPRESSION_TYPE = 76
-INVALID_RECORD = 87
 
 
 def now_ms() -> int:
@@ -69,7 +62,7 @@ def create(c: LocalCluster, name: str, assignments: list[tuple[int, ...]],
         return None if response.error_code in RETRIABLE_ADMIN_ERRORS else response
 
     response = wait_until(answered, 30, f"CreateTopics {name!r}", interval=0.2)
-    assert response.error_code == NONE and response.topics[0].error_code == NONE, response
+    assert response.error_code == Errors.NONE and response.topics[0].error_code == Errors.NONE, response
     wanted = [r[0] for r in assignments]
     wait_until(lambda: [p.leader_id for p in c.wait_for_leaders(name, timeout=30).partitions] == wanted,
                30, f"{name} led by {wanted}")
@@ -114,7 +107,7 @@ def log_end(c: LocalCluster, broker: int, topic: str, partition: int = 0) -> int
             bpb.ListOffsetsRequest.ListOffsetsPartition(partition_index=partition, current_leader_epoch=-1,
                                                         timestamp=-1)])]), timeout=10)
     answer = response.topics[0].partitions[0]
-    assert answer.error_code == NONE, answer
+    assert answer.error_code == Errors.NONE, answer
     return answer.offset
 
 
@@ -150,24 +143,24 @@ def record(offset_delta: int) -> bytes:
 
 
 BAD_BATCHES: list[tuple[str, Callable[[], bytes], int]] = [
-    ("garbage record bodies", lambda: patched(good([b"x" * 20]), body=b"\xfe" * 30), INVALID_RECORD),
-    ("negative record length", lambda: patched(good([b"x"]), body=Z(-3) + b"\x00" * 8), INVALID_RECORD),
-    ("compression codec 7", lambda: patched(good([b"x"]), attributes=7), UNSUPPORTED_COMPRESSION_TYPE),
+    ("garbage record bodies", lambda: patched(good([b"x" * 20]), body=b"\xfe" * 30), Errors.INVALID_RECORD),
+    ("negative record length", lambda: patched(good([b"x"]), body=Z(-3) + b"\x00" * 8), Errors.INVALID_RECORD),
+    ("compression codec 7", lambda: patched(good([b"x"]), attributes=7), Errors.UNSUPPORTED_COMPRESSION_TYPE),
     ("zstd flag on an uncompressed body", lambda: patched(good([b"x"]), attributes=int(Codec.ZSTD)),
-     CORRUPT_MESSAGE),
-    ("control bit from a client", lambda: patched(good([b"x"]), attributes=b.CONTROL_MASK), INVALID_RECORD),
+     Errors.CORRUPT_MESSAGE),
+    ("control bit from a client", lambda: patched(good([b"x"]), attributes=b.CONTROL_MASK), Errors.INVALID_RECORD),
     ("transactional bit without producer id", lambda: patched(good([b"x"]), attributes=b.TRANSACTIONAL_MASK),
-     INVALID_RECORD),
+     Errors.INVALID_RECORD),
     ("transactional bit, no transaction", lambda: patched(
         good([b"x"], producer_id=1000, producer_epoch=0, base_sequence=0), attributes=b.TRANSACTIONAL_MASK),
-     INVALID_TXN_STATE),
-    ("zero records", lambda: patched(good([b"x"]), body=b"", count=0), INVALID_RECORD),
+     Errors.INVALID_TXN_STATE),
+    ("zero records", lambda: patched(good([b"x"]), body=b"", count=0), Errors.INVALID_RECORD),
     ("offset deltas out of order", lambda: patched(good([b"x", b"y"]), body=record(1) + record(0)),
-     INVALID_RECORD),
-    ("bytes after the last record", lambda: patched(good([b"x"]), body=record(0) + record(1)), INVALID_RECORD),
-    ("fewer records than recordsCount", lambda: patched(good([b"x"]), body=record(0), count=2), INVALID_RECORD),
+     Errors.INVALID_RECORD),
+    ("bytes after the last record", lambda: patched(good([b"x"]), body=record(0) + record(1)), Errors.INVALID_RECORD),
+    ("fewer records than recordsCount", lambda: patched(good([b"x"]), body=record(0), count=2), Errors.INVALID_RECORD),
     ("a good batch then a bad one", lambda: good([b"fine"]) + patched(good([b"x"]), attributes=7),
-     UNSUPPORTED_COMPRESSION_TYPE),
+     Errors.UNSUPPORTED_COMPRESSION_TYPE),
 ]
 GOOD_VALUES = {p: [f"good-{p}-{i}".encode() for i in range(3)] for p in range(3)}
 
@@ -178,7 +171,7 @@ def acknowledged(cluster) -> dict[int, list[bytes]]:
     for p, leader in enumerate((A, B, C)):
         for codec in (Codec.NONE, Codec.LZ4, Codec.ZSTD):
             answer = produce(cluster, leader, VALID, good(GOOD_VALUES[p], codec=codec), p)
-            assert answer.error_code == NONE, answer
+            assert answer.error_code == Errors.NONE, answer
     return {p: GOOD_VALUES[p] * 3 for p in range(3)}
 
 
@@ -197,21 +190,21 @@ def test_each_partition_of_a_request_is_decided_alone(cluster, acknowledged) -> 
     end = log_end(cluster, A, VALID)
     answers = produce_many(cluster, A, {(VALID, 0): good([b"beside a refused one"]),
                                         (COMPACTED, 0): good([b"with a key"])})
-    assert [a.error_code for a in answers.values()] == [NONE, NONE]
+    assert [a.error_code for a in answers.values()] == [Errors.NONE, Errors.NONE]
     acknowledged[0].append(b"beside a refused one")
     answers = produce_many(cluster, A, {(VALID, 0): good([b"taken"]),
                                         (COMPACTED, 0): encode_batch([Record(None, b"no key", now_ms())])})
-    assert answers[(VALID, 0)].error_code == NONE and answers[(COMPACTED, 0)].error_code == INVALID_RECORD
+    assert answers[(VALID, 0)].error_code == Errors.NONE and answers[(COMPACTED, 0)].error_code == Errors.INVALID_RECORD
     acknowledged[0].append(b"taken")
     assert log_end(cluster, A, VALID) == end + 2
 
 
 def test_topic_settings_the_validator_applies(cluster) -> None:
     keyless = produce(cluster, A, COMPACTED, encode_batch([Record(None, b"v", now_ms())]))
-    assert keyless.error_code == INVALID_RECORD and "key" in keyless.error_message
+    assert keyless.error_code == Errors.INVALID_RECORD and "key" in keyless.error_message
     old = produce(cluster, A, RECENT, encode_batch([Record(b"k", b"v", now_ms() - 7_200_000)]))
-    assert old.error_code == INVALID_TIMESTAMP, old
-    assert produce(cluster, A, RECENT, good([b"recent"])).error_code == NONE
+    assert old.error_code == Errors.INVALID_TIMESTAMP, old
+    assert produce(cluster, A, RECENT, good([b"recent"])).error_code == Errors.NONE
     assert log_end(cluster, A, RECENT) == 1
 
 
@@ -220,7 +213,7 @@ def test_acks_all_below_min_insync_replicas(cluster) -> None:
     NOT_ENOUGH_REPLICAS_AFTER_APPEND once the ISR shrinks; after that,
     NOT_ENOUGH_REPLICAS before any append, also to the client producer."""
     wait_until(lambda: isr_of(cluster, ISR) == [A, B, C], 30, "the full isr")
-    assert produce(cluster, A, ISR, good([b"all three"])).error_code == NONE
+    assert produce(cluster, A, ISR, good([b"all three"])).error_code == Errors.NONE
     after_append = None
     cluster.signal(C, signal.SIGSTOP)
     try:
@@ -229,21 +222,21 @@ def test_acks_all_below_min_insync_replicas(cluster) -> None:
             # (broker.session.timeout.ms / replica.lag.time.max.ms later);
             # where it was not, the follower comes back and it goes again.
             after_append = produce(cluster, A, ISR, good([b"while c stops"]), timeout_ms=60000)
-            if after_append.error_code != NOT_ENOUGH_REPLICAS:
+            if after_append.error_code != Errors.NOT_ENOUGH_REPLICAS:
                 break
             cluster.signal(C, signal.SIGCONT)
             wait_until(lambda: isr_of(cluster, ISR) == [A, B, C], 60, "c back in the isr")
             cluster.signal(C, signal.SIGSTOP)
-        assert after_append.error_code == NOT_ENOUGH_REPLICAS_AFTER_APPEND, after_append
+        assert after_append.error_code == Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND, after_append
         wait_until(lambda: isr_of(cluster, ISR) == [A, B], 30, "the isr shrunk to [A, B]")
         end = log_end(cluster, A, ISR)
         refused = produce(cluster, A, ISR, good([b"refused"]))
-        assert refused.error_code == NOT_ENOUGH_REPLICAS and "min.insync.replicas=3" in refused.error_message
+        assert refused.error_code == Errors.NOT_ENOUGH_REPLICAS and "min.insync.replicas=3" in refused.error_message
         assert log_end(cluster, A, ISR) == end  # refused before the append
         # The producer: with retries=0 the error itself; retried, the expiry names it.
         settings = {"bootstrap.servers": cluster.broker_addresses[A], "acks": "all", "linger.ms": 0,
                     "request.timeout.ms": 1000, "delivery.timeout.ms": 5000, "retry.backoff.ms": 50}
-        for extra, code in (({"retries": 0, "enable.idempotence": False}, NOT_ENOUGH_REPLICAS), ({}, 7)):
+        for extra, code in (({"retries": 0, "enable.idempotence": False}, Errors.NOT_ENOUGH_REPLICAS), ({}, 7)):
             with Producer({**settings, **extra}) as producer:
                 future = producer.produce(ISR, b"v", partition=0)
                 with pytest.raises(Exception) as failed:
@@ -254,7 +247,7 @@ def test_acks_all_below_min_insync_replicas(cluster) -> None:
     finally:
         cluster.signal(C, signal.SIGCONT)
     wait_until(lambda: isr_of(cluster, ISR) == [A, B, C], 60, "c back in the isr")
-    assert produce(cluster, A, ISR, good([b"all three again"])).error_code == NONE
+    assert produce(cluster, A, ISR, good([b"all three again"])).error_code == Errors.NONE
 
 
 def segment_of(c: LocalCluster, topic: str, partition: int) -> Path:
@@ -269,7 +262,7 @@ def test_a_batch_that_does_not_decode_names_its_partition_and_offset(cluster) ->
     every good record, then the error naming that partition and offset."""
     values = {p: [f"disk-{p}-{i}".encode() for i in range(4)] for p in range(3)}
     for p in range(3):
-        assert produce(cluster, C, ON_DISK, good(values[p]), p).error_code == NONE
+        assert produce(cluster, C, ON_DISK, good(values[p]), p).error_code == Errors.NONE
     assert cluster.stop(C) == 0
     bad = bytearray(patched(good([b"x"]), body=Z(-3) + b"\x00" * 8))
     struct.pack_into(">q", bad, 0, 4)  # the next offset of partition 1
@@ -294,7 +287,7 @@ def test_a_batch_that_does_not_decode_names_its_partition_and_offset(cluster) ->
         consumer.close()
     assert got == values
     assert len(errors) == 1, errors
-    assert errors[0].code == CORRUPT_MESSAGE and f"{ON_DISK}-1 at offset 4" in str(errors[0]), errors[0]
+    assert errors[0].code == Errors.CORRUPT_MESSAGE and f"{ON_DISK}-1 at offset 4" in str(errors[0]), errors[0]
     # The command line prints every good record before it stops on the error.
     done = subprocess.run([sys.executable, "-m", "kraftlog", "consume", ON_DISK, "--from-beginning",
                            "--timeout-ms", "10000"], capture_output=True, text=True, timeout=120,

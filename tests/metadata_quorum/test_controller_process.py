@@ -8,17 +8,13 @@ from __future__ import annotations
 
 import pytest
 
+from kafka_protocol.errors import Errors
 from devcluster.local_processes import wait_until
 from devcluster.local_quorum import LocalQuorum
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import controller_pb2_grpc as cpb_grpc
 from kraftlog_api import metadata_pb2 as mpb
 
-NOT_CONTROLLER = 41
-TOPIC_ALREADY_EXISTS = 36
-INVALID_REPLICATION_FACTOR = 38
-STALE_BROKER_EPOCH = 77
-INCONSISTENT_CLUSTER_ID = 104
 
 PROPERTIES = {
     "kraftlog.quorum.state.machine": "metadata",
@@ -47,7 +43,7 @@ def active_stub(q: LocalQuorum, among=None) -> tuple[cpb_grpc.KRaftControllerStu
             return None
         stub = cpb_grpc.KRaftControllerStub(q.channel(leader[0]))
         probe = stub.CreateTopics(cpb.CreateTopicsRequest(validate_only=True), timeout=5)
-        return (stub, leader[0]) if probe.error_code != NOT_CONTROLLER else None
+        return (stub, leader[0]) if probe.error_code != Errors.NOT_CONTROLLER else None
 
     return wait_until(find, 20, "an active controller")
 
@@ -92,32 +88,32 @@ def test_only_the_active_controller_decides_and_its_decisions_survive_failover(q
     def follower_points_to_leader():
         # wait_for_ready: a quorum can elect its leader before the third process listens.
         answer = follower_stub.CreateTopics(cpb.CreateTopicsRequest(), timeout=20, wait_for_ready=True)
-        assert answer.error_code == NOT_CONTROLLER
+        assert answer.error_code == Errors.NOT_CONTROLLER
         return answer.controller_id == leader
 
     wait_until(follower_points_to_leader, 20, "a follower names the active controller")
 
     wrong = stub.BrokerRegistration(cpb.BrokerRegistrationRequest(broker_id=1, cluster_id="another"), timeout=5)
-    assert wrong.error_code == INCONSISTENT_CLUSTER_ID
-    assert create(stub, "too-early").error_code == INVALID_REPLICATION_FACTOR  # no live brokers yet
+    assert wrong.error_code == Errors.INCONSISTENT_CLUSTER_ID
+    assert create(stub, "too-early").error_code == Errors.INVALID_REPLICATION_FACTOR  # no live brokers yet
 
     epochs = {b: register(stub, cluster_id, b) for b in BROKERS}
     assert len(set(epochs.values())) == 3  # a broker epoch is the offset of its registration
     for b, epoch in epochs.items():
         assert heartbeat(stub, b, epoch).error_code == 0
     stale = heartbeat(stub, 101, epochs[101] - 1)
-    assert stale.error_code == STALE_BROKER_EPOCH
+    assert stale.error_code == Errors.STALE_BROKER_EPOCH
 
     created = create(stub, "orders", partitions=6, rf=3)
     assert created.error_code == 0 and len(created.topic_id) == 16
-    assert create(stub, "orders").error_code == TOPIC_ALREADY_EXISTS
+    assert create(stub, "orders").error_code == Errors.TOPIC_ALREADY_EXISTS
 
     # The metadata is in the replicated log: a new active controller knows the topic.
     quorum.kill(leader)
     survivors = tuple(n for n in quorum.plans if n != leader)
     new_stub, new_leader = active_stub(quorum, survivors)
     assert new_leader != leader
-    assert create(new_stub, "orders").error_code == TOPIC_ALREADY_EXISTS
+    assert create(new_stub, "orders").error_code == Errors.TOPIC_ALREADY_EXISTS
     # Broker sessions restart with the new controller: heartbeats keep the brokers.
     for b, epoch in epochs.items():
         assert heartbeat(new_stub, b, epoch).error_code == 0
@@ -137,7 +133,7 @@ def test_a_silent_broker_is_fenced_after_its_session_timeout(quorum) -> None:
     def fenced_103():
         for b in (101, 102):
             assert heartbeat(stub, b, epochs[b]).error_code == 0
-        return create(stub, "probe", rf=3, validate_only=True).error_code == INVALID_REPLICATION_FACTOR
+        return create(stub, "probe", rf=3, validate_only=True).error_code == Errors.INVALID_REPLICATION_FACTOR
 
     wait_until(fenced_103, 30, "broker 103 fenced", interval=0.5)
     assert create(stub, "after-fence", rf=2).error_code == 0

@@ -9,20 +9,12 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from kafka_protocol.errors import Errors
 from devcluster.local_processes import wait_until
 from devcluster.local_quorum import LocalQuorum
 from kraftlog_api import quorum_pb2 as pb
 from kraftlog_api import quorum_pb2_grpc as pb_grpc
 
-NONE = 0
-OFFSET_OUT_OF_RANGE = 1
-MESSAGE_TOO_LARGE = 10
-INVALID_REQUEST = 42
-FENCED_LEADER_EPOCH = 74
-UNKNOWN_LEADER_EPOCH = 75
-INCONSISTENT_VOTER_SET = 94
-SNAPSHOT_NOT_FOUND = 98
-INCONSISTENT_CLUSTER_ID = 104
 
 FAST = {"controller.quorum.election.timeout.ms": 500, "controller.quorum.fetch.timeout.ms": 1000}
 OBSERVER = 99  # not a voter: may fetch like a broker, may not vote
@@ -58,7 +50,7 @@ def test_wrong_cluster_id_is_refused(quorum, leader) -> None:
         stub.Fetch(pb.FetchRequest(cluster_id="other", replica_id=OBSERVER, current_leader_epoch=epoch)),
         stub.BeginQuorumEpoch(pb.BeginQuorumEpochRequest(cluster_id="other", leader_id=OBSERVER, leader_epoch=epoch)),
     ]
-    assert [a.error_code for a in answers] == [INCONSISTENT_CLUSTER_ID] * 3
+    assert [a.error_code for a in answers] == [Errors.INCONSISTENT_CLUSTER_ID] * 3
 
 
 def test_unknown_voter_and_misrouted_requests_are_refused(quorum, leader) -> None:
@@ -70,7 +62,7 @@ def test_unknown_voter_and_misrouted_requests_are_refused(quorum, leader) -> Non
     misrouted = stub.Fetch(
         pb.FetchRequest(cluster_id=cid, destination_id=leader_id + 100, replica_id=OBSERVER, current_leader_epoch=epoch)
     )
-    assert (vote.error_code, begin.error_code, misrouted.error_code) == (INCONSISTENT_VOTER_SET,) * 3
+    assert (vote.error_code, begin.error_code, misrouted.error_code) == (Errors.INCONSISTENT_VOTER_SET,) * 3
     # A far-future epoch from a node that may not vote moved nothing.
     assert quorum.leader() == (leader_id, epoch)
 
@@ -82,22 +74,22 @@ def test_fetch_epochs_and_offsets_out_of_range(quorum, leader) -> None:
     def fetch(**fields):
         return stub.Fetch(pb.FetchRequest(cluster_id=cid, replica_id=OBSERVER, **fields))
 
-    assert fetch(current_leader_epoch=epoch - 1, fetch_offset=0).error_code == FENCED_LEADER_EPOCH
-    assert fetch(current_leader_epoch=epoch + 1000, fetch_offset=0).error_code == UNKNOWN_LEADER_EPOCH
+    assert fetch(current_leader_epoch=epoch - 1, fetch_offset=0).error_code == Errors.FENCED_LEADER_EPOCH
+    assert fetch(current_leader_epoch=epoch + 1000, fetch_offset=0).error_code == Errors.UNKNOWN_LEADER_EPOCH
     beyond = fetch(current_leader_epoch=epoch, fetch_offset=10**12, last_fetched_epoch=epoch)
-    assert beyond.error_code == OFFSET_OUT_OF_RANGE
+    assert beyond.error_code == Errors.OFFSET_OUT_OF_RANGE
     nonsense = fetch(current_leader_epoch=epoch, fetch_offset=-5, last_fetched_epoch=0)
-    assert nonsense.error_code == INVALID_REQUEST
+    assert nonsense.error_code == Errors.INVALID_REQUEST
     # A well-formed observer fetch is served.
     ok = fetch(current_leader_epoch=epoch, fetch_offset=0, last_fetched_epoch=0)
-    assert ok.error_code == NONE and len(ok.records) >= 1 and ok.high_watermark >= 1
+    assert ok.error_code == Errors.NONE and len(ok.records) >= 1 and ok.high_watermark >= 1
     missing = stub.FetchSnapshot(
         pb.FetchSnapshotRequest(
             cluster_id=cid, replica_id=OBSERVER, current_leader_epoch=epoch,
             snapshot_id=pb.SnapshotId(end_offset=12345, epoch=epoch), max_bytes=1024,
         )
     )
-    assert missing.error_code == SNAPSHOT_NOT_FOUND
+    assert missing.error_code == Errors.SNAPSHOT_NOT_FOUND
 
 
 def test_malformed_requests_get_invalid_argument(quorum, leader) -> None:
@@ -114,7 +106,7 @@ def test_malformed_requests_get_invalid_argument(quorum, leader) -> None:
         assert info.value.code() is grpc.StatusCode.INVALID_ARGUMENT, info.value.details()
     vote = stub.Vote(pb.VoteRequest(cluster_id=cid, candidate_id=OBSERVER, candidate_epoch=epoch + 1,
                                     last_offset_epoch=epoch + 5, last_offset=3))
-    assert vote.error_code == INCONSISTENT_VOTER_SET  # voter set is checked first
+    assert vote.error_code == Errors.INCONSISTENT_VOTER_SET  # voter set is checked first
 
 
 def test_undecodable_bytes_are_refused(quorum, leader) -> None:
@@ -133,13 +125,13 @@ def test_undecodable_bytes_are_refused(quorum, leader) -> None:
 def test_append_limits(quorum, leader) -> None:
     _, leader_id, _ = leader
     stub = pb_grpc.QuorumLogStub(quorum.channel(leader_id))
-    assert stub.Append(pb.AppendRequest(records=[])).error_code == INVALID_REQUEST
-    assert stub.Append(pb.AppendRequest(records=[b"x" * (2 << 20)])).error_code == MESSAGE_TOO_LARGE
+    assert stub.Append(pb.AppendRequest(records=[])).error_code == Errors.INVALID_REQUEST
+    assert stub.Append(pb.AppendRequest(records=[b"x" * (2 << 20)])).error_code == Errors.MESSAGE_TOO_LARGE
     with pytest.raises(grpc.RpcError) as info:
         stub.Append(pb.AppendRequest(records=[b"y" * (5 << 20)] * 2))  # 10 MiB: over the transport limit
     assert info.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
     reply = stub.ReadCommitted(pb.ReadCommittedRequest(start_offset=-1))
-    assert reply.error_code == OFFSET_OUT_OF_RANGE
+    assert reply.error_code == Errors.OFFSET_OUT_OF_RANGE
 
 
 def test_the_quorum_is_unharmed(quorum, leader) -> None:
