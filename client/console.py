@@ -19,7 +19,8 @@ import grpc
 from kraftlog_api import broker_pb2 as bpb
 from kafka_protocol.records import Record, encode_batch, iter_batches
 
-from .cluster import CALL_TIMEOUT_S, Cluster, PartitionInfo
+from .cluster import CALL_TIMEOUT_S, Cluster
+from .metadata_cache import PartitionInfo
 from .errors import NetworkError, error_name
 
 # Kafka's retriable errors for produce and fetch.

@@ -33,9 +33,10 @@ from typing import Optional
 
 import grpc
 
-from client.cluster import Cluster, PartitionInfo
+from client.cluster import Cluster
 from client.console import RETRIABLE
 from client.errors import RequestTimedOutError, error_for_code
+from client.metadata_cache import PartitionInfo
 from client.partitioner import StickyPartitioner, choose_partition
 from client.producer_batch import record_size_upper_bound
 from client.producer_config import ProducerConfig
@@ -117,8 +118,9 @@ class ReplayableSender:
         deadline = time.monotonic() + self.config.delivery_timeout_ms / 1000
         problem = "no leader known"
         while time.monotonic() < deadline:
-            leader = next((p.leader for p in self.cluster.topics.get(tp[0], ()) if p.partition == tp[1]), -1)
-            if leader in self.cluster.brokers:
+            info = self.cluster.leader_for(*tp)
+            if info is not None:
+                leader = info.leader
                 try:
                     answer = self.cluster.broker_stub(leader).Produce(
                         request, timeout=self.config.request_timeout_ms / 1000 + 5).responses[0].partitions[0]

@@ -179,9 +179,9 @@ class _RangeFetch:
 
     def _leader(self) -> Optional[int]:
         for attempt in range(2):
-            for p in self.cluster.topics.get(self.rng.topic, ()):
-                if p.partition == self.rng.partition and p.leader in self.cluster.brokers:
-                    return p.leader
+            info = self.cluster.leader_for(*self.tp)
+            if info is not None:
+                return info.leader
             if attempt == 0:
                 self._refresh_quietly()
         return None

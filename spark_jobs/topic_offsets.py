@@ -75,9 +75,9 @@ def list_offsets(cluster: Cluster, timestamps: Mapping[TopicPartition, int]) -> 
     while pending:
         by_leader: dict[int, list[TopicPartition]] = {}
         for tp in pending:
-            leader = _leader(cluster, tp)
-            if leader >= 0:
-                by_leader.setdefault(leader, []).append(tp)
+            info = cluster.leader_for(*tp)
+            if info is not None:
+                by_leader.setdefault(info.leader, []).append(tp)
         for leader, tps in by_leader.items():
             try:
                 response = cluster.broker_stub(leader).ListOffsets(_request(tps, pending), timeout=CALL_TIMEOUT_S)
@@ -102,13 +102,6 @@ def list_offsets(cluster: Cluster, timestamps: Mapping[TopicPartition, int]) -> 
         time.sleep(RETRY_BACKOFF_S)
         _refresh(cluster, {tp[0] for tp in pending})
     return found
-
-
-def _leader(cluster: Cluster, tp: TopicPartition) -> int:
-    for p in cluster.topics.get(tp[0], ()):
-        if p.partition == tp[1] and p.leader in cluster.brokers:
-            return p.leader
-    return -1
 
 
 def _request(tps: Iterable[TopicPartition], timestamps: Mapping[TopicPartition, int]) -> bpb.ListOffsetsRequest:
