@@ -34,7 +34,6 @@ from typing import Optional
 import grpc
 
 from client.cluster import Cluster
-from client.console import RETRIABLE
 from client.errors import RequestTimedOutError, error_for_code
 from client.metadata_cache import PartitionInfo
 from client.partitioner import StickyPartitioner, choose_partition
@@ -43,6 +42,8 @@ from client.producer_config import ProducerConfig
 from kraftlog_api import broker_pb2 as bpb
 from kafka_protocol.batch import HEADER_SIZE
 from kafka_protocol.records import Record, encode_batch
+
+from .topic_offsets import RETRIABLE
 
 EPOCHS_PER_PRODUCER_ID = 32_000  # producer epochs are int16
 DERIVED_ID_BASE = 1 << 62

@@ -21,14 +21,13 @@ from typing import Iterator, Optional
 import grpc
 
 from client.cluster import CALL_TIMEOUT_S, Cluster
-from client.console import RETRIABLE, RETRY_BACKOFF_S
 from client.errors import KafkaError, NetworkError, error_for_code
 from kraftlog_api import broker_pb2 as bpb
 from kafka_protocol.batch import end_offset
 
 from .options import EARLIEST, LATEST
 from .planning import OffsetRange
-from .topic_offsets import list_offsets
+from .topic_offsets import RETRIABLE, RETRY_BACKOFF_S, list_offsets
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,6 @@ from typing import Iterable, Mapping
 import grpc
 
 from client.cluster import CALL_TIMEOUT_S, Cluster
-from client.console import RETRIABLE, RETRY_BACKOFF_S
 from client.errors import InvalidConfigError, KafkaError, NetworkError, error_for_code
 from kraftlog_api import broker_pb2 as bpb
 
@@ -25,6 +24,19 @@ log = logging.getLogger(__name__)
 UNKNOWN_TOPIC_OR_PARTITION = 3
 OFFSET_OUT_OF_RANGE = 1
 LIST_OFFSETS_TIMEOUT_S = 30.0
+# the lead switches this to kafka_protocol.errors' table after the errors branch merges
+# Kafka's retriable errors for produce and fetch.
+RETRIABLE = {
+    3,   # UNKNOWN_TOPIC_OR_PARTITION
+    5,   # LEADER_NOT_AVAILABLE
+    6,   # NOT_LEADER_OR_FOLLOWER
+    7,   # REQUEST_TIMED_OUT
+    19,  # NOT_ENOUGH_REPLICAS
+    20,  # NOT_ENOUGH_REPLICAS_AFTER_APPEND
+    74,  # FENCED_LEADER_EPOCH
+    75,  # UNKNOWN_LEADER_EPOCH
+}
+RETRY_BACKOFF_S = 0.1
 
 
 def open_cluster(bootstrap: str) -> Cluster:
