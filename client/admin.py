@@ -29,7 +29,7 @@ from .errors import (
     InvalidConfigError, KafkaError, NetworkError, NotLeaderOrFollowerError, error_for_code, error_name,
 )
 
-if TYPE_CHECKING:  # cluster.py imports parse_bootstrap from here
+if TYPE_CHECKING:  # cluster.py, through metadata_cache.py, imports parse_bootstrap from here
     from .cluster import Cluster
 
 CALL_TIMEOUT_S = 2.0  # one node's answer; the overall timeout bounds the rounds

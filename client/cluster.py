@@ -1,14 +1,15 @@
-"""The cluster as the brokers describe it: brokers, topics, partition leaders.
+"""The blocking face of the metadata cache: one call at a time, sync gRPC.
 
-Any broker answers Metadata from its copy of the metadata image. A client
-starts from its bootstrap brokers, then talks to partition leaders directly,
-and refreshes this view when a broker answers NOT_LEADER_OR_FOLLOWER or
-UNKNOWN_TOPIC_OR_PARTITION, or cannot be reached.
+For code without an event loop: the `kraftlog` CLI, Spark's driver and
+each Spark task (which opens its own channels, so this stays cheap: no
+thread, no loop), and the local-cluster harness. It asks a broker when told
+to (`refresh`) or when a topic is not known yet (`partitions`); the
+producer and consumer use the async face, `client.metadata.Metadata`, with
+its refresh policy. Both keep what they learn in `MetadataCache`.
 """
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from typing import Iterable, Optional
 
 import grpc
@@ -17,9 +18,9 @@ from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import broker_pb2_grpc as bpb_grpc
 from kafka_protocol.fetch_framing import broker_stub
 
-from .admin import parse_bootstrap
 from .channels import open_channel
 from .errors import InvalidConfigError, NetworkError
+from .metadata_cache import MetadataCache, PartitionInfo
 
 BOOTSTRAP_ENV = "KRAFTLOG_BOOTSTRAP"
 CALL_TIMEOUT_S = 5.0
@@ -33,40 +34,10 @@ def bootstrap_from(option: Optional[str]) -> str:
     return value
 
 
-@dataclass(frozen=True)
-class PartitionInfo:
-    topic: str
-    partition: int
-    leader: int  # -1: offline
-    leader_epoch: int
-    replicas: tuple[int, ...]
-    isr: tuple[int, ...]
-    error_code: int
-
-
-def broker_addresses(response: bpb.MetadataResponse) -> dict[int, str]:
-    """Broker id -> HOST:PORT of the brokers a Metadata answer names."""
-    return {b.node_id: f"{b.host}:{b.port}" for b in response.brokers}
-
-
-def partition_infos(topic: bpb.MetadataResponse.Topic) -> list[PartitionInfo]:
-    """A topic's partitions from a Metadata answer, by partition number."""
-    return sorted(
-        (PartitionInfo(topic.name, p.partition_index, p.leader_id, p.leader_epoch,
-                       tuple(p.replica_nodes), tuple(p.isr_nodes), p.error_code)
-         for p in topic.partitions),
-        key=lambda p: p.partition,
-    )
-
-
-class Cluster:
+class Cluster(MetadataCache):
     def __init__(self, bootstrap: str) -> None:
-        self._bootstrap = parse_bootstrap(bootstrap)
+        super().__init__(bootstrap)
         self._channels: dict[str, grpc.Channel] = {}
-        self.brokers: dict[int, str] = {}
-        self.topics: dict[str, list[PartitionInfo]] = {}
-        self.cluster_id = ""
-        self.controller_id = -1
 
     def close(self) -> None:
         for channel in self._channels.values():
@@ -89,7 +60,7 @@ class Cluster:
 
     def any_broker_calls(self) -> Iterable[bpb_grpc.KafkaBrokerStub]:
         """Stubs of every broker known, bootstrap brokers first."""
-        for address in dict.fromkeys([*self._bootstrap, *self.brokers.values()]):
+        for address in dict.fromkeys([*self.bootstrap, *self.brokers.values()]):
             yield self.stub(address)
 
     def refresh(self, topics: Optional[Iterable[str]] = None) -> bpb.MetadataResponse:
@@ -103,23 +74,12 @@ class Cluster:
             except grpc.RpcError as exc:
                 problems.append(exc.code().name)  # type: ignore[attr-defined]
                 continue
-            self._learn(response)
+            self.learn(response)
             return response
         raise NetworkError(f"no broker answered Metadata ({', '.join(problems) or 'none known'})")
-
-    def _learn(self, response: bpb.MetadataResponse) -> None:
-        self.cluster_id = response.cluster_id
-        self.controller_id = response.controller_id
-        if response.brokers:
-            self.brokers = broker_addresses(response)
-        for topic in response.topics:
-            if topic.error_code:
-                self.topics.pop(topic.name, None)
-                continue
-            self.topics[topic.name] = partition_infos(topic)
 
     def partitions(self, topic: str) -> list[PartitionInfo]:
         """The topic's partitions, from the last refresh (refreshing if it is unknown)."""
         if topic not in self.topics:
             self.refresh([topic])
-        return self.topics.get(topic, [])
+        return super().partitions(topic)

@@ -1,5 +1,6 @@
-"""The cluster's metadata as an asyncio client keeps it: brokers, partition
-leaders, and one gRPC channel per broker.
+"""The asyncio face of the metadata cache (`MetadataCache`): the producer's
+and the consumer's view of brokers and partition leaders, when to refresh
+it, and one gRPC channel per broker.
 
 The producer and the consumer look leaders up here for every request they
 send, so a lookup is a dictionary read. The view is refreshed from any broker
@@ -32,17 +33,12 @@ from kraftlog_api import broker_pb2_grpc as bpb_grpc
 from kafka_protocol.errors import Errors
 from kafka_protocol.fetch_framing import broker_stub
 
-from .admin import parse_bootstrap
 from .channels import CHANNEL_OPTIONS
-from .cluster import PartitionInfo, broker_addresses, partition_infos
 from .errors import NetworkError, error_for_code
+from .metadata_cache import STALE_METADATA_ERRORS, MetadataCache, PartitionInfo
 
 log = logging.getLogger(__name__)
 
-# Answers that mean "your idea of the leader is out of date".
-STALE_METADATA_ERRORS = frozenset({Errors.UNKNOWN_TOPIC_OR_PARTITION, Errors.LEADER_NOT_AVAILABLE,
-                                   Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH,
-                                   Errors.UNKNOWN_LEADER_EPOCH})
 # gRPC statuses after which another broker may do better.
 TRANSPORT_FAILURES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED,
                                 grpc.StatusCode.CANCELLED, grpc.StatusCode.UNKNOWN})
@@ -52,21 +48,16 @@ TRANSPORT_FAILURES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEA
 METADATA_CALL_TIMEOUT_S = 5.0
 
 
-class Metadata:
+class Metadata(MetadataCache):
     def __init__(self, bootstrap: str | Sequence[str], *, retry_backoff_ms: int = 100,
                  retry_backoff_max_ms: int = 1000, metadata_max_age_ms: int = 300_000,
                  request_timeout_ms: int = 30_000) -> None:
-        self._bootstrap = parse_bootstrap(bootstrap if isinstance(bootstrap, str) else ",".join(bootstrap))
+        super().__init__(bootstrap)
         self._backoff_s = retry_backoff_ms / 1000
         self._backoff_max_s = max(retry_backoff_max_ms, retry_backoff_ms) / 1000
         self._max_age_s = metadata_max_age_ms / 1000
         self._call_timeout_s = min(request_timeout_ms / 1000, METADATA_CALL_TIMEOUT_S)
         self._channels: dict[str, grpc.aio.Channel] = {}
-        self.brokers: dict[int, str] = {}
-        self.cluster_id = ""
-        self.controller_id = -1
-        self._topics: dict[str, list[PartitionInfo]] = {}
-        self._topic_errors: dict[str, int] = {}  # topics the last answer refused, with its error code
         self._wanted: set[str] = set()           # every topic this client has used
         self._need_update = True
         self._updated_at = float("-inf")          # monotonic time of the last successful refresh
@@ -78,25 +69,7 @@ class Metadata:
         self._closed = False
         self.last_error = ""                     # why the last refresh failed ("" when it did not)
 
-    # --- lookups (cache only) ----------------------------------------------
-
-    def partitions(self, topic: str) -> list[PartitionInfo]:
-        """The topic's partitions as last seen (empty: unknown so far)."""
-        return self._topics.get(topic, [])
-
-    def topic_error(self, topic: str) -> int:
-        """The error code the last answer gave for this topic (0: none)."""
-        return self._topic_errors.get(topic, 0)
-
-    def leader_for(self, topic: str, partition: int) -> Optional[PartitionInfo]:
-        """The partition when its leader is known and reachable, else None."""
-        parts = self._topics.get(topic)
-        if parts is None or not 0 <= partition < len(parts):
-            return None
-        info = parts[partition]
-        if info.leader < 0 or info.leader not in self.brokers:
-            return None
-        return info
+    # --- lookups (cache only; the others are MetadataCache's) ------------
 
     def leader_address(self, broker_id: int) -> Optional[str]:
         return self.brokers.get(broker_id)
@@ -124,7 +97,7 @@ class Metadata:
         known = list(self.brokers.values())
         random.shuffle(known)
         first = [self._last_good] if self._last_good else []
-        return list(dict.fromkeys([*first, *known, *self._bootstrap]))
+        return list(dict.fromkeys([*first, *known, *self.bootstrap]))
 
     async def any_broker(self, method: str, request: Any, timeout_s: Optional[float] = None) -> Any:
         """Send a request any broker can answer (Metadata, InitProducerId,
@@ -152,7 +125,7 @@ class Metadata:
         for topic in topics:
             if topic not in self._wanted:
                 self._wanted.add(topic)
-                if topic not in self._topics:
+                if topic not in self.topics:
                     self._need_update = True
 
     def request_update(self) -> None:
@@ -200,7 +173,7 @@ class Metadata:
                 started_before = self._updated_at
                 await asyncio.shield(task)
                 if self._updated_at == started_before:
-                    raise NetworkError(f"no broker answered Metadata (bootstrap {','.join(self._bootstrap)})")
+                    raise NetworkError(f"no broker answered Metadata (bootstrap {','.join(self.bootstrap)})")
                 return
             await asyncio.sleep(self.next_update_in())
 
@@ -219,12 +192,12 @@ class Metadata:
         self.add_topics([topic])
         deadline = time.monotonic() + max_block_ms / 1000
         while True:
-            parts = self._topics.get(topic)
+            parts = self.topics.get(topic)
             if parts:
                 return parts
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                code = self._topic_errors.get(topic, Errors.UNKNOWN_TOPIC_OR_PARTITION)
+                code = self.topic_error(topic) or Errors.UNKNOWN_TOPIC_OR_PARTITION
                 # Kafka's TimeoutException message, word for word.
                 raise error_for_code(code, f"Topic {topic} not present in metadata after {max_block_ms} ms."
                                      + (f" ({self.last_error})" if self.last_error else ""))
@@ -251,7 +224,7 @@ class Metadata:
             self._back_off()
             return
         self.last_error = ""
-        incomplete = self._learn(response)
+        incomplete = self.learn(response)
         self._updated_at = time.monotonic()
         if incomplete:
             # An offline leader or a topic the cluster does not know (yet):
@@ -269,26 +242,6 @@ class Metadata:
         delay = min(self._backoff_s * (2 ** self._failures), self._backoff_max_s)
         self._failures += 1
         self._next_attempt_at = time.monotonic() + delay * random.uniform(0.8, 1.2)
-
-    def _learn(self, response: bpb.MetadataResponse) -> bool:
-        """Take in a Metadata answer; whether something asked for is still unknown or leaderless."""
-        self.cluster_id = response.cluster_id
-        self.controller_id = response.controller_id
-        if response.brokers:
-            self.brokers = broker_addresses(response)
-        incomplete = False
-        for topic in response.topics:
-            if topic.error_code:
-                self._topics.pop(topic.name, None)
-                self._topic_errors[topic.name] = topic.error_code
-                incomplete = True
-                continue
-            self._topic_errors.pop(topic.name, None)
-            parts = partition_infos(topic)
-            self._topics[topic.name] = parts
-            if any(p.leader < 0 or p.leader not in self.brokers for p in parts):
-                incomplete = True
-        return incomplete
 
     def _event(self) -> asyncio.Event:
         if self._changed is None:
@@ -310,4 +263,4 @@ class Metadata:
             await channel.close()
 
 
-__all__ = ["Metadata", "PartitionInfo", "STALE_METADATA_ERRORS"]
+__all__ = ["Metadata", "STALE_METADATA_ERRORS"]

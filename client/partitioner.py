@@ -15,7 +15,7 @@ import random
 import struct
 from typing import Optional, Sequence
 
-from .cluster import PartitionInfo
+from .metadata_cache import PartitionInfo
 
 SEED = 0x9747B28C
 M = 0x5BD1E995

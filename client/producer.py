@@ -36,11 +36,11 @@ from kafka_protocol.errors import Errors, KafkaError, MessageTooLargeError
 from kafka_protocol.wording import counted
 
 from .accumulator import RecordAccumulator
-from .cluster import PartitionInfo
 from .errors import RequestTimedOutError, error_for_code
 from .idempotence import IdempotenceState
 from .io_thread import IoThread
 from .metadata import Metadata
+from .metadata_cache import PartitionInfo
 from .partitioner import StickyPartitioner, key_partition
 from .producer_batch import RECORD_OVERHEAD_UPPER_BOUND, ProducerRecord, RecordMetadata, record_size_upper_bound
 from .producer_config import ProducerConfig

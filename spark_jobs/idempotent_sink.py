@@ -33,16 +33,17 @@ from typing import Optional
 
 import grpc
 
-from client.cluster import Cluster, PartitionInfo
-from client.console import RETRIABLE
+from client.cluster import Cluster
 from client.errors import RequestTimedOutError, error_for_code
+from client.metadata_cache import PartitionInfo
 from client.partitioner import StickyPartitioner, choose_partition
 from client.producer_batch import record_size_upper_bound
 from client.producer_config import ProducerConfig
 from kraftlog_api import broker_pb2 as bpb
 from kafka_protocol.batch import HEADER_SIZE
-from kafka_protocol.errors import Errors
+from kafka_protocol.errors import Errors, is_retriable
 from kafka_protocol.records import Record, encode_batch
+
 
 EPOCHS_PER_PRODUCER_ID = 32_000  # producer epochs are int16
 DERIVED_ID_BASE = 1 << 62
@@ -116,8 +117,9 @@ class ReplayableSender:
         deadline = time.monotonic() + self.config.delivery_timeout_ms / 1000
         problem = "no leader known"
         while time.monotonic() < deadline:
-            leader = next((p.leader for p in self.cluster.topics.get(tp[0], ()) if p.partition == tp[1]), -1)
-            if leader in self.cluster.brokers:
+            info = self.cluster.leader_for(*tp)
+            if info is not None:
+                leader = info.leader
                 try:
                     answer = self.cluster.broker_stub(leader).Produce(
                         request, timeout=self.config.request_timeout_ms / 1000 + 5).responses[0].partitions[0]
@@ -126,7 +128,7 @@ class ReplayableSender:
                 else:
                     if answer.error_code in (0, Errors.DUPLICATE_SEQUENCE_NUMBER):
                         return
-                    if answer.error_code not in RETRIABLE:
+                    if not is_retriable(answer.error_code):
                         raise error_for_code(answer.error_code, f"Produce to {tp[0]}-{tp[1]}: "
                                                                 f"{answer.error_message}")
                     problem = str(error_for_code(answer.error_code, answer.error_message))

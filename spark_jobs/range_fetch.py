@@ -21,7 +21,7 @@ from typing import Iterator, Optional
 import grpc
 
 from client.cluster import CALL_TIMEOUT_S, Cluster
-from client.console import RETRIABLE, RETRY_BACKOFF_S
+from client.metadata_cache import STALE_METADATA_ERRORS
 from client.errors import KafkaError, NetworkError, error_for_code
 from kraftlog_api import broker_pb2 as bpb
 from kafka_protocol.batch import end_offset
@@ -29,7 +29,7 @@ from kafka_protocol.errors import Errors
 
 from .options import EARLIEST, LATEST
 from .planning import OffsetRange
-from .topic_offsets import list_offsets
+from .topic_offsets import RETRY_BACKOFF_S, list_offsets
 
 log = logging.getLogger(__name__)
 
@@ -128,7 +128,7 @@ class _RangeFetch:
                 continue
             if answer.error_code:
                 last_problem = str(error_for_code(answer.error_code, self.name))
-                if answer.error_code not in RETRIABLE:
+                if answer.error_code not in STALE_METADATA_ERRORS:
                     raise error_for_code(answer.error_code, f"Fetch of {self.name} at offset {position}")
                 time.sleep(RETRY_BACKOFF_S)
                 self._refresh_quietly()
@@ -180,9 +180,9 @@ class _RangeFetch:
 
     def _leader(self) -> Optional[int]:
         for attempt in range(2):
-            for p in self.cluster.topics.get(self.rng.topic, ()):
-                if p.partition == self.rng.partition and p.leader in self.cluster.brokers:
-                    return p.leader
+            info = self.cluster.leader_for(*self.tp)
+            if info is not None:
+                return info.leader
             if attempt == 0:
                 self._refresh_quietly()
         return None

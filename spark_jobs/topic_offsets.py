@@ -14,7 +14,7 @@ from typing import Iterable, Mapping
 import grpc
 
 from client.cluster import CALL_TIMEOUT_S, Cluster
-from client.console import RETRIABLE, RETRY_BACKOFF_S
+from client.metadata_cache import STALE_METADATA_ERRORS
 from client.errors import InvalidConfigError, KafkaError, NetworkError, error_for_code
 from kafka_protocol.errors import Errors
 from kraftlog_api import broker_pb2 as bpb
@@ -24,6 +24,7 @@ from .options import BOOTSTRAP, EARLIEST, LATEST, OffsetSpec, Subscription, Topi
 log = logging.getLogger(__name__)
 
 LIST_OFFSETS_TIMEOUT_S = 30.0
+RETRY_BACKOFF_S = 0.1
 
 
 def open_cluster(bootstrap: str) -> Cluster:
@@ -74,9 +75,9 @@ def list_offsets(cluster: Cluster, timestamps: Mapping[TopicPartition, int]) -> 
     while pending:
         by_leader: dict[int, list[TopicPartition]] = {}
         for tp in pending:
-            leader = _leader(cluster, tp)
-            if leader >= 0:
-                by_leader.setdefault(leader, []).append(tp)
+            info = cluster.leader_for(*tp)
+            if info is not None:
+                by_leader.setdefault(info.leader, []).append(tp)
         for leader, tps in by_leader.items():
             try:
                 response = cluster.broker_stub(leader).ListOffsets(_request(tps, pending), timeout=CALL_TIMEOUT_S)
@@ -89,7 +90,7 @@ def list_offsets(cluster: Cluster, timestamps: Mapping[TopicPartition, int]) -> 
                     if p.error_code == 0:
                         found[tp] = p.offset
                         pending.pop(tp, None)
-                    elif p.error_code in RETRIABLE:
+                    elif p.error_code in STALE_METADATA_ERRORS:
                         last_problem = str(error_for_code(p.error_code, f"{tp[0]}-{tp[1]}"))
                     else:
                         raise error_for_code(p.error_code, f"ListOffsets of {tp[0]}-{tp[1]}")
@@ -101,13 +102,6 @@ def list_offsets(cluster: Cluster, timestamps: Mapping[TopicPartition, int]) -> 
         time.sleep(RETRY_BACKOFF_S)
         _refresh(cluster, {tp[0] for tp in pending})
     return found
-
-
-def _leader(cluster: Cluster, tp: TopicPartition) -> int:
-    for p in cluster.topics.get(tp[0], ()):
-        if p.partition == tp[1] and p.leader in cluster.brokers:
-            return p.leader
-    return -1
 
 
 def _request(tps: Iterable[TopicPartition], timestamps: Mapping[TopicPartition, int]) -> bpb.ListOffsetsRequest:

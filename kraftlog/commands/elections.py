@@ -9,8 +9,9 @@ import typer
 
 from kafka_protocol.errors import Errors
 from client.admin import ELECTION_TYPES, elect_leaders
-from client.cluster import Cluster, PartitionInfo
+from client.cluster import Cluster
 from client.errors import error_for_code
+from client.metadata_cache import PartitionInfo
 
 from .common import BootstrapOption, JsonOption, connect, print_json
 

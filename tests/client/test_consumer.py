@@ -9,14 +9,14 @@ from typing import Iterable
 
 import pytest
 
-from client.cluster import Cluster
-from client.console import produce_values
 from client.consumer import Consumer, ConsumerRecord, TimestampType, TopicPartition
 from client.errors import (IllegalStateError, InvalidConfigError, NoOffsetForPartitionError,
                            OffsetOutOfRangeError)
 from devcluster.local_cluster import LocalCluster
 from kraftlog_api import broker_pb2 as bpb
 from kafka_protocol.records import Record, encode_batch
+
+from .produce_consume import produce_values
 
 POLL_DEADLINE_S = 90  # bounds every poll loop; never part of an assert
 
@@ -44,8 +44,7 @@ def make_topic(cluster: LocalCluster, name: str, partitions: int, values: Iterab
 
 def produce(cluster: LocalCluster, topic: str, values: list[bytes], batch_records: int = 100,
             partition: int | None = None) -> None:
-    with Cluster(cluster.bootstrap) as c:
-        summary = produce_values(c, topic, values, batch_records=batch_records, partition=partition)
+    summary = produce_values(cluster.bootstrap, topic, values, batch_records=batch_records, partition=partition)
     assert summary.acknowledged == len(values), summary.errors
 
 

@@ -17,13 +17,13 @@ from typing import Optional
 import grpc
 import pytest
 
-from client.cluster import Cluster
-from client.console import produce_values
 from client.consumer import Consumer, ConsumerRecord, OffsetAndMetadata, TopicPartition
 from devcluster.local_cluster import LocalCluster
 from devcluster.local_processes import wait_until
 from kraftlog_api import groups_pb2 as gpb
 from kraftlog_api import groups_pb2_grpc as gpb_grpc
+
+from .produce_consume import produce_values
 
 WAIT_S = 120  # bounds every wait; never part of an assert
 
@@ -58,8 +58,7 @@ def make_topic(cluster: LocalCluster, name: str, partitions: int) -> None:
 
 
 def produce(bootstrap: str, topic: str, values: list[bytes], batch_records: int = 100) -> None:
-    with Cluster(bootstrap) as c:
-        summary = produce_values(c, topic, values, batch_records=batch_records)
+    summary = produce_values(bootstrap, topic, values, batch_records=batch_records)
     assert summary.acknowledged == len(values), summary.errors
 
 

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 
-from client.cluster import PartitionInfo
+from client.metadata_cache import PartitionInfo
 from client.partitioner import StickyPartitioner, choose_partition, key_partition, murmur2, to_positive
 
 # Keys and the signed 32-bit hashes of Kafka's own test of Utils.murmur2,

@@ -21,12 +21,12 @@ from typing import Optional
 
 import pytest
 
-from client.cluster import Cluster
-from client.console import produce_values
 from client.consumer import Consumer, TopicPartition
 from client.group_admin import describe_group
 from devcluster.local_cluster import LocalCluster
 from devcluster.local_processes import wait_until
+
+from .produce_consume import produce_values
 
 WAIT_S = 120  # bounds every wait; never part of an assert
 TOPIC, PARTITIONS, RECORDS = "handover", 6, 3000
@@ -43,11 +43,10 @@ def cluster(tmp_path_factory):
 
 
 def produce(cluster: LocalCluster, start: int, per_partition: int, topic: str = TOPIC) -> None:
-    with Cluster(cluster.bootstrap) as client:
-        for p in range(PARTITIONS):
-            values = [b"%d-%d" % (p, i) for i in range(start, start + per_partition)]
-            summary = produce_values(client, topic, values, partition=p)
-            assert summary.acknowledged == per_partition, summary.errors
+    for p in range(PARTITIONS):
+        values = [b"%d-%d" % (p, i) for i in range(start, start + per_partition)]
+        summary = produce_values(cluster.bootstrap, topic, values, partition=p)
+        assert summary.acknowledged == per_partition, summary.errors
 
 
 class Member(threading.Thread):

@@ -14,7 +14,6 @@ import pytest
 
 from broker.groups.placement import partition_for
 from client.cluster import Cluster
-from client.console import produce_values
 from client.consumer import Consumer, TopicPartition
 from client.errors import KafkaError
 from client.topics import delete_topic
@@ -23,6 +22,7 @@ from devcluster.local_processes import wait_until
 from kraftlog_api import groups_pb2 as gpb
 from kraftlog_api import groups_pb2_grpc as gpb_grpc
 
+from ..client.produce_consume import produce_values
 from .test_cli_admin import ok_json
 from .test_console_hardening import requests_answered
 
@@ -64,8 +64,7 @@ def make_topic(cluster: LocalCluster, name: str, partitions: int = 3) -> None:
 
 
 def produce(cluster: LocalCluster, topic: str, partition: int, count: int) -> None:
-    with Cluster(cluster.bootstrap) as c:
-        summary = produce_values(c, topic, [b"v%d" % i for i in range(count)], partition=partition)
+    summary = produce_values(cluster.bootstrap, topic, [b"v%d" % i for i in range(count)], partition=partition)
     assert summary.acknowledged == count, summary.errors
 
 

@@ -27,8 +27,6 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.parser import text_string_to_metric_families
 
-from client.cluster import Cluster
-from client.console import consume, produce_values
 from devcluster.local_cluster import LocalCluster
 from devcluster.local_processes import free_ports, wait_until
 from kraftlog_server.metrics.exposition import start_metrics_server
@@ -37,6 +35,8 @@ from kraftlog_server.metrics.requests import is_consumer_fetch
 from kraftlog_server.server_config import METRICS_LISTENER, ServerConfig
 from kraftlog_api import broker_pb2 as bpb
 from kafka_protocol.errors import InvalidConfigError
+
+from ..client.produce_consume import consume, produce_values
 
 # The leader's own ISR check (replica.lag.time.max.ms) must drop a killed
 # follower long before the controller fences it (broker.session.timeout.ms):
@@ -166,10 +166,9 @@ def test_request_counters_follow_produce_fetch_and_errors(cluster) -> None:
     cluster.wait_for_leaders("requests")
     before = scrape_nodes(cluster, cluster.brokers)
     values = [f"value-{i}".encode() for i in range(60)]
-    with Cluster(cluster.bootstrap) as client:
-        summary = produce_values(client, "requests", values, batch_records=10)
-        assert summary.acknowledged == 60 and not summary.failed, summary
-        consumed = list(consume(client, "requests", max_messages=60))
+    summary = produce_values(cluster.bootstrap, "requests", values, batch_records=10)
+    assert summary.acknowledged == 60 and not summary.failed, summary
+    consumed = consume(cluster.bootstrap, "requests", max_messages=60)
     assert sorted(r.value for r in consumed) == sorted(values)
     after = scrape_nodes(cluster, cluster.brokers)
 
@@ -232,10 +231,10 @@ def test_a_killed_broker_shrinks_isrs_and_its_return_expands_them(cluster) -> No
     # As in Kafka, a follower is out of sync only when it is behind the
     # leader's log end for replica.lag.time.max.ms: an idle partition keeps a
     # dead follower until the controller fences it. So write to each one.
-    with Cluster(",".join(cluster.broker_addresses[b] for b in survivors)) as client:
-        for p in topic.partitions:
-            if p.leader_id != victim:
-                produce_values(client, "isr-watch", [b"after the kill"], acks=1, partition=p.partition_index)
+    survivors_bootstrap = ",".join(cluster.broker_addresses[b] for b in survivors)
+    for p in topic.partitions:
+        if p.leader_id != victim:
+            produce_values(survivors_bootstrap, "isr-watch", [b"after the kill"], acks=1, partition=p.partition_index)
 
     def shrunk() -> Optional[dict[int, Samples]]:
         by_node = scrape_nodes(cluster, survivors)

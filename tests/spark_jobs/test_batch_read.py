@@ -7,9 +7,8 @@ from datetime import datetime, timezone
 import pytest
 from pyspark.errors import AnalysisException
 
-from client.cluster import Cluster
-from client.console import consume
 
+from ..client.produce_consume import consume
 from .conftest import bootstrap, make_records, new_topic, produce
 
 
@@ -44,8 +43,7 @@ def test_batch_read_equals_what_was_produced(spark, cluster, events) -> None:
     assert sorted((r.partition, r.offset) for r in rows) == \
         [(0, i) for i in range(40)] + [(1, i) for i in range(25)]
     # The same records as the console consumer reads.
-    with Cluster(bootstrap(cluster)) as client:
-        consumed = list(consume(client, topic, max_messages=65, idle_timeout_s=10))
+    consumed = consume(bootstrap(cluster), topic, max_messages=65, idle_timeout_s=10)
     assert {(c.partition, c.offset, c.value, c.key) for c in consumed} == \
         {(r.partition, r.offset, r.value, r.key) for r in rows}
 
