@@ -40,7 +40,7 @@ from bench.bench_results import save_results, summarize
 import grpc
 
 from client.errors import KafkaError, error_for_code
-from client.quorum_log import QuorumLogClient
+from devcluster.quorum_log_client import QuorumLogClient
 from devcluster.local_quorum import LocalQuorum, wait_until
 from kraftlog_api import quorum_pb2, quorum_pb2_grpc
 

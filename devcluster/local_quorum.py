@@ -13,7 +13,7 @@ import grpc
 
 from client.channels import open_channel
 from client.errors import KafkaError
-from client.quorum_log import QuorumLogClient
+from .quorum_log_client import QuorumLogClient
 from kraftlog_api import quorum_pb2, quorum_pb2_grpc
 
 from .local_processes import LocalProcesses, free_ports, wait_until

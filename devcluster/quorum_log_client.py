@@ -22,8 +22,8 @@ import grpc
 from kafka_protocol.errors import Errors
 from kraftlog_api import quorum_pb2, quorum_pb2_grpc
 
-from .channels import open_channel
-from .errors import KafkaError, NetworkError, RequestTimedOutError, error_for_code
+from client.channels import open_channel
+from client.errors import KafkaError, NetworkError, RequestTimedOutError, error_for_code
 
 RETRY_BACKOFF_S = 0.05
 
