@@ -190,7 +190,8 @@ def test_clean_and_unclean_election_after_the_whole_isr_died(cluster) -> None:
 
     # B returns with only `before`. "unclean" takes it as leader; "clean" waits for A.
     cluster.start(B)
-    cluster.wait_for_brokers([B], among=[C])
+    # B serves once it has caught up with the metadata log, which may be after C sees it unfenced
+    cluster.wait_for_brokers([B], among=[B, C])
     elected = wait_for(cluster, C, "unclean", lambda p: p.leader_id == B, "B elected uncleanly")
     assert list(elected.isr_nodes) == [B]
     still = described(cluster, C, "clean")
@@ -212,6 +213,7 @@ def test_clean_and_unclean_election_after_the_whole_isr_died(cluster) -> None:
     # A returns: "clean" comes back with every acknowledged record; on
     # "unclean" A follows B, truncating what B never had, and rejoins the ISR.
     cluster.start(A)
+    cluster.wait_for_brokers([A], among=[A, C])
     wait_for(cluster, C, "clean", lambda p: p.leader_id == A, "A leading clean again")
     assert consumed(cluster, A, "clean", len(before) + len(after)) == before + after
     wait_for(cluster, C, "unclean", lambda p: sorted(p.isr_nodes) == [A, B], "A back in unclean's isr")
