@@ -4,9 +4,8 @@ __consumer_offsets topic that holds both.
 
 Pure (no sockets, clocks or files):
     placement   group -> partition of __consumer_offsets (Kafka's hash)
-    records     the topic's records in Kafka's key/value schemas
-    kafka_types Kafka's schema primitives (int16-length and compact strings,
-                compact arrays, tagged fields)
+    records     the topic's records in Kafka's key/value schemas (written with
+                kafka_protocol/schema_types.py, Kafka's schema primitives)
     state       groups, members, owners, offsets: built only by replaying records
     assignors   uniform (sticky, balanced) and range
     reconcile   a member's next assignment: revoke first, assign once released

@@ -47,7 +47,7 @@ from ..partition import Partition
 from ..produce import append
 from ..replica_manager import ReplicaChanges, ReplicaManager
 from ..waiting import Signal
-from .kafka_types import SchemaError
+from kafka_protocol.schema_types import SchemaError
 from .machine import GroupConfig, GroupError, GroupMachine, Topics
 from .placement import OFFSETS_TOPIC, partition_for
 from .records import Record as GroupRecord

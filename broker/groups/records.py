@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Optional, Protocol, Union
 
-from .kafka_types import Reader, SchemaError, Writer
+from kafka_protocol.schema_types import Reader, SchemaError, Writer
 
 TopicPartition = tuple[str, int]
 Assignment = frozenset[TopicPartition]

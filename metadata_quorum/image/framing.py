@@ -18,6 +18,9 @@ import struct
 import zlib
 from typing import Iterable
 
+from kafka_protocol.errors import CorruptRecordError
+from kafka_protocol.varint import read_unsigned_varint, unsigned_varint_bytes
+
 MAGIC = b"KLMI"
 VERSION = 1
 _HEADER = struct.Struct(">4sBqI")
@@ -32,7 +35,7 @@ def encode(offset: int, records: Iterable[bytes]) -> bytes:
     body = bytearray()
     count = 0
     for data in records:
-        _put_uvarint(body, len(data))
+        body += unsigned_varint_bytes(len(data))
         body += data
         count += 1
     out = bytearray(_HEADER.pack(MAGIC, VERSION, offset, count))
@@ -64,7 +67,10 @@ def decode(data: bytes) -> tuple[int, list[memoryview]]:
         length = view[pos]
         pos += 1
         if length & 0x80:
-            length, pos = _get_uvarint(view, pos - 1, end)
+            try:
+                length, pos = read_unsigned_varint(view, pos - 1, end)
+            except CorruptRecordError:
+                raise FramingError(f"record {i} of {count}: bad record length") from None
         if pos + length > end:
             raise FramingError(f"record {i} of {count} ({length} bytes) runs past the end")
         records.append(view[pos:pos + length])
@@ -73,23 +79,3 @@ def decode(data: bytes) -> tuple[int, list[memoryview]]:
         raise FramingError(f"{end - pos} bytes after the last of {count} records")
     return offset, records
 
-
-def _put_uvarint(out: bytearray, value: int) -> None:
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-
-
-def _get_uvarint(view: memoryview, pos: int, end: int) -> tuple[int, int]:
-    value = 0
-    shift = 0
-    while True:
-        if pos >= end or shift > 35:
-            raise FramingError("bad record length")
-        byte = view[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7

@@ -6,7 +6,7 @@ import struct
 from hypothesis import given
 from hypothesis import strategies as st
 
-from broker.groups.kafka_types import SchemaError
+from kafka_protocol.schema_types import SchemaError
 from broker.groups.placement import java_string_hash, partition_for
 from broker.groups.records import (CurrentMemberAssignment, GroupMetadata, Key, MemberMetadata, MemberState,
                                    OffsetCommit, PartitionMetadata, RecordType, TargetAssignmentMember,

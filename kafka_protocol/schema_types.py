@@ -1,14 +1,21 @@
-"""Kafka's message-schema primitives, as its generated serializers write
-them: big-endian fixed-width integers, strings with an int16 length
+"""Kafka's message-schema primitives (its protocol `types`), as its
+generated serializers write them: big-endian fixed-width integers, strings with an int16 length
 (non-flexible versions), and in flexible versions compact strings and
 arrays (unsigned varint length + 1, 0 for null) followed by a tagged-field
 section. We write no tagged fields and skip the ones we read, so records
 written by a newer Kafka version still decode.
+
+Used for the `__consumer_offsets` key and value schemas today
+(broker/groups/records.py); Kafka's wire-protocol messages are made of the
+same primitives.
 """
 from __future__ import annotations
 
 import struct
 from typing import Callable, Optional, Sequence, TypeVar
+
+from .errors import CorruptRecordError
+from .varint import read_unsigned_varint, unsigned_varint_bytes
 
 T = TypeVar("T")
 
@@ -40,10 +47,7 @@ class Writer:
         return self
 
     def uvarint(self, v: int) -> "Writer":
-        while v >= 0x80:
-            self.out.append((v & 0x7F) | 0x80)
-            v >>= 7
-        self.out.append(v)
+        self.out += unsigned_varint_bytes(v)
         return self
 
     def string(self, v: str) -> "Writer":
@@ -103,14 +107,11 @@ class Reader:
         return _I64.unpack(self._take(8))[0]
 
     def uvarint(self) -> int:
-        value = shift = 0
-        while shift <= 63:
-            byte = self._take(1)[0]
-            value |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                return value
-            shift += 7
-        raise SchemaError("unsigned varint longer than 10 bytes")
+        try:
+            value, self.pos = read_unsigned_varint(self.data, self.pos)
+        except CorruptRecordError as exc:
+            raise SchemaError(f"unsigned varint at {self.pos}: {Exception.__str__(exc)}") from None
+        return value
 
     def _text(self, n: int) -> str:
         try:
