@@ -117,10 +117,11 @@ def test_cluster_metadata_is_no_topic(cluster) -> None:
     assert fetch_error(cluster, CLUSTER_METADATA_TOPIC) == Error.UNKNOWN_TOPIC_OR_PARTITION
     fails(cluster, "topics", "create", CLUSTER_METADATA_TOPIC, "--partitions", "1", error="INVALID_REQUEST")
     # For the tools it is no topic at all (the raw requests above show what the broker answers).
-    fails(cluster, "produce", CLUSTER_METADATA_TOPIC, "--partition", "0", stdin="x\n",
-          error="UNKNOWN_TOPIC_OR_PARTITION")
+    # The tools wait for a topic they do not know (max.block.ms, default.api.timeout.ms: 60 s each); 5 s will do.
+    fails(cluster, "produce", CLUSTER_METADATA_TOPIC, "--partition", "0", "--producer-property", "max.block.ms=5000",
+          stdin="x\n", error="UNKNOWN_TOPIC_OR_PARTITION")
     fails(cluster, "consume", CLUSTER_METADATA_TOPIC, "--partition", "0", "--offset", "0", "--timeout-ms", "3000",
-          error="UNKNOWN_TOPIC_OR_PARTITION")
+          "--consumer-property", "default.api.timeout.ms=5000", error="UNKNOWN_TOPIC_OR_PARTITION")
     fails(cluster, "topics", "delete", CLUSTER_METADATA_TOPIC, error="not allowed to be marked for deletion")
     # Nothing changed: no such topic, and every node's quorum log is where it was, none shorter.
     assert CLUSTER_METADATA_TOPIC not in topic_names(cluster)
