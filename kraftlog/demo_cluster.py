@@ -28,12 +28,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from client.cluster import Cluster
-from client.consumer import Consumer, TopicPartition
 from client.errors import KafkaError
 from client.producer import Producer
 from client.topics import create_topic, describe_topics
 
 from devcluster import launcher
+from devcluster.read_back import read_back
 
 CLUSTER_FILE = Path(__file__).resolve().parent.parent / "deploy" / "local.yaml"
 TOPIC = "demo-events"
@@ -146,29 +146,22 @@ def run(console: Console, plans: tuple[launcher.NodePlan, ...]) -> int:
 
     seen: dict[str, int] = defaultdict(int)
     last_in_partition: dict[int, int] = {}
-    out_of_order = consumed = 0
-    # Every partition from its first offset, without a group, up to all that was
-    # sent (a record that failed may still have been written).
-    with Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest"}) as consumer:
-        consumer.assign([TopicPartition(TOPIC, p) for p in range(PARTITIONS)])
-        last_data = time.monotonic()
-        while consumed < len(acknowledged) + failed and time.monotonic() - last_data < CONSUME_IDLE_S:
-            records = consumer.poll(0.5)
-            if records:
-                consumed += len(records)
-                last_data = time.monotonic()
-            for record in records:
-                value = (record.value or b"").decode()
-                seen[value] += 1
-                n = int(value.split()[0])
-                if n < last_in_partition.get(record.partition, -1):
-                    out_of_order += 1
-                last_in_partition[record.partition] = n
+    out_of_order = 0
+    # Up to all that was sent (a record that failed may still have been written).
+    records = read_back(bootstrap, TOPIC, range(PARTITIONS), max_messages=len(acknowledged) + failed,
+                        idle_timeout_s=CONSUME_IDLE_S)
+    for record in records:
+        value = (record.value or b"").decode()
+        seen[value] += 1
+        n = int(value.split()[0])
+        if n < last_in_partition.get(record.partition, -1):
+            out_of_order += 1
+        last_in_partition[record.partition] = n
     missing = [v for v in acknowledged if v not in seen]
     duplicates = sum(1 for c in seen.values() if c > 1)
     table = Table("check", "result", title="summary")
     table.add_row("acknowledged records", f"{len(acknowledged):,}")
-    table.add_row("consumed records", f"{consumed:,}")
+    table.add_row("consumed records", f"{len(records):,}")
     table.add_row("acknowledged but missing", str(len(missing)))
     table.add_row("delivered more than once", str(duplicates))
     table.add_row("out of order within a partition", str(out_of_order))

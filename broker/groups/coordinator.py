@@ -38,6 +38,7 @@ from metadata_quorum.image import MetadataImage
 from kafka_protocol.batch import end_offset
 from partition_log.log import wall_clock_ms
 from kafka_protocol.records import Record, encode_batch, iter_batches
+from kafka_protocol.schema_types import SchemaError
 
 from ..config import BrokerConfig
 from ..controller_client import ControllerClient, ControllerUnavailable
@@ -47,7 +48,6 @@ from ..partition import Partition
 from ..produce import append
 from ..replica_manager import ReplicaChanges, ReplicaManager
 from ..waiting import Signal
-from kafka_protocol.schema_types import SchemaError
 from .machine import GroupConfig, GroupError, GroupMachine, Topics
 from .placement import OFFSETS_TOPIC, partition_for
 from .records import Record as GroupRecord

@@ -2,12 +2,12 @@
 client's Producer and Consumer, for tests whose subject is something else."""
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Iterable, Optional
 
-from client.consumer import Consumer, ConsumerRecord, TopicPartition
+from client.consumer import ConsumerRecord
 from client.producer import Producer
+from devcluster.read_back import read_back
 from kraftlog.commands.console import topic_partitions
 
 TOPIC_WAIT_MS = 60_000  # for the brokers to know a topic just created; never part of an assert
@@ -56,13 +56,6 @@ def consume(bootstrap: str, topic: str, *, max_messages: int, idle_timeout_s: fl
     """Every partition's records from its first offset, in offset order per
     partition, without a group: until `max_messages` came, or nothing new
     for `idle_timeout_s`."""
-    got: list[ConsumerRecord] = []
-    with Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest"}) as consumer:
-        consumer.assign([TopicPartition(topic, p) for p in topic_partitions(bootstrap, topic, TOPIC_WAIT_MS)])
-        last_data = time.monotonic()
-        while len(got) < max_messages and time.monotonic() - last_data < idle_timeout_s:
-            records = consumer.poll(0.5)
-            if records:
-                got += records
-                last_data = time.monotonic()
+    partitions = topic_partitions(bootstrap, topic, TOPIC_WAIT_MS)
+    got = read_back(bootstrap, topic, partitions, max_messages=max_messages, idle_timeout_s=idle_timeout_s)
     return got[:max_messages]
