@@ -1,4 +1,4 @@
-"""What the benchmarks share: latency summaries and the results file (imported as a sibling: `python bench/<name>.py`)."""
+"""What the benchmarks share: latency summaries and the results file (`from bench.bench_results import ...`)."""
 from __future__ import annotations
 
 import json

@@ -3,8 +3,8 @@
 
 The suite's topic rf3 (6 partitions, RF 3, 100-byte records) is filled by
 bench/producer.py's producer (acks=all, idempotent), then a Consumer
-assigned every partition reads it all from the earliest offset (max.poll.records 10000, Kafka's defaults
-otherwise): records/s and MB/s from the first poll() to the last record,
+assigned every partition reads it all from the earliest offset
+(max.poll.records 10000, Kafka's defaults otherwise): records/s and MB/s from the first poll() to the last record,
 and this process's CPU time per record.
 The consumer runs in this process, so the figures include its own CPU cost
 (decoding every record), on a machine of two cores shared with the servers.
@@ -27,13 +27,11 @@ from bench.producer import RECORD_BYTES, produce
 from bench.suite import kraftlog_cluster as kl
 from client.consumer import Consumer, TopicPartition
 
-PARTITIONS = kl.PARTITIONS
-
 
 def consume(bootstrap: str, topic: str, records: int, seconds: float) -> dict[str, Any]:
     settings = {"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest", "max.poll.records": 10_000}
     with Consumer(settings) as consumer:
-        consumer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
+        consumer.assign([TopicPartition(topic, p) for p in range(kl.PARTITIONS)])
         read = 0
         cpu_start = time.process_time()  # this process's threads: the application's and the consumer's loop
         start = time.perf_counter()
@@ -66,7 +64,7 @@ def main() -> None:
           f"{run['mb_per_s']:.2f} MB/s, client CPU {run['client_cpu_us_per_record']} µs/record "
           f"(load average {run['cpu_load_average']:.2f})", flush=True)
     results = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count()},
-               "record_bytes": RECORD_BYTES, "partitions": PARTITIONS, "replication_factor": 3,
+               "record_bytes": RECORD_BYTES, "partitions": kl.PARTITIONS, "replication_factor": 3,
                "produce": produced, "consume": run}
     print(f"results: {save_results(args.out, results)}")
 
