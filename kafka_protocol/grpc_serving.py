@@ -8,7 +8,8 @@ naming the request type instead, the status gRPC defines for malformed input.
 
 from __future__ import annotations
 
-from typing import Any, Awaitable, Callable
+import weakref
+from typing import Any, Awaitable, Callable, Optional
 
 import grpc
 from google.protobuf import message_factory
@@ -16,11 +17,32 @@ from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 from google.protobuf.message import DecodeError
 
 
+# Runs before every handler served on a server: the listener's
+# authentication (it sets who is calling, or aborts the call). Given the
+# method's path (`/package.Service/Method`) and the call's context.
+Guard = Callable[[str, grpc.aio.ServicerContext], Awaitable[None]]
+
+_guards: "weakref.WeakKeyDictionary[grpc.aio.Server, Guard]" = weakref.WeakKeyDictionary()
+_served: "weakref.WeakKeyDictionary[grpc.aio.Server, list[str]]" = weakref.WeakKeyDictionary()
+
+
+def guard_server(server: grpc.aio.Server, guard: Guard) -> None:
+    """Put every service later added to `server` with add_service behind
+    `guard`. A listener's server is guarded before anything is added to it, so
+    no service can slip in unguarded; guarding late is a bug and raises."""
+    if _served.get(server):
+        raise RuntimeError(f"guard_server after services were added: {', '.join(_served[server])}")
+    _guards[server] = guard
+
+
 def add_service(server: grpc.aio.Server, service: ServiceDescriptor, servicer: Any) -> None:
-    """Serve `servicer`'s async methods, one per RPC of `service` (unary-unary only)."""
-    handlers = {m.name: _unary_handler(m, getattr(servicer, m.name, None) or _unimplemented(m))
+    """Serve `servicer`'s async methods, one per RPC of `service` (unary-unary only),
+    behind the server's guard if it has one."""
+    guard = _guards.get(server)
+    handlers = {m.name: _unary_handler(m, getattr(servicer, m.name, None) or _unimplemented(m), guard)
                 for m in service.methods}
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service.full_name, handlers),))
+    _served.setdefault(server, []).append(service.full_name)
 
 
 def _unimplemented(method: MethodDescriptor) -> Callable[..., Awaitable[Any]]:
@@ -30,12 +52,16 @@ def _unimplemented(method: MethodDescriptor) -> Callable[..., Awaitable[Any]]:
     return refuse
 
 
-def _unary_handler(method: MethodDescriptor, implementation: Callable[..., Awaitable[Any]]) -> grpc.RpcMethodHandler:
+def _unary_handler(method: MethodDescriptor, implementation: Callable[..., Awaitable[Any]],
+                   guard: Optional[Guard] = None) -> grpc.RpcMethodHandler:
     if method.client_streaming or method.server_streaming:
         raise ValueError(f"{method.full_name}: only unary RPCs are served this way")
     request_class = message_factory.GetMessageClass(method.input_type)
+    path = f"/{method.containing_service.full_name}/{method.name}"
 
     async def handle(raw: bytes, context: grpc.aio.ServicerContext) -> Any:
+        if guard is not None:  # before decoding: an unauthenticated caller gets nothing parsed
+            await guard(path, context)
         try:
             request = request_class.FromString(raw)
         except DecodeError as exc:
