@@ -13,7 +13,7 @@ naming another broker is INVALID_REQUEST (the admin client sends it there).
 """
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 from kraftlog_api import broker_pb2 as bpb
 from metadata_quorum.controller.dynamic_configs import DYNAMIC_CLUSTER_CONFIGS, TOPIC_CONFIG_DEFS, config_text
@@ -51,10 +51,19 @@ def describe_cluster(image: MetadataImage, *, cluster_id: str, controller_id: in
 
 
 def describe_configs(image: MetadataImage, request: bpb.DescribeConfigsRequest, *, broker_id: int,
-                     config: BrokerConfig) -> bpb.DescribeConfigsResponse:
+                     config: BrokerConfig,
+                     may_describe: Callable[[int, str], int] = lambda resource_type, name: Error.NONE,
+                     ) -> bpb.DescribeConfigsResponse:
+    """`may_describe(resource type, name)`: NONE or the authorization error
+    for that resource, asked before anything else (a refused caller does not
+    learn whether a topic exists)."""
     response = bpb.DescribeConfigsResponse()
     for resource in request.resources:
         result = response.results.add(resource_type=resource.resource_type, resource_name=resource.resource_name)
+        refused = may_describe(resource.resource_type, resource.resource_name)
+        if refused != Error.NONE:
+            result.error_code = refused
+            continue
         settings = _settings(image, resource, broker_id, config, result)
         if settings is None:
             continue

@@ -6,7 +6,7 @@ a topic the image does not hold, UNKNOWN_TOPIC_OR_PARTITION.
 """
 from __future__ import annotations
 
-from typing import Optional
+from typing import Callable, Optional
 
 from kraftlog_api import broker_pb2 as bpb
 from metadata_quorum.image import BrokerRegistration, Endpoint, MetadataImage
@@ -24,7 +24,12 @@ def client_endpoint(broker: BrokerRegistration, listener: Optional[str] = None) 
 
 
 def metadata_response(image: MetadataImage, request: bpb.MetadataRequest, *, cluster_id: str,
-                      controller_id: int = -1, listener: Optional[str] = None) -> bpb.MetadataResponse:
+                      controller_id: int = -1, listener: Optional[str] = None,
+                      may_describe: Callable[[str], bool] = lambda name: True) -> bpb.MetadataResponse:
+    """`may_describe(topic)`: whether the caller may see the topic. As Kafka:
+    asked for every topic, the caller gets only those it may describe; a topic
+    asked for by name and not allowed answers TOPIC_AUTHORIZATION_FAILED,
+    whether or not it exists."""
     response = bpb.MetadataResponse(cluster_id=cluster_id, controller_id=controller_id)
     live = set()
     for broker_id in sorted(image.brokers):
@@ -36,8 +41,13 @@ def metadata_response(image: MetadataImage, request: bpb.MetadataRequest, *, clu
         out = response.brokers.add(node_id=broker_id, host=endpoint.host, port=endpoint.port)
         if broker.rack is not None:
             out.rack = broker.rack
-    names = sorted(image.topic_ids) if request.all_topics and not request.topics else list(request.topics)
+    every_topic = request.all_topics and not request.topics
+    names = sorted(image.topic_ids) if every_topic else list(request.topics)
     for name in names:
+        if not may_describe(name):
+            if not every_topic:
+                response.topics.add(name=name, error_code=Error.TOPIC_AUTHORIZATION_FAILED)
+            continue
         topic = image.topic(name)
         if topic is None:
             response.topics.add(name=name, error_code=Error.UNKNOWN_TOPIC_OR_PARTITION)

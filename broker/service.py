@@ -22,8 +22,11 @@ from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import controller_pb2 as cpb
 from kafka_protocol.internal_topics import is_client_forbidden
 from kafka_protocol import grpc_serving
+from security.acl import AclOperation, ResourceType
+from security.authorization import NodeAuthorizer
 
-from .admin_info import describe_cluster, describe_configs
+from . import access as acl
+from .admin_info import TOPIC as CONFIG_RESOURCE_TOPIC, describe_cluster, describe_configs
 from .controller_client import ControllerClient, ControllerUnavailable
 from .errors import Error
 from .fetch import handle_fetch
@@ -47,8 +50,10 @@ FORWARDED = {
 class KafkaBrokerService:
     def __init__(self, replicas: ReplicaManager, controllers: ControllerClient, *, cluster_id: str, listener: str,
                  ready: Callable[[], bool], controller_id: Callable[[], int], forward_timeout_s: float,
-                 producer_ids: Optional[ProducerIdManager] = None) -> None:
+                 producer_ids: Optional[ProducerIdManager] = None,
+                 access: Optional[NodeAuthorizer] = None) -> None:
         self.replicas = replicas
+        self.access = access or NodeAuthorizer.allow_all()
         self.producer_ids = producer_ids
         self.controllers = controllers
         self.cluster_id = cluster_id
@@ -64,37 +69,80 @@ class KafkaBrokerService:
 
     async def Produce(self, request: bpb.ProduceRequest, context: grpc.aio.ServicerContext) -> bpb.ProduceResponse:
         await self._check_ready(context)
-        return await handle_produce(self.replicas, request)
+        denied = acl.denied_topics(self.access, AclOperation.WRITE, acl.topic_names(request, acl.PRODUCE))
+        if not denied:
+            return await handle_produce(self.replicas, request)
+        allowed, refused = acl.split_topics(request, acl.PRODUCE, denied)
+        response = await handle_produce(self.replicas, allowed) if allowed.topics else bpb.ProduceResponse()
+        response.MergeFrom(refused)
+        return response
 
     async def Fetch(self, request: bpb.FetchRequest, context: grpc.aio.ServicerContext) -> bytes:
         await self._check_ready(context)
-        return await handle_fetch(self.replicas, request)
+        if request.replica_id >= 0:
+            # A follower's fetch moves the high watermark and the ISR: only nodes may send one.
+            if not self.access.allows_cluster(AclOperation.CLUSTER_ACTION):
+                return acl.refuse_all(request, acl.FETCH, Error.CLUSTER_AUTHORIZATION_FAILED).SerializeToString()
+            return await handle_fetch(self.replicas, request)
+        denied = acl.denied_topics(self.access, AclOperation.READ, acl.topic_names(request, acl.FETCH))
+        if not denied:
+            return await handle_fetch(self.replicas, request)
+        allowed, refused = acl.split_topics(request, acl.FETCH, denied)
+        # The answer is already encoded (record batches spliced in); repeated
+        # fields of concatenated encodings append, so the refusals go after it.
+        answer = await handle_fetch(self.replicas, allowed) if allowed.topics else b""
+        return answer + refused.SerializeToString()
 
     async def ListOffsets(self, request: bpb.ListOffsetsRequest,
                           context: grpc.aio.ServicerContext) -> bpb.ListOffsetsResponse:
         await self._check_ready(context)
-        return handle_list_offsets(self.replicas, request)
+        denied = acl.denied_topics(self.access, AclOperation.DESCRIBE, acl.topic_names(request, acl.LIST_OFFSETS))
+        if not denied:
+            return handle_list_offsets(self.replicas, request)
+        allowed, refused = acl.split_topics(request, acl.LIST_OFFSETS, denied)
+        response = handle_list_offsets(self.replicas, allowed)
+        response.MergeFrom(refused)
+        return response
 
     async def OffsetForLeaderEpoch(self, request: bpb.OffsetForLeaderEpochRequest,
                                    context: grpc.aio.ServicerContext) -> bpb.OffsetForLeaderEpochResponse:
         await self._check_ready(context)
-        return handle_offset_for_leader_epoch(self.replicas, request)
+        shape = acl.OFFSET_FOR_LEADER_EPOCH
+        if request.replica_id >= 0:
+            if not self.access.allows_cluster(AclOperation.CLUSTER_ACTION):
+                return acl.refuse_all(request, shape, Error.CLUSTER_AUTHORIZATION_FAILED)
+            return handle_offset_for_leader_epoch(self.replicas, request)
+        denied = acl.denied_topics(self.access, AclOperation.DESCRIBE, acl.topic_names(request, shape))
+        if not denied:
+            return handle_offset_for_leader_epoch(self.replicas, request)
+        allowed, refused = acl.split_topics(request, shape, denied)
+        response = handle_offset_for_leader_epoch(self.replicas, allowed)
+        response.MergeFrom(refused)
+        return response
 
     async def Metadata(self, request: bpb.MetadataRequest, context: grpc.aio.ServicerContext) -> bpb.MetadataResponse:
         await self._check_ready(context)
         return metadata_response(self.replicas.image, request, cluster_id=self.cluster_id,
-                                 controller_id=self.controller_id(), listener=self.listener)
+                                 controller_id=self.controller_id(), listener=self.listener,
+                                 may_describe=lambda name: self.access.allows(AclOperation.DESCRIBE,
+                                                                              ResourceType.TOPIC, name))
 
     async def InitProducerId(self, request: bpb.InitProducerIdRequest,
                              context: grpc.aio.ServicerContext) -> bpb.InitProducerIdResponse:
         await self._check_ready(context)
         if self.producer_ids is None:
             await context.abort(grpc.StatusCode.UNIMPLEMENTED, "this service hands out no producer ids")
+        if not request.transactional_id and not self.access.may_init_producer_id():
+            return bpb.InitProducerIdResponse(error_code=Error.CLUSTER_AUTHORIZATION_FAILED, producer_id=-1,
+                                              producer_epoch=-1, error_message="IdempotentWrite on the cluster "
+                                              "or Write on a topic is needed for a producer id")
         return await handle_init_producer_id(self.producer_ids, request)
 
     async def DescribeCluster(self, request: bpb.DescribeClusterRequest,
                               context: grpc.aio.ServicerContext) -> bpb.DescribeClusterResponse:
         await self._check_ready(context)
+        if not self.access.allows_cluster(AclOperation.DESCRIBE):
+            return bpb.DescribeClusterResponse(error_code=Error.CLUSTER_AUTHORIZATION_FAILED, controller_id=-1)
         return describe_cluster(self.replicas.image, cluster_id=self.cluster_id,
                                 controller_id=self.controller_id(), listener=self.listener)
 
@@ -102,7 +150,16 @@ class KafkaBrokerService:
                               context: grpc.aio.ServicerContext) -> bpb.DescribeConfigsResponse:
         await self._check_ready(context)
         return describe_configs(self.replicas.image, request, broker_id=self.replicas.broker_id,
-                                config=self.replicas.config)
+                                config=self.replicas.config, may_describe=self._may_describe_configs)
+
+    def _may_describe_configs(self, resource_type: int, name: str) -> int:
+        """NONE, or the authorization error for DescribeConfigs of one resource
+        (topics by name; every broker resource is the cluster's)."""
+        if resource_type == CONFIG_RESOURCE_TOPIC:
+            allowed = self.access.allows(AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, name)
+            return Error.NONE if allowed else Error.TOPIC_AUTHORIZATION_FAILED
+        allowed = self.access.allows_cluster(AclOperation.DESCRIBE_CONFIGS)
+        return Error.NONE if allowed else Error.CLUSTER_AUTHORIZATION_FAILED
 
     async def _forward(self, rpc_name: str, request: Message) -> Message:
         try:

@@ -91,6 +91,11 @@ class NodeAuthorizer:
         self._authorizer: Optional[Authorizer] = None  # None until the image's ACLs are loaded
         self.decisions: Counter[tuple[str, str, str]] = Counter()  # (operation, resource type, result)
 
+    @classmethod
+    def allow_all(cls) -> "NodeAuthorizer":
+        """No authorizer configured: every call allowed (Kafka's default)."""
+        return cls(AuthorizerSettings())
+
     @property
     def enabled(self) -> bool:
         return self.settings.enabled

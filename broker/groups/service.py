@@ -6,14 +6,23 @@ KafkaBroker's data RPCs are.
 """
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Iterable, Optional
 
 import grpc
+from google.protobuf.message import Message
 
 from kraftlog_api import groups_pb2 as gpb
 from kafka_protocol import grpc_serving
+from kafka_protocol.errors import Errors
+from security.acl import AclOperation, ResourceType
+from security.authorization import NodeAuthorizer
 
+from .. import access as acl
 from .coordinator import GroupCoordinator
+
+# Where OffsetCommit and OffsetFetch keep topics: per-partition refusals.
+OFFSET_COMMIT = acl.TopicShape(gpb.OffsetCommitResponse, "topics", "name", "partition_index",
+                               "topics", "name", "partition_index")
 
 SERVICE = gpb.DESCRIPTOR.services_by_name["GroupCoordinator"]
 SERVICE_NAMES = (SERVICE.full_name,)
@@ -21,8 +30,10 @@ CLIENT_ID_METADATA = "client-id"  # optional gRPC metadata: Kafka's client.id, s
 
 
 class GroupCoordinatorService:
-    def __init__(self, coordinator: GroupCoordinator, *, listener: str, ready: Callable[[], bool]) -> None:
+    def __init__(self, coordinator: GroupCoordinator, *, listener: str, ready: Callable[[], bool],
+                 access: Optional[NodeAuthorizer] = None) -> None:
         self.coordinator = coordinator
+        self.access = access or NodeAuthorizer.allow_all()
         self.listener = listener
         self.ready = ready
 
@@ -34,11 +45,29 @@ class GroupCoordinatorService:
     async def FindCoordinator(self, request: gpb.FindCoordinatorRequest,
                               context: grpc.aio.ServicerContext) -> gpb.FindCoordinatorResponse:
         await self._check_ready(context)
-        return await self.coordinator.find_coordinator(request, self.listener)
+        denied = self._denied_groups(AclOperation.DESCRIBE, request.keys)
+        if not denied:
+            return await self.coordinator.find_coordinator(request, self.listener)
+        allowed = gpb.FindCoordinatorRequest(key_type=request.key_type,
+                                             keys=[k for k in request.keys if k not in denied])
+        found = await self.coordinator.find_coordinator(allowed, self.listener) if allowed.keys else None
+        answers = {c.key: c for c in found.coordinators} if found is not None else {}
+        return gpb.FindCoordinatorResponse(coordinators=in_request_order(
+            request.keys, denied, answers, lambda key: gpb.FindCoordinatorResponse.Coordinator(
+                key=key, node_id=-1, error_code=Errors.GROUP_AUTHORIZATION_FAILED)))
 
     async def ConsumerGroupHeartbeat(self, request: gpb.ConsumerGroupHeartbeatRequest,
                                      context: grpc.aio.ServicerContext) -> gpb.ConsumerGroupHeartbeatResponse:
         await self._check_ready(context)
+        if not self.access.allows(AclOperation.READ, ResourceType.GROUP, request.group_id):
+            return gpb.ConsumerGroupHeartbeatResponse(error_code=Errors.GROUP_AUTHORIZATION_FAILED,
+                                                      member_epoch=request.member_epoch)
+        if request.HasField("subscribed_topic_names"):
+            hidden = acl.denied_topics(self.access, AclOperation.DESCRIBE, request.subscribed_topic_names.names)
+            if hidden:
+                return gpb.ConsumerGroupHeartbeatResponse(
+                    error_code=Errors.TOPIC_AUTHORIZATION_FAILED, member_epoch=request.member_epoch,
+                    error_message=f"not authorized to describe {len(hidden)} subscribed topic(s)")
         metadata = dict(context.invocation_metadata() or ())
         return await self.coordinator.heartbeat(request, client_id=str(metadata.get(CLIENT_ID_METADATA, "")),
                                                 client_host=context.peer() or "")
@@ -46,27 +75,85 @@ class GroupCoordinatorService:
     async def OffsetCommit(self, request: gpb.OffsetCommitRequest,
                            context: grpc.aio.ServicerContext) -> gpb.OffsetCommitResponse:
         await self._check_ready(context)
-        return await self.coordinator.commit(request)
+        if not self.access.allows(AclOperation.READ, ResourceType.GROUP, request.group_id):
+            return gpb.OffsetCommitResponse(error_code=Errors.GROUP_AUTHORIZATION_FAILED)
+        denied = acl.denied_topics(self.access, AclOperation.READ, acl.topic_names(request, OFFSET_COMMIT))
+        if not denied:
+            return await self.coordinator.commit(request)
+        allowed, refused = acl.split_topics(request, OFFSET_COMMIT, denied)
+        response = await self.coordinator.commit(allowed) if allowed.topics else gpb.OffsetCommitResponse()
+        response.MergeFrom(refused)
+        return response
 
     async def OffsetFetch(self, request: gpb.OffsetFetchRequest,
                           context: grpc.aio.ServicerContext) -> gpb.OffsetFetchResponse:
         await self._check_ready(context)
-        return self.coordinator.fetch(request)
+        if not self.access.allows(AclOperation.DESCRIBE, ResourceType.GROUP, request.group_id):
+            return gpb.OffsetFetchResponse(error_code=Errors.GROUP_AUTHORIZATION_FAILED)
+        response = self.coordinator.fetch(request)
+        if not self.access.enabled:
+            return response
+        # As Kafka: topics the caller may not describe answer TOPIC_AUTHORIZATION_FAILED
+        # when asked for by name, and are left out of an "every partition" answer.
+        denied = acl.denied_topics(self.access, AclOperation.DESCRIBE, (t.name for t in response.topics))
+        if denied:
+            kept = [t for t in response.topics if t.name not in denied]
+            del response.topics[:]
+            response.topics.extend(kept)
+            for topic in request.topics:
+                if topic.topic in denied:
+                    answer = response.topics.add(name=topic.topic)
+                    for index in topic.partitions:
+                        answer.partitions.add(partition_index=index, committed_offset=-1,
+                                              error_code=Errors.TOPIC_AUTHORIZATION_FAILED)
+        return response
 
     async def ListGroups(self, request: gpb.ListGroupsRequest,
                          context: grpc.aio.ServicerContext) -> gpb.ListGroupsResponse:
         await self._check_ready(context)
-        return self.coordinator.list_groups(request)
+        response = self.coordinator.list_groups(request)
+        if self.access.allows_cluster(AclOperation.DESCRIBE):
+            return response
+        denied = self._denied_groups(AclOperation.DESCRIBE, (g.group_id for g in response.groups))
+        kept = [g for g in response.groups if g.group_id not in denied]
+        del response.groups[:]
+        response.groups.extend(kept)
+        return response
 
     async def ConsumerGroupDescribe(self, request: gpb.ConsumerGroupDescribeRequest,
                                     context: grpc.aio.ServicerContext) -> gpb.ConsumerGroupDescribeResponse:
         await self._check_ready(context)
-        return self.coordinator.describe(request)
+        denied = self._denied_groups(AclOperation.DESCRIBE, request.group_ids)
+        if not denied:
+            return self.coordinator.describe(request)
+        allowed = [g for g in request.group_ids if g not in denied]
+        found = self.coordinator.describe(gpb.ConsumerGroupDescribeRequest(group_ids=allowed)) if allowed else None
+        answers = {g.group_id: g for g in found.groups} if found is not None else {}
+        return gpb.ConsumerGroupDescribeResponse(groups=in_request_order(
+            request.group_ids, denied, answers, lambda group_id: gpb.ConsumerGroupDescribeResponse.Group(
+                group_id=group_id, error_code=Errors.GROUP_AUTHORIZATION_FAILED)))
 
     async def DeleteGroups(self, request: gpb.DeleteGroupsRequest,
                            context: grpc.aio.ServicerContext) -> gpb.DeleteGroupsResponse:
         await self._check_ready(context)
-        return await self.coordinator.delete(request)
+        denied = self._denied_groups(AclOperation.DELETE, request.group_ids)
+        if not denied:
+            return await self.coordinator.delete(request)
+        allowed = [g for g in request.group_ids if g not in denied]
+        found = await self.coordinator.delete(gpb.DeleteGroupsRequest(group_ids=allowed)) if allowed else None
+        answers = {r.group_id: r for r in found.results} if found is not None else {}
+        return gpb.DeleteGroupsResponse(results=in_request_order(
+            request.group_ids, denied, answers, lambda group_id: gpb.DeleteGroupsResponse.Result(
+                group_id=group_id, error_code=Errors.GROUP_AUTHORIZATION_FAILED)))
+
+    def _denied_groups(self, operation: AclOperation, group_ids) -> set[str]:
+        return self.access.denied(operation, ResourceType.GROUP, group_ids)
+
+
+def in_request_order(keys: Iterable[str], denied: set[str], answers: dict[str, Message],
+                     refused: Callable[[str], Message]) -> list[Message]:
+    """The handler's answers and the refusals, merged in the order the request named them."""
+    return [refused(key) if key in denied else answers[key] for key in keys if key in denied or key in answers]
 
 
 def add_to_server(server: grpc.aio.Server, service: GroupCoordinatorService) -> None:
