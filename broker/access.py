@@ -13,7 +13,7 @@ Which operation each RPC needs is in docs/security.md; the matrix test
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, TypeVar
+from typing import Callable, Hashable, Iterable, TypeVar
 
 from google.protobuf.message import Message
 
@@ -24,6 +24,7 @@ from security.authorization import NodeAuthorizer
 from .errors import Error
 
 RequestT = TypeVar("RequestT", bound=Message)
+KeyT = TypeVar("KeyT", bound=Hashable)
 
 
 @dataclass(frozen=True)
@@ -79,3 +80,10 @@ def refuse_all(request: Message, shape: TopicShape, error: int) -> Message:
 
 def denied_topics(access: NodeAuthorizer, operation: AclOperation, names: Iterable[str]) -> set[str]:
     return access.denied(operation, ResourceType.TOPIC, names)
+
+
+def in_request_order(keys: Iterable[KeyT], denied: Iterable[KeyT], answers: dict[KeyT, Message],
+                     refused: Callable[[KeyT], Message]) -> list[Message]:
+    """The handler's answers and the refusals, merged in the order the request named them."""
+    denied = set(denied)
+    return [refused(key) if key in denied else answers[key] for key in keys if key in denied or key in answers]

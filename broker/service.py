@@ -13,7 +13,7 @@ a Kafka broker does not open its listeners before its initial catch-up.
 """
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 import grpc
 from google.protobuf.message import Message
@@ -167,40 +167,82 @@ class KafkaBrokerService:
         except ControllerUnavailable:
             return FORWARDED[rpc_name](error_code=Error.REQUEST_TIMED_OUT, controller_id=-1)
 
+    async def _forward_items(self, rpc_name: str, request: Message, *, items: str, key: Callable[[Message], Any],
+                             refused: dict[Any, tuple[int, str]], answers: str,
+                             answer_key: Callable[[Message], Any],
+                             refusal: Callable[[Any, int, str], Message]) -> Message:
+        """Forward `request` without its items refused here (key -> (error, message)),
+        and answer those in the controller's answer, in request order."""
+        if not refused:
+            return await self._forward(rpc_name, request)
+        allowed = type(request)()
+        allowed.CopyFrom(request)
+        allowed.ClearField(items)
+        getattr(allowed, items).extend(i for i in getattr(request, items) if key(i) not in refused)
+        response = (await self._forward(rpc_name, allowed) if getattr(allowed, items)
+                    else FORWARDED[rpc_name](controller_id=self.controller_id()))
+        merged = FORWARDED[rpc_name](error_code=response.error_code, controller_id=response.controller_id)
+        getattr(merged, answers).extend(acl.in_request_order(
+            [key(i) for i in getattr(request, items)], refused, {answer_key(r): r for r in getattr(response, answers)},
+            lambda k: refusal(k, *refused[k])))
+        return merged
+
+    def _refused_topics(self, operation: AclOperation, names: Iterable[str]) -> dict[str, tuple[int, str]]:
+        return {name: (Error.TOPIC_AUTHORIZATION_FAILED, "")
+                for name in acl.denied_topics(self.access, operation, names)}
+
     async def CreateTopics(self, request: cpb.CreateTopicsRequest, context: grpc.aio.ServicerContext) -> Message:
-        """Internal topics are refused here: only the brokers create them, and
-        they ask the controller directly (the controller itself refuses the
-        reserved name from anyone)."""
-        forbidden = [t.name for t in request.topics if is_client_forbidden(t.name)]
-        if not forbidden:
-            return await self._forward("CreateTopics", request)
-        allowed = cpb.CreateTopicsRequest(validate_only=request.validate_only,
-                                          topics=[t for t in request.topics if not is_client_forbidden(t.name)])
-        response = (await self._forward("CreateTopics", allowed) if allowed.topics
-                    else cpb.CreateTopicsResponse(controller_id=self.controller_id()))
-        results = {r.name: r for r in response.topics}
-        answered = cpb.CreateTopicsResponse(error_code=response.error_code, controller_id=response.controller_id)
-        for topic in request.topics:  # in request order, as the controller answers
-            if is_client_forbidden(topic.name):
-                answered.topics.add(name=topic.name, error_code=Error.INVALID_REQUEST,
-                                    error_message=f"Creation of internal topic {topic.name} is prohibited.")
-            elif topic.name in results:
-                answered.topics.append(results[topic.name])
-        return answered
+        """Create on the cluster or on the topic. Internal topics are refused
+        here: only the brokers create them, and they ask the controller
+        directly (the controller itself refuses the reserved name from anyone)."""
+        names = [t.name for t in request.topics]
+        refused = ({} if self.access.allows_cluster(AclOperation.CREATE)
+                   else self._refused_topics(AclOperation.CREATE, names))
+        for name in names:
+            if name not in refused and is_client_forbidden(name):
+                refused[name] = (Error.INVALID_REQUEST, f"Creation of internal topic {name} is prohibited.")
+        return await self._forward_items(
+            "CreateTopics", request, items="topics", key=lambda t: t.name, refused=refused, answers="topics",
+            answer_key=lambda r: r.name,
+            refusal=lambda name, code, message: cpb.CreateTopicsResponse.Result(
+                name=name, error_code=code, error_message=message))
 
     async def DeleteTopics(self, request: cpb.DeleteTopicsRequest, context: grpc.aio.ServicerContext) -> Message:
-        return await self._forward("DeleteTopics", request)
+        return await self._forward_items(
+            "DeleteTopics", request, items="names", key=lambda name: name,
+            refused=self._refused_topics(AclOperation.DELETE, request.names), answers="topics",
+            answer_key=lambda r: r.name,
+            refusal=lambda name, code, message: cpb.DeleteTopicsResponse.Result(name=name, error_code=code))
 
     async def CreatePartitions(self, request: cpb.CreatePartitionsRequest,
                                context: grpc.aio.ServicerContext) -> Message:
-        return await self._forward("CreatePartitions", request)
+        return await self._forward_items(
+            "CreatePartitions", request, items="topics", key=lambda t: t.name,
+            refused=self._refused_topics(AclOperation.ALTER, (t.name for t in request.topics)), answers="topics",
+            answer_key=lambda r: r.name,
+            refusal=lambda name, code, message: cpb.CreatePartitionsResponse.Result(name=name, error_code=code))
 
     async def ElectLeaders(self, request: cpb.ElectLeadersRequest, context: grpc.aio.ServicerContext) -> Message:
+        if not self.access.allows_cluster(AclOperation.ALTER):
+            return cpb.ElectLeadersResponse(error_code=Error.CLUSTER_AUTHORIZATION_FAILED,
+                                            controller_id=self.controller_id())
         return await self._forward("ElectLeaders", request)
 
     async def IncrementalAlterConfigs(self, request: cpb.IncrementalAlterConfigsRequest,
                                       context: grpc.aio.ServicerContext) -> Message:
-        return await self._forward("IncrementalAlterConfigs", request)
+        """AlterConfigs on the topic, or on the cluster for broker resources."""
+        refused = {}
+        for resource in request.resources:
+            if resource.resource_type == CONFIG_RESOURCE_TOPIC:
+                if not self.access.allows(AclOperation.ALTER_CONFIGS, ResourceType.TOPIC, resource.resource_name):
+                    refused[(resource.resource_type, resource.resource_name)] = (Error.TOPIC_AUTHORIZATION_FAILED, "")
+            elif not self.access.allows_cluster(AclOperation.ALTER_CONFIGS):
+                refused[(resource.resource_type, resource.resource_name)] = (Error.CLUSTER_AUTHORIZATION_FAILED, "")
+        return await self._forward_items(
+            "IncrementalAlterConfigs", request, items="resources", key=lambda r: (r.resource_type, r.resource_name),
+            refused=refused, answers="results", answer_key=lambda r: (r.resource_type, r.resource_name),
+            refusal=lambda resource, code, message: cpb.IncrementalAlterConfigsResponse.Result(
+                resource_type=resource[0], resource_name=resource[1], error_code=code))
 
 
 def add_to_server(server: grpc.aio.Server, service: KafkaBrokerService) -> None:

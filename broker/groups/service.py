@@ -6,10 +6,9 @@ KafkaBroker's data RPCs are.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable, Optional
+from typing import Callable, Optional
 
 import grpc
-from google.protobuf.message import Message
 
 from kraftlog_api import groups_pb2 as gpb
 from kafka_protocol import grpc_serving
@@ -52,7 +51,7 @@ class GroupCoordinatorService:
                                              keys=[k for k in request.keys if k not in denied])
         found = await self.coordinator.find_coordinator(allowed, self.listener) if allowed.keys else None
         answers = {c.key: c for c in found.coordinators} if found is not None else {}
-        return gpb.FindCoordinatorResponse(coordinators=in_request_order(
+        return gpb.FindCoordinatorResponse(coordinators=acl.in_request_order(
             request.keys, denied, answers, lambda key: gpb.FindCoordinatorResponse.Coordinator(
                 key=key, node_id=-1, error_code=Errors.GROUP_AUTHORIZATION_FAILED)))
 
@@ -129,7 +128,7 @@ class GroupCoordinatorService:
         allowed = [g for g in request.group_ids if g not in denied]
         found = self.coordinator.describe(gpb.ConsumerGroupDescribeRequest(group_ids=allowed)) if allowed else None
         answers = {g.group_id: g for g in found.groups} if found is not None else {}
-        return gpb.ConsumerGroupDescribeResponse(groups=in_request_order(
+        return gpb.ConsumerGroupDescribeResponse(groups=acl.in_request_order(
             request.group_ids, denied, answers, lambda group_id: gpb.ConsumerGroupDescribeResponse.Group(
                 group_id=group_id, error_code=Errors.GROUP_AUTHORIZATION_FAILED)))
 
@@ -142,18 +141,12 @@ class GroupCoordinatorService:
         allowed = [g for g in request.group_ids if g not in denied]
         found = await self.coordinator.delete(gpb.DeleteGroupsRequest(group_ids=allowed)) if allowed else None
         answers = {r.group_id: r for r in found.results} if found is not None else {}
-        return gpb.DeleteGroupsResponse(results=in_request_order(
+        return gpb.DeleteGroupsResponse(results=acl.in_request_order(
             request.group_ids, denied, answers, lambda group_id: gpb.DeleteGroupsResponse.Result(
                 group_id=group_id, error_code=Errors.GROUP_AUTHORIZATION_FAILED)))
 
     def _denied_groups(self, operation: AclOperation, group_ids) -> set[str]:
         return self.access.denied(operation, ResourceType.GROUP, group_ids)
-
-
-def in_request_order(keys: Iterable[str], denied: set[str], answers: dict[str, Message],
-                     refused: Callable[[str], Message]) -> list[Message]:
-    """The handler's answers and the refusals, merged in the order the request named them."""
-    return [refused(key) if key in denied else answers[key] for key in keys if key in denied or key in answers]
 
 
 def add_to_server(server: grpc.aio.Server, service: GroupCoordinatorService) -> None:
