@@ -23,10 +23,14 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any, Iterable, Mapping, Optional
+from types import SimpleNamespace
+from typing import Any, Awaitable, Callable, Iterable, Mapping, Optional
+
+from google.protobuf import message_factory
+from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 
 from kafka_protocol.config_values import parse_bool
-from kafka_protocol.errors import InvalidConfigError
+from kafka_protocol.errors import Errors, InvalidConfigError
 
 from .acl import CLUSTER_NAME, Action, AclIndex, AclOperation, Authorizer, ResourceType, may_init_producer_id
 from .principal import InvalidPrincipalError, KafkaPrincipal, parse_principal
@@ -160,3 +164,33 @@ class NodeAuthorizer:
                              "Principal = %s is %s operation = %s from host = %s on resource = %s:%s",
                              session.principal, "Allowed" if allowed else "Denied", operation.name,
                              session.host, resource_type.name, name)
+
+
+def require_cluster_operations(servicer: Any, service: ServiceDescriptor, access: NodeAuthorizer,
+                               operations: Mapping[str, AclOperation] = {},
+                               default: AclOperation = AclOperation.CLUSTER_ACTION) -> SimpleNamespace:
+    """`servicer` with every RPC of `service` behind an operation on the
+    cluster: `operations[name]`, else `default` (ClusterAction: the RPCs
+    only nodes send). A refused call is answered with the RPC's own answer
+    carrying CLUSTER_AUTHORIZATION_FAILED, and its handler never runs."""
+    methods = {}
+    for method in service.methods:
+        implementation = getattr(servicer, method.name, None)
+        if implementation is not None:
+            methods[method.name] = _cluster_checked(implementation, method, access,
+                                                    operations.get(method.name, default))
+    return SimpleNamespace(**methods)
+
+
+def _cluster_checked(implementation: Callable[..., Awaitable[Any]], method: MethodDescriptor,
+                     access: NodeAuthorizer, operation: AclOperation) -> Callable[..., Awaitable[Any]]:
+    response_class = message_factory.GetMessageClass(method.output_type)
+    if "error_code" not in response_class.DESCRIPTOR.fields_by_name:
+        raise ValueError(f"{method.full_name}: its answer has no error_code to refuse with")
+
+    async def checked(request: Any, context: Any) -> Any:
+        if not access.allows_cluster(operation):
+            return response_class(error_code=Errors.CLUSTER_AUTHORIZATION_FAILED)
+        return await implementation(request, context)
+
+    return checked

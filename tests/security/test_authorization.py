@@ -88,3 +88,38 @@ def test_the_decision_log_names_who_what_and_the_result(caplog):
     (line,) = [r.getMessage() for r in caplog.records if r.name == "kraftlog.authorizer"]
     assert "User:alice" in line and "Denied" in line and "READ" in line and "TOPIC:payroll" in line
     assert "10.1.2.3" in line
+
+
+def test_node_only_services_answer_refusals_without_running_the_handler():
+    import asyncio
+    from types import SimpleNamespace
+
+    from kafka_protocol.errors import Errors
+    from kraftlog_api import quorum_pb2 as qpb
+    from security.authorization import require_cluster_operations
+
+    ran = []
+
+    async def vote(request, context):
+        ran.append("Vote")
+        return qpb.VoteResponse()
+
+    async def describe(request, context):
+        ran.append("DescribeQuorum")
+        return qpb.DescribeQuorumResponse()
+
+    node = NodeAuthorizer(settings())
+    node.load_acls(AclIndex([AclBinding(ResourceType.CLUSTER, "kafka-cluster", PatternType.LITERAL, "User:alice",
+                                        "*", AclOperation.DESCRIBE, AclPermissionType.ALLOW)]))
+    guarded = require_cluster_operations(SimpleNamespace(Vote=vote, DescribeQuorum=describe),
+                                         qpb.DESCRIPTOR.services_by_name["KRaftQuorum"], node,
+                                         {"DescribeQuorum": AclOperation.DESCRIBE})
+    with As(ALICE):
+        refused = asyncio.run(guarded.Vote(qpb.VoteRequest(), None))
+        answered = asyncio.run(guarded.DescribeQuorum(qpb.DescribeQuorumRequest(), None))
+    assert refused.error_code == Errors.CLUSTER_AUTHORIZATION_FAILED
+    assert answered.error_code == Errors.NONE
+    assert ran == ["DescribeQuorum"]
+    with As(KafkaPrincipal.user("broker-1")):  # a super user: the nodes
+        asyncio.run(guarded.Vote(qpb.VoteRequest(), None))
+    assert ran == ["DescribeQuorum", "Vote"]
