@@ -45,6 +45,7 @@ from kraftlog_api import security_pb2 as spb
 
 from .expiring_table import ExpiringTable
 from .principal import KafkaPrincipal
+from .request_context import peer_host
 from .sasl_protocol import (
     MECHANISM_PLAIN, MECHANISMS, SESSION_CREDENTIAL_BYTES, SESSION_METADATA_KEY, SessionExpiredError,
     SessionMissingError, SessionOtherConnectionError, SessionRefusedError, SessionUnknownError,
@@ -83,12 +84,6 @@ class _Exchange:
 class _Session:
     principal: KafkaPrincipal
     peer: str
-
-
-def peer_host(peer: str) -> str:
-    """`ipv4:10.0.0.1:5555` -> `ipv4:10.0.0.1` (`ipv6:[::1]:5555` -> `ipv6:[::1]`):
-    the caps count per client host, since one host may open many connections."""
-    return peer.rsplit(":", 1)[0] if peer.count(":") >= 2 else peer
 
 
 class SaslServer:
