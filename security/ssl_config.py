@@ -100,8 +100,8 @@ class SslConfig:
         config = cls(
             keystore_location=_text(values, KEYSTORE_LOCATION, name),
             keystore_certificate_chain=_text(values, KEYSTORE_CERTIFICATE_CHAIN, name),
-            keystore_key=_secret(values, KEYSTORE_KEY, name),
-            key_password=_secret(values, KEY_PASSWORD, name),
+            keystore_key=_text(values, KEYSTORE_KEY, name, secret=True),
+            key_password=_text(values, KEY_PASSWORD, name, secret=True),
             truststore_location=_text(values, TRUSTSTORE_LOCATION, name),
             truststore_certificates=_text(values, TRUSTSTORE_CERTIFICATES, name),
             client_auth=_choice(values, CLIENT_AUTH, name, "none", CLIENT_AUTH_CHOICES),
@@ -189,22 +189,15 @@ def _pem_blocks(pem: bytes) -> list[bytes]:
     return blocks
 
 
-def _text(values: Mapping[str, Any], key: str, name) -> Optional[str]:
+def _text(values: Mapping[str, Any], key: str, name, secret: bool = False) -> Optional[str]:
+    """Text or None (absent or empty); a secret is kept as given and never shown."""
     value = values.get(key)
     if value is None or value == "":
         return None
     if not isinstance(value, str):
-        raise InvalidConfigError(f"{name(key)}: expected text, got {value!r}")
-    return value.strip()
-
-
-def _secret(values: Mapping[str, Any], key: str, name) -> Optional[str]:
-    value = values.get(key)
-    if value is None or value == "":
-        return None
-    if not isinstance(value, str):
-        raise InvalidConfigError(f"{name(key)}: expected text (value not shown)")
-    return value
+        shown = "value not shown" if secret else f"got {value!r}"
+        raise InvalidConfigError(f"{name(key)}: expected text ({shown})")
+    return value if secret else value.strip()
 
 
 def _choice(values: Mapping[str, Any], key: str, name, default: str, choices: tuple[str, ...]) -> str:
