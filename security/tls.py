@@ -169,3 +169,18 @@ def peer_principal(context, mapper: PrincipalMapper) -> KafkaPrincipal:
     if not certificates:
         return ANONYMOUS
     return principal_from_certificate(certificates[0], mapper)
+
+
+def open_aio_channel(address: str, options, ssl: Optional[SslConfig]) -> grpc.aio.Channel:
+    """A grpc.aio channel to HOST:PORT: TLS (and mTLS with a keystore) when
+    `ssl` is given, plaintext when it is None."""
+    if ssl is None:
+        return grpc.aio.insecure_channel(address, options=options)
+    return grpc.aio.secure_channel(address, channel_credentials(ssl), options=options)
+
+
+def open_sync_channel(address: str, options, ssl: Optional[SslConfig]) -> grpc.Channel:
+    """The blocking-API twin of open_aio_channel."""
+    if ssl is None:
+        return grpc.insecure_channel(address, options=options)
+    return grpc.secure_channel(address, channel_credentials(ssl), options=options)
