@@ -19,6 +19,8 @@ from google.protobuf.message import Message
 
 from kafka_protocol.errors import Errors
 from kraftlog_api import controller_pb2_grpc as cpb_grpc
+from security.ssl_config import SslConfig
+from security.tls import open_aio_channel
 
 log = logging.getLogger(__name__)
 
@@ -52,11 +54,13 @@ def reraise_cancellation() -> None:
 
 
 class ControllerClient:
-    def __init__(self, controllers: dict[int, str], *, attempt_timeout_s: float) -> None:
+    def __init__(self, controllers: dict[int, str], *, attempt_timeout_s: float,
+                 ssl: Optional[SslConfig] = None) -> None:
         if not controllers:
             raise ValueError("no controllers to talk to")
         self.controllers = dict(sorted(controllers.items()))
         self.attempt_timeout_s = attempt_timeout_s
+        self.ssl = ssl  # None: plaintext
         self.active_id: Optional[int] = None  # the controller to ask first
         self._order = list(self.controllers)
         self._next = 0
@@ -67,7 +71,7 @@ class ControllerClient:
     def _stub(self, controller_id: int) -> cpb_grpc.KRaftControllerStub:
         stub = self._stubs.get(controller_id)
         if stub is None:
-            channel = grpc.aio.insecure_channel(self.controllers[controller_id], options=CHANNEL_OPTIONS)
+            channel = open_aio_channel(self.controllers[controller_id], CHANNEL_OPTIONS, self.ssl)
             self._channels[controller_id] = channel
             stub = self._stubs[controller_id] = cpb_grpc.KRaftControllerStub(channel)
         return stub

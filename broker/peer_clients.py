@@ -7,6 +7,7 @@ Failures raise: the fetcher backs off (replica_fetcher.py).
 from __future__ import annotations
 
 import asyncio
+from typing import Optional
 
 import grpc
 
@@ -14,6 +15,8 @@ from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import broker_pb2_grpc as bpb_grpc
 from kafka_protocol.addresses import format_address
 from kafka_protocol.fetch_framing import broker_stub
+from security.ssl_config import SslConfig
+from security.tls import open_aio_channel
 
 from .controller_client import CHANNEL_OPTIONS, reraise_cancellation
 from .metadata import client_endpoint
@@ -29,10 +32,12 @@ class PeerUnavailable(Exception):
 
 
 class BrokerPeers:
-    def __init__(self, replicas: ReplicaManager, listener: str, *, request_timeout_s: float) -> None:
+    def __init__(self, replicas: ReplicaManager, listener: str, *, request_timeout_s: float,
+                 ssl: Optional[SslConfig] = None) -> None:
         self.replicas = replicas
         self.listener = listener
         self.request_timeout_s = request_timeout_s
+        self.ssl = ssl  # the inter-broker listener's, None: plaintext
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._stubs: dict[str, bpb_grpc.KafkaBrokerStub] = {}
 
@@ -47,7 +52,7 @@ class BrokerPeers:
         address = self.address(broker_id)
         stub = self._stubs.get(address)
         if stub is None:
-            channel = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+            channel = open_aio_channel(address, CHANNEL_OPTIONS, self.ssl)
             self._channels[address] = channel
             stub = self._stubs[address] = broker_stub(channel)
         return stub

@@ -33,6 +33,7 @@ from metadata_quorum.image import Endpoint, MetadataDelta, MetadataImage
 from metadata_quorum.metadata_state import MetadataStateMachine
 from partition_log import validator
 from partition_log.log_manager import LogManager
+from security.ssl_config import SslConfig
 
 from . import service
 from .config import BrokerConfig
@@ -74,6 +75,10 @@ class BrokerSettings:
     controller_request_timeout_ms: int = 2000  # one attempt at one controller
     replica_request_timeout_ms: int = 30000  # replica.socket.timeout.ms
     request_timeout_ms: int = 30000  # request.timeout.ms: forwarded admin requests
+    # How the broker reaches the controllers and the other brokers' inter-broker
+    # listener: TLS with this node's keystore (mTLS), or None: plaintext.
+    controller_ssl: Optional[SslConfig] = None
+    inter_broker_ssl: Optional[SslConfig] = None
 
     @property
     def controlled_shutdown_timeout_s(self) -> float:
@@ -110,9 +115,11 @@ class BrokerServer:
         broker_id = settings.broker_id
         self.replicas = ReplicaManager(broker_id, logs, config=settings.config)
         self.controllers = ControllerClient(settings.controllers,
-                                            attempt_timeout_s=settings.controller_request_timeout_ms / 1000)
+                                            attempt_timeout_s=settings.controller_request_timeout_ms / 1000,
+                                            ssl=settings.controller_ssl)
         self.peers = BrokerPeers(self.replicas, settings.inter_broker_listener,
-                                 request_timeout_s=settings.replica_request_timeout_ms / 1000)
+                                 request_timeout_s=settings.replica_request_timeout_ms / 1000,
+                                 ssl=settings.inter_broker_ssl)
         self.fetcher = ReplicaFetcher(self.replicas, self.peers.fetch, self.peers.list_offsets)
         self.lifecycle = BrokerLifecycle(
             broker_id, settings.cluster_id, settings.listeners, settings.rack, self.controllers,

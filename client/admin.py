@@ -23,6 +23,7 @@ from kafka_protocol.errors import Errors
 from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import quorum_pb2, quorum_pb2_grpc
+from security.client_security import ClientSecurity
 
 from .channels import open_channel
 from .errors import (
@@ -151,7 +152,8 @@ def _resource(result: Any) -> str:
 
 # --- the metadata quorum ------------------------------------------------------------------
 
-def describe_quorum(bootstrap: str, timeout: float = 5.0) -> dict[str, Any]:
+def describe_quorum(bootstrap: str, timeout: float = 5.0,
+                    security: Optional[ClientSecurity] = None) -> dict[str, Any]:
     """The quorum as its leader describes it, ready for `json.dumps`:
 
     {"leader_id", "leader_epoch", "high_watermark",
@@ -168,14 +170,14 @@ def describe_quorum(bootstrap: str, timeout: float = 5.0) -> dict[str, Any]:
     """
     addresses = parse_bootstrap(bootstrap)
     deadline = time.monotonic() + timeout
-    channels = {address: open_channel(address) for address in addresses}
+    channels = {address: open_channel(address, security) for address in addresses}
     try:
         while True:
             answers = _ask_each(channels, deadline)
             if isinstance(answers, dict):
                 leader = _named_leader_address(answers)
                 if leader is not None and leader not in channels:
-                    channels = {leader: open_channel(leader), **channels}  # asked first in the next round
+                    channels = {leader: open_channel(leader, security), **channels}  # asked first in the next round
                     continue
                 _raise_if_leader_elsewhere(answers)
                 if time.monotonic() + RETRY_BACKOFF_S < deadline:

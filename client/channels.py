@@ -7,7 +7,12 @@ full fetch or produce request (8 MiB).
 """
 from __future__ import annotations
 
+from typing import Optional
+
 import grpc
+
+from security.client_security import ClientSecurity
+from security.tls import open_aio_channel, open_sync_channel
 
 MAX_MESSAGE_BYTES = 8 << 20
 
@@ -20,6 +25,12 @@ CHANNEL_OPTIONS = (
 )
 
 
-def open_channel(address: str) -> grpc.Channel:
-    """A channel to HOST:PORT (plaintext)."""
-    return grpc.insecure_channel(address, options=CHANNEL_OPTIONS)
+def open_channel(address: str, security: Optional[ClientSecurity] = None) -> grpc.Channel:
+    """A channel to HOST:PORT: plaintext, or TLS when `security.protocol` uses it.
+    TODO(issue 17, SASL step): SASL_* protocols authenticate on the channel."""
+    return open_sync_channel(address, CHANNEL_OPTIONS, security.ssl if security else None)
+
+
+def open_async_channel(address: str, security: Optional[ClientSecurity] = None) -> grpc.aio.Channel:
+    """The grpc.aio twin of open_channel."""
+    return open_aio_channel(address, CHANNEL_OPTIONS, security.ssl if security else None)

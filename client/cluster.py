@@ -17,6 +17,7 @@ import grpc
 from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import broker_pb2_grpc as bpb_grpc
 from kafka_protocol.fetch_framing import broker_stub
+from security.client_security import ClientSecurity
 
 from .channels import open_channel
 from .errors import InvalidConfigError, NetworkError
@@ -35,8 +36,9 @@ def bootstrap_from(option: Optional[str]) -> str:
 
 
 class Cluster(MetadataCache):
-    def __init__(self, bootstrap: str) -> None:
+    def __init__(self, bootstrap: str, security: Optional[ClientSecurity] = None) -> None:
         super().__init__(bootstrap)
+        self.security = security  # None: plaintext
         self._channels: dict[str, grpc.Channel] = {}
 
     def close(self) -> None:
@@ -52,7 +54,7 @@ class Cluster(MetadataCache):
     def stub(self, address: str) -> bpb_grpc.KafkaBrokerStub:
         channel = self._channels.get(address)
         if channel is None:
-            channel = self._channels[address] = open_channel(address)
+            channel = self._channels[address] = open_channel(address, self.security)
         return broker_stub(channel)
 
     def broker_stub(self, broker_id: int) -> bpb_grpc.KafkaBrokerStub:

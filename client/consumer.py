@@ -67,7 +67,7 @@ class Consumer:
         self.config = c = ConsumerConfig.parse(config)
         self._state = SubscriptionState()
         self._metadata = Metadata(list(c.bootstrap_servers), retry_backoff_ms=c.retry_backoff_ms,
-                                  request_timeout_ms=c.request_timeout_ms)
+                                  request_timeout_ms=c.request_timeout_ms, security=c.security)
         self._coordinator: Optional[Coordinator] = None
         self._membership: Optional[GroupMembership] = None
         if c.group_id is not None:

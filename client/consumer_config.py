@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
+from security.client_security import ClientSecurity
 from .errors import InvalidConfigError
 from .settings import read_settings
 
@@ -60,6 +61,7 @@ class ConsumerConfig:
     """
 
     bootstrap_servers: tuple[str, ...]
+    security: ClientSecurity  # security.protocol, ssl.*, sasl.* (repr hides secrets)
     group_id: Optional[str]
     client_id: str
     group_instance_id: Optional[str]
@@ -94,6 +96,7 @@ class ConsumerConfig:
             raise InvalidConfigError("enable.auto.commit=true: needs a group.id to commit to")
         return cls(
             bootstrap_servers=settings.bootstrap,
+            security=settings.security,
             group_id=group_id,
             client_id=strings["client.id"] or "",
             group_instance_id=strings["group.instance.id"] or None,

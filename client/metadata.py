@@ -33,7 +33,9 @@ from kraftlog_api import broker_pb2_grpc as bpb_grpc
 from kafka_protocol.errors import Errors
 from kafka_protocol.fetch_framing import broker_stub
 
-from .channels import CHANNEL_OPTIONS
+from security.client_security import ClientSecurity
+
+from .channels import open_async_channel
 from .errors import NetworkError, error_for_code
 from .metadata_cache import STALE_METADATA_ERRORS, MetadataCache, PartitionInfo
 
@@ -51,8 +53,9 @@ METADATA_CALL_TIMEOUT_S = 5.0
 class Metadata(MetadataCache):
     def __init__(self, bootstrap: str | Sequence[str], *, retry_backoff_ms: int = 100,
                  retry_backoff_max_ms: int = 1000, metadata_max_age_ms: int = 300_000,
-                 request_timeout_ms: int = 30_000) -> None:
+                 request_timeout_ms: int = 30_000, security: Optional[ClientSecurity] = None) -> None:
         super().__init__(bootstrap)
+        self.security = security  # None: plaintext
         self._backoff_s = retry_backoff_ms / 1000
         self._backoff_max_s = max(retry_backoff_max_ms, retry_backoff_ms) / 1000
         self._max_age_s = metadata_max_age_ms / 1000
@@ -83,7 +86,7 @@ class Metadata(MetadataCache):
     def channel(self, address: str) -> grpc.aio.Channel:
         channel = self._channels.get(address)
         if channel is None:
-            channel = self._channels[address] = grpc.aio.insecure_channel(address, options=CHANNEL_OPTIONS)
+            channel = self._channels[address] = open_async_channel(address, self.security)
         return channel
 
     def stub(self, broker_id: int) -> bpb_grpc.KafkaBrokerStub:

@@ -18,6 +18,7 @@ from kafka_protocol.compression import Codec
 from kafka_protocol.config_values import parse_bool
 from kafka_protocol.errors import UnsupportedCompressionTypeError
 
+from security.client_security import ClientSecurity
 from .errors import InvalidConfigError
 from .settings import read_settings
 
@@ -52,6 +53,7 @@ _BOOLS = {"enable.idempotence": True}
 @dataclass(frozen=True)
 class ProducerConfig:
     bootstrap_servers: tuple[str, ...]
+    security: ClientSecurity  # security.protocol, ssl.*, sasl.* (repr hides secrets)
     client_id: str
     acks: int
     compression: Codec
@@ -91,6 +93,7 @@ class ProducerConfig:
             delivery = floor  # Kafka raises the default rather than refuse the user's other settings
         return cls(
             bootstrap_servers=settings.bootstrap,
+            security=settings.security,
             client_id=strings["client.id"] or "",
             acks=acks,
             compression=codec,

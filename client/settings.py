@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping, Optional
 
 from kafka_protocol.config_values import parse_bool, parse_int
+from security.client_security import CLIENT_SECURITY_KEYS, ClientSecurity
 
 from .admin import parse_bootstrap
 from .errors import InvalidConfigError
@@ -19,13 +20,14 @@ class Settings:
     strings: dict[str, Optional[str]]
     bools: dict[str, bool]
     bootstrap: tuple[str, ...]
+    security: ClientSecurity  # security.protocol, ssl.*, sasl.*
 
 
 def read_settings(raw: Mapping[str, Any], kind: str, *, ints: Mapping[str, tuple[Optional[int], int]],
                   strings: Mapping[str, Optional[str]], bools: Mapping[str, bool] = {}) -> Settings:
     """`ints`: key -> (default, minimum); `strings` and `bools`: key -> default.
     InvalidConfigError naming the key for an unknown key or a bad value."""
-    unknown = sorted(set(raw) - set(ints) - set(strings) - set(bools))
+    unknown = sorted(set(raw) - set(ints) - set(strings) - set(bools) - CLIENT_SECURITY_KEYS)
     if unknown:
         raise InvalidConfigError(f"{unknown[0]}: not a {kind} setting")
     int_values = {k: parse_int(k, raw[k], minimum) if k in raw else default for k, (default, minimum) in ints.items()}
@@ -38,4 +40,4 @@ def read_settings(raw: Mapping[str, Any], kind: str, *, ints: Mapping[str, tuple
         bootstrap = tuple(parse_bootstrap(servers))
     except InvalidConfigError as exc:
         raise InvalidConfigError(f"bootstrap.servers={servers!r}: {exc}") from None
-    return Settings(int_values, string_values, bool_values, bootstrap)
+    return Settings(int_values, string_values, bool_values, bootstrap, ClientSecurity.from_config(raw))

@@ -20,11 +20,11 @@ from kafka_protocol.errors import KafkaError
 from spark_jobs import cli as spark  # no pyspark import until a job runs
 
 from .commands import (
-    bench, chaos, cluster, configs, console, dump_log, elections, groups, perf, quorum, server, topics,
+    bench, certs, chaos, cluster, configs, console, dump_log, elections, groups, perf, quorum, server, topics,
 )
 
 COMMAND_GROUPS = (dump_log, server, quorum, cluster, topics, configs, elections, groups, console, perf, chaos,
-                  bench, spark)
+                  bench, certs, spark)
 
 app = typer.Typer(
     name="kraftlog",

@@ -45,8 +45,11 @@ from metadata_quorum.node import QuorumNode, StateMachine
 from metadata_quorum.records_only import quorum_log_service
 from metadata_quorum.records_only.record_store import RecordStore
 from metadata_quorum.storage import StorageError, open_metadata_storage
-from kafka_protocol.errors import KafkaStorageError
+from kafka_protocol.errors import InvalidConfigError, KafkaStorageError
 from partition_log.log_manager import LogManager
+from security.listeners import SecurityProtocol
+from security.ssl_config import SslConfig
+from security.tls import server_credentials
 
 from .metrics import NodeMetrics
 from .server_config import Endpoint, ServerConfig, format_address
@@ -89,14 +92,20 @@ class Listener:
     health: health.aio.HealthServicer
     services: tuple[str, ...]  # application services (health and reflection aside)
     ready: Optional[asyncio.Event] = field(default=None)  # SERVING once set (None: at once)
+    protocol: SecurityProtocol = SecurityProtocol.PLAINTEXT  # listener.security.protocol.map
+    ssl: Optional[SslConfig] = None  # the listener's ssl.* settings when its protocol uses TLS
 
 
-def new_listener(endpoint: Endpoint, metrics: Optional[NodeMetrics] = None) -> Listener:
+def new_listener(endpoint: Endpoint, config: ServerConfig, metrics: Optional[NodeMetrics] = None) -> Listener:
     interceptors = (metrics.interceptor,) if metrics is not None else ()
     server = grpc.aio.server(options=transport.SERVER_OPTIONS, interceptors=interceptors)
     servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
-    return Listener(endpoint, server, servicer, ())
+    # TODO(issue 17, SASL step): a SASL_PLAINTEXT/SASL_SSL listener gets only its
+    # transport here (plaintext / TLS); the SaslAuthentication service and the
+    # session check on every call are added by the SASL work.
+    return Listener(endpoint, server, servicer, (), protocol=config.listener_protocol(endpoint.name),
+                    ssl=config.listener_ssl.get(endpoint.name))
 
 
 def broker_settings(config: ServerConfig) -> BrokerSettings:
@@ -112,6 +121,8 @@ def broker_settings(config: ServerConfig) -> BrokerSettings:
         heartbeat_interval_ms=config.controller.broker_heartbeat_interval_ms,
         session_timeout_ms=config.controller.broker_session_timeout_ms,
         controller_request_timeout_ms=config.quorum.request_timeout_ms,
+        controller_ssl=config.controller_client_ssl,
+        inter_broker_ssl=config.client_ssl(config.inter_broker_listener_name),
     )
 
 
@@ -143,7 +154,8 @@ async def serve(config: ServerConfig) -> int:
         storage.durable.log_start_offset,
     )
     peers = transport.PeerTransport(
-        {i: a for i, a in config.voters.items() if i != config.node_id}, config.quorum.request_timeout_ms
+        {i: a for i, a in config.voters.items() if i != config.node_id}, config.quorum.request_timeout_ms,
+        ssl=config.controller_client_ssl,
     )
     state_machine: StateMachine
     metadata: Optional[MetadataStateMachine] = None
@@ -170,7 +182,7 @@ async def serve(config: ServerConfig) -> int:
     listeners: list[Listener] = []
     active: Optional[ActiveController] = None
     if config.is_controller:
-        controller = new_listener(config.controller_endpoint(), metrics)
+        controller = new_listener(config.controller_endpoint(), config, metrics)
         transport.add_to_server(controller.server, node,
                                 transport.voter_nodes(config.voters, config.controller_endpoint().name))
         if metadata is None:
@@ -191,7 +203,7 @@ async def serve(config: ServerConfig) -> int:
         if metrics is not None:
             metrics.add_broker(broker)
         for endpoint in config.broker_listeners():
-            listener = new_listener(endpoint, metrics)
+            listener = new_listener(endpoint, config, metrics)
             listener.services = broker.add_services(listener.server, endpoint.name)
             listener.ready = broker.serving
             listeners.append(listener)
@@ -276,7 +288,12 @@ async def stop_node(node: QuorumNode) -> None:
 def bind(listener: Listener) -> None:
     address = listener.endpoint.address
     try:
-        bound = listener.server.add_insecure_port(address)
+        if listener.ssl is not None:
+            bound = listener.server.add_secure_port(address, server_credentials(listener.ssl, listener.endpoint.name))
+        else:
+            bound = listener.server.add_insecure_port(address)
+    except InvalidConfigError as exc:  # a keystore or truststore that does not read
+        raise StartupError(f"cannot listen on {address} ({listener.endpoint.name}): {exc}") from None
     except RuntimeError as exc:
         bound, reason = 0, str(exc)
     else:

@@ -20,6 +20,7 @@ with the property's name.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 import socket
 from dataclasses import dataclass, field
@@ -39,6 +40,9 @@ from metadata_quorum.raft.config import QuorumConfig
 from partition_log.config import LogConfig, is_log_config_key
 from kafka_protocol.addresses import format_address
 from kafka_protocol.errors import InvalidConfigError
+from security.listeners import (LISTENER_SECURITY_PROTOCOL_MAP, SecurityProtocol, effective_protocol_map,
+                                listener_protocol)
+from security.ssl_config import SslConfig, is_ssl_key
 
 NODE_ID = "node.id"
 PROCESS_ROLES = "process.roles"
@@ -71,6 +75,7 @@ KNOWN_PROPERTIES = frozenset({
     NODE_ID, PROCESS_ROLES, CLUSTER_ID, VOTERS, LISTENERS, CONTROLLER_LISTENER_NAMES,
     LOG_DIRS, LOG_DIR, METADATA_LOG_DIR, MAX_BYTES_BETWEEN_SNAPSHOTS, METADATA_LOG_SEGMENT_BYTES,
     LOG_LEVEL, STATE_MACHINE, METRICS_LISTENER, ADVERTISED_LISTENERS, INTER_BROKER_LISTENER_NAME, BROKER_RACK,
+    LISTENER_SECURITY_PROTOCOL_MAP,
     *QUORUM_PROPERTY_NAMES, *CONTROLLER_PROPERTY_NAMES, *BROKER_PROPERTY_NAMES, *LOG_JOB_PROPERTY_NAMES,
 })
 # Topic-level log settings (`segment.bytes`) are not server properties:
@@ -127,6 +132,12 @@ class ServerConfig:
     inter_broker_listener_name: str
     rack: Optional[str]
     metrics_listener: Optional[tuple[str, int]]  # (host, port); an empty host: every interface
+    # Listener name -> security protocol, for this node's listeners and the
+    # ones it connects to (controller.listener.names, inter.broker.listener.name).
+    security_protocols: dict[str, SecurityProtocol]
+    # Listener name -> its ssl.* settings (listener.name.<name>.ssl.* first),
+    # for each of those listeners whose protocol uses TLS.
+    listener_ssl: dict[str, SslConfig] = field(compare=False)
     properties: dict[str, Any] = field(compare=False)
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
@@ -151,6 +162,7 @@ class ServerConfig:
         log_dirs = _log_dirs(props)
         listeners = parse_listeners(props)
         controller_listener_names = parse_controller_listener_names(props)
+        inter_broker = _listener_name(props, INTER_BROKER_LISTENER_NAME, "PLAINTEXT")
         config = cls(
             node_id=node_id,
             process_roles=roles,
@@ -172,9 +184,11 @@ class ServerConfig:
             log_jobs=LogJobIntervals.from_properties(props),
             advertised_listeners=(_advertised_listeners(props, listeners, controller_listener_names)
                                   if "broker" in roles else ()),
-            inter_broker_listener_name=_listener_name(props, INTER_BROKER_LISTENER_NAME, "PLAINTEXT"),
+            inter_broker_listener_name=inter_broker,
             rack=_optional_text(props, BROKER_RACK),
             metrics_listener=_metrics_listener(props, listeners),
+            security_protocols={},  # set below, once the listeners are known to be sound
+            listener_ssl={},
             properties=props,
             warnings=_warnings(props, roles, log_dirs),
         )
@@ -182,7 +196,10 @@ class ServerConfig:
             config._check_controller()
         if config.is_broker:
             config._check_broker()
-        return config
+        protocols = _security_protocols(props, listeners, controller_listener_names,
+                                        inter_broker if config.is_broker else None)
+        return dataclasses.replace(config, security_protocols=protocols,
+                                   listener_ssl=_listener_ssl(props, listeners, protocols))
 
     @property
     def is_controller(self) -> bool:
@@ -201,6 +218,23 @@ class ServerConfig:
         """The listener this controller serves the quorum on: the first of
         `controller.listener.names` that `listeners` defines, as in Kafka."""
         return find_controller_endpoint(self.listeners, self.controller_listener_names)
+
+    def listener_protocol(self, name: str) -> SecurityProtocol:
+        return self.security_protocols[name]
+
+    def client_ssl(self, name: str) -> Optional[SslConfig]:
+        """The ssl.* settings this node connects to listener `name` with
+        (None: plaintext). As in Kafka, a node uses the settings of the
+        listener it connects to, and presents its keystore (mTLS)."""
+        return self.listener_ssl.get(name)
+
+    @property
+    def controller_client_ssl(self) -> Optional[SslConfig]:
+        """How this node reaches the controllers: over the listener a voter
+        serves (controller.listener.names[0] on a broker-only node, as in
+        Kafka; a controller dials its peers on its own controller listener)."""
+        name = self.controller_endpoint().name if self.is_controller else self.controller_listener_names[0]
+        return self.client_ssl(name)
 
     def voter_addresses(self) -> dict[int, str]:
         """Node id -> HOST:PORT of every voter, for dialling it over gRPC."""
@@ -410,9 +444,38 @@ def _optional_text(props: Mapping[str, Any], key: str) -> Optional[str]:
     return str(value).strip()
 
 
+def _security_protocols(props: Mapping[str, Any], listeners: tuple[Endpoint, ...],
+                        controller_names: tuple[str, ...], inter_broker: Optional[str]) -> dict[str, SecurityProtocol]:
+    """The protocol of every listener this node serves or connects to;
+    an unmapped name is Kafka's configuration error."""
+    protocol_map = effective_protocol_map(props, [e.name for e in listeners], controller_names)
+    names = [e.name for e in listeners] + list(controller_names) + ([inter_broker] if inter_broker else [])
+    return {name: listener_protocol(name, protocol_map) for name in names}
+
+
+def _listener_ssl(props: Mapping[str, Any], listeners: tuple[Endpoint, ...],
+                  protocols: Mapping[str, SecurityProtocol]) -> dict[str, SslConfig]:
+    """SslConfig per TLS listener; one this node serves needs a keystore
+    (and, with ssl.client.auth=required, a truststore)."""
+    served = {e.name for e in listeners}
+    configs = {}
+    for name, protocol in protocols.items():
+        if not protocol.uses_tls:
+            continue
+        ssl = configs[name] = SslConfig.from_properties(props, name)
+        if name in served and not ssl.has_keystore:
+            raise InvalidConfigError(f"ssl.keystore.location: is required for the {protocol.value} listener {name} "
+                                     f"(or listener.name.{name.lower()}.ssl.keystore.location)")
+        if name in served and ssl.client_auth == "required" and not ssl.has_truststore:
+            raise InvalidConfigError(f"ssl.truststore.location: is required for listener {name} "
+                                     "with ssl.client.auth=required (the CAs of the clients' certificates)")
+    return configs
+
+
 def _warnings(props: Mapping[str, Any], roles: tuple[str, ...], log_dirs: tuple[str, ...]) -> tuple[str, ...]:
     warnings = [f"unknown or unsupported property {key} is ignored" for key in sorted(props)
-                if key not in KNOWN_PROPERTIES and not (is_log_config_key(key) and key not in TOPIC_LOG_KEYS)]
+                if key not in KNOWN_PROPERTIES and not is_ssl_key(key)
+                and not (is_log_config_key(key) and key not in TOPIC_LOG_KEYS)]
     if "broker" in roles and len(log_dirs) > 1:
         warnings.append(f"{LOG_DIRS}: partitions are kept in {log_dirs[0]} only "
                         "(several log directories are not supported yet)")

@@ -25,6 +25,9 @@ from kraftlog_api import quorum_pb2 as pb
 from kraftlog_api import quorum_pb2_grpc as pb_grpc
 
 from kafka_protocol import grpc_serving
+from kafka_protocol.addresses import format_address
+from security.ssl_config import SslConfig
+from security.tls import open_aio_channel
 
 from . import raft_codec
 from .node import QuorumNode
@@ -54,8 +57,10 @@ SERVER_OPTIONS = [
 class PeerTransport:
     """Sends the core's requests to the other voters (and, for observers, to voters)."""
 
-    def __init__(self, addresses: dict[int, tuple[str, int]], request_timeout_ms: int) -> None:
+    def __init__(self, addresses: dict[int, tuple[str, int]], request_timeout_ms: int,
+                 ssl: Optional[SslConfig] = None) -> None:
         self._addresses = addresses
+        self._ssl = ssl  # the controller listener's: TLS and this node's keystore (mTLS); None: plaintext
         self._request_timeout_s = request_timeout_ms / 1000
         self._stubs: dict[int, pb_grpc.KRaftQuorumStub] = {}
         self._channels: list[grpc.aio.Channel] = []
@@ -69,7 +74,7 @@ class PeerTransport:
             address = self._addresses.get(node_id)
             if address is None:
                 return None
-            channel = grpc.aio.insecure_channel(f"{address[0]}:{address[1]}", options=CHANNEL_OPTIONS)
+            channel = open_aio_channel(format_address(*address), CHANNEL_OPTIONS, self._ssl)
             self._channels.append(channel)
             stub = self._stubs[node_id] = pb_grpc.KRaftQuorumStub(channel)
         return stub

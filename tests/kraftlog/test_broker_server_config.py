@@ -88,6 +88,7 @@ def test_a_broker_bound_to_every_interface_advertises_a_routable_host():
 
 def test_a_broker_serves_on_another_listener_name_when_told():
     c = broker(listeners="INTERNAL://127.0.0.1:9092,EXTERNAL://127.0.0.1:9192",
+               listener__security__protocol__map="INTERNAL:PLAINTEXT,EXTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT",
                inter__broker__listener__name="internal")
     assert c.inter_broker_listener_name == "INTERNAL"
     assert [e.name for e in c.advertised_listeners] == ["INTERNAL", "EXTERNAL"]

@@ -100,11 +100,11 @@ def test_the_first_defined_controller_listener_name_is_the_controller_endpoint()
 
 
 def test_unknown_properties_are_warnings_not_errors():
-    c = config(**{"listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
-                  "controller.quorum.elektion.timeout.ms": 5})
+    c = config(**{"listener.security.protocol.map": "CONTROLLER:PLAINTEXT", "ssl.client.auth": "none",
+                  "controller.quorum.elektion.timeout.ms": 5, "sasl.kerberos.service.name": "kafka"})
     assert c.warnings == (
         "unknown or unsupported property controller.quorum.elektion.timeout.ms is ignored",
-        "unknown or unsupported property listener.security.protocol.map is ignored",
+        "unknown or unsupported property sasl.kerberos.service.name is ignored",
     )
 
 
