@@ -33,6 +33,7 @@ from metadata_quorum.image import Endpoint, MetadataDelta, MetadataImage
 from metadata_quorum.metadata_state import MetadataStateMachine
 from partition_log import validator
 from partition_log.log_manager import LogManager
+from security.authorization import NodeAuthorizer
 from security.ssl_config import SslConfig
 
 from . import service
@@ -107,8 +108,9 @@ def full_delta(image: MetadataImage, previous: Optional[MetadataImage] = None) -
 
 class BrokerServer:
     def __init__(self, settings: BrokerSettings, logs: LogManager, metadata: MetadataStateMachine,
-                 controller_id: Callable[[], Optional[int]]) -> None:
+                 controller_id: Callable[[], Optional[int]], access: Optional[NodeAuthorizer] = None) -> None:
         self.settings = settings
+        self.access = access or NodeAuthorizer.allow_all()  # loaded with the image's ACLs by the node
         self.logs = logs
         self.metadata = metadata
         self._controller_id = controller_id
@@ -149,9 +151,10 @@ class BrokerServer:
         service.add_to_server(server, service.KafkaBrokerService(
             self.replicas, self.controllers, cluster_id=self.settings.cluster_id, listener=listener,
             ready=lambda: self.published, controller_id=self.controller_id,
-            forward_timeout_s=self.settings.request_timeout_ms / 1000, producer_ids=self.producer_ids))
+            forward_timeout_s=self.settings.request_timeout_ms / 1000, producer_ids=self.producer_ids,
+            access=self.access))
         group_service.add_to_server(server, group_service.GroupCoordinatorService(
-            self.groups, listener=listener, ready=lambda: self.published))
+            self.groups, listener=listener, ready=lambda: self.published, access=self.access))
         return (*service.SERVICE_NAMES, *group_service.SERVICE_NAMES)
 
     def controller_id(self) -> int:

@@ -12,7 +12,8 @@ from typing import Optional
 import grpc
 
 from security.client_security import ClientSecurity
-from security.tls import open_aio_channel, open_sync_channel
+from security.sasl_client import sasl_aio_channel, sasl_channel
+from security.tls import channel_credentials, open_aio_channel, open_sync_channel
 
 MAX_MESSAGE_BYTES = 8 << 20
 
@@ -26,11 +27,17 @@ CHANNEL_OPTIONS = (
 
 
 def open_channel(address: str, security: Optional[ClientSecurity] = None) -> grpc.Channel:
-    """A channel to HOST:PORT: plaintext, or TLS when `security.protocol` uses it.
-    TODO(issue 17, SASL step): SASL_* protocols authenticate on the channel."""
-    return open_sync_channel(address, CHANNEL_OPTIONS, security.ssl if security else None)
+    """A channel to HOST:PORT: plaintext, or TLS when `security.protocol` uses
+    it; with SASL, every call carries a session the channel logs in for."""
+    channel = open_sync_channel(address, CHANNEL_OPTIONS, security.ssl if security else None)
+    if security is not None and security.sasl is not None:
+        return sasl_channel(channel, security.sasl)
+    return channel
 
 
 def open_async_channel(address: str, security: Optional[ClientSecurity] = None) -> grpc.aio.Channel:
     """The grpc.aio twin of open_channel."""
+    if security is not None and security.sasl is not None:
+        return sasl_aio_channel(address, security.sasl, options=CHANNEL_OPTIONS,
+                                credentials=channel_credentials(security.ssl) if security.ssl else None)
     return open_aio_channel(address, CHANNEL_OPTIONS, security.ssl if security else None)

@@ -47,7 +47,13 @@ from metadata_quorum.records_only.record_store import RecordStore
 from metadata_quorum.storage import StorageError, open_metadata_storage
 from kafka_protocol.errors import InvalidConfigError, KafkaStorageError
 from partition_log.log_manager import LogManager
+from kafka_protocol import grpc_serving
+from security import sasl_server
+from security.authorization import NodeAuthorizer
+from security.listener_guard import listener_guard
 from security.listeners import SecurityProtocol
+from security.sasl_protocol import SASL_SERVICE
+from security.sasl_server import SaslServer
 from security.ssl_config import SslConfig
 from security.tls import server_credentials
 
@@ -94,18 +100,63 @@ class Listener:
     ready: Optional[asyncio.Event] = field(default=None)  # SERVING once set (None: at once)
     protocol: SecurityProtocol = SecurityProtocol.PLAINTEXT  # listener.security.protocol.map
     ssl: Optional[SslConfig] = None  # the listener's ssl.* settings when its protocol uses TLS
+    sasl_services: tuple[str, ...] = ()  # SaslAuthentication on a SASL listener
 
 
-def new_listener(endpoint: Endpoint, config: ServerConfig, metrics: Optional[NodeMetrics] = None) -> Listener:
+def new_listener(endpoint: Endpoint, config: ServerConfig, metrics: Optional[NodeMetrics] = None,
+                 sasl: Optional["SaslServers"] = None) -> Listener:
+    """A listener's server, guarded (security/listener_guard.py) before any
+    service is added: every call on it runs as the principal its protocol
+    authenticates. A SASL listener serves SaslAuthentication too."""
     interceptors = (metrics.interceptor,) if metrics is not None else ()
     server = grpc.aio.server(options=transport.SERVER_OPTIONS, interceptors=interceptors)
     servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
-    # TODO(issue 17, SASL step): a SASL_PLAINTEXT/SASL_SSL listener gets only its
-    # transport here (plaintext / TLS); the SaslAuthentication service and the
-    # session check on every call are added by the SASL work.
-    return Listener(endpoint, server, servicer, (), protocol=config.listener_protocol(endpoint.name),
-                    ssl=config.listener_ssl.get(endpoint.name))
+    protocol = config.listener_protocol(endpoint.name)
+    ssl = config.listener_ssl.get(endpoint.name)
+    authenticator = sasl.for_listener(protocol) if sasl is not None and protocol.uses_sasl else None
+    grpc_serving.guard_server(server, listener_guard(endpoint.name, protocol, sasl=authenticator,
+                                                     mapper=ssl.principal_mapper if ssl is not None else None))
+    listener = Listener(endpoint, server, servicer, (), protocol=protocol, ssl=ssl)
+    if authenticator is not None:
+        sasl_server.add_to_server(server, authenticator)
+        listener.sasl_services = (SASL_SERVICE,)
+    return listener
+
+
+class SaslServers:
+    """The node's SASL servers, one per kind of listener (PLAIN only over
+    TLS), sharing the credentials of the node's metadata image."""
+
+    def __init__(self, config: ServerConfig, metadata: Optional[MetadataStateMachine]) -> None:
+        self.config = config
+        self.metadata = metadata
+        self._servers: dict[bool, SaslServer] = {}
+
+    def _lookup(self, user: str, mechanism):
+        return self.metadata.image.scram_credentials.get((user, mechanism)) if self.metadata is not None else None
+
+    def for_listener(self, protocol: SecurityProtocol) -> SaslServer:
+        tls = protocol.uses_tls
+        if tls not in self._servers:
+            settings = self.config.security
+            self._servers[tls] = SaslServer(self._lookup, settings.mechanisms_for(tls), tls=tls,
+                                            max_reauth_ms=settings.max_reauth_ms)
+        return self._servers[tls]
+
+
+def follow_acls(access: NodeAuthorizer, metadata: MetadataStateMachine) -> None:
+    """Keep `access` on the ACLs of the node's image: loaded with the first
+    image the node applies (until then only super users pass), reloaded when
+    a change touches ACLs or a snapshot replaces the image."""
+    seen = {"image": None}
+
+    def on_metadata(image, delta) -> None:
+        if not access.ready or delta.changed_acls or image is not seen["image"]:
+            access.load_acls(image.acl_index())
+            seen["image"] = image
+
+    metadata.add_listener(on_metadata)
 
 
 def broker_settings(config: ServerConfig) -> BrokerSettings:
@@ -179,18 +230,22 @@ async def serve(config: ServerConfig) -> int:
     if metrics is not None:
         metrics.add_quorum(node)
 
+    access = NodeAuthorizer(config.security.authorizer)
+    if metadata is not None:
+        follow_acls(access, metadata)
+    sasl = SaslServers(config, metadata)
     listeners: list[Listener] = []
     active: Optional[ActiveController] = None
     if config.is_controller:
-        controller = new_listener(config.controller_endpoint(), config, metrics)
+        controller = new_listener(config.controller_endpoint(), config, metrics, sasl)
         transport.add_to_server(controller.server, node,
-                                transport.voter_nodes(config.voters, config.controller_endpoint().name))
+                                transport.voter_nodes(config.voters, config.controller_endpoint().name), access)
         if metadata is None:
             quorum_log_service.add_to_server(controller.server, node, store)
             app_services = quorum_log_service.SERVICE_NAMES
         else:
             active = controller_service.ActiveController(node, metadata, config.controller)
-            controller_service.add_to_server(controller.server, active)
+            controller_service.add_to_server(controller.server, active, access)
             if metrics is not None:
                 metrics.add_controller(node, metadata)
             app_services = controller_service.SERVICE_NAMES
@@ -199,16 +254,17 @@ async def serve(config: ServerConfig) -> int:
     broker: Optional[BrokerServer] = None
     if config.is_broker:
         assert metadata is not None and logs is not None  # the config insists on the metadata image
-        broker = BrokerServer(broker_settings(config), logs, metadata, node.leader)
+        broker = BrokerServer(broker_settings(config), logs, metadata, node.leader, access)
         if metrics is not None:
             metrics.add_broker(broker)
         for endpoint in config.broker_listeners():
-            listener = new_listener(endpoint, config, metrics)
+            listener = new_listener(endpoint, config, metrics, sasl)
             listener.services = broker.add_services(listener.server, endpoint.name)
             listener.ready = broker.serving
             listeners.append(listener)
     for listener in listeners:
-        reflection.enable_server_reflection((*listener.services, HEALTH_SERVICE, reflection.SERVICE_NAME),
+        reflection.enable_server_reflection((*listener.services, *listener.sasl_services, HEALTH_SERVICE,
+                                             reflection.SERVICE_NAME),
                                             listener.server)
     try:
         for listener in listeners:

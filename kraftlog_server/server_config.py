@@ -42,6 +42,7 @@ from kafka_protocol.addresses import format_address
 from kafka_protocol.errors import InvalidConfigError
 from security.listeners import (LISTENER_SECURITY_PROTOCOL_MAP, SecurityProtocol, effective_protocol_map,
                                 listener_protocol)
+from security.node_security import PROPERTY_NAMES as NODE_SECURITY_PROPERTY_NAMES, NodeSecuritySettings
 from security.ssl_config import SslConfig, is_ssl_key
 
 NODE_ID = "node.id"
@@ -75,7 +76,7 @@ KNOWN_PROPERTIES = frozenset({
     NODE_ID, PROCESS_ROLES, CLUSTER_ID, VOTERS, LISTENERS, CONTROLLER_LISTENER_NAMES,
     LOG_DIRS, LOG_DIR, METADATA_LOG_DIR, MAX_BYTES_BETWEEN_SNAPSHOTS, METADATA_LOG_SEGMENT_BYTES,
     LOG_LEVEL, STATE_MACHINE, METRICS_LISTENER, ADVERTISED_LISTENERS, INTER_BROKER_LISTENER_NAME, BROKER_RACK,
-    LISTENER_SECURITY_PROTOCOL_MAP,
+    LISTENER_SECURITY_PROTOCOL_MAP, *NODE_SECURITY_PROPERTY_NAMES,
     *QUORUM_PROPERTY_NAMES, *CONTROLLER_PROPERTY_NAMES, *BROKER_PROPERTY_NAMES, *LOG_JOB_PROPERTY_NAMES,
 })
 # Topic-level log settings (`segment.bytes`) are not server properties:
@@ -138,6 +139,8 @@ class ServerConfig:
     # Listener name -> its ssl.* settings (listener.name.<name>.ssl.* first),
     # for each of those listeners whose protocol uses TLS.
     listener_ssl: dict[str, SslConfig] = field(compare=False)
+    # sasl.enabled.mechanisms, connections.max.reauth.ms, the authorizer's settings
+    security: NodeSecuritySettings = field(compare=False)
     properties: dict[str, Any] = field(compare=False)
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
@@ -189,6 +192,7 @@ class ServerConfig:
             metrics_listener=_metrics_listener(props, listeners),
             security_protocols={},  # set below, once the listeners are known to be sound
             listener_ssl={},
+            security=NodeSecuritySettings(),
             properties=props,
             warnings=_warnings(props, roles, log_dirs),
         )
@@ -198,8 +202,11 @@ class ServerConfig:
             config._check_broker()
         protocols = _security_protocols(props, listeners, controller_listener_names,
                                         inter_broker if config.is_broker else None)
-        return dataclasses.replace(config, security_protocols=protocols,
-                                   listener_ssl=_listener_ssl(props, listeners, protocols))
+        config = dataclasses.replace(config, security_protocols=protocols,
+                                     listener_ssl=_listener_ssl(props, listeners, protocols),
+                                     security=NodeSecuritySettings.from_properties(props))
+        config._check_dialled_listeners()
+        return config
 
     @property
     def is_controller(self) -> bool:
@@ -218,6 +225,20 @@ class ServerConfig:
         """The listener this controller serves the quorum on: the first of
         `controller.listener.names` that `listeners` defines, as in Kafka."""
         return find_controller_endpoint(self.listeners, self.controller_listener_names)
+
+    def _check_dialled_listeners(self) -> None:
+        """The listeners this node itself connects to (the controllers', the
+        inter-broker one) authenticate nodes by their certificates: a node has
+        no SASL login of its own here, so they are PLAINTEXT or SSL (mTLS)."""
+        dialled = list(self.controller_listener_names[:1])
+        if self.is_broker:
+            dialled.append(self.inter_broker_listener_name)
+        for name in dialled:
+            protocol = self.security_protocols.get(name)
+            if protocol is not None and protocol.uses_sasl:
+                raise InvalidConfigError(f"{LISTENER_SECURITY_PROTOCOL_MAP}: {name} is {protocol.value}, but nodes "
+                                         "connect to it and authenticate with certificates here: map it to SSL "
+                                         "(mTLS) or PLAINTEXT, and give clients a SASL listener of their own")
 
     def listener_protocol(self, name: str) -> SecurityProtocol:
         return self.security_protocols[name]

@@ -27,6 +27,8 @@ from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
 
 from kafka_protocol import grpc_serving
+from security.authorization import NodeAuthorizer, require_cluster_operations
+
 from .controller import Controller, ControllerConfig, ControllerResult, Error, error_response
 from .controller.result import MAX_RECORDS_PER_USER_OP
 from .image import decision_entry
@@ -180,10 +182,15 @@ class ActiveController:
                                        "the controller's own work")
 
 
-def add_to_server(server: grpc.aio.Server, active: ActiveController) -> None:
+def add_to_server(server: grpc.aio.Server, active: ActiveController,
+                  access: Optional[NodeAuthorizer] = None) -> None:
+    """Only nodes call the controller (ClusterAction): brokers for themselves,
+    and for the admin requests they checked and forwarded."""
     # Every RPC takes the same path: one handler per name, bound to it.
     methods = {name: functools.partial(active.serve, name) for name in HANDLERS}
-    grpc_serving.add_service(server, cpb.DESCRIPTOR.services_by_name["KRaftController"], SimpleNamespace(**methods))
+    service = cpb.DESCRIPTOR.services_by_name["KRaftController"]
+    servicer = require_cluster_operations(SimpleNamespace(**methods), service, access or NodeAuthorizer.allow_all())
+    grpc_serving.add_service(server, service, servicer)
 
 
 SERVICE_NAMES = (cpb.DESCRIPTOR.services_by_name["KRaftController"].full_name,)

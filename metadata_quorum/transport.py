@@ -26,6 +26,8 @@ from kraftlog_api import quorum_pb2_grpc as pb_grpc
 
 from kafka_protocol import grpc_serving
 from kafka_protocol.addresses import format_address
+from security.acl import AclOperation
+from security.authorization import NodeAuthorizer, require_cluster_operations
 from security.ssl_config import SslConfig
 from security.tls import open_aio_channel
 
@@ -190,8 +192,15 @@ def voter_nodes(voters: Mapping[int, tuple[str, int]], listener_name: str) -> li
 
 
 def add_to_server(server: grpc.aio.Server, node: QuorumNode,
-                  nodes: Sequence[pb.DescribeQuorumResponse.Node] = ()) -> None:
-    grpc_serving.add_service(server, pb.DESCRIPTOR.services_by_name["KRaftQuorum"], KRaftQuorumService(node, nodes))
+                  nodes: Sequence[pb.DescribeQuorumResponse.Node] = (),
+                  access: Optional[NodeAuthorizer] = None) -> None:
+    """The quorum's RPCs are the nodes' own (ClusterAction); DescribeQuorum is
+    an operator's question (Describe on the cluster), as in Kafka."""
+    service = pb.DESCRIPTOR.services_by_name["KRaftQuorum"]
+    servicer = require_cluster_operations(KRaftQuorumService(node, nodes), service,
+                                          access or NodeAuthorizer.allow_all(),
+                                          {"DescribeQuorum": AclOperation.DESCRIBE})
+    grpc_serving.add_service(server, service, servicer)
 
 
 SERVICE_NAMES = (pb.DESCRIPTOR.services_by_name["KRaftQuorum"].full_name,)
