@@ -1,8 +1,10 @@
 """The KafkaBroker gRPC service of one broker listener.
 
 Produce, Fetch, ListOffsets, Metadata, OffsetForLeaderEpoch, InitProducerId,
-DescribeCluster and DescribeConfigs are answered here by the broker's handlers; CreateTopics,
-DeleteTopics, CreatePartitions, ElectLeaders and IncrementalAlterConfigs are
+DescribeCluster, DescribeConfigs, DescribeAcls and DescribeUserScramCredentials
+are answered here by the broker's handlers; CreateTopics, DeleteTopics,
+CreatePartitions, ElectLeaders, IncrementalAlterConfigs, CreateAcls,
+DeleteAcls and AlterUserScramCredentials are
 forwarded to the active controller, and its answer is
 returned as it is (REQUEST_TIMED_OUT at the request level when no
 controller answered in time).
@@ -32,6 +34,7 @@ from .offsets import handle_list_offsets, handle_offset_for_leader_epoch
 from .produce import handle_produce
 from .producer_ids import ProducerIdManager, handle_init_producer_id
 from .replica_manager import ReplicaManager
+from .security_admin import describe_acls, describe_user_scram_credentials
 
 SERVICE = bpb.DESCRIPTOR.services_by_name["KafkaBroker"]
 SERVICE_NAMES = (SERVICE.full_name,)
@@ -41,6 +44,9 @@ FORWARDED = {
     "CreatePartitions": cpb.CreatePartitionsResponse,
     "ElectLeaders": cpb.ElectLeadersResponse,
     "IncrementalAlterConfigs": cpb.IncrementalAlterConfigsResponse,
+    "CreateAcls": cpb.CreateAclsResponse,
+    "DeleteAcls": cpb.DeleteAclsResponse,
+    "AlterUserScramCredentials": cpb.AlterUserScramCredentialsResponse,
 }
 
 
@@ -104,6 +110,17 @@ class KafkaBrokerService:
         return describe_configs(self.replicas.image, request, broker_id=self.replicas.broker_id,
                                 config=self.replicas.config)
 
+    async def DescribeAcls(self, request: bpb.DescribeAclsRequest,
+                           context: grpc.aio.ServicerContext) -> bpb.DescribeAclsResponse:
+        await self._check_ready(context)
+        return describe_acls(self.replicas.image, request)
+
+    async def DescribeUserScramCredentials(self, request: bpb.DescribeUserScramCredentialsRequest,
+                                           context: grpc.aio.ServicerContext
+                                           ) -> bpb.DescribeUserScramCredentialsResponse:
+        await self._check_ready(context)
+        return describe_user_scram_credentials(self.replicas.image, request)
+
     async def _forward(self, rpc_name: str, request: Message) -> Message:
         try:
             return await self.controllers.call(rpc_name, request, timeout_s=self.forward_timeout_s)
@@ -144,6 +161,16 @@ class KafkaBrokerService:
     async def IncrementalAlterConfigs(self, request: cpb.IncrementalAlterConfigsRequest,
                                       context: grpc.aio.ServicerContext) -> Message:
         return await self._forward("IncrementalAlterConfigs", request)
+
+    async def CreateAcls(self, request: cpb.CreateAclsRequest, context: grpc.aio.ServicerContext) -> Message:
+        return await self._forward("CreateAcls", request)
+
+    async def DeleteAcls(self, request: cpb.DeleteAclsRequest, context: grpc.aio.ServicerContext) -> Message:
+        return await self._forward("DeleteAcls", request)
+
+    async def AlterUserScramCredentials(self, request: cpb.AlterUserScramCredentialsRequest,
+                                        context: grpc.aio.ServicerContext) -> Message:
+        return await self._forward("AlterUserScramCredentials", request)
 
 
 def add_to_server(server: grpc.aio.Server, service: KafkaBrokerService) -> None:
