@@ -99,10 +99,14 @@ def full_delta(image: MetadataImage, previous: Optional[MetadataImage] = None) -
     delta.created_topics.update(image.topics)
     for topic_id, topic in image.topics.items():
         delta.changed_partitions.update((topic_id, index) for index in topic.partitions)
+    delta.changed_acls.update(image.acls)
+    delta.changed_scram_credentials.update(image.scram_credentials)
     if previous is not None:
         for topic_id, topic in previous.topics.items():
             if topic_id not in image.topics:
                 delta.removed_topics[topic_id] = topic
+        delta.changed_acls.update(previous.acls.keys() - image.acls.keys())
+        delta.changed_scram_credentials.update(previous.scram_credentials.keys() - image.scram_credentials.keys())
     return delta
 
 

@@ -1,8 +1,10 @@
 """The KafkaBroker gRPC service of one broker listener.
 
 Produce, Fetch, ListOffsets, Metadata, OffsetForLeaderEpoch, InitProducerId,
-DescribeCluster and DescribeConfigs are answered here by the broker's handlers; CreateTopics,
-DeleteTopics, CreatePartitions, ElectLeaders and IncrementalAlterConfigs are
+DescribeCluster, DescribeConfigs, DescribeAcls and DescribeUserScramCredentials
+are answered here by the broker's handlers; CreateTopics, DeleteTopics,
+CreatePartitions, ElectLeaders, IncrementalAlterConfigs, CreateAcls,
+DeleteAcls and AlterUserScramCredentials are
 forwarded to the active controller, and its answer is
 returned as it is (REQUEST_TIMED_OUT at the request level when no
 controller answered in time).
@@ -35,6 +37,7 @@ from .offsets import handle_list_offsets, handle_offset_for_leader_epoch
 from .produce import handle_produce
 from .producer_ids import ProducerIdManager, handle_init_producer_id
 from .replica_manager import ReplicaManager
+from .security_admin import describe_acls, describe_user_scram_credentials
 
 SERVICE = bpb.DESCRIPTOR.services_by_name["KafkaBroker"]
 SERVICE_NAMES = (SERVICE.full_name,)
@@ -44,6 +47,9 @@ FORWARDED = {
     "CreatePartitions": cpb.CreatePartitionsResponse,
     "ElectLeaders": cpb.ElectLeadersResponse,
     "IncrementalAlterConfigs": cpb.IncrementalAlterConfigsResponse,
+    "CreateAcls": cpb.CreateAclsResponse,
+    "DeleteAcls": cpb.DeleteAclsResponse,
+    "AlterUserScramCredentials": cpb.AlterUserScramCredentialsResponse,
 }
 
 
@@ -161,6 +167,21 @@ class KafkaBrokerService:
         allowed = self.access.allows_cluster(AclOperation.DESCRIBE_CONFIGS)
         return Error.NONE if allowed else Error.CLUSTER_AUTHORIZATION_FAILED
 
+    async def DescribeAcls(self, request: bpb.DescribeAclsRequest,
+                           context: grpc.aio.ServicerContext) -> bpb.DescribeAclsResponse:
+        await self._check_ready(context)
+        if not self.access.allows_cluster(AclOperation.DESCRIBE):
+            return bpb.DescribeAclsResponse(error_code=Error.CLUSTER_AUTHORIZATION_FAILED)
+        return describe_acls(self.replicas.image, request)
+
+    async def DescribeUserScramCredentials(self, request: bpb.DescribeUserScramCredentialsRequest,
+                                           context: grpc.aio.ServicerContext
+                                           ) -> bpb.DescribeUserScramCredentialsResponse:
+        await self._check_ready(context)
+        if not self.access.allows_cluster(AclOperation.DESCRIBE):
+            return bpb.DescribeUserScramCredentialsResponse(error_code=Error.CLUSTER_AUTHORIZATION_FAILED)
+        return describe_user_scram_credentials(self.replicas.image, request)
+
     async def _forward(self, rpc_name: str, request: Message) -> Message:
         try:
             return await self.controllers.call(rpc_name, request, timeout_s=self.forward_timeout_s)
@@ -243,6 +264,23 @@ class KafkaBrokerService:
             refused=refused, answers="results", answer_key=lambda r: (r.resource_type, r.resource_name),
             refusal=lambda resource, code, message: cpb.IncrementalAlterConfigsResponse.Result(
                 resource_type=resource[0], resource_name=resource[1], error_code=code))
+
+    async def _forward_cluster_alter(self, rpc_name: str, request: Message) -> Message:
+        """ACLs and SCRAM credentials change who may do what: Alter on the cluster."""
+        if not self.access.allows_cluster(AclOperation.ALTER):
+            return FORWARDED[rpc_name](error_code=Error.CLUSTER_AUTHORIZATION_FAILED,
+                                       controller_id=self.controller_id())
+        return await self._forward(rpc_name, request)
+
+    async def CreateAcls(self, request: cpb.CreateAclsRequest, context: grpc.aio.ServicerContext) -> Message:
+        return await self._forward_cluster_alter("CreateAcls", request)
+
+    async def DeleteAcls(self, request: cpb.DeleteAclsRequest, context: grpc.aio.ServicerContext) -> Message:
+        return await self._forward_cluster_alter("DeleteAcls", request)
+
+    async def AlterUserScramCredentials(self, request: cpb.AlterUserScramCredentialsRequest,
+                                        context: grpc.aio.ServicerContext) -> Message:
+        return await self._forward_cluster_alter("AlterUserScramCredentials", request)
 
 
 def add_to_server(server: grpc.aio.Server, service: KafkaBrokerService) -> None:

@@ -20,10 +20,10 @@ from kafka_protocol.errors import KafkaError
 from spark_jobs import cli as spark  # no pyspark import until a job runs
 
 from .commands import (
-    bench, certs, chaos, cluster, configs, console, dump_log, elections, groups, perf, quorum, server, topics,
+    acls, bench, certs, chaos, cluster, configs, console, dump_log, elections, groups, perf, quorum, server, topics,
 )
 
-COMMAND_GROUPS = (dump_log, server, quorum, cluster, topics, configs, elections, groups, console, perf, chaos,
+COMMAND_GROUPS = (dump_log, server, quorum, cluster, topics, configs, acls, elections, groups, console, perf, chaos,
                   bench, certs, spark)
 
 app = typer.Typer(

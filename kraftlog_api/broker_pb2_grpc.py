@@ -100,6 +100,31 @@ class KafkaBrokerStub:
                 request_serializer=kraftlog__api_dot_broker__pb2.DescribeConfigsRequest.SerializeToString,
                 response_deserializer=kraftlog__api_dot_broker__pb2.DescribeConfigsResponse.FromString,
                 _registered_method=True)
+        self.DescribeAcls = channel.unary_unary(
+                '/kraftlog.broker.v1.KafkaBroker/DescribeAcls',
+                request_serializer=kraftlog__api_dot_broker__pb2.DescribeAclsRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_broker__pb2.DescribeAclsResponse.FromString,
+                _registered_method=True)
+        self.CreateAcls = channel.unary_unary(
+                '/kraftlog.broker.v1.KafkaBroker/CreateAcls',
+                request_serializer=kraftlog__api_dot_controller__pb2.CreateAclsRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_controller__pb2.CreateAclsResponse.FromString,
+                _registered_method=True)
+        self.DeleteAcls = channel.unary_unary(
+                '/kraftlog.broker.v1.KafkaBroker/DeleteAcls',
+                request_serializer=kraftlog__api_dot_controller__pb2.DeleteAclsRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_controller__pb2.DeleteAclsResponse.FromString,
+                _registered_method=True)
+        self.DescribeUserScramCredentials = channel.unary_unary(
+                '/kraftlog.broker.v1.KafkaBroker/DescribeUserScramCredentials',
+                request_serializer=kraftlog__api_dot_broker__pb2.DescribeUserScramCredentialsRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_broker__pb2.DescribeUserScramCredentialsResponse.FromString,
+                _registered_method=True)
+        self.AlterUserScramCredentials = channel.unary_unary(
+                '/kraftlog.broker.v1.KafkaBroker/AlterUserScramCredentials',
+                request_serializer=kraftlog__api_dot_controller__pb2.AlterUserScramCredentialsRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_controller__pb2.AlterUserScramCredentialsResponse.FromString,
+                _registered_method=True)
 
 
 class KafkaBrokerServicer:
@@ -185,6 +210,36 @@ class KafkaBrokerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DescribeAcls(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CreateAcls(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteAcls(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeUserScramCredentials(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AlterUserScramCredentials(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_KafkaBrokerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -252,6 +307,31 @@ def add_KafkaBrokerServicer_to_server(servicer, server):
                     servicer.DescribeConfigs,
                     request_deserializer=kraftlog__api_dot_broker__pb2.DescribeConfigsRequest.FromString,
                     response_serializer=kraftlog__api_dot_broker__pb2.DescribeConfigsResponse.SerializeToString,
+            ),
+            'DescribeAcls': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeAcls,
+                    request_deserializer=kraftlog__api_dot_broker__pb2.DescribeAclsRequest.FromString,
+                    response_serializer=kraftlog__api_dot_broker__pb2.DescribeAclsResponse.SerializeToString,
+            ),
+            'CreateAcls': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateAcls,
+                    request_deserializer=kraftlog__api_dot_controller__pb2.CreateAclsRequest.FromString,
+                    response_serializer=kraftlog__api_dot_controller__pb2.CreateAclsResponse.SerializeToString,
+            ),
+            'DeleteAcls': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteAcls,
+                    request_deserializer=kraftlog__api_dot_controller__pb2.DeleteAclsRequest.FromString,
+                    response_serializer=kraftlog__api_dot_controller__pb2.DeleteAclsResponse.SerializeToString,
+            ),
+            'DescribeUserScramCredentials': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeUserScramCredentials,
+                    request_deserializer=kraftlog__api_dot_broker__pb2.DescribeUserScramCredentialsRequest.FromString,
+                    response_serializer=kraftlog__api_dot_broker__pb2.DescribeUserScramCredentialsResponse.SerializeToString,
+            ),
+            'AlterUserScramCredentials': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterUserScramCredentials,
+                    request_deserializer=kraftlog__api_dot_controller__pb2.AlterUserScramCredentialsRequest.FromString,
+                    response_serializer=kraftlog__api_dot_controller__pb2.AlterUserScramCredentialsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -605,6 +685,141 @@ class KafkaBroker:
             '/kraftlog.broker.v1.KafkaBroker/DescribeConfigs',
             kraftlog__api_dot_broker__pb2.DescribeConfigsRequest.SerializeToString,
             kraftlog__api_dot_broker__pb2.DescribeConfigsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeAcls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.broker.v1.KafkaBroker/DescribeAcls',
+            kraftlog__api_dot_broker__pb2.DescribeAclsRequest.SerializeToString,
+            kraftlog__api_dot_broker__pb2.DescribeAclsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateAcls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.broker.v1.KafkaBroker/CreateAcls',
+            kraftlog__api_dot_controller__pb2.CreateAclsRequest.SerializeToString,
+            kraftlog__api_dot_controller__pb2.CreateAclsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteAcls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.broker.v1.KafkaBroker/DeleteAcls',
+            kraftlog__api_dot_controller__pb2.DeleteAclsRequest.SerializeToString,
+            kraftlog__api_dot_controller__pb2.DeleteAclsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeUserScramCredentials(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.broker.v1.KafkaBroker/DescribeUserScramCredentials',
+            kraftlog__api_dot_broker__pb2.DescribeUserScramCredentialsRequest.SerializeToString,
+            kraftlog__api_dot_broker__pb2.DescribeUserScramCredentialsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterUserScramCredentials(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.broker.v1.KafkaBroker/AlterUserScramCredentials',
+            kraftlog__api_dot_controller__pb2.AlterUserScramCredentialsRequest.SerializeToString,
+            kraftlog__api_dot_controller__pb2.AlterUserScramCredentialsResponse.FromString,
             options,
             channel_credentials,
             insecure,

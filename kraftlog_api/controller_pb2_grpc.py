@@ -79,6 +79,21 @@ class KRaftControllerStub:
                 request_serializer=kraftlog__api_dot_controller__pb2.IncrementalAlterConfigsRequest.SerializeToString,
                 response_deserializer=kraftlog__api_dot_controller__pb2.IncrementalAlterConfigsResponse.FromString,
                 _registered_method=True)
+        self.CreateAcls = channel.unary_unary(
+                '/kraftlog.controller.v1.KRaftController/CreateAcls',
+                request_serializer=kraftlog__api_dot_controller__pb2.CreateAclsRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_controller__pb2.CreateAclsResponse.FromString,
+                _registered_method=True)
+        self.DeleteAcls = channel.unary_unary(
+                '/kraftlog.controller.v1.KRaftController/DeleteAcls',
+                request_serializer=kraftlog__api_dot_controller__pb2.DeleteAclsRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_controller__pb2.DeleteAclsResponse.FromString,
+                _registered_method=True)
+        self.AlterUserScramCredentials = channel.unary_unary(
+                '/kraftlog.controller.v1.KRaftController/AlterUserScramCredentials',
+                request_serializer=kraftlog__api_dot_controller__pb2.AlterUserScramCredentialsRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_controller__pb2.AlterUserScramCredentialsResponse.FromString,
+                _registered_method=True)
 
 
 class KRaftControllerServicer:
@@ -138,6 +153,24 @@ class KRaftControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CreateAcls(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DeleteAcls(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AlterUserScramCredentials(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_KRaftControllerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -185,6 +218,21 @@ def add_KRaftControllerServicer_to_server(servicer, server):
                     servicer.IncrementalAlterConfigs,
                     request_deserializer=kraftlog__api_dot_controller__pb2.IncrementalAlterConfigsRequest.FromString,
                     response_serializer=kraftlog__api_dot_controller__pb2.IncrementalAlterConfigsResponse.SerializeToString,
+            ),
+            'CreateAcls': grpc.unary_unary_rpc_method_handler(
+                    servicer.CreateAcls,
+                    request_deserializer=kraftlog__api_dot_controller__pb2.CreateAclsRequest.FromString,
+                    response_serializer=kraftlog__api_dot_controller__pb2.CreateAclsResponse.SerializeToString,
+            ),
+            'DeleteAcls': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteAcls,
+                    request_deserializer=kraftlog__api_dot_controller__pb2.DeleteAclsRequest.FromString,
+                    response_serializer=kraftlog__api_dot_controller__pb2.DeleteAclsResponse.SerializeToString,
+            ),
+            'AlterUserScramCredentials': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterUserScramCredentials,
+                    request_deserializer=kraftlog__api_dot_controller__pb2.AlterUserScramCredentialsRequest.FromString,
+                    response_serializer=kraftlog__api_dot_controller__pb2.AlterUserScramCredentialsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -430,6 +478,87 @@ class KRaftController:
             '/kraftlog.controller.v1.KRaftController/IncrementalAlterConfigs',
             kraftlog__api_dot_controller__pb2.IncrementalAlterConfigsRequest.SerializeToString,
             kraftlog__api_dot_controller__pb2.IncrementalAlterConfigsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CreateAcls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.controller.v1.KRaftController/CreateAcls',
+            kraftlog__api_dot_controller__pb2.CreateAclsRequest.SerializeToString,
+            kraftlog__api_dot_controller__pb2.CreateAclsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteAcls(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.controller.v1.KRaftController/DeleteAcls',
+            kraftlog__api_dot_controller__pb2.DeleteAclsRequest.SerializeToString,
+            kraftlog__api_dot_controller__pb2.DeleteAclsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterUserScramCredentials(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.controller.v1.KRaftController/AlterUserScramCredentials',
+            kraftlog__api_dot_controller__pb2.AlterUserScramCredentialsRequest.SerializeToString,
+            kraftlog__api_dot_controller__pb2.AlterUserScramCredentialsResponse.FromString,
             options,
             channel_credentials,
             insecure,

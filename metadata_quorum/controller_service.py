@@ -57,6 +57,9 @@ HANDLERS: dict[str, tuple[str, bool]] = {
     "ElectLeaders": ("handle_elect_leaders", False),
     "AllocateProducerIds": ("handle_allocate_producer_ids", False),
     "IncrementalAlterConfigs": ("handle_incremental_alter_configs", False),
+    "CreateAcls": ("handle_create_acls", False),
+    "DeleteAcls": ("handle_delete_acls", False),
+    "AlterUserScramCredentials": ("handle_alter_user_scram_credentials", False),
 }
 RESPONSES: dict[str, type[Message]] = {
     name: getattr(cpb, method.output_type.name)

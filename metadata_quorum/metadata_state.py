@@ -50,6 +50,8 @@ class MetadataStateMachine:
         everything.created_topics.update(self.image.topics)
         for topic_id, topic in self.image.topics.items():
             everything.changed_partitions.update((topic_id, p) for p in topic.partitions)
+        everything.changed_acls.update(self.image.acls)
+        everything.changed_scram_credentials.update(self.image.scram_credentials)
         if not everything.is_empty():
             for listener in self._listeners:
                 listener(self.image, everything)

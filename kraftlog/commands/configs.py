@@ -1,5 +1,6 @@
 """`kraftlog configs describe|alter`, like Kafka's kafka-configs.sh: the settings of a
-topic, of a broker, or the cluster-wide broker defaults (--broker-defaults)."""
+topic, of a broker, or the cluster-wide broker defaults (--broker-defaults), and
+users' SCRAM credentials (--entity-type users, in scram_users.py)."""
 from __future__ import annotations
 
 from typing import Annotated, Optional
@@ -11,12 +12,19 @@ from rich.table import Table
 from client.admin import APPEND, BROKER, DELETE, SET, SUBTRACT, TOPIC, alter_configs, describe_configs
 
 from .common import BootstrapOption, JsonOption, connect, output_console, parse_config_list, parse_names, print_json
+from .scram_users import USERS, alter_user, describe_users
 
 configs_app = typer.Typer(help="Describe and change topic and broker settings.", no_args_is_help=True)
 
 TopicOption = Annotated[Optional[str], typer.Option("--topic", help="A topic's settings.", show_default=False)]
 BrokerOption = Annotated[Optional[int], typer.Option("--broker", help="A broker's settings, by its id.",
                                                      show_default=False)]
+EntityTypeOption = Annotated[Optional[str], typer.Option(
+    "--entity-type", metavar="users", help="users: SCRAM credentials (topics and brokers: --topic, --broker).",
+    show_default=False)]
+EntityNameOption = Annotated[Optional[str], typer.Option(
+    "--entity-name", metavar="NAME", help="With --entity-type users: the user (describe: all users without it).",
+    show_default=False)]
 DefaultsOption = Annotated[bool, typer.Option(
     "--broker-defaults", help="The cluster-wide dynamic broker defaults (every broker, every topic falls back "
     "to them).")]
@@ -32,6 +40,17 @@ SubtractConfig = Annotated[list[str], typer.Option(
 
 def register(app: typer.Typer) -> None:
     app.add_typer(configs_app, name="configs")
+
+
+def _users(entity_type: Optional[str], others: bool) -> bool:
+    """Whether the users entity is named (and alone)."""
+    if entity_type is None:
+        return False
+    if entity_type != USERS:
+        raise typer.BadParameter(f"--entity-type {entity_type!r}: only users (use --topic or --broker otherwise)")
+    if others:
+        raise typer.BadParameter("--entity-type users goes without --topic, --broker or --broker-defaults")
+    return True
 
 
 def _resource(topic: Optional[str], broker: Optional[int], defaults: bool) -> tuple[int, str, str]:
@@ -50,12 +69,18 @@ def describe(
     topic: TopicOption = None,
     broker: BrokerOption = None,
     broker_defaults: DefaultsOption = False,
+    entity_type: EntityTypeOption = None,
+    entity_name: EntityNameOption = None,
     show_all: Annotated[bool, typer.Option(
         "--all", help="Every setting with its effective value, not only the dynamic ones.")] = False,
     as_json: JsonOption = False,
     bootstrap: BootstrapOption = None,
 ) -> None:
-    """Dynamic settings of the entity (with --all: every setting, its value and where it comes from)."""
+    """Dynamic settings of the entity (with --all: every setting, its value and where it comes from);
+    users: their SCRAM mechanisms and iterations (never a salt or a key)."""
+    if _users(entity_type, topic is not None or broker is not None or broker_defaults):
+        describe_users(entity_name, as_json, bootstrap)
+        return
     kind, name, words = _resource(topic, broker, broker_defaults)
     with connect(bootstrap) as cluster:
         settings = describe_configs(cluster, kind, [name])[name]
@@ -92,12 +117,21 @@ def alter(
     topic: TopicOption = None,
     broker: BrokerOption = None,
     broker_defaults: DefaultsOption = False,
+    entity_type: EntityTypeOption = None,
+    entity_name: EntityNameOption = None,
     add_config: AddConfig = [],
     delete_config: DeleteConfig = [],
     append_config: AppendConfig = [],
     subtract_config: SubtractConfig = [],
     bootstrap: BootstrapOption = None,
 ) -> None:
-    """Change settings: all of them or none (one bad setting changes nothing)."""
+    """Change settings: all of them or none (one bad setting changes nothing). Users:
+    --add-config 'SCRAM-SHA-512=[iterations=8192,password=...]' (salted and hashed here, never sent) or
+    --delete-config SCRAM-SHA-512."""
+    if _users(entity_type, topic is not None or broker is not None or broker_defaults):
+        if append_config or subtract_config:
+            raise typer.BadParameter("users take --add-config and --delete-config only")
+        alter_user(entity_name, add_config, delete_config, bootstrap)
+        return
     kind, name, words = _resource(topic, broker, broker_defaults)
     alter_entity(kind, name, words, add_config, delete_config, append_config, subtract_config, bootstrap)

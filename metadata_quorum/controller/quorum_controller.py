@@ -31,7 +31,7 @@ from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.image import MetadataImage
 
-from . import brokers, dynamic_configs, partitions, topics
+from . import acls, brokers, dynamic_configs, partitions, scram_credentials, topics
 from .controller_config import ControllerConfig
 from .errors import ControllerError, Error
 from .heartbeats import BrokerHeartbeats
@@ -110,6 +110,17 @@ class Controller:
     def handle_incremental_alter_configs(self, request: cpb.IncrementalAlterConfigsRequest) -> ControllerResult:
         return self._capped(dynamic_configs.incremental_alter_configs(self.image, request, self.node_id))
 
+    # --- ACLs and SCRAM credentials --------------------------------------------------------
+
+    def handle_create_acls(self, request: cpb.CreateAclsRequest) -> ControllerResult:
+        return self._capped(acls.create_acls(self.image, request, self._new_acl_id, self.node_id))
+
+    def handle_delete_acls(self, request: cpb.DeleteAclsRequest) -> ControllerResult:
+        return self._capped(acls.delete_acls(self.image, request, self.node_id))
+
+    def handle_alter_user_scram_credentials(self, request: cpb.AlterUserScramCredentialsRequest) -> ControllerResult:
+        return self._capped(scram_credentials.alter_user_scram_credentials(self.image, request, self.node_id))
+
     # --- producer ids ----------------------------------------------------------------------
 
     def handle_allocate_producer_ids(self, request: cpb.AllocateProducerIdsRequest) -> ControllerResult:
@@ -166,10 +177,17 @@ class Controller:
         return ControllerResult([], error_response(type(result.response), refusal.error, self.node_id, refusal.message))
 
     def _new_topic_id(self, taken: set[bytes]) -> bytes:
+        return self._new_uuid(taken, self.image.topics)
+
+    def _new_acl_id(self, taken: set[bytes]) -> bytes:
+        return self._new_uuid(taken, self.image.acls)
+
+    def _new_uuid(self, taken: set[bytes], used: dict[bytes, object]) -> bytes:
+        """A fresh non-zero 16-byte id (Kafka's Uuid), from the injected rng."""
         while True:
-            topic_id = self.rng.getrandbits(128).to_bytes(16, "big")
-            if any(topic_id) and topic_id not in taken and topic_id not in self.image.topics:
-                return topic_id
+            new_id = self.rng.getrandbits(128).to_bytes(16, "big")
+            if any(new_id) and new_id not in taken and new_id not in used:
+                return new_id
 
 
 def error_response(response_type: type[M], error: Error, controller_id: int, message: str = "") -> M:

@@ -20,6 +20,11 @@ MetadataImage. Replay follows Kafka's rules:
 - FeatureLevelRecord sets a feature level; level 0 removes the feature.
 - ProducerIdsRecord moves next_producer_id forward (never back).
 - NoOpRecord changes nothing but the offset.
+- AccessControlEntryRecord adds an ACL under a new id (one CreateAcls would
+  accept); RemoveAccessControlEntryRecord removes a known id.
+- UserScramCredentialRecord sets a user's credential for one mechanism
+  (replacing any earlier one); RemoveUserScramCredentialRecord removes an
+  existing one.
 - MetadataRecordBatch (one controller decision in one Raft entry, so it
   commits whole or not at all) replays its records in order at the entry's
   offset; a batch inside a batch is corrupt.
@@ -42,8 +47,10 @@ from google.protobuf import text_format
 from google.protobuf.message import DecodeError
 
 from kraftlog_api import metadata_pb2 as mpb
+from security.acl import AclBinding, AclIndex
+from security.scram_credentials import ScramCredential, ScramMechanism
 
-from . import framing
+from . import framing, security_records
 
 NO_LEADER = -1
 
@@ -118,11 +125,13 @@ class MetadataDelta:
     changed_configs: set[tuple[int, str]] = field(default_factory=set)
     producer_ids_changed: bool = False
     changed_features: set[str] = field(default_factory=set)
+    changed_acls: set[bytes] = field(default_factory=set)  # ids added or removed
+    changed_scram_credentials: set[tuple[str, ScramMechanism]] = field(default_factory=set)
 
     def is_empty(self) -> bool:
         return not (self.changed_brokers or self.changed_partitions or self.created_topics
                     or self.removed_topics or self.changed_configs or self.producer_ids_changed
-                    or self.changed_features)
+                    or self.changed_features or self.changed_acls or self.changed_scram_credentials)
 
 
 class _Corrupt(Exception):
@@ -150,7 +159,7 @@ class MetadataImage:
     """The metadata as of `offset`; see the module docstring for the replay rules."""
 
     __slots__ = ("offset", "brokers", "topics", "topic_ids", "configs", "features",
-                 "next_producer_id", "_by_broker")
+                 "next_producer_id", "acls", "scram_credentials", "_by_broker", "_acl_index")
 
     offset: int                                      # the last applied record; -1 when empty
     brokers: dict[int, BrokerRegistration]
@@ -159,6 +168,8 @@ class MetadataImage:
     configs: dict[tuple[int, str], dict[str, str]]   # (mpb.ConfigResourceType, name) -> settings
     features: dict[str, int]
     next_producer_id: int
+    acls: dict[bytes, AclBinding]                    # by ACL id
+    scram_credentials: dict[tuple[str, ScramMechanism], ScramCredential]  # by (user, mechanism)
 
     def __init__(self) -> None:
         self.offset = -1
@@ -168,6 +179,10 @@ class MetadataImage:
         self.configs = {}
         self.features = {}
         self.next_producer_id = 0
+        self.acls = {}
+        self.scram_credentials = {}
+        # The ACLs indexed for decisions; built on first use after a change (acl_index()).
+        self._acl_index: Optional[AclIndex] = None
         # broker id -> (topic id, partition id) of every partition naming it
         # (PartitionState.brokers()); the key tuple is shared by all its brokers.
         self._by_broker: dict[int, set[tuple[bytes, int]]] = {}
@@ -395,6 +410,55 @@ class MetadataImage:
                 raise _Corrupt("a batch holds another batch")
             self._replay(inner, offset, delta)
 
+    def _add_acl(self, rec: mpb.AccessControlEntryRecord, offset: int, delta: Optional[MetadataDelta]) -> None:
+        if len(rec.id) != security_records.ACL_ID_BYTES:
+            raise _Corrupt(f"ACL id of {len(rec.id)} bytes, not {security_records.ACL_ID_BYTES}")
+        if rec.id in self.acls:
+            raise _Corrupt(f"ACL id {rec.id.hex()} already exists")
+        try:
+            binding = security_records.binding_from_record(rec)
+        except ValueError as exc:
+            raise _Corrupt(f"invalid ACL: {exc}") from None
+        self.acls[rec.id] = binding
+        self._acls_changed(rec.id, delta)
+
+    def _remove_acl(self, rec: mpb.RemoveAccessControlEntryRecord, offset: int,
+                    delta: Optional[MetadataDelta]) -> None:
+        if self.acls.pop(rec.id, None) is None:
+            raise _Corrupt(f"unknown ACL id {rec.id.hex()}")
+        self._acls_changed(rec.id, delta)
+
+    def _acls_changed(self, acl_id: bytes, delta: Optional[MetadataDelta]) -> None:
+        self._acl_index = None
+        if delta is not None:
+            # Added then removed in one run: no net change.
+            if acl_id in delta.changed_acls:
+                delta.changed_acls.discard(acl_id)
+            else:
+                delta.changed_acls.add(acl_id)
+
+    def _set_scram_credential(self, rec: mpb.UserScramCredentialRecord, offset: int,
+                              delta: Optional[MetadataDelta]) -> None:
+        try:
+            credential = security_records.credential_from_record(rec)
+        except ValueError as exc:
+            raise _Corrupt(f"invalid SCRAM credential: {exc}") from None
+        key = (rec.name, credential.mechanism)
+        self.scram_credentials[key] = credential
+        if delta is not None:
+            delta.changed_scram_credentials.add(key)
+
+    def _remove_scram_credential(self, rec: mpb.RemoveUserScramCredentialRecord, offset: int,
+                                 delta: Optional[MetadataDelta]) -> None:
+        try:
+            key = (rec.name, security_records.mechanism_from_code(rec.mechanism))
+        except ValueError as exc:
+            raise _Corrupt(str(exc)) from None
+        if self.scram_credentials.pop(key, None) is None:
+            raise _Corrupt(f"user {rec.name!r} has no {key[1].mechanism_name} credential")
+        if delta is not None:
+            delta.changed_scram_credentials.add(key)
+
     def _set_producer_ids(self, rec: mpb.ProducerIdsRecord, offset: int,
                           delta: Optional[MetadataDelta]) -> None:
         if rec.next_producer_id < self.next_producer_id:
@@ -420,6 +484,17 @@ class MetadataImage:
     def cluster_config(self) -> dict[str, str]:
         """The cluster-wide broker defaults (a copy)."""
         return dict(self.configs.get((mpb.BROKER, ""), {}))
+
+    def acl_index(self) -> AclIndex:
+        """The ACLs indexed for an Authorizer: built once after each change
+        of the ACLs, then shared (immutable) until the next one."""
+        index = self._acl_index
+        if index is None:
+            index = self._acl_index = AclIndex(self.acls.values())
+        return index
+
+    def scram_credential(self, user: str, mechanism: ScramMechanism) -> Optional[ScramCredential]:
+        return self.scram_credentials.get((user, mechanism))
 
     def partitions_led_by(self, broker_id: int) -> Iterator[tuple[bytes, int, PartitionState]]:
         """(topic id, partition id, state) of the partitions `broker_id` leads, sorted by (topic id, partition id).
@@ -453,7 +528,8 @@ class MetadataImage:
     # ---- snapshots ----
 
     def to_records(self) -> Iterator[mpb.MetadataRecord]:
-        """The image as records that rebuild it: features, configs, brokers, topics, producer ids."""
+        """The image as records that rebuild it: features, configs, brokers, topics, producer ids,
+        ACLs, SCRAM credentials."""
         for name, level in self.features.items():
             yield mpb.MetadataRecord(feature_level=mpb.FeatureLevelRecord(name=name, feature_level=level))
         for (resource_type, resource_name), settings in self.configs.items():
@@ -492,6 +568,10 @@ class MetadataImage:
         if self.next_producer_id:
             yield mpb.MetadataRecord(producer_ids=mpb.ProducerIdsRecord(
                 broker_id=NO_LEADER, next_producer_id=self.next_producer_id))
+        for acl_id, binding in self.acls.items():
+            yield security_records.acl_record(acl_id, binding)
+        for (user, _), credential in self.scram_credentials.items():
+            yield security_records.scram_record(user, credential)
 
     def snapshot(self) -> bytes:
         """to_records() and the offset, in the layout described in framing.py."""
@@ -518,7 +598,8 @@ class MetadataImage:
         return (self.offset == other.offset and self.brokers == other.brokers
                 and self.topics == other.topics and self.topic_ids == other.topic_ids
                 and self.configs == other.configs and self.features == other.features
-                and self.next_producer_id == other.next_producer_id)
+                and self.next_producer_id == other.next_producer_id
+                and self.acls == other.acls and self.scram_credentials == other.scram_credentials)
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -535,8 +616,24 @@ def _parse(data: bytes, offset: int) -> mpb.MetadataRecord:
         raise MetadataReplayError(f"metadata record at offset {offset} does not parse: {exc}") from None
 
 
+def _redacted(record: mpb.MetadataRecord) -> mpb.MetadataRecord:
+    """`record` without SCRAM salts and keys: not the password, but secrets
+    all the same, so never in an error message."""
+    kind = record.WhichOneof("record")
+    if kind not in ("user_scram_credential", "batch"):
+        return record
+    copy = mpb.MetadataRecord()
+    copy.CopyFrom(record)
+    scrams = ([copy.user_scram_credential] if kind == "user_scram_credential" else
+              [r.user_scram_credential for r in copy.batch.records if r.HasField("user_scram_credential")])
+    for scram in scrams:
+        for name in ("salt", "stored_key", "server_key"):
+            scram.ClearField(name)  # type: ignore[arg-type]
+    return copy
+
+
 def _describe(record: mpb.MetadataRecord, limit: int = 300) -> str:
-    text = text_format.MessageToString(record, as_one_line=True)
+    text = text_format.MessageToString(_redacted(record), as_one_line=True)
     return text if len(text) <= limit else text[:limit] + "..."
 
 
@@ -553,6 +650,10 @@ _HANDLERS: dict[str, Callable[[MetadataImage, object, int, Optional[MetadataDelt
     "no_op": MetadataImage._no_op,
     "producer_ids": MetadataImage._set_producer_ids,
     "batch": MetadataImage._apply_batch,
+    "access_control_entry": MetadataImage._add_acl,
+    "remove_access_control_entry": MetadataImage._remove_acl,
+    "user_scram_credential": MetadataImage._set_scram_credential,
+    "remove_user_scram_credential": MetadataImage._remove_scram_credential,
 }
 
 

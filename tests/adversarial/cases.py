@@ -407,6 +407,71 @@ def admin_cases(service: str, to: str) -> list[Case]:
     ]
 
 
+# --- ACLs and SCRAM credentials: refused one by one, nothing written ------------------------
+
+def acl_binding(resource_type: int = 2, name: str = "adv-acl", pattern: int = 3, principal: str = "User:adv",
+                host: str = "*", operation: int = 3, permission: int = 3) -> cpb.AclBinding:
+    return cpb.AclBinding(resource_type=resource_type, resource_name=name, pattern_type=pattern,
+                          principal=principal, host=host, operation=operation, permission_type=permission)
+
+
+def scram_upsertion(name: str = "adv-user", mechanism: int = 2, iterations: int = 8192, salt: bytes = b"s" * 16,
+                    salted: bytes = b"p" * 64) -> cpb.AlterUserScramCredentialsRequest:
+    return cpb.AlterUserScramCredentialsRequest(upsertions=[cpb.AlterUserScramCredentialsRequest.Upsertion(
+        name=name, mechanism=mechanism, iterations=iterations, salt=salt, salted_password=salted)])
+
+
+def scram_deletion(name: str = "adv-user", mechanism: int = 2) -> cpb.AlterUserScramCredentialsRequest:
+    return cpb.AlterUserScramCredentialsRequest(deletions=[cpb.AlterUserScramCredentialsRequest.Deletion(
+        name=name, mechanism=mechanism)])
+
+
+BAD_ACLS = {"unknown-operation": acl_binding(operation=99), "any-operation": acl_binding(operation=1),
+            "unknown-resource-type": acl_binding(resource_type=42), "any-resource-type": acl_binding(resource_type=1),
+            "match-pattern": acl_binding(pattern=2), "unknown-permission": acl_binding(permission=I32_MAX),
+            "principal-without-type": acl_binding(principal="adv"), "empty-name": acl_binding(name=""),
+            "huge-name": acl_binding(name="x" * 40_000), "huge-principal": acl_binding(principal="User:" + "p" * 40_000)}
+BAD_CREDENTIAL = codes(K.UNACCEPTABLE_CREDENTIAL)
+
+
+def security_cases(service: str, to: str) -> list[Case]:
+    create, delete, alter = f"{service}/CreateAcls", f"{service}/DeleteAcls", f"{service}/AlterUserScramCredentials"
+    return [
+        *[Case(create, label, cpb.CreateAclsRequest(creations=[binding]), codes(K.INVALID_REQUEST), to)
+          for label, binding in BAD_ACLS.items()],
+        Case(delete, "unknown-filter-operation", cpb.DeleteAclsRequest(filters=[cpb.AclBindingFilter(
+            resource_type=1, pattern_type=1, operation=0, permission_type=1)]), codes(K.INVALID_REQUEST), to),
+        Case(delete, "matches-nothing", cpb.DeleteAclsRequest(filters=[cpb.AclBindingFilter(
+            resource_type=2, resource_name="adv-none", pattern_type=3, operation=1, permission_type=1)]),
+             codes(K.NONE), to),
+        *[Case(alter, f"iterations-{i}", scram_upsertion(iterations=i), BAD_CREDENTIAL, to)
+          for i in (I32_MAX, I32_MIN, 0, 4095, 16385)],
+        *[Case(alter, f"mechanism-{m}", scram_upsertion(mechanism=m), codes(K.UNSUPPORTED_SASL_MECHANISM), to)
+          for m in (0, 3, I32_MAX)],
+        Case(alter, "empty-name", scram_upsertion(name=""), BAD_CREDENTIAL, to),
+        Case(alter, "huge-name", scram_upsertion(name="u" * 40_000), BAD_CREDENTIAL, to),
+        Case(alter, "empty-salt", scram_upsertion(salt=b""), BAD_CREDENTIAL, to),
+        Case(alter, "short-salted-password", scram_upsertion(salted=b"p"), BAD_CREDENTIAL, to),
+        Case(alter, "delete-missing", scram_deletion(), codes(K.RESOURCE_NOT_FOUND), to),
+        Case(alter, "duplicate", cpb.AlterUserScramCredentialsRequest(
+            upsertions=[*scram_upsertion().upsertions, *scram_upsertion().upsertions]),
+             codes(K.DUPLICATE_RESOURCE), to),
+    ]
+
+
+BROKER_SECURITY_CASES: list[Case] = [
+    Case("KafkaBroker/DescribeAcls", "unknown-filter", bpb.DescribeAclsRequest(filter=cpb.AclBindingFilter()),
+         codes(K.INVALID_REQUEST)),
+    Case("KafkaBroker/DescribeAcls", "huge-name", bpb.DescribeAclsRequest(filter=cpb.AclBindingFilter(
+        resource_type=1, resource_name="x" * 1_000_000, pattern_type=2, operation=1, permission_type=1)),
+         codes(K.NONE)),
+    Case("KafkaBroker/DescribeUserScramCredentials", "unknown-user",
+         bpb.DescribeUserScramCredentialsRequest(users=["adv-nobody"]), codes(K.RESOURCE_NOT_FOUND)),
+    Case("KafkaBroker/DescribeUserScramCredentials", "duplicate-user",
+         bpb.DescribeUserScramCredentialsRequest(users=["adv-nobody", "adv-nobody"]), codes(K.DUPLICATE_RESOURCE)),
+]
+
+
 # --- KRaftController: the brokers' own requests --------------------------------------------
 
 def registration(broker_id: int, cluster_id: str = CLUSTER_ID_WRONG, incarnation: str = "adv-impostor",
@@ -840,7 +905,8 @@ def framing_cases() -> list[Case]:
 
 CASES: list[Case] = [*BROKER_CASES, *admin_cases("KafkaBroker", "broker"),
                      *admin_cases("KRaftController", "controller"),
-                     *CONTROLLER_CASES, *QUORUM_CASES, *GROUP_CASES, *QUORUM_LOG_CASES, *framing_cases()]
+                     *security_cases("KafkaBroker", "broker"), *security_cases("KRaftController", "controller"),
+                     *BROKER_SECURITY_CASES, *CONTROLLER_CASES, *QUORUM_CASES, *GROUP_CASES, *QUORUM_LOG_CASES, *framing_cases()]
 
 
 def every_rpc() -> set[str]:

@@ -278,6 +278,108 @@ def test_wrong_input_is_one_line(cluster) -> None:
     assert "x" not in ok_json(cluster, "topics", "list")  # nothing was created on the way
 
 
+# --- ACLs and SCRAM users -----------------------------------------------------------------
+
+ORDERS = "ResourcePattern(resourceType=TOPIC, name=orders, patternType=LITERAL)"
+
+
+def acl_list(cluster: LocalCluster, *args: str) -> set[tuple[str, ...]]:
+    return {(a["resource_type"], a["resource_name"], a["pattern_type"], a["principal"], a["host"], a["operation"],
+             a["permission_type"]) for a in ok_json(cluster, "acls", "--list", *args)}
+
+
+def test_acls_add_list_remove(cluster) -> None:
+    added = ok(cluster, "acls", "--add", "--allow-principal", "User:alice", "--operation", "Read",
+               "--operation", "Write", "--topic", "orders")
+    assert f"Adding ACLs for resource `{ORDERS}`:" in added
+    assert "(principal=User:alice, host=*, operation=WRITE, permissionType=ALLOW)" in added
+    added = ok(cluster, "acls", "--add", "--deny-principal", "User:bob", "--deny-host", "10.0.0.9", "--topic", "orders")
+    assert "(principal=User:bob, host=10.0.0.9, operation=ALL, permissionType=DENY)" in added
+    ok(cluster, "acls", "--add", "--allow-principal", "User:*", "--group", "app-", "--resource-pattern-type",
+       "prefixed", "--operation", "Read")
+    ok(cluster, "acls", "--add", "--allow-principal", "User:alice", "--cluster", "--operation", "IdempotentWrite")
+    expected = {("TOPIC", "orders", "LITERAL", "User:alice", "*", "READ", "ALLOW"),
+                ("TOPIC", "orders", "LITERAL", "User:alice", "*", "WRITE", "ALLOW"),
+                ("TOPIC", "orders", "LITERAL", "User:bob", "10.0.0.9", "ALL", "DENY"),
+                ("GROUP", "app-", "PREFIXED", "User:*", "*", "READ", "ALLOW"),
+                ("CLUSTER", "kafka-cluster", "LITERAL", "User:alice", "*", "IDEMPOTENT_WRITE", "ALLOW")}
+    eventually(lambda: acl_list(cluster) == expected, "every ACL listed by the brokers")
+    assert acl_list(cluster, "--group", "app-1", "--resource-pattern-type", "match") == {
+        ("GROUP", "app-", "PREFIXED", "User:*", "*", "READ", "ALLOW")}
+    assert acl_list(cluster, "--principal", "User:bob") == {
+        ("TOPIC", "orders", "LITERAL", "User:bob", "10.0.0.9", "ALL", "DENY")}
+    listed = ok(cluster, "acls", "--list", "--topic", "orders")
+    assert f"Current ACLs for resource `{ORDERS}`:" in listed and listed.count("principal=") == 3
+
+    removed = ok(cluster, "acls", "--remove", "--force", "--allow-principal", "User:alice", "--operation", "Write",
+                 "--topic", "orders")
+    assert "operation=WRITE" in removed and "operation=READ" not in removed
+    fails(cluster, "acls", "--remove", "--topic", "orders", stdin="n\n", error="aborted")  # asked, and refused
+    eventually(lambda: len(acl_list(cluster, "--topic", "orders")) == 2, "alice's Write removed only")
+    ok(cluster, "acls", "--remove", "--force", "--topic", "orders")  # every ACL of the resource
+    ok(cluster, "acls", "--remove", "--force", "--group", "app-", "--resource-pattern-type", "prefixed")
+    ok(cluster, "acls", "--remove", "--force", "--cluster")
+    eventually(lambda: acl_list(cluster) == set(), "no ACL left")
+
+
+def test_acls_refuse_hostile_input(cluster) -> None:
+    fails(cluster, "acls", "--add", "--allow-principal", "User:a", "--operation", "Fly", "--topic", "t",
+          error="unknown AclOperation 'Fly'")
+    fails(cluster, "acls", "--add", "--allow-principal", "alice", "--topic", "t", error="TYPE:NAME")
+    fails(cluster, "acls", "--add", "--allow-principal", "User:a", "--group", "g", "--operation", "Write",
+          error="only supports operations")
+    fails(cluster, "acls", "--add", "--allow-principal", "User:a", "--topic", "t", "--resource-pattern-type",
+          "match", error="--resource-pattern-type")
+    fails(cluster, "acls", "--add", "--topic", "t", error="--allow-principal")
+    fails(cluster, "acls", "--list", "--add", error="exactly one")
+    line = fails(cluster, "acls", "--add", "--allow-principal", "User:a", "--topic", "x" * 40000,
+                 error="INVALID_REQUEST")
+    assert "at most 32767" in line and len(line) < 400
+    assert acl_list(cluster, "--topic", "t") == set()
+
+
+def test_scram_users_add_describe_delete_without_leaking_the_password(cluster) -> None:
+    secret = "alice-s3cret-pw"
+    outputs = []
+
+    def keep(done: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
+        outputs.append(done.stdout + done.stderr)
+        return done
+
+    assert "Completed updating config for user alice." in keep(run(
+        cluster, "configs", "alter", "--entity-type", "users", "--entity-name", "alice",
+        "--add-config", f"SCRAM-SHA-512=[iterations=8192,password={secret}],SCRAM-SHA-256=[password={secret}]")).stdout
+    described = eventually(lambda: ok_json(cluster, "configs", "describe", "--entity-type", "users").get("alice"),
+                           "alice's credentials described")
+    assert sorted((d["mechanism"], d["iterations"]) for d in described) == [
+        ("SCRAM-SHA-256", 4096), ("SCRAM-SHA-512", 8192)]
+    text = keep(run(cluster, "configs", "describe", "--entity-type", "users", "--entity-name", "alice")).stdout
+    assert text.strip() == ("SCRAM credential configs for user-principal 'alice' are "
+                            "SCRAM-SHA-256=iterations=4096, SCRAM-SHA-512=iterations=8192")
+    for bad, error in ((f"SCRAM-SHA-512=[iterations=2147483648,password={secret}]", "iterations must be"),
+                       (f"SCRAM-SHA-512=[iterations=100,password={secret}]", "iterations must be"),
+                       (f"SCRAM-SHA-512=[iterations=8192,password={secret}", "the text is not repeated"),
+                       (f"SCRAM-SHA-1=[password={secret}]", "unknown user config"),
+                       (f"SCRAM-SHA-512=[pasword={secret}]", "'pasword'"),
+                       ("SCRAM-SHA-512=[iterations=8192]", "password=... is required")):
+        outputs.append(fails(cluster, "configs", "alter", "--entity-type", "users", "--entity-name", "bob",
+                             "--add-config", bad, error=error))
+    keep(run(cluster, "configs", "alter", "--entity-type", "users", "--entity-name", "alice",
+             "--delete-config", "SCRAM-SHA-512"))
+    eventually(lambda: [d["mechanism"] for d in ok_json(cluster, "configs", "describe", "--entity-type", "users",
+                                                         "--entity-name", "alice")["alice"]] == ["SCRAM-SHA-256"],
+               "alice's SHA-512 credential gone")
+    outputs.append(fails(cluster, "configs", "alter", "--entity-type", "users", "--entity-name", "alice",
+                         "--delete-config", "SCRAM-SHA-512", error="RESOURCE_NOT_FOUND"))
+    outputs.append(fails(cluster, "configs", "describe", "--entity-type", "users", "--entity-name", "nobody",
+                         error="RESOURCE_NOT_FOUND"))
+    assert not any(secret in out for out in outputs)
+    # Nor anywhere the cluster writes: logs, metadata segments, snapshots.
+    for path in Path(cluster.directory).rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
+
+
 # --- a broker goes away ------------------------------------------------------------------
 
 
