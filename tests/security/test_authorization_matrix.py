@@ -1,0 +1,307 @@
+"""Every RPC the project has, called by each principal of a secured cluster:
+the calls that succeed must be exactly those the ACLs allow.
+
+The cluster: three combined nodes, mTLS between nodes (SSL on the broker and
+controller listeners, the nodes' certificate subjects in `super.users`), and a
+SASL_SSL listener for users. SCRAM users alice, bob and carol log in there;
+`admin` is a SCRAM super user. The ACLs are set through the CLI's admin calls
+as the launcher's mTLS admin certificate (CN=admin, the same super user).
+
+The oracle is the hand-written table EXPECTED_ALLOWED below, read from
+Kafka's rules (docs/security.md), not computed by our authorizer. A call is
+"refused" when its answer carries TOPIC_/GROUP_/CLUSTER_AUTHORIZATION_FAILED
+(or, for the node-only services, when the caller is not a node), "allowed"
+otherwise: other errors (an unknown topic, a stale epoch) still mean the
+request got past authorization. The test counts both and asserts that no
+unauthorized call succeeded and no authorized one was refused. Every call is
+harmless when allowed (validate_only, unknown names, wrong cluster ids), so
+the shared cluster is the same after each principal's run.
+"""
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import grpc
+import pytest
+from google.protobuf.message import Message
+
+from client.cluster import Cluster
+from client.channels import open_channel
+from client.security_admin import ScramUpsertion, alter_user_scram_credentials, create_acls
+from devcluster.local_cluster import LocalCluster
+from kafka_protocol.errors import Errors
+from kafka_protocol.records import Record, encode_batch
+from kraftlog_api import broker_pb2 as bpb
+from kraftlog_api import broker_pb2_grpc as bpb_grpc
+from kraftlog_api import controller_pb2 as cpb
+from kraftlog_api import controller_pb2_grpc as cpb_grpc
+from kraftlog_api import groups_pb2 as gpb
+from kraftlog_api import groups_pb2_grpc as gpb_grpc
+from kraftlog_api import quorum_pb2 as qpb
+from kraftlog_api import quorum_pb2_grpc as qpb_grpc
+from security import certs
+from security.acl import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
+from security.client_security import ClientSecurity
+from security.scram_credentials import ScramMechanism
+
+TOPIC = "orders"
+GROUP = "g1"
+PASSWORDS = {"admin": "admin-Secret-1", "alice": "alice-Secret-2", "bob": "bob-Secret-3", "carol": "carol-Secret-4"}
+AUTHORIZATION_ERRORS = {Errors.TOPIC_AUTHORIZATION_FAILED, Errors.GROUP_AUTHORIZATION_FAILED,
+                        Errors.CLUSTER_AUTHORIZATION_FAILED, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
+
+
+def acl(principal: str, operation: AclOperation, resource_type: ResourceType, name: str,
+        pattern: PatternType = PatternType.LITERAL,
+        permission: AclPermissionType = AclPermissionType.ALLOW) -> AclBinding:
+    return AclBinding(resource_type, name, pattern, principal, "*", operation, permission)
+
+
+ACLS = [
+    # alice: a producer and consumer of `orders` in group g1
+    acl("User:alice", AclOperation.WRITE, ResourceType.TOPIC, TOPIC),
+    acl("User:alice", AclOperation.READ, ResourceType.TOPIC, TOPIC),
+    acl("User:alice", AclOperation.READ, ResourceType.GROUP, GROUP),
+    # bob: everything on topics starting "ord" but no writes to orders itself, cluster describe,
+    # delete on groups starting "g"
+    acl("User:bob", AclOperation.ALL, ResourceType.TOPIC, "ord", PatternType.PREFIXED),
+    acl("User:bob", AclOperation.WRITE, ResourceType.TOPIC, TOPIC, permission=AclPermissionType.DENY),
+    acl("User:bob", AclOperation.DESCRIBE, ResourceType.CLUSTER, "kafka-cluster"),
+    acl("User:bob", AclOperation.DELETE, ResourceType.GROUP, "g", PatternType.PREFIXED),
+    # carol: nothing at all
+]
+
+
+# -- the calls -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Call:
+    name: str
+    service: str  # "broker", "groups" (SASL_SSL listener); "controller", "quorum" (controller listener)
+    invoke: Callable[..., Message]
+
+
+def _produce(stub):
+    batch = encode_batch([Record(None, b"matrix")])
+    return stub.Produce(bpb.ProduceRequest(acks=1, timeout_ms=5000, topics=[
+        bpb.ProduceRequest.TopicData(name=TOPIC, partitions=[bpb.ProduceRequest.PartitionData(index=0,
+                                                                                             records=batch)])]))
+
+
+def _fetch(replica_id: int):
+    def call(stub):
+        return stub.Fetch(bpb.FetchRequest(replica_id=replica_id, replica_epoch=-1, max_wait_ms=0, min_bytes=0,
+                                           max_bytes=1 << 20, topics=[bpb.FetchRequest.FetchTopic(
+                                               topic=TOPIC, partitions=[bpb.FetchRequest.FetchPartition(
+                                                   partition=0, current_leader_epoch=-1, fetch_offset=1 << 40,
+                                                   last_fetched_epoch=-1, log_start_offset=-1,
+                                                   partition_max_bytes=1024)])]))
+    return call
+
+
+BROKER_CALLS = [
+    Call("Metadata", "broker", lambda s: s.Metadata(bpb.MetadataRequest(topics=[TOPIC]))),
+    Call("Produce", "broker", _produce),
+    Call("Fetch", "broker", _fetch(-1)),
+    Call("Fetch(follower)", "broker", _fetch(1)),
+    Call("ListOffsets", "broker", lambda s: s.ListOffsets(bpb.ListOffsetsRequest(replica_id=-1, topics=[
+        bpb.ListOffsetsRequest.ListOffsetsTopic(name=TOPIC, partitions=[
+            bpb.ListOffsetsRequest.ListOffsetsPartition(partition_index=0, current_leader_epoch=-1,
+                                                        timestamp=-1)])]))),
+    Call("OffsetForLeaderEpoch", "broker", lambda s: s.OffsetForLeaderEpoch(bpb.OffsetForLeaderEpochRequest(
+        replica_id=-1, topics=[bpb.OffsetForLeaderEpochRequest.OffsetForLeaderTopic(topic=TOPIC, partitions=[
+            bpb.OffsetForLeaderEpochRequest.OffsetForLeaderPartition(partition=0, current_leader_epoch=-1,
+                                                                     leader_epoch=0)])]))),
+    Call("OffsetForLeaderEpoch(follower)", "broker", lambda s: s.OffsetForLeaderEpoch(
+        bpb.OffsetForLeaderEpochRequest(replica_id=1, topics=[bpb.OffsetForLeaderEpochRequest.OffsetForLeaderTopic(
+            topic=TOPIC, partitions=[bpb.OffsetForLeaderEpochRequest.OffsetForLeaderPartition(
+                partition=0, current_leader_epoch=-1, leader_epoch=0)])]))),
+    Call("InitProducerId", "broker", lambda s: s.InitProducerId(bpb.InitProducerIdRequest(
+        transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1))),
+    Call("DescribeCluster", "broker", lambda s: s.DescribeCluster(bpb.DescribeClusterRequest())),
+    Call("DescribeConfigs", "broker", lambda s: s.DescribeConfigs(bpb.DescribeConfigsRequest(resources=[
+        bpb.DescribeConfigsRequest.Resource(resource_type=2, resource_name=TOPIC)]))),
+    Call("CreateTopics", "broker", lambda s: s.CreateTopics(cpb.CreateTopicsRequest(validate_only=True, topics=[
+        cpb.CreateTopicsRequest.CreatableTopic(name="orders-new", num_partitions=1, replication_factor=1)]))),
+    Call("DeleteTopics", "broker", lambda s: s.DeleteTopics(cpb.DeleteTopicsRequest(names=["orders-ghost"]))),
+    Call("CreatePartitions", "broker", lambda s: s.CreatePartitions(cpb.CreatePartitionsRequest(
+        validate_only=True, topics=[cpb.CreatePartitionsRequest.Topic(name=TOPIC, count=5)]))),
+    Call("ElectLeaders", "broker", lambda s: s.ElectLeaders(cpb.ElectLeadersRequest(topic_partitions=[
+        cpb.TopicPartitions(topic="orders-ghost", partitions=[0])]))),
+    Call("IncrementalAlterConfigs", "broker", lambda s: s.IncrementalAlterConfigs(
+        cpb.IncrementalAlterConfigsRequest(validate_only=True, resources=[
+            cpb.IncrementalAlterConfigsRequest.Resource(resource_type=2, resource_name=TOPIC, configs=[
+                cpb.AlterableConfig(name="retention.ms", config_operation=0, value="86400000")])]))),
+    Call("DescribeAcls", "broker", lambda s: s.DescribeAcls(bpb.DescribeAclsRequest(filter=cpb.AclBindingFilter(
+        resource_type=1, pattern_type=1, operation=1, permission_type=1)))),
+    Call("CreateAcls", "broker", lambda s: s.CreateAcls(cpb.CreateAclsRequest())),
+    Call("DeleteAcls", "broker", lambda s: s.DeleteAcls(cpb.DeleteAclsRequest())),
+    Call("AlterUserScramCredentials", "broker", lambda s: s.AlterUserScramCredentials(
+        cpb.AlterUserScramCredentialsRequest(deletions=[cpb.AlterUserScramCredentialsRequest.Deletion(
+            name="nobody", mechanism=ScramMechanism.SCRAM_SHA_256)]))),
+    Call("DescribeUserScramCredentials", "broker", lambda s: s.DescribeUserScramCredentials(
+        bpb.DescribeUserScramCredentialsRequest(users=["alice"]))),
+]
+GROUP_CALLS = [
+    Call("FindCoordinator", "groups", lambda s: s.FindCoordinator(gpb.FindCoordinatorRequest(keys=[GROUP]))),
+    Call("ConsumerGroupHeartbeat", "groups", lambda s: s.ConsumerGroupHeartbeat(gpb.ConsumerGroupHeartbeatRequest(
+        group_id=GROUP, member_epoch=-1, member_id="nobody-here", rebalance_timeout_ms=30000,
+        subscribed_topic_names=gpb.SubscribedTopics(names=[TOPIC])))),
+    Call("OffsetCommit", "groups", lambda s: s.OffsetCommit(gpb.OffsetCommitRequest(
+        group_id=GROUP, member_epoch=-1, topics=[gpb.OffsetCommitRequest.Topic(name=TOPIC, partitions=[
+            gpb.OffsetCommitRequest.Partition(partition_index=0, committed_offset=0,
+                                              committed_leader_epoch=-1)])]))),
+    Call("OffsetFetch", "groups", lambda s: s.OffsetFetch(gpb.OffsetFetchRequest(
+        group_id=GROUP, member_epoch=-1, topics=[gpb.TopicPartitions(topic=TOPIC, partitions=[0])]))),
+    Call("ConsumerGroupDescribe", "groups", lambda s: s.ConsumerGroupDescribe(
+        gpb.ConsumerGroupDescribeRequest(group_ids=[GROUP]))),
+    Call("DeleteGroups", "groups", lambda s: s.DeleteGroups(gpb.DeleteGroupsRequest(group_ids=["g-ghost"]))),
+]
+# Harmless when allowed: an unknown broker, a wrong cluster id.
+NODE_CALLS = [
+    Call("BrokerHeartbeat", "controller", lambda s: s.BrokerHeartbeat(cpb.BrokerHeartbeatRequest(
+        broker_id=99, broker_epoch=-1, current_metadata_offset=0))),
+    Call("AllocateProducerIds", "controller", lambda s: s.AllocateProducerIds(cpb.AllocateProducerIdsRequest(
+        broker_id=99, broker_epoch=-1))),
+    Call("Vote", "quorum", lambda s: s.Vote(qpb.VoteRequest(cluster_id="not-this-cluster", candidate_epoch=1,
+                                                           candidate_id=99, pre_vote=True))),
+    Call("DescribeQuorum", "quorum", lambda s: s.DescribeQuorum(qpb.DescribeQuorumRequest())),
+]
+CLIENT_CALLS = BROKER_CALLS + GROUP_CALLS
+
+# -- the oracle: what Kafka's rules allow each principal, by hand ------------------------------
+
+EVERY_CLIENT_CALL = {c.name for c in CLIENT_CALLS}
+EXPECTED_ALLOWED = {
+    "admin": EVERY_CLIENT_CALL,  # a super user
+    # Write+Read on orders (Describe implied), Read on g1; InitProducerId by Write on a topic.
+    "alice": {"Metadata", "Produce", "Fetch", "ListOffsets", "OffsetForLeaderEpoch", "InitProducerId",
+              "FindCoordinator", "ConsumerGroupHeartbeat", "OffsetCommit", "OffsetFetch", "ConsumerGroupDescribe"},
+    # ALL on prefixed "ord" minus Write on orders; Describe on the cluster; Delete (so Describe) on "g*".
+    "bob": {"Metadata", "Fetch", "ListOffsets", "OffsetForLeaderEpoch", "InitProducerId", "DescribeConfigs",
+            "CreateTopics", "DeleteTopics", "CreatePartitions", "IncrementalAlterConfigs", "DescribeCluster",
+            "DescribeAcls", "DescribeUserScramCredentials", "FindCoordinator", "OffsetFetch",
+            "ConsumerGroupDescribe", "DeleteGroups"},
+    "carol": set(),
+}
+# The node-only services, over the controller listener's mTLS: a node's certificate
+# (a super user) is let through, any other certificate of the same CA is not.
+EXPECTED_NODE_ALLOWED = {"node": {c.name for c in NODE_CALLS}, "mallory": set()}
+
+
+def error_codes(message: Message) -> set[int]:
+    """Every error_code anywhere in an answer."""
+    codes = set()
+    for field, value in message.ListFields():
+        if field.name == "error_code":
+            codes.add(value)
+        elif field.message_type is not None:
+            items = value if field.label == field.LABEL_REPEATED else [value]
+            for item in items:
+                codes |= error_codes(item)
+    return codes
+
+
+def outcome(call: Call, stub) -> str:
+    try:
+        answer = call.invoke(stub)
+    except grpc.RpcError as exc:  # transport refusals (UNAUTHENTICATED, ...) are refusals too
+        return f"refused:{exc.code().name}"
+    refused = error_codes(answer) & AUTHORIZATION_ERRORS
+    return "refused" if refused else "allowed"
+
+
+# -- the cluster -------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory):
+    super_users = ";".join(["User:admin"] + [f"User:node-{i}" for i in (1, 2, 3)])
+    with LocalCluster(tmp_path_factory.mktemp("secured"), combined=3, tls=True, client_listener="SASL_SSL",
+                      properties={"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                                  "super.users": super_users, "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+                                  # a certificate's CN is its user name (node-1, admin)
+                                  "ssl.principal.mapping.rules": "RULE:^CN=([^,]+),.*$/$1/,DEFAULT",
+                                  "default.replication.factor": 3, "min.insync.replicas": 2}).running() as c:
+        c.create_topic(TOPIC, partitions=1, replication_factor=3)
+        c.wait_for_leaders(TOPIC)
+        with Cluster(c.bootstrap, c.security) as admin:
+            alter_user_scram_credentials(admin, [ScramUpsertion(user, ScramMechanism.SCRAM_SHA_512, password, 4096)
+                                                 for user, password in PASSWORDS.items()])
+            assert all(error is None for error in create_acls(admin, ACLS))
+        yield c
+
+
+def user_security(cluster: LocalCluster, user: str) -> ClientSecurity:
+    return ClientSecurity.from_config({
+        "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": user,
+        "sasl.password": PASSWORDS[user], "ssl.truststore.location": str(cluster.security.ssl.truststore_location)})
+
+
+def wait_until_every_broker_enforces(cluster: LocalCluster) -> None:
+    """The ACLs and credentials reach each broker's image a moment after they
+    commit: wait until alice is allowed to describe `orders` on every broker."""
+    deadline = time.monotonic() + 60
+    for address in cluster.client_addresses.values():
+        with open_channel(address, user_security(cluster, "alice")) as channel:
+            stub = bpb_grpc.KafkaBrokerStub(channel)
+            while True:
+                try:
+                    answer = stub.Metadata(bpb.MetadataRequest(topics=[TOPIC]), timeout=10)
+                    if not error_codes(answer) & AUTHORIZATION_ERRORS:
+                        break
+                except grpc.RpcError:
+                    pass
+                assert time.monotonic() < deadline, f"{address} never applied the ACLs"
+                time.sleep(0.2)
+
+
+def test_each_principal_may_call_exactly_what_its_acls_allow(secured):
+    wait_until_every_broker_enforces(secured)
+    counts: Counter[str] = Counter()
+    wrong: list[str] = []
+    leader = next(iter(secured.client_addresses.values()))
+    for user, expected in EXPECTED_ALLOWED.items():
+        with open_channel(leader, user_security(secured, user)) as channel:
+            stubs = {"broker": bpb_grpc.KafkaBrokerStub(channel), "groups": gpb_grpc.GroupCoordinatorStub(channel)}
+            for call in CLIENT_CALLS:
+                got = outcome(call, stubs[call.service])
+                allowed = got == "allowed"
+                should = call.name in expected
+                counts[("authorized " if should else "unauthorized ") + ("allowed" if allowed else "refused")] += 1
+                if allowed != should:
+                    wrong.append(f"{user} {call.name}: {got}, expected {'allowed' if should else 'refused'}")
+    print(dict(counts))
+    assert not wrong, "\n".join(wrong)
+    assert counts["unauthorized allowed"] == 0 and counts["authorized refused"] == 0
+    assert counts["authorized allowed"] > 0 and counts["unauthorized refused"] > 0
+
+
+def test_node_rpcs_need_a_node_certificate(secured, tmp_path):
+    certs_dir = Path(str(secured.security.ssl.truststore_location)).parent
+    certs.issue(certs_dir, "mallory", client=True)  # a valid certificate of the cluster's CA, not a node's
+    identities = {
+        "node": ClientSecurity.from_config({"security.protocol": "SSL",
+                                            "ssl.keystore.location": str(certs_dir / "node-1.pem"),
+                                            "ssl.truststore.location": str(certs_dir / certs.CA_CERT)}),
+        "mallory": ClientSecurity.from_config({"security.protocol": "SSL",
+                                               "ssl.keystore.location": str(certs_dir / "mallory.pem"),
+                                               "ssl.truststore.location": str(certs_dir / certs.CA_CERT)}),
+    }
+    counts: Counter[str] = Counter()
+    wrong: list[str] = []
+    controller = next(iter(secured.controller_addresses.values()))
+    for who, security in identities.items():
+        with open_channel(controller, security) as channel:
+            stubs = {"controller": cpb_grpc.KRaftControllerStub(channel), "quorum": qpb_grpc.KRaftQuorumStub(channel)}
+            for call in NODE_CALLS:
+                got = outcome(call, stubs[call.service])
+                should = call.name in EXPECTED_NODE_ALLOWED[who]
+                counts[("authorized " if should else "unauthorized ") + got.split(":")[0]] += 1
+                if (got == "allowed") != should:
+                    wrong.append(f"{who} {call.name}: {got}")
+    print(dict(counts))
+    assert not wrong, "\n".join(wrong)
