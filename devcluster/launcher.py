@@ -16,6 +16,14 @@ Under the data directory each node has `node-<id>/` holding `server.yaml`
 (its derived properties), `server.log` (stdout and stderr, appended),
 `server.pid`, and `data/` (its `log.dirs`).
 
+`tls: true` at the top of the file makes a TLS cluster for tests and demos:
+the launcher keeps a CA and certificates in `<data-dir>/certs/` (made by
+`kraftlog certs`' code on first start: `node-<id>.pem` per node with its
+hosts, `admin.pem` for the launcher's own client, `ca.pem`), and gives each
+node, unless the file sets them, `ssl.keystore.location`,
+`ssl.truststore.location`, `ssl.client.auth: required` (mTLS between nodes)
+and a `listener.security.protocol.map` with every listener on SSL.
+
 The first half of this module is pure (parse the file, derive each node's
 properties and check them through ServerConfig); the second half starts,
 finds and stops processes.
@@ -38,6 +46,10 @@ from client.admin import describe_quorum
 from client.cluster import Cluster
 from partition_log.checkpoint import write_atomically
 from kafka_protocol.errors import InvalidConfigError, KafkaError
+from security import certs
+from security.client_security import ClientSecurity
+from security.listeners import LISTENER_SECURITY_PROTOCOL_MAP, SecurityProtocol
+from security.ssl_config import CLIENT_AUTH, KEYSTORE_LOCATION, TRUSTSTORE_LOCATION, SslConfig
 
 from kraftlog_server.server_config import (
     CLUSTER_ID, LOG_DIR, LOG_DIRS, NODE_ID, VOTERS, WILDCARD_HOSTS, ServerConfig, find_controller_endpoint,
@@ -46,7 +58,10 @@ from kraftlog_server.server_config import (
 
 DEFAULTS = "defaults"
 NODES = "nodes"
-CLUSTER_KEYS = (CLUSTER_ID, DEFAULTS, NODES)
+TLS = "tls"
+CLUSTER_KEYS = (CLUSTER_ID, DEFAULTS, NODES, TLS)
+CERTS_DIR = "certs"
+ADMIN_CERT = "admin"  # the launcher's own client certificate
 # The launcher lays out each node's directory itself.
 LAUNCHER_OWNED = (LOG_DIRS, LOG_DIR)
 
@@ -58,6 +73,7 @@ class ClusterSpec:
     cluster_id: str
     defaults: dict[str, Any]
     nodes: tuple[dict[str, Any], ...]  # each node's own properties, node.id included
+    tls: bool = False  # certificates made by the launcher, every listener SSL, mTLS
 
 
 @dataclass(frozen=True)
@@ -68,6 +84,7 @@ class NodePlan:
     home: Path  # <data-dir>/node-<id>
     properties: dict[str, Any]
     config: ServerConfig
+    certs_dir: Path | None = None  # a `tls: true` cluster's CA and certificates
 
     @property
     def config_path(self) -> Path:
@@ -118,7 +135,10 @@ def parse_cluster(text: str) -> ClusterSpec:
         if node[NODE_ID] in seen:
             raise InvalidConfigError(f"{NODES}[{i}]: {NODE_ID} {node[NODE_ID]} is used twice")
         seen.add(node[NODE_ID])
-    return ClusterSpec(cluster_id=data[CLUSTER_ID], defaults=defaults, nodes=specs)
+    tls = data.get(TLS, False)
+    if not isinstance(tls, bool):
+        raise InvalidConfigError(f"{TLS}: expected true or false, got {tls!r}")
+    return ClusterSpec(cluster_id=data[CLUSTER_ID], defaults=defaults, nodes=specs, tls=tls)
 
 
 def plan_nodes(spec: ClusterSpec, data_dir: Path) -> tuple[NodePlan, ...]:
@@ -128,6 +148,7 @@ def plan_nodes(spec: ClusterSpec, data_dir: Path) -> tuple[NodePlan, ...]:
     merged = [{NODE_ID: node[NODE_ID], CLUSTER_ID: spec.cluster_id, **spec.defaults, **node}
               for node in spec.nodes]
     voters = None if VOTERS in spec.defaults else _derived_voters(merged)
+    certs_dir = data_dir / CERTS_DIR if spec.tls else None
     plans = []
     for props in merged:
         node_id = props[NODE_ID]
@@ -136,11 +157,56 @@ def plan_nodes(spec: ClusterSpec, data_dir: Path) -> tuple[NodePlan, ...]:
             if voters is not None:
                 props.setdefault(VOTERS, voters)
             props[LOG_DIRS] = str(home / "data")
+            if certs_dir is not None:
+                _add_tls(props, certs_dir)
             config = ServerConfig.from_mapping(props)
         except InvalidConfigError as exc:
             raise InvalidConfigError(f"node {node_id}: {exc.args[0] if exc.args else exc}") from None
-        plans.append(NodePlan(node_id, home, props, config))
+        plans.append(NodePlan(node_id, home, props, config, certs_dir))
     return tuple(plans)
+
+
+def _add_tls(props: dict[str, Any], certs_dir: Path) -> None:
+    """A TLS cluster's settings, where the file does not give its own."""
+    names = [e.name for e in parse_listeners(props)] + list(parse_controller_listener_names(props))
+    props.setdefault(LISTENER_SECURITY_PROTOCOL_MAP, ",".join(f"{n}:SSL" for n in dict.fromkeys(names)))
+    props.setdefault(KEYSTORE_LOCATION, str(certs_dir / f"node-{props[NODE_ID]}.pem"))
+    props.setdefault(TRUSTSTORE_LOCATION, str(certs_dir / certs.CA_CERT))
+    props.setdefault(CLIENT_AUTH, "required")
+
+
+def client_security(plans: Sequence[NodePlan]) -> ClientSecurity:
+    """How the launcher's own client (and a test's) reaches the nodes: with
+    the admin certificate on a `tls: true` cluster, plaintext otherwise."""
+    certs_dir = plans[0].certs_dir if plans else None
+    if certs_dir is None:
+        return ClientSecurity()
+    return ClientSecurity(SecurityProtocol.SSL, SslConfig(keystore_location=str(certs_dir / f"{ADMIN_CERT}.pem"),
+                                                          truststore_location=str(certs_dir / certs.CA_CERT)))
+
+
+def client_properties(plans: Sequence[NodePlan]) -> dict[str, str]:
+    """The same as a client's settings (security.protocol, ssl.*), for producers and consumers."""
+    security = client_security(plans)
+    if security.ssl is None:
+        return {}
+    return {"security.protocol": security.protocol.value, KEYSTORE_LOCATION: str(security.ssl.keystore_location),
+            TRUSTSTORE_LOCATION: str(security.ssl.truststore_location)}
+
+
+def ensure_certificates(plan: NodePlan) -> None:
+    """A `tls: true` cluster's CA, this node's certificate (its listeners'
+    hosts, and the loopback names) and the admin client's, made once."""
+    if plan.certs_dir is None:
+        return
+    if not (plan.certs_dir / certs.CA_CERT).exists():
+        certs.init_ca(plan.certs_dir)
+    hosts = {e.host for e in (*plan.config.listeners, *plan.config.advertised_listeners)
+             if e.host not in WILDCARD_HOSTS} | {"127.0.0.1", "localhost"}
+    if not (plan.certs_dir / f"node-{plan.node_id}.pem").exists():
+        certs.issue(plan.certs_dir, f"node-{plan.node_id}", sorted(hosts))
+    if not (plan.certs_dir / f"{ADMIN_CERT}.pem").exists():
+        certs.issue(plan.certs_dir, ADMIN_CERT, client=True)
 
 
 def bootstrap_controllers(plans: Iterable[NodePlan]) -> str:
@@ -229,6 +295,7 @@ def start_node(plan: NodePlan, command_prefix: Sequence[str] = ()) -> int:
     `command_prefix` runs it through another command that execs it (the
     chaos testbed's `ip netns exec NS`), so the pid is still the server's."""
     plan.home.mkdir(parents=True, exist_ok=True)
+    ensure_certificates(plan)
     write_atomically(plan.config_path, yaml.safe_dump(plan.properties, sort_keys=False).encode())
     command = [*command_prefix, sys.executable, "-m", "kraftlog", "server", "--config", str(plan.config_path)]
     with plan.log_path.open("ab") as log:
@@ -251,7 +318,7 @@ def wait_for_leader(plans: tuple[NodePlan, ...], timeout: float) -> dict[str, An
         if remaining <= 0:
             raise LeaderNotFoundError(f"no leader after {timeout:g}s ({last_error})")
         try:
-            return describe_quorum(bootstrap, timeout=min(1.0, remaining))
+            return describe_quorum(bootstrap, timeout=min(1.0, remaining), security=client_security(plans))
         except KafkaError as exc:
             last_error = exc
 
@@ -270,7 +337,7 @@ def wait_for_brokers(plans: tuple[NodePlan, ...], timeout: float) -> list[int]:
         return []
     deadline = time.monotonic() + timeout
     seen: set[int] = set()
-    with Cluster(broker_bootstrap(plans)) as cluster:
+    with Cluster(broker_bootstrap(plans), client_security(plans)) as cluster:
         while True:
             exited = [plan.node_id for plan in plans if running_pid(plan) is None]
             if exited:
@@ -289,7 +356,7 @@ def wait_for_brokers(plans: tuple[NodePlan, ...], timeout: float) -> list[int]:
 
 def describe_if_reachable(plans: tuple[NodePlan, ...], timeout: float = 2.0) -> dict[str, Any] | None:
     try:
-        return describe_quorum(bootstrap_controllers(plans), timeout=timeout)
+        return describe_quorum(bootstrap_controllers(plans), timeout=timeout, security=client_security(plans))
     except KafkaError:
         return None
 

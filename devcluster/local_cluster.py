@@ -26,6 +26,7 @@ from kraftlog_api import controller_pb2_grpc as cpb_grpc
 from kafka_protocol.errors import Errors
 from kafka_protocol.fetch_framing import broker_stub
 
+from . import launcher
 from .local_processes import LocalProcesses, free_ports, wait_until
 from kraftlog_server.server_config import METRICS_LISTENER
 
@@ -40,12 +41,15 @@ class LocalCluster(LocalProcesses):
                  properties: Optional[Mapping[str, Any]] = None,
                  node_properties: Optional[Mapping[int, Mapping[str, Any]]] = None,
                  hosts: Optional[Mapping[int, str]] = None,
-                 command_prefix: Callable[[int], Sequence[str]] = lambda node_id: ()) -> None:
+                 command_prefix: Callable[[int], Sequence[str]] = lambda node_id: (),
+                 tls: bool = False) -> None:
         """`combined` > 0 makes that many broker,controller nodes instead of
         separate controllers and brokers. `node_properties` adds per-node
         properties by node id. `hosts` gives each node its own address (the
         chaos testbed's namespaces, each with its own ports: the listeners
-        then use fixed ports); `command_prefix(node_id)` starts a node there."""
+        then use fixed ports); `command_prefix(node_id)` starts a node there.
+        `tls`: every listener SSL with certificates the launcher makes, mTLS
+        between nodes; `client_properties` are the settings a client needs."""
         nodes: list[dict[str, Any]] = []
         self.controller_addresses: dict[int, str] = {}
         self.broker_addresses: dict[int, str] = {}
@@ -59,6 +63,9 @@ class LocalCluster(LocalProcesses):
                 [CONTROLLER_PORT] * controllers + [BROKER_PORT] * brokers)
             ports += [METRICS_PORT] * node_count
 
+        listener = "SSL" if tls else "PLAINTEXT"
+        properties = {**({"inter.broker.listener.name": listener} if tls else {}), **(properties or {})}
+
         def host(node_id: int) -> str:
             return "127.0.0.1" if hosts is None else hosts[node_id]
 
@@ -66,7 +73,7 @@ class LocalCluster(LocalProcesses):
             for i in range(combined):
                 node_id, broker_port, controller_port = i + 1, ports[2 * i], ports[2 * i + 1]
                 nodes.append({"node.id": node_id, "process.roles": "broker,controller",
-                              "listeners": f"PLAINTEXT://{host(node_id)}:{broker_port},"
+                              "listeners": f"{listener}://{host(node_id)}:{broker_port},"
                                            f"CONTROLLER://{host(node_id)}:{controller_port}"})
                 self.broker_addresses[node_id] = f"{host(node_id)}:{broker_port}"
                 self.controller_addresses[node_id] = f"{host(node_id)}:{controller_port}"
@@ -79,15 +86,17 @@ class LocalCluster(LocalProcesses):
             for i in range(brokers):
                 node_id, port = controllers + i + 1, ports[controllers + i]
                 nodes.append({"node.id": node_id, "process.roles": "broker",
-                              "listeners": f"PLAINTEXT://{host(node_id)}:{port}"})
+                              "listeners": f"{listener}://{host(node_id)}:{port}"})
                 self.broker_addresses[node_id] = f"{host(node_id)}:{port}"
         for node, port in zip(nodes, ports[-node_count:]):
             self.metrics_addresses[node["node.id"]] = node[METRICS_LISTENER] = f"{host(node['node.id'])}:{port}"
         for node in nodes:
             node.update((node_properties or {}).get(node["node.id"], {}))
-        spec = {"cluster.id": CLUSTER_ID, "defaults": dict(properties or {}), "nodes": nodes}
+        spec = {"cluster.id": CLUSTER_ID, "defaults": properties, "nodes": nodes, **({"tls": True} if tls else {})}
         super().__init__(directory, spec, command_prefix)
         self._channels: dict[str, grpc.Channel] = {}
+        self.security = launcher.client_security(tuple(self.plans.values()))
+        self.client_properties = launcher.client_properties(tuple(self.plans.values()))
 
     @property
     def controllers(self) -> tuple[int, ...]:
@@ -124,7 +133,7 @@ class LocalCluster(LocalProcesses):
     def channel(self, address: str) -> grpc.Channel:
         channel = self._channels.get(address)
         if channel is None:
-            channel = self._channels[address] = open_channel(address)
+            channel = self._channels[address] = open_channel(address, self.security)
         return channel
 
     def broker_stub(self, broker_id: int) -> bpb_grpc.KafkaBrokerStub:

@@ -9,17 +9,18 @@ hanging it).
 from __future__ import annotations
 
 import time
-from typing import Iterable
+from typing import Any, Iterable, Mapping
 
 from client.consumer import Consumer, ConsumerRecord, TopicPartition
 
 
 def read_back(bootstrap: str, topic: str, partitions: Iterable[int], *, max_messages: int,
-              idle_timeout_s: float) -> list[ConsumerRecord]:
+              idle_timeout_s: float, settings: Mapping[str, Any] = {}) -> list[ConsumerRecord]:
     """The records, in offset order per partition; the last poll may bring a
-    few past `max_messages`, which are kept (a duplicate must show)."""
+    few past `max_messages`, which are kept (a duplicate must show).
+    `settings`: more consumer settings (security.protocol, ssl.*)."""
     got: list[ConsumerRecord] = []
-    with Consumer({"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest"}) as consumer:
+    with Consumer({**settings, "bootstrap.servers": bootstrap, "auto.offset.reset": "earliest"}) as consumer:
         consumer.assign([TopicPartition(topic, p) for p in partitions])
         last_data = time.monotonic()
         while len(got) < max_messages and time.monotonic() - last_data < idle_timeout_s:

@@ -141,7 +141,7 @@ class ServerConfig:
     listener_ssl: dict[str, SslConfig] = field(compare=False)
     # sasl.enabled.mechanisms, connections.max.reauth.ms, the authorizer's settings
     security: NodeSecuritySettings = field(compare=False)
-    properties: dict[str, Any] = field(compare=False)
+    properties: dict[str, Any] = field(compare=False, repr=False)  # may hold ssl.key.password
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
     @classmethod

@@ -35,8 +35,8 @@ from __future__ import annotations
 
 import logging
 import os
+import stat
 import threading
-from pathlib import Path
 from typing import Optional
 
 import grpc
@@ -51,6 +51,10 @@ from .ssl_config import (ENDPOINT_IDENTIFICATION_ALGORITHM, KEYSTORE_KEY, KEYSTO
 log = logging.getLogger(__name__)
 
 PEER_CERTIFICATE = "x509_pem_cert"
+# A PEM key store or trust store is a few KiB; anything over this (or not a
+# regular file: a FIFO, /dev/zero) is refused rather than read, so a swapped
+# file cannot stall the handshake thread or fill memory.
+MAX_STORE_BYTES = 1 << 20
 
 
 def read_keystore(ssl: SslConfig) -> KeyMaterial:
@@ -74,9 +78,15 @@ def read_truststore(ssl: SslConfig) -> Optional[bytes]:
 
 def _read(path: str, key: str) -> bytes:
     try:
-        return Path(path).read_bytes()
+        with open(path, "rb") as f:
+            if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+                raise InvalidConfigError(f"{key}: {path} is not a regular file")
+            data = f.read(MAX_STORE_BYTES + 1)
     except OSError as exc:
         raise InvalidConfigError(f"{key}: cannot read {path} ({exc.strerror or exc})") from None
+    if len(data) > MAX_STORE_BYTES:
+        raise InvalidConfigError(f"{key}: {path} is over {MAX_STORE_BYTES} bytes (not a PEM store)")
+    return data
 
 
 class CertificateReloader:

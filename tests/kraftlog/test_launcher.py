@@ -88,6 +88,23 @@ def test_the_deploy_files_plan_cleanly(name, size):
     assert plans[0].home == Path(tempfile.gettempdir()) / f"kraftlog-{Path(name).stem}" / "node-1"
 
 
+def test_the_secure_deploy_file_plans_ssl_listeners_with_launcher_made_certificates():
+    plans = launcher.plan_cluster(REPO / "deploy" / "secure-3.yaml")
+    certs = Path(tempfile.gettempdir()) / "kraftlog-secure-3" / "certs"
+    for plan in plans:
+        assert plan.config.warnings == ()
+        assert {p.value for p in plan.config.security_protocols.values()} == {"SSL"}
+        ssl = plan.config.listener_ssl["CONTROLLER"]
+        assert (ssl.keystore_location, ssl.truststore_location, ssl.client_auth) == (
+            str(certs / f"node-{plan.node_id}.pem"), str(certs / "ca.pem"), "required")
+    assert launcher.client_properties(plans)["security.protocol"] == "SSL"
+
+
+def test_tls_must_be_a_boolean():
+    with pytest.raises(InvalidConfigError, match="tls: expected true or false"):
+        launcher.parse_cluster(THREE + "tls: yes please\n")
+
+
 def test_default_data_dir_is_named_after_the_cluster_file():
     assert launcher.default_data_dir("deploy/quorum-3.yaml") == Path(tempfile.gettempdir()) / "kraftlog-quorum-3"
 

@@ -53,3 +53,9 @@ def test_existing_plaintext_clusters_need_no_map():
 def test_bad_security_settings_are_named(changes, words):
     with pytest.raises(InvalidConfigError, match=words.replace(".", r"\.")):
         config(**changes)
+
+
+def test_a_key_password_stays_out_of_the_configs_repr():
+    c = config(ssl__key__password="hunter2-secret")
+    assert c.listener_ssl["SSL"].key_password == "hunter2-secret"
+    assert "hunter2-secret" not in repr(c)
