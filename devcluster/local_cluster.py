@@ -42,22 +42,30 @@ class LocalCluster(LocalProcesses):
                  node_properties: Optional[Mapping[int, Mapping[str, Any]]] = None,
                  hosts: Optional[Mapping[int, str]] = None,
                  command_prefix: Callable[[int], Sequence[str]] = lambda node_id: (),
-                 tls: bool = False) -> None:
+                 tls: bool = False, client_listener: Optional[str] = None) -> None:
         """`combined` > 0 makes that many broker,controller nodes instead of
         separate controllers and brokers. `node_properties` adds per-node
         properties by node id. `hosts` gives each node its own address (the
         chaos testbed's namespaces, each with its own ports: the listeners
         then use fixed ports); `command_prefix(node_id)` starts a node there.
         `tls`: every listener SSL with certificates the launcher makes, mTLS
-        between nodes; `client_properties` are the settings a client needs."""
+        between nodes; `client_properties` are the settings a client needs.
+        `client_listener` (a security protocol, e.g. SASL_SSL; not with
+        `hosts`) gives each broker a second listener, CLIENTS, for clients
+        only: `client_addresses`, and `client_bootstrap` to reach them."""
         nodes: list[dict[str, Any]] = []
         self.controller_addresses: dict[int, str] = {}
         self.broker_addresses: dict[int, str] = {}
         self.metrics_addresses: dict[int, str] = {}
+        self.client_addresses: dict[int, str] = {}
         node_count = combined or controllers + brokers
+        client_ports: list[int] = []
         if hosts is None:
-            # One call, so that no port is handed out twice; the metrics ports come last.
-            ports = free_ports((2 * combined or node_count) + node_count)
+            # One call, so that no port is handed out twice; the metrics ports come last
+            # but for the client listeners' after them.
+            extra = (combined or brokers) if client_listener else 0
+            ports = free_ports((2 * combined or node_count) + node_count + extra)
+            ports, client_ports = ports[:len(ports) - extra], ports[len(ports) - extra:]
         else:
             ports = [BROKER_PORT, CONTROLLER_PORT] * combined if combined else (
                 [CONTROLLER_PORT] * controllers + [BROKER_PORT] * brokers)
@@ -65,6 +73,14 @@ class LocalCluster(LocalProcesses):
 
         listener = "SSL" if tls else "PLAINTEXT"
         properties = {**({"inter.broker.listener.name": listener} if tls else {}), **(properties or {})}
+        if client_listener:
+            if hosts is not None:
+                raise ValueError("client_listener is for loopback clusters")
+            properties.setdefault("inter.broker.listener.name", listener)
+            properties.setdefault("listener.security.protocol.map",
+                                  f"{listener}:{listener},CONTROLLER:{listener},CLIENTS:{client_listener}")
+            # Clients prove who they are by SASL there, not by a certificate.
+            properties.setdefault("listener.name.clients.ssl.client.auth", "none")
 
         def host(node_id: int) -> str:
             return "127.0.0.1" if hosts is None else hosts[node_id]
@@ -90,6 +106,9 @@ class LocalCluster(LocalProcesses):
                 self.broker_addresses[node_id] = f"{host(node_id)}:{port}"
         for node, port in zip(nodes, ports[-node_count:]):
             self.metrics_addresses[node["node.id"]] = node[METRICS_LISTENER] = f"{host(node['node.id'])}:{port}"
+        for node, port in zip((n for n in nodes if "broker" in n["process.roles"]), client_ports):
+            node["listeners"] += f",CLIENTS://127.0.0.1:{port}"
+            self.client_addresses[node["node.id"]] = f"127.0.0.1:{port}"
         for node in nodes:
             node.update((node_properties or {}).get(node["node.id"], {}))
         spec = {"cluster.id": CLUSTER_ID, "defaults": properties, "nodes": nodes, **({"tls": True} if tls else {})}
@@ -116,6 +135,11 @@ class LocalCluster(LocalProcesses):
             yield self
         finally:
             self.close()
+
+    @property
+    def client_bootstrap(self) -> str:
+        """Every broker's CLIENTS listener (with `client_listener`)."""
+        return ",".join(self.client_addresses.values())
 
     @property
     def bootstrap(self) -> str:

@@ -200,7 +200,7 @@ def error_codes(message: Message) -> set[int]:
         if field.name == "error_code":
             codes.add(value)
         elif field.message_type is not None:
-            items = value if field.label == field.LABEL_REPEATED else [value]
+            items = value if field.is_repeated else [value]
             for item in items:
                 codes |= error_codes(item)
     return codes
@@ -248,14 +248,16 @@ def wait_until_every_broker_enforces(cluster: LocalCluster) -> None:
     for address in cluster.client_addresses.values():
         with open_channel(address, user_security(cluster, "alice")) as channel:
             stub = bpb_grpc.KafkaBrokerStub(channel)
+            last = None
             while True:
                 try:
                     answer = stub.Metadata(bpb.MetadataRequest(topics=[TOPIC]), timeout=10)
                     if not error_codes(answer) & AUTHORIZATION_ERRORS:
                         break
-                except grpc.RpcError:
-                    pass
-                assert time.monotonic() < deadline, f"{address} never applied the ACLs"
+                    last = error_codes(answer)
+                except grpc.RpcError as exc:
+                    last = f"{exc.code().name}: {exc.details()}"
+                assert time.monotonic() < deadline, f"{address} never applied the ACLs (last: {last})"
                 time.sleep(0.2)
 
 
