@@ -9,12 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from client.cluster import Cluster
 from client.errors import KafkaError
 from client.security_admin import describe_user_scram_credentials
 from devcluster import launcher
 from devcluster.local_processes import LocalProcesses, free_ports
+from kafka_protocol.errors import InvalidConfigError
 from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.controller.bootstrap import BOOTSTRAP_FEATURE
 from metadata_quorum.image import MetadataImage
@@ -115,3 +117,23 @@ def test_the_bootstrapped_user_logs_in_and_its_records_are_appended_once(tmp_pat
         logs = "".join(processes.log_text(node_id) for node_id in CONTROLLERS)
         assert logs.count("appended its 3 bootstrap records") == 1
         assert "appends no bootstrap records: the metadata log holds its bootstrap records already" in logs
+
+
+@pytest.mark.parametrize("users", ["admin", ["admin"], {"admin": ""}, {"": "pw"}, {"admin": 5}])
+def test_scram_users_in_a_cluster_file_must_map_names_to_passwords(users):
+    text = yaml.safe_dump({"cluster.id": "Qm9vdHN0cmFwQ2x1c3Rlcg", "scram_users": users, "nodes": []})
+    with pytest.raises(InvalidConfigError, match="scram_users: expected a mapping"):
+        launcher.parse_scram_users(text)
+
+
+def test_scram_users_are_off_by_default_and_give_both_mechanisms(tmp_path):
+    base = {"cluster.id": "Qm9vdHN0cmFwQ2x1c3Rlcg",
+            "nodes": [{"node.id": 1, "process.roles": "controller", "listeners": "CONTROLLER://127.0.0.1:19091"}]}
+    path = tmp_path / "c.yaml"
+    path.write_text(yaml.safe_dump(base))
+    (plan,) = launcher.plan_cluster(path, tmp_path / "data")
+    assert plan.scram_users == ()
+    path.write_text(yaml.safe_dump({**base, "scram_users": {"admin": SECRET}}))
+    (plan,) = launcher.plan_cluster(path, tmp_path / "data")
+    assert {(s.name, s.mechanism) for s in plan.scram_users} == {("admin", m) for m in ScramMechanism}
+    assert SECRET not in repr(plan)
