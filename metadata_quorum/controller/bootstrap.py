@@ -35,6 +35,7 @@ from metadata_quorum.image import MetadataImage
 from security.scram_credentials import ScramMechanism
 
 from .errors import ControllerError, Error
+from .result import MAX_RECORDS_PER_USER_OP
 from .scram_credentials import upsertion_record
 
 BOOTSTRAP_FEATURE = "kraftlog.bootstrap"
@@ -51,6 +52,10 @@ def bootstrap_records(upsertions: Iterable[cpb.AlterUserScramCredentialsRequest.
                       ) -> list[mpb.MetadataRecord]:
     """The marker, then one UserScramCredentialRecord per upsertion, checked as
     AlterUserScramCredentials checks them (ControllerError with Kafka's refusal)."""
+    upsertions = list(upsertions)
+    if len(upsertions) >= MAX_RECORDS_PER_USER_OP:  # one entry, as a user request: the marker counts too
+        raise ControllerError(Error.POLICY_VIOLATION, f"{len(upsertions)} credentials: at most "
+                                                      f"{MAX_RECORDS_PER_USER_OP - 1} are bootstrapped")
     records = [bootstrap_marker()]
     seen: set[tuple[str, int]] = set()
     for upsertion in upsertions:
