@@ -16,7 +16,9 @@ from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import controller_pb2 as cpb
 from security.acl import AclBinding, AclBindingFilter
 from security.acl_proto import binding_from_proto, binding_to_proto, filter_to_proto
-from security.scram_credentials import DEFAULT_ITERATIONS, ScramMechanism, check_iterations, salted_password
+from security.scram_credentials import (
+    DEFAULT_ITERATIONS, SALT_BYTES, ScramMechanism, check_iterations, salted_password,
+)
 
 from .admin import ask_any_broker
 from .errors import KafkaError, error_for_code, error_name
@@ -24,7 +26,6 @@ from .errors import KafkaError, error_for_code, error_name
 if TYPE_CHECKING:
     from .cluster import Cluster
 
-SALT_BYTES = 32  # fresh per upsertion (RFC 5802 asks only that it be random)
 
 
 def describe_acls(cluster: "Cluster", acl_filter: AclBindingFilter) -> list[AclBinding]:

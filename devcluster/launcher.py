@@ -24,6 +24,12 @@ node, unless the file sets them, `ssl.keystore.location`,
 `ssl.truststore.location`, `ssl.client.auth: required` (mTLS between nodes)
 and a `listener.security.protocol.map` with every listener on SSL.
 
+`scram_users: {admin: admin-secret}` at the top of the file (optional, off
+by default) formats each controller's directory before its first start as
+`kraftlog storage format --add-scram` would: SCRAM-SHA-256 and SCRAM-SHA-512
+credentials per user, appended once by the first active controller. The
+passwords stay in the cluster file; no node's file holds them.
+
 The first half of this module is pure (parse the file, derive each node's
 properties and check them through ServerConfig); the second half starts,
 finds and stops processes.
@@ -36,7 +42,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
@@ -50,16 +56,20 @@ from security import certs
 from security.client_security import ClientSecurity
 from security.listeners import LISTENER_SECURITY_PROTOCOL_MAP, SecurityProtocol
 from security.ssl_config import CLIENT_AUTH, KEYSTORE_LOCATION, TRUSTSTORE_LOCATION, SslConfig
+from security.scram_config import ScramSetting
+from security.scram_credentials import DEFAULT_ITERATIONS, ScramMechanism
 
 from kraftlog_server.server_config import (
     CLUSTER_ID, LOG_DIR, LOG_DIRS, NODE_ID, VOTERS, WILDCARD_HOSTS, ServerConfig, find_controller_endpoint,
     format_address, parse_controller_listener_names, parse_listeners, parse_roles, parse_yaml_properties,
 )
+from kraftlog_server.storage_format import format_storage
 
 DEFAULTS = "defaults"
 NODES = "nodes"
 TLS = "tls"
-CLUSTER_KEYS = (CLUSTER_ID, DEFAULTS, NODES, TLS)
+SCRAM_USERS = "scram_users"  # user name -> password, for each controller's bootstrap.checkpoint
+CLUSTER_KEYS = (CLUSTER_ID, DEFAULTS, NODES, TLS, SCRAM_USERS)
 CERTS_DIR = "certs"
 ADMIN_CERT = "admin"  # the launcher's own client certificate
 # The launcher lays out each node's directory itself.
@@ -85,6 +95,8 @@ class NodePlan:
     properties: dict[str, Any]
     config: ServerConfig
     certs_dir: Path | None = None  # a `tls: true` cluster's CA and certificates
+    # The cluster file's scram_users, formatted into a controller's directory before its first start.
+    scram_users: tuple[ScramSetting, ...] = field(default=(), repr=False)
 
     @property
     def config_path(self) -> Path:
@@ -108,7 +120,8 @@ def plan_cluster(cluster_file: str | Path, data_dir: str | Path | None = None) -
     text = Path(cluster_file).read_text(encoding="utf-8")
     home = Path(data_dir) if data_dir is not None else default_data_dir(cluster_file)
     try:
-        return plan_nodes(parse_cluster(text), home)
+        users = parse_scram_users(text)
+        return tuple(replace(plan, scram_users=users) for plan in plan_nodes(parse_cluster(text), home))
     except InvalidConfigError as exc:
         raise InvalidConfigError(f"{cluster_file}: {exc.args[0] if exc.args else exc}") from None
 
@@ -139,6 +152,16 @@ def parse_cluster(text: str) -> ClusterSpec:
     if not isinstance(tls, bool):
         raise InvalidConfigError(f"{TLS}: expected true or false, got {tls!r}")
     return ClusterSpec(cluster_id=data[CLUSTER_ID], defaults=defaults, nodes=specs, tls=tls)
+
+
+def parse_scram_users(text: str) -> tuple[ScramSetting, ...]:
+    """`scram_users: {NAME: PASSWORD, ...}` -> a SCRAM-SHA-256 and a SCRAM-SHA-512 credential per user."""
+    users = parse_yaml_properties(text).get(SCRAM_USERS) or {}
+    if not isinstance(users, dict) or not all(isinstance(n, str) and n and isinstance(p, str) and p
+                                              for n, p in users.items()):
+        raise InvalidConfigError(f"{SCRAM_USERS}: expected a mapping of user names to passwords, both non-empty text")
+    return tuple(ScramSetting(mechanism, DEFAULT_ITERATIONS, name, password=password)
+                 for name, password in users.items() for mechanism in ScramMechanism)
 
 
 def plan_nodes(spec: ClusterSpec, data_dir: Path) -> tuple[NodePlan, ...]:
@@ -297,6 +320,8 @@ def start_node(plan: NodePlan, command_prefix: Sequence[str] = ()) -> int:
     plan.home.mkdir(parents=True, exist_ok=True)
     ensure_certificates(plan)
     write_atomically(plan.config_path, yaml.safe_dump(plan.properties, sort_keys=False).encode())
+    if plan.scram_users and plan.config.is_controller:
+        format_storage(plan.config, plan.scram_users, ignore_formatted=True)  # first start only
     command = [*command_prefix, sys.executable, "-m", "kraftlog", "server", "--config", str(plan.config_path)]
     with plan.log_path.open("ab") as log:
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,

@@ -36,6 +36,8 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from kraftlog_api import metadata_pb2 as mpb
+
 from broker.server import BrokerServer, BrokerSettings
 from metadata_quorum import controller_service, transport
 from metadata_quorum.controller_service import ActiveController
@@ -44,7 +46,9 @@ from metadata_quorum.metadata_state import MetadataStateMachine
 from metadata_quorum.node import QuorumNode, StateMachine
 from metadata_quorum.records_only import quorum_log_service
 from metadata_quorum.records_only.record_store import RecordStore
+from metadata_quorum.controller.bootstrap import check_bootstrap_records
 from metadata_quorum.storage import StorageError, open_metadata_storage
+from metadata_quorum.storage.bootstrap_checkpoint import FILE_NAME as BOOTSTRAP_FILE, read_bootstrap_checkpoint
 from kafka_protocol.errors import InvalidConfigError, KafkaStorageError
 from partition_log.log_manager import LogManager
 from kafka_protocol import grpc_serving
@@ -177,7 +181,22 @@ def broker_settings(config: ServerConfig) -> BrokerSettings:
     )
 
 
+def controller_bootstrap(config: ServerConfig) -> list[mpb.MetadataRecord]:
+    """A controller's bootstrap records (`kraftlog storage format`), checked; none
+    without the file. Brokers ignore the file: only an active controller appends."""
+    if not config.is_controller or config.state_machine == "records":
+        return []
+    records = read_bootstrap_checkpoint(Path(config.metadata_log_dir)) or []
+    try:
+        if records:
+            check_bootstrap_records(records)
+    except ValueError as exc:
+        raise StorageError(f"{Path(config.metadata_log_dir) / BOOTSTRAP_FILE}: {exc}") from None
+    return records
+
+
 async def serve(config: ServerConfig) -> int:
+    bootstrap = controller_bootstrap(config)
     # The partition logs (LogManager leaves the metadata log, which may share
     # their directory, to the quorum).
     logs: Optional[LogManager] = None
@@ -244,7 +263,7 @@ async def serve(config: ServerConfig) -> int:
             quorum_log_service.add_to_server(controller.server, node, store)
             app_services = quorum_log_service.SERVICE_NAMES
         else:
-            active = controller_service.ActiveController(node, metadata, config.controller)
+            active = controller_service.ActiveController(node, metadata, config.controller, bootstrap)
             controller_service.add_to_server(controller.server, active, access)
             if metrics is not None:
                 metrics.add_controller(node, metadata)

@@ -10,6 +10,11 @@ decided, which is what the Controller's contract asks (every decision sees
 every earlier one) without keeping a second, uncommitted image. A leader
 change drops the Controller and its soft state (broker sessions); the next
 active controller starts every session afresh, as Kafka does.
+
+Before its first decision, an active controller appends the bootstrap
+records of its own bootstrap.checkpoint (`kraftlog storage format
+--add-scram`) unless the image shows they were appended already: one entry,
+once per cluster (controller/bootstrap.py says why once).
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from kafka_protocol import grpc_serving
 from security.authorization import NodeAuthorizer, require_cluster_operations
 
 from .controller import Controller, ControllerConfig, ControllerResult, Error, error_response
+from .controller.bootstrap import bootstrap_step
 from .controller.result import MAX_RECORDS_PER_USER_OP
 from .image import decision_entry
 from .metadata_state import MetadataStateMachine
@@ -81,10 +87,13 @@ def decision_entries(records: Sequence[mpb.MetadataRecord]) -> list[bytes]:
 class ActiveController:
     """Runs the Controller while this node leads, one decision at a time."""
 
-    def __init__(self, node: QuorumNode, metadata: MetadataStateMachine, config: ControllerConfig) -> None:
+    def __init__(self, node: QuorumNode, metadata: MetadataStateMachine, config: ControllerConfig,
+                 bootstrap: Sequence[mpb.MetadataRecord] = ()) -> None:
+        """`bootstrap`: the records of this node's bootstrap.checkpoint (checked), marker first."""
         self.node = node
         self.metadata = metadata
         self.config = config
+        self._bootstrap = list(bootstrap)
         self._lock = asyncio.Lock()
         self._controller: Optional[Controller] = None
         self._epoch = -1
@@ -131,7 +140,7 @@ class ActiveController:
             self._controller.heartbeat_arrived(request, self.node.now_ms())  # type: ignore[arg-type]
         async with self._lock:
             controller = self._active()
-            if controller is None:
+            if controller is None or not await self._bootstrapped():
                 return self.not_controller(rpc_name)
             handler: Callable[..., ControllerResult] = getattr(controller, method)
             result = handler(request, self.node.now_ms()) if takes_now else handler(request)
@@ -146,6 +155,24 @@ class ActiveController:
                 return self.not_controller(rpc_name)
             assert result.response is not None
             return result.response
+
+    async def _bootstrapped(self) -> bool:
+        """Append the bootstrap records if the image has not seen them yet (one
+        entry, waiting for its commit, so the next decision's image holds them);
+        False if leadership was lost first. Called by the active controller only."""
+        if not self._bootstrap:
+            return True
+        step = bootstrap_step(self.metadata.image, self._bootstrap)
+        if not step.records:
+            log.info("node %d appends no bootstrap records: %s", self.node.node_id, step.reason)
+        elif not await self._append([decision_entry(step.records)], len(step.records), "the bootstrap records"):
+            return False
+        else:
+            log.info("node %d appended its %d bootstrap records (%s)", self.node.node_id, len(step.records),
+                     step.reason)
+        # Done for this node: the image holds the marker (or never will take these records).
+        self._bootstrap = []
+        return True
 
     async def _append(self, entries: list[bytes], count: int, what: str) -> bool:
         """Append a decision's entries and wait for their commit; False if leadership was lost first."""
@@ -177,7 +204,7 @@ class ActiveController:
             await asyncio.sleep(TICK_INTERVAL_S)
             async with self._lock:
                 controller = self._active()
-                if controller is None:
+                if controller is None or not await self._bootstrapped():
                     continue
                 result = controller.tick(self.node.now_ms())
                 if result.records:

@@ -20,6 +20,7 @@ import scramp
 MIN_ITERATIONS = 4096
 MAX_ITERATIONS = 16384
 DEFAULT_ITERATIONS = 4096
+SALT_BYTES = 32  # fresh per credential made from a password (RFC 5802 asks only that it be random)
 
 
 class ScramMechanism(enum.IntEnum):

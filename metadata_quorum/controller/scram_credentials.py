@@ -53,7 +53,9 @@ def _named(name: str) -> None:
                               f"The user name is {len(name)} characters long, at most {MAX_STRING_LENGTH} are allowed")
 
 
-def _upsert(upsertion: Upsertion) -> mpb.MetadataRecord:
+def upsertion_record(upsertion: Upsertion) -> mpb.MetadataRecord:
+    """The record of one upsertion, or ControllerError with Kafka's refusal
+    (also how `kraftlog storage format --add-scram` checks its credentials)."""
     _named(upsertion.name)
     mechanism = _mechanism(upsertion.mechanism)
     if upsertion.iterations < MIN_ITERATIONS:
@@ -98,7 +100,7 @@ def alter_user_scram_credentials(image: MetadataImage, request: cpb.AlterUserScr
             if any(named[(a.name, a.mechanism)] > 1 for a in own):
                 raise ControllerError(Error.DUPLICATE_RESOURCE,
                                       "A user credential cannot be altered twice in the same request")
-            made = [_delete(image, a) if isinstance(a, Deletion) else _upsert(a) for a in own]
+            made = [_delete(image, a) if isinstance(a, Deletion) else upsertion_record(a) for a in own]
         except ControllerError as exc:
             result.error_code = exc.error
             result.error_message = exc.message
