@@ -135,7 +135,7 @@ BROKER_CALLS = [
     Call("IncrementalAlterConfigs", "broker", lambda s: s.IncrementalAlterConfigs(
         cpb.IncrementalAlterConfigsRequest(validate_only=True, resources=[
             cpb.IncrementalAlterConfigsRequest.Resource(resource_type=2, resource_name=TOPIC, configs=[
-                cpb.AlterableConfig(name="retention.ms", config_operation=0, value="86400000")])]))),
+                cpb.AlterableConfig(name="retention.ms", op=0, value="86400000")])]))),
     Call("DescribeAcls", "broker", lambda s: s.DescribeAcls(bpb.DescribeAclsRequest(filter=cpb.AclBindingFilter(
         resource_type=1, pattern_type=1, operation=1, permission_type=1)))),
     Call("CreateAcls", "broker", lambda s: s.CreateAcls(cpb.CreateAclsRequest())),
