@@ -28,6 +28,7 @@ import logging
 import random
 import signal
 import sys
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -136,16 +137,20 @@ class SaslServers:
         self.config = config
         self.metadata = metadata
         self._servers: dict[bool, SaslServer] = {}
+        self.outcomes: Counter[tuple[str, bool]] = Counter()  # (mechanism, succeeded) -> logins, for metrics
 
     def _lookup(self, user: str, mechanism):
         return self.metadata.image.scram_credentials.get((user, mechanism)) if self.metadata is not None else None
+
+    def _count(self, mechanism: str, succeeded: bool) -> None:
+        self.outcomes[(mechanism, succeeded)] += 1
 
     def for_listener(self, protocol: SecurityProtocol) -> SaslServer:
         tls = protocol.uses_tls
         if tls not in self._servers:
             settings = self.config.security
             self._servers[tls] = SaslServer(self._lookup, settings.mechanisms_for(tls), tls=tls,
-                                            max_reauth_ms=settings.max_reauth_ms)
+                                            max_reauth_ms=settings.max_reauth_ms, on_outcome=self._count)
         return self._servers[tls]
 
 
@@ -253,6 +258,9 @@ async def serve(config: ServerConfig) -> int:
     if metadata is not None:
         follow_acls(access, metadata)
     sasl = SaslServers(config, metadata)
+    if metrics is not None:
+        metrics.add_security(access.decisions, sasl.outcomes,
+                             lambda: len(metadata.image.acls) if metadata is not None else 0)
     listeners: list[Listener] = []
     active: Optional[ActiveController] = None
     if config.is_controller:

@@ -12,7 +12,8 @@ HOST:PORT, off when absent). docs/metrics.md lists every metric.
 from __future__ import annotations
 
 import asyncio
-from typing import Optional
+from collections import Counter
+from typing import Callable, Optional
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.process_collector import ProcessCollector
@@ -23,7 +24,7 @@ from metadata_quorum.node import QuorumNode
 
 from .exposition import start_metrics_server
 from .requests import RequestMetrics, RequestMetricsInterceptor
-from .state import BrokerCollector, ControllerCollector, RaftCollector
+from .state import BrokerCollector, ControllerCollector, RaftCollector, SecurityCollector
 
 __all__ = ["NodeMetrics"]
 
@@ -48,6 +49,9 @@ class NodeMetrics:
 
     def add_broker(self, broker: BrokerServer) -> None:
         self.registry.register(BrokerCollector(broker))
+
+    def add_security(self, decisions: Counter, authentications: Counter, acls: Callable[[], int]) -> None:
+        self.registry.register(SecurityCollector(decisions, authentications, acls))
 
     async def serve(self, host: str, port: int) -> None:
         """Start the metrics listener; OSError when host:port cannot be bound."""

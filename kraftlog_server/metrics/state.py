@@ -14,7 +14,8 @@ counter, raft-metrics' `current-leader` kafka_server_raftmetrics_current_leader.
 """
 from __future__ import annotations
 
-from typing import Iterator
+from collections import Counter
+from typing import Callable, Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
@@ -143,3 +144,32 @@ def current_state(name: str, is_voter: bool, voted_for: object) -> str:
     if name == "Unattached" and voted_for is not None:
         return "voted"
     return name.lower()
+
+
+class SecurityCollector:
+    """Authorization decisions (Kafka's authorizer-metrics, by operation,
+    resource type and result) and SASL logins (the socket server's
+    successful/failed-authentication-total, by mechanism). Counts only:
+    never a principal's name or anything a caller sent."""
+
+    def __init__(self, decisions: Counter, authentications: Counter, acls: Callable[[], int]) -> None:
+        self.decisions = decisions  # (operation, resource type, "allowed"/"denied") -> count
+        self.authentications = authentications  # (mechanism, succeeded) -> count
+        self.acls = acls
+
+    def collect(self) -> Iterator[Metric]:
+        decisions = CounterMetricFamily("kraftlog_authorizer_decisions", "Authorization decisions of this node",
+                                        labels=["operation", "resource_type", "result"])
+        for (operation, resource_type, result), count in sorted(self.decisions.items()):
+            decisions.add_metric([operation, resource_type, result], count)
+        yield decisions
+        yield gauge("kafka_server_authorizer_metrics_acls_total_count", "ACLs in this node's metadata image",
+                    self.acls())
+        for succeeded, name in ((True, "successful"), (False, "failed")):
+            family = CounterMetricFamily(f"kafka_server_socket_server_metrics_{name}_authentication",
+                                         f"SASL authentications that {'succeeded' if succeeded else 'failed'}",
+                                         labels=["mechanism"])
+            for (mechanism, outcome), count in sorted(self.authentications.items()):
+                if outcome is succeeded:
+                    family.add_metric([mechanism], count)
+            yield family

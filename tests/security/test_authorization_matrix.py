@@ -307,3 +307,48 @@ def test_node_rpcs_need_a_node_certificate(secured, tmp_path):
                     wrong.append(f"{who} {call.name}: {got}")
     print(dict(counts))
     assert not wrong, "\n".join(wrong)
+
+
+def scrape(address: str) -> str:
+    import urllib.request
+    with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as page:
+        return page.read().decode()
+
+
+def test_logins_and_decisions_are_counted(secured):
+    with Cluster(secured.client_bootstrap, user_security(secured, "carol")) as client:
+        client.refresh([TOPIC])  # one more login and one more decision, whatever ran before
+    wrong = ClientSecurity.from_config({**{"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+                                           "sasl.username": "carol", "sasl.password": "not-carols-password"},
+                                        "ssl.truststore.location": str(secured.security.ssl.truststore_location)})
+    with Cluster(secured.client_bootstrap, wrong) as client:
+        with pytest.raises(Exception):
+            client.refresh([TOPIC])
+    pages = "".join(scrape(address) for address in secured.metrics_addresses.values())
+    def total(prefix: str) -> float:
+        return sum(float(line.rsplit(" ", 1)[1]) for line in pages.splitlines()
+                   if line.startswith(prefix) and not line.startswith("#"))
+    assert total('kafka_server_socket_server_metrics_successful_authentication_total{mechanism="SCRAM-SHA-512"}') >= 1
+    assert total('kafka_server_socket_server_metrics_failed_authentication_total{mechanism="SCRAM-SHA-512"}') >= 1
+    assert total("kraftlog_authorizer_decisions_total") > 0
+    assert 'result="denied"' in pages and 'result="allowed"' in pages
+    assert total("kafka_server_authorizer_metrics_acls_total_count") == 3 * len(ACLS)  # each node sees them all
+
+
+def test_no_password_is_anywhere_after_the_secured_run(secured):
+    """Logs, metadata log segments, snapshots, partition segments, checkpoints
+    and metrics pages: none holds any password used in this module."""
+    secrets = [p.encode() for p in PASSWORDS.values()] + [b"not-carols-password"]
+    found = []
+    files = 0
+    for path in Path(secured.directory).rglob("*"):
+        if not path.is_file():
+            continue
+        files += 1
+        data = path.read_bytes()
+        found += [f"{path}: {s.decode()}" for s in secrets if s in data]
+    for address in secured.metrics_addresses.values():
+        page = scrape(address).encode()
+        found += [f"metrics {address}: {s.decode()}" for s in secrets if s in page]
+    assert files > 20  # the scan saw the cluster's logs and data
+    assert not found, "\n".join(found)
