@@ -44,7 +44,11 @@ class GroupCoordinatorService:
     async def FindCoordinator(self, request: gpb.FindCoordinatorRequest,
                               context: grpc.aio.ServicerContext) -> gpb.FindCoordinatorResponse:
         await self._check_ready(context)
-        denied = self._denied_groups(AclOperation.DESCRIBE, request.keys)
+        # Checked before anything else: finding a coordinator may create the
+        # internal topic it lives in, which a refused caller must not cause.
+        resource, refusal = ((ResourceType.GROUP, Errors.GROUP_AUTHORIZATION_FAILED) if request.key_type == 0
+                             else (ResourceType.TRANSACTIONAL_ID, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+        denied = self.access.denied(AclOperation.DESCRIBE, resource, request.keys)
         if not denied:
             return await self.coordinator.find_coordinator(request, self.listener)
         allowed = gpb.FindCoordinatorRequest(key_type=request.key_type,
@@ -53,7 +57,7 @@ class GroupCoordinatorService:
         answers = {c.key: c for c in found.coordinators} if found is not None else {}
         return gpb.FindCoordinatorResponse(coordinators=acl.in_request_order(
             request.keys, denied, answers, lambda key: gpb.FindCoordinatorResponse.Coordinator(
-                key=key, node_id=-1, error_code=Errors.GROUP_AUTHORIZATION_FAILED)))
+                key=key, node_id=-1, error_code=refusal)))
 
     async def ConsumerGroupHeartbeat(self, request: gpb.ConsumerGroupHeartbeatRequest,
                                      context: grpc.aio.ServicerContext) -> gpb.ConsumerGroupHeartbeatResponse:

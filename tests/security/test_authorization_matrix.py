@@ -261,6 +261,30 @@ def wait_until_every_broker_enforces(cluster: LocalCluster) -> None:
                 time.sleep(0.2)
 
 
+def test_a_refused_find_coordinator_creates_nothing(secured):
+    """Finding a group's coordinator creates __consumer_offsets when it is
+    missing: a caller refused the group must not get that far (a Kafka-
+    compatible broker once answered FindCoordinator before its ACL check)."""
+    wait_until_every_broker_enforces(secured)
+    with open_channel(secured.client_bootstrap.split(",")[0], user_security(secured, "carol")) as channel:
+        stub = gpb_grpc.GroupCoordinatorStub(channel)
+        for key_type, error in ((0, Errors.GROUP_AUTHORIZATION_FAILED),
+                                (1, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)):
+            answer = stub.FindCoordinator(gpb.FindCoordinatorRequest(key_type=key_type, keys=["g-new"]), timeout=10)
+            assert [c.error_code for c in answer.coordinators] == [error]
+    time.sleep(1)  # a creation the call had set off would be in the metadata by now
+    with Cluster(secured.bootstrap, secured.security) as admin:
+        assert "__consumer_offsets" not in {t.name for t in admin.refresh(None).topics}
+        # and the premise: an allowed FindCoordinator does create it
+        with open_channel(secured.client_bootstrap.split(",")[0], user_security(secured, "alice")) as channel:
+            gpb_grpc.GroupCoordinatorStub(channel).FindCoordinator(gpb.FindCoordinatorRequest(keys=[GROUP]),
+                                                                   timeout=30)
+        deadline = time.monotonic() + 30
+        while "__consumer_offsets" not in {t.name for t in admin.refresh(None).topics}:
+            assert time.monotonic() < deadline, "an allowed FindCoordinator did not create __consumer_offsets"
+            time.sleep(0.2)
+
+
 def test_each_principal_may_call_exactly_what_its_acls_allow(secured):
     wait_until_every_broker_enforces(secured)
     counts: Counter[str] = Counter()
