@@ -376,3 +376,34 @@ def test_no_password_is_anywhere_after_the_secured_run(secured):
         found += [f"metrics {address}: {s.decode()}" for s in secrets if s in page]
     assert files > 20  # the scan saw the cluster's logs and data
     assert not found, "\n".join(found)
+
+
+def user_settings(cluster: LocalCluster, user: str) -> dict:
+    return {"bootstrap.servers": cluster.client_bootstrap, "security.protocol": "SASL_SSL",
+            "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": user, "sasl.password": PASSWORDS[user],
+            "ssl.truststore.location": str(cluster.security.ssl.truststore_location)}
+
+
+def test_alice_produces_and_consumes_in_her_group_and_carol_is_refused(secured):
+    from client.consumer import Consumer
+    from client.producer import Producer
+
+    wait_until_every_broker_enforces(secured)
+    values = [f"order-{i}".encode() for i in range(50)]
+    with Producer({**user_settings(secured, "alice"), "acks": "all"}) as producer:
+        futures = [producer.produce(TOPIC, v) for v in values]
+        producer.flush(60)
+    assert all(f.exception() is None for f in futures)
+    got = []
+    with Consumer({**user_settings(secured, "alice"), "group.id": GROUP, "auto.offset.reset": "earliest"}) as consumer:
+        consumer.subscribe([TOPIC])
+        deadline = time.monotonic() + 60
+        while not set(values) <= {r.value for r in got} and time.monotonic() < deadline:
+            got += consumer.poll(0.5)
+        consumer.commit()
+    assert set(values) <= {r.value for r in got}
+    with Producer({**user_settings(secured, "carol"), "acks": "all", "delivery.timeout.ms": 20000,
+                   "request.timeout.ms": 5000, "max.block.ms": 5000}) as producer:
+        future = producer.produce(TOPIC, b"not allowed")
+        producer.flush(30)
+    assert getattr(future.exception(), "name", "") == "TOPIC_AUTHORIZATION_FAILED", future.exception()
