@@ -28,7 +28,6 @@ import logging
 import random
 import signal
 import sys
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
@@ -58,11 +57,11 @@ from security.authorization import NodeAuthorizer
 from security.listener_guard import listener_guard
 from security.listeners import SecurityProtocol
 from security.sasl_protocol import SASL_SERVICE
-from security.sasl_server import SaslServer
 from security.ssl_config import SslConfig
 from security.tls import server_credentials
 
 from .metrics import NodeMetrics
+from .node_security import SaslServers, follow_acls
 from .server_config import Endpoint, ServerConfig, format_address
 
 log = logging.getLogger("kraftlog.server")
@@ -109,7 +108,7 @@ class Listener:
 
 
 def new_listener(endpoint: Endpoint, config: ServerConfig, metrics: Optional[NodeMetrics] = None,
-                 sasl: Optional["SaslServers"] = None) -> Listener:
+                 sasl: Optional[SaslServers] = None) -> Listener:
     """A listener's server, guarded (security/listener_guard.py) before any
     service is added: every call on it runs as the principal its protocol
     authenticates. A SASL listener serves SaslAuthentication too."""
@@ -127,45 +126,6 @@ def new_listener(endpoint: Endpoint, config: ServerConfig, metrics: Optional[Nod
         sasl_server.add_to_server(server, authenticator)
         listener.sasl_services = (SASL_SERVICE,)
     return listener
-
-
-class SaslServers:
-    """The node's SASL servers, one per kind of listener (PLAIN only over
-    TLS), sharing the credentials of the node's metadata image."""
-
-    def __init__(self, config: ServerConfig, metadata: Optional[MetadataStateMachine]) -> None:
-        self.config = config
-        self.metadata = metadata
-        self._servers: dict[bool, SaslServer] = {}
-        self.outcomes: Counter[tuple[str, bool]] = Counter()  # (mechanism, succeeded) -> logins, for metrics
-
-    def _lookup(self, user: str, mechanism):
-        return self.metadata.image.scram_credentials.get((user, mechanism)) if self.metadata is not None else None
-
-    def _count(self, mechanism: str, succeeded: bool) -> None:
-        self.outcomes[(mechanism, succeeded)] += 1
-
-    def for_listener(self, protocol: SecurityProtocol) -> SaslServer:
-        tls = protocol.uses_tls
-        if tls not in self._servers:
-            settings = self.config.security
-            self._servers[tls] = SaslServer(self._lookup, settings.mechanisms_for(tls), tls=tls,
-                                            max_reauth_ms=settings.max_reauth_ms, on_outcome=self._count)
-        return self._servers[tls]
-
-
-def follow_acls(access: NodeAuthorizer, metadata: MetadataStateMachine) -> None:
-    """Keep `access` on the ACLs of the node's image: loaded with the first
-    image the node applies (until then only super users pass), reloaded when
-    a change touches ACLs or a snapshot replaces the image."""
-    seen = {"image": None}
-
-    def on_metadata(image, delta) -> None:
-        if not access.ready or delta.changed_acls or image is not seen["image"]:
-            access.load_acls(image.acl_index())
-            seen["image"] = image
-
-    metadata.add_listener(on_metadata)
 
 
 def broker_settings(config: ServerConfig) -> BrokerSettings:
