@@ -101,12 +101,14 @@ def full_delta(image: MetadataImage, previous: Optional[MetadataImage] = None) -
         delta.changed_partitions.update((topic_id, index) for index in topic.partitions)
     delta.changed_acls.update(image.acls)
     delta.changed_scram_credentials.update(image.scram_credentials)
+    delta.changed_client_quotas.update(image.client_quotas)
     if previous is not None:
         for topic_id, topic in previous.topics.items():
             if topic_id not in image.topics:
                 delta.removed_topics[topic_id] = topic
         delta.changed_acls.update(previous.acls.keys() - image.acls.keys())
         delta.changed_scram_credentials.update(previous.scram_credentials.keys() - image.scram_credentials.keys())
+        delta.changed_client_quotas.update(previous.client_quotas.keys() - image.client_quotas.keys())
     return delta
 
 
