@@ -1,10 +1,11 @@
 """The KafkaBroker gRPC service of one broker listener.
 
 Produce, Fetch, ListOffsets, Metadata, OffsetForLeaderEpoch, InitProducerId,
-DescribeCluster, DescribeConfigs, DescribeAcls and DescribeUserScramCredentials
-are answered here by the broker's handlers; CreateTopics, DeleteTopics,
-CreatePartitions, ElectLeaders, IncrementalAlterConfigs, CreateAcls,
-DeleteAcls and AlterUserScramCredentials are
+DescribeCluster, DescribeConfigs, DescribeAcls, DescribeUserScramCredentials
+and DescribeClientQuotas are answered here by the broker's handlers;
+CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders,
+IncrementalAlterConfigs, CreateAcls, DeleteAcls, AlterUserScramCredentials
+and AlterClientQuotas are
 forwarded to the active controller, and its answer is
 returned as it is (REQUEST_TIMED_OUT at the request level when no
 controller answered in time).
@@ -28,6 +29,7 @@ from security.acl import AclOperation, ResourceType
 from security.authorization import NodeAuthorizer
 
 from . import access as acl
+from .client_quotas_admin import describe_client_quotas
 from .admin_info import TOPIC as CONFIG_RESOURCE_TOPIC, describe_cluster, describe_configs
 from .controller_client import ControllerClient, ControllerUnavailable
 from .errors import Error
@@ -50,6 +52,7 @@ FORWARDED = {
     "CreateAcls": cpb.CreateAclsResponse,
     "DeleteAcls": cpb.DeleteAclsResponse,
     "AlterUserScramCredentials": cpb.AlterUserScramCredentialsResponse,
+    "AlterClientQuotas": cpb.AlterClientQuotasResponse,
 }
 
 
@@ -265,9 +268,19 @@ class KafkaBrokerService:
             refusal=lambda resource, code, message: cpb.IncrementalAlterConfigsResponse.Result(
                 resource_type=resource[0], resource_name=resource[1], error_code=code))
 
-    async def _forward_cluster_alter(self, rpc_name: str, request: Message) -> Message:
-        """ACLs and SCRAM credentials change who may do what: Alter on the cluster."""
-        if not self.access.allows_cluster(AclOperation.ALTER):
+    async def DescribeClientQuotas(self, request: bpb.DescribeClientQuotasRequest,
+                                   context: grpc.aio.ServicerContext) -> bpb.DescribeClientQuotasResponse:
+        """DescribeConfigs on the cluster, as Kafka asks for it."""
+        await self._check_ready(context)
+        if not self.access.allows_cluster(AclOperation.DESCRIBE_CONFIGS):
+            return bpb.DescribeClientQuotasResponse(error_code=Error.CLUSTER_AUTHORIZATION_FAILED)
+        return describe_client_quotas(self.replicas.image, request)
+
+    async def _forward_cluster_alter(self, rpc_name: str, request: Message,
+                                     operation: AclOperation = AclOperation.ALTER) -> Message:
+        """ACLs and SCRAM credentials change who may do what: Alter on the
+        cluster; client quotas are cluster configs: AlterConfigs on it."""
+        if not self.access.allows_cluster(operation):
             return FORWARDED[rpc_name](error_code=Error.CLUSTER_AUTHORIZATION_FAILED,
                                        controller_id=self.controller_id())
         return await self._forward(rpc_name, request)
@@ -281,6 +294,10 @@ class KafkaBrokerService:
     async def AlterUserScramCredentials(self, request: cpb.AlterUserScramCredentialsRequest,
                                         context: grpc.aio.ServicerContext) -> Message:
         return await self._forward_cluster_alter("AlterUserScramCredentials", request)
+
+    async def AlterClientQuotas(self, request: cpb.AlterClientQuotasRequest,
+                                context: grpc.aio.ServicerContext) -> Message:
+        return await self._forward_cluster_alter("AlterClientQuotas", request, AclOperation.ALTER_CONFIGS)
 
 
 def add_to_server(server: grpc.aio.Server, service: KafkaBrokerService) -> None:

@@ -88,6 +88,14 @@ def check_quota_value(key: str, value: float) -> None:
             raise InvalidQuotaError(Errors.INVALID_REQUEST, f"{key} cannot be a fractional value.")
 
 
+def entity_parts(entity: QuotaEntity) -> list[dict[str, str]]:
+    """The entity as keyword arguments of the EntityData-shaped messages
+    (kraftlog_api's ClientQuotaEntityData, ClientQuotaRecord.EntityData);
+    no entity_name for a default."""
+    return [{"entity_type": kind} if name is None else {"entity_type": kind, "entity_name": name}
+            for kind, name in entity]
+
+
 def entity_words(entity: QuotaEntity) -> str:
     """Kafka's spelling of an entity in messages and listings: `user 'alice', client-id <default>`."""
     return ", ".join(f"{kind} {'<default>' if name is None else repr(name)}" for kind, name in entity)

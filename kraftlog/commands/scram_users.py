@@ -1,47 +1,44 @@
-"""The `users` entity of `kraftlog configs` (kafka-configs' --entity-type users):
-SCRAM credentials, added with `--add-config 'SCRAM-SHA-512=[iterations=8192,password=...]'`,
+"""The SCRAM credentials of the `users` entity of `kraftlog configs`
+(kafka-configs' --entity-type users; its quotas are in quota_configs.py),
+added with `--add-config 'SCRAM-SHA-512=[iterations=8192,password=...]'`,
 removed with `--delete-config SCRAM-SHA-512`, described by mechanism and iterations.
 
 The password is salted and hashed here (client/security_admin.py); it is
-never printed, and no error message quotes the text it came in.
+never printed, and no error message quotes the text it came in. The
+describing and printing is quota_configs.py's, with the user's quotas.
 """
 from __future__ import annotations
 
 from typing import Optional
 
-import typer
-
+from client.cluster import Cluster
 from client.security_admin import (
     ScramUpsertion, alter_user_scram_credentials, describe_user_scram_credentials,
 )
 from kafka_protocol.errors import InvalidConfigError
 from security.scram_credentials import DEFAULT_ITERATIONS, MAX_ITERATIONS, MIN_ITERATIONS, ScramMechanism
 
-from .common import connect, parse_config_list, parse_names, print_json
-
-USERS = "users"
+from .common import parse_config_list
 
 
-def _mechanism(name: str) -> ScramMechanism:
+def is_scram_key(key: str) -> bool:
+    """Whether a user config names a SCRAM mechanism (the other user configs are quotas)."""
     try:
-        return ScramMechanism.from_name(name)
+        ScramMechanism.from_name(key)
     except ValueError:
-        # Only SCRAM credentials are user configs here (quotas are not yet); the key is no secret.
-        raise InvalidConfigError(f"unknown user config {name[:64]!r}: expected SCRAM-SHA-256 or SCRAM-SHA-512") from None
+        return False
+    return True
 
 
-def _upsertions(user: str, texts: list[str]) -> list[ScramUpsertion]:
-    upsertions = []
-    for text in texts:
-        try:
-            pairs = parse_config_list(text, "--add-config")
-        except InvalidConfigError:
-            raise InvalidConfigError(
-                "--add-config: expected SCRAM-SHA-256=[iterations=N,password=...] (the text is not repeated: "
-                "it may hold a password)") from None
-        for key, value in pairs:
-            upsertions.append(_upsertion(user, _mechanism(key), value))
-    return upsertions
+def user_config_pairs(texts: list[str]) -> list[tuple[str, str]]:
+    """The KEY=VALUE pairs of a user's --add-config texts; an error never
+    repeats the text, which may hold a password."""
+    try:
+        return [pair for text in texts for pair in parse_config_list(text, "--add-config")]
+    except InvalidConfigError:
+        raise InvalidConfigError(
+            "--add-config: expected SCRAM-SHA-256=[iterations=N,password=...] or quota settings such as "
+            "producer_byte_rate=1024 (the text is not repeated: it may hold a password)") from None
 
 
 def _upsertion(user: str, mechanism: ScramMechanism, value: str) -> ScramUpsertion:
@@ -62,28 +59,19 @@ def _upsertion(user: str, mechanism: ScramMechanism, value: str) -> ScramUpserti
     return ScramUpsertion(user, mechanism, settings["password"], int(iterations_text))
 
 
-def alter_user(user: Optional[str], add: list[str], delete: list[str], bootstrap: Optional[str]) -> None:
-    if not user:
-        raise typer.BadParameter("--entity-type users needs --entity-name USER")
-    upsertions = _upsertions(user, add)
-    deletions = [(user, _mechanism(name)) for name in parse_names(delete)]
+def alter_credentials(cluster: Cluster, user: str, add: list[tuple[str, str]], delete: list[str]) -> None:
+    """Set (SCRAM-SHA-*=[iterations=N,password=...] pairs) and remove (mechanism names) a user's credentials."""
+    upsertions = [_upsertion(user, ScramMechanism.from_name(key), value) for key, value in add]
+    deletions = [(user, ScramMechanism.from_name(name)) for name in delete]
     if not upsertions and not deletions:
-        raise typer.BadParameter("give --add-config or --delete-config")
-    with connect(bootstrap) as cluster:
-        outcome = alter_user_scram_credentials(cluster, upsertions, deletions)
-    error = outcome.get(user)
+        return
+    error = alter_user_scram_credentials(cluster, upsertions, deletions).get(user)
     if error is not None:
         raise error
-    print(f"Completed updating config for user {user}.")
 
 
-def describe_users(user: Optional[str], as_json: bool, bootstrap: Optional[str]) -> None:
-    with connect(bootstrap) as cluster:
-        described = describe_user_scram_credentials(cluster, [user] if user else [])
-    if as_json:
-        print_json({name: [{"mechanism": m.mechanism_name, "iterations": i} for m, i in infos]
-                    for name, infos in described.items()})
-        return
-    for name, infos in described.items():
-        configs = ", ".join(f"{m.mechanism_name}=iterations={i}" for m, i in infos)
-        print(f"SCRAM credential configs for user-principal '{name}' are {configs}")
+def describe_credentials(cluster: Cluster, user: Optional[str]) -> dict[str, list[dict[str, object]]]:
+    """User -> [{"mechanism", "iterations"}]: the named user's (RESOURCE_NOT_FOUND when it has none), or everyone's."""
+    described = describe_user_scram_credentials(cluster, [user] if user else [])
+    return {name: [{"mechanism": m.mechanism_name, "iterations": i} for m, i in infos]
+            for name, infos in described.items()}

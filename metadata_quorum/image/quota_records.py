@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Iterable, Optional
 
 from kraftlog_api import metadata_pb2 as mpb
-from security.client_quotas import QuotaEntity, quota_entity
+from security.client_quotas import QuotaEntity, entity_parts, quota_entity
 
 EntityData = mpb.ClientQuotaRecord.EntityData
 
@@ -19,12 +19,6 @@ def entity_of(parts: Iterable[EntityData]) -> QuotaEntity:
     """The entity of a record's (or a request's) EntityData list, checked.
     Works on any message with entity_type and an optional entity_name."""
     return quota_entity((p.entity_type, p.entity_name if p.HasField("entity_name") else None) for p in parts)
-
-
-def entity_parts(entity: QuotaEntity) -> list[dict[str, str]]:
-    """The entity as keyword arguments of EntityData-shaped messages (no name: the default)."""
-    return [{"entity_type": kind} if name is None else {"entity_type": kind, "entity_name": name}
-            for kind, name in entity]
 
 
 def quota_record(entity: QuotaEntity, key: str, value: Optional[float]) -> mpb.MetadataRecord:
