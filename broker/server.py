@@ -38,6 +38,7 @@ from security.ssl_config import SslConfig
 
 from . import service
 from .config import BrokerConfig
+from .client_quota_manager import ClientQuotas
 from .controller_client import ControllerClient
 from .groups import service as group_service
 from .groups.coordinator import GroupCoordinator
@@ -140,6 +141,7 @@ class BrokerServer:
             controller_allocator(self.controllers, broker_id, lambda: self.lifecycle.broker_epoch,
                                  timeout_s=settings.request_timeout_ms / 1000))
         self.groups = GroupCoordinator(broker_id, self.replicas, self.controllers, settings.config)
+        self.quotas = ClientQuotas()  # one set of client rates per broker, whichever listener a client uses
         self.published = False  # the image is applied to the replicas (caught up at startup)
         self.serving = asyncio.Event()  # set with `published`
         self.failure: Optional[str] = None
@@ -158,7 +160,7 @@ class BrokerServer:
             self.replicas, self.controllers, cluster_id=self.settings.cluster_id, listener=listener,
             ready=lambda: self.published, controller_id=self.controller_id,
             forward_timeout_s=self.settings.request_timeout_ms / 1000, producer_ids=self.producer_ids,
-            access=self.access))
+            access=self.access, quotas=self.quotas))
         group_service.add_to_server(server, group_service.GroupCoordinatorService(
             self.groups, listener=listener, ready=lambda: self.published, access=self.access))
         return (*service.SERVICE_NAMES, *group_service.SERVICE_NAMES)
