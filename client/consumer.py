@@ -166,6 +166,10 @@ class Consumer:
         with self._state.cond:
             return set(self._state.assignment)
 
+    def metrics(self) -> dict[str, int]:
+        """fetch-throttle-time-max (Kafka's name): the longest quota throttle a broker asked for, in ms."""
+        return {"fetch-throttle-time-max": self._fetcher.max_throttle_time_ms}
+
     def subscription(self) -> set[str]:
         if self._membership is None:
             return set()

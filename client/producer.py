@@ -126,7 +126,8 @@ class AsyncProducer:
 
     def metrics(self) -> dict[str, int]:
         """Counters by Kafka's producer metric names (record-send-total,
-        record-retry-total, record-error-total, request-total), plus
+        record-retry-total, record-error-total, request-total,
+        produce-throttle-time-max: the longest quota throttle in ms), plus
         producer-epoch-bump-total."""
         return dict(self._sender.metrics)
 
