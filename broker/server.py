@@ -38,6 +38,7 @@ from security.ssl_config import SslConfig
 
 from . import service
 from .config import BrokerConfig
+from .client_quota_manager import ClientQuotas
 from .controller_client import ControllerClient
 from .groups import service as group_service
 from .groups.coordinator import GroupCoordinator
@@ -101,12 +102,14 @@ def full_delta(image: MetadataImage, previous: Optional[MetadataImage] = None) -
         delta.changed_partitions.update((topic_id, index) for index in topic.partitions)
     delta.changed_acls.update(image.acls)
     delta.changed_scram_credentials.update(image.scram_credentials)
+    delta.changed_client_quotas.update(image.client_quotas)
     if previous is not None:
         for topic_id, topic in previous.topics.items():
             if topic_id not in image.topics:
                 delta.removed_topics[topic_id] = topic
         delta.changed_acls.update(previous.acls.keys() - image.acls.keys())
         delta.changed_scram_credentials.update(previous.scram_credentials.keys() - image.scram_credentials.keys())
+        delta.changed_client_quotas.update(previous.client_quotas.keys() - image.client_quotas.keys())
     return delta
 
 
@@ -138,6 +141,7 @@ class BrokerServer:
             controller_allocator(self.controllers, broker_id, lambda: self.lifecycle.broker_epoch,
                                  timeout_s=settings.request_timeout_ms / 1000))
         self.groups = GroupCoordinator(broker_id, self.replicas, self.controllers, settings.config)
+        self.quotas = ClientQuotas()  # one set of client rates per broker, whichever listener a client uses
         self.published = False  # the image is applied to the replicas (caught up at startup)
         self.serving = asyncio.Event()  # set with `published`
         self.failure: Optional[str] = None
@@ -156,7 +160,7 @@ class BrokerServer:
             self.replicas, self.controllers, cluster_id=self.settings.cluster_id, listener=listener,
             ready=lambda: self.published, controller_id=self.controller_id,
             forward_timeout_s=self.settings.request_timeout_ms / 1000, producer_ids=self.producer_ids,
-            access=self.access))
+            access=self.access, quotas=self.quotas))
         group_service.add_to_server(server, group_service.GroupCoordinatorService(
             self.groups, listener=listener, ready=lambda: self.published, access=self.access))
         return (*service.SERVICE_NAMES, *group_service.SERVICE_NAMES)

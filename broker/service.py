@@ -1,13 +1,21 @@
 """The KafkaBroker gRPC service of one broker listener.
 
 Produce, Fetch, ListOffsets, Metadata, OffsetForLeaderEpoch, InitProducerId,
-DescribeCluster, DescribeConfigs, DescribeAcls and DescribeUserScramCredentials
-are answered here by the broker's handlers; CreateTopics, DeleteTopics,
-CreatePartitions, ElectLeaders, IncrementalAlterConfigs, CreateAcls,
-DeleteAcls and AlterUserScramCredentials are
+DescribeCluster, DescribeConfigs, DescribeAcls, DescribeUserScramCredentials
+and DescribeClientQuotas are answered here by the broker's handlers;
+CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders,
+IncrementalAlterConfigs, CreateAcls, DeleteAcls, AlterUserScramCredentials
+and AlterClientQuotas are
 forwarded to the active controller, and its answer is
 returned as it is (REQUEST_TIMED_OUT at the request level when no
 controller answered in time).
+
+Client quotas (client_quota_manager.py): a client's Produce and Fetch are
+measured against its producer_byte_rate and consumer_byte_rate; one over
+its quota is served all the same, and its answer carries throttle_time_ms
+and is held back that long (Kafka mutes the channel; here the call waits),
+bounded by the measured span. The client is the session's principal name
+(none outside a session) and the `client-id` call metadata.
 
 Until the broker has caught up with the metadata log at startup, the data
 RPCs are refused with gRPC UNAVAILABLE: the broker is not serving yet, as
@@ -15,6 +23,8 @@ a Kafka broker does not open its listeners before its initial catch-up.
 """
 from __future__ import annotations
 
+import asyncio
+import time
 from typing import Any, Callable, Iterable, Optional
 
 import grpc
@@ -24,10 +34,15 @@ from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import controller_pb2 as cpb
 from kafka_protocol.internal_topics import is_client_forbidden
 from kafka_protocol import grpc_serving
+from kafka_protocol.fetch_framing import throttle_time_field
+from kafka_protocol.grpc_serving import CLIENT_ID_METADATA
 from security.acl import AclOperation, ResourceType
 from security.authorization import NodeAuthorizer
+from security.request_context import current_session
 
 from . import access as acl
+from .client_quota_manager import ClientQuotaManager, ClientQuotas
+from .client_quotas_admin import describe_client_quotas
 from .admin_info import TOPIC as CONFIG_RESOURCE_TOPIC, describe_cluster, describe_configs
 from .controller_client import ControllerClient, ControllerUnavailable
 from .errors import Error
@@ -50,6 +65,7 @@ FORWARDED = {
     "CreateAcls": cpb.CreateAclsResponse,
     "DeleteAcls": cpb.DeleteAclsResponse,
     "AlterUserScramCredentials": cpb.AlterUserScramCredentialsResponse,
+    "AlterClientQuotas": cpb.AlterClientQuotasResponse,
 }
 
 
@@ -57,8 +73,9 @@ class KafkaBrokerService:
     def __init__(self, replicas: ReplicaManager, controllers: ControllerClient, *, cluster_id: str, listener: str,
                  ready: Callable[[], bool], controller_id: Callable[[], int], forward_timeout_s: float,
                  producer_ids: Optional[ProducerIdManager] = None,
-                 access: Optional[NodeAuthorizer] = None) -> None:
+                 access: Optional[NodeAuthorizer] = None, quotas: Optional[ClientQuotas] = None) -> None:
         self.replicas = replicas
+        self.quotas = quotas or ClientQuotas()
         self.access = access or NodeAuthorizer.allow_all()
         self.producer_ids = producer_ids
         self.controllers = controllers
@@ -73,31 +90,51 @@ class KafkaBrokerService:
             await context.abort(grpc.StatusCode.UNAVAILABLE,
                                 f"broker {self.replicas.broker_id} is starting: not caught up with the metadata log")
 
+    async def _throttle(self, manager: ClientQuotaManager, size: int, context: grpc.aio.ServicerContext) -> int:
+        """Record `size` bytes for the calling client; hold the call back as
+        long as its quota says, and return that time (0 when within it)."""
+        quotas = self.replicas.image.client_quotas
+        if not quotas:
+            return 0  # no quota set anywhere: nothing to measure
+        session = current_session()
+        metadata = dict(context.invocation_metadata() or ())
+        client_id = str(metadata.get(CLIENT_ID_METADATA, ""))
+        throttle_ms = manager.record_and_get_throttle_time_ms(
+            quotas, session.principal.name if session is not None else None, client_id, size, time.monotonic())
+        if throttle_ms > 0:
+            await asyncio.sleep(throttle_ms / 1000)
+        return throttle_ms
+
     async def Produce(self, request: bpb.ProduceRequest, context: grpc.aio.ServicerContext) -> bpb.ProduceResponse:
         await self._check_ready(context)
         denied = acl.denied_topics(self.access, AclOperation.WRITE, acl.topic_names(request, acl.PRODUCE))
         if not denied:
-            return await handle_produce(self.replicas, request)
-        allowed, refused = acl.split_topics(request, acl.PRODUCE, denied)
-        response = await handle_produce(self.replicas, allowed) if allowed.topics else bpb.ProduceResponse()
-        response.MergeFrom(refused)
+            response = await handle_produce(self.replicas, request)
+        else:
+            allowed, refused = acl.split_topics(request, acl.PRODUCE, denied)
+            response = await handle_produce(self.replicas, allowed) if allowed.topics else bpb.ProduceResponse()
+            response.MergeFrom(refused)
+        response.throttle_time_ms = await self._throttle(self.quotas.produce, request.ByteSize(), context)
         return response
 
     async def Fetch(self, request: bpb.FetchRequest, context: grpc.aio.ServicerContext) -> bytes:
         await self._check_ready(context)
         if request.replica_id >= 0:
             # A follower's fetch moves the high watermark and the ISR: only nodes may send one.
+            # (Replication is not a client's traffic: no client quota applies.)
             if not self.access.allows_cluster(AclOperation.CLUSTER_ACTION):
                 return acl.refuse_all(request, acl.FETCH, Error.CLUSTER_AUTHORIZATION_FAILED).SerializeToString()
             return await handle_fetch(self.replicas, request)
         denied = acl.denied_topics(self.access, AclOperation.READ, acl.topic_names(request, acl.FETCH))
         if not denied:
-            return await handle_fetch(self.replicas, request)
-        allowed, refused = acl.split_topics(request, acl.FETCH, denied)
-        # The answer is already encoded (record batches spliced in); repeated
-        # fields of concatenated encodings append, so the refusals go after it.
-        answer = await handle_fetch(self.replicas, allowed) if allowed.topics else b""
-        return answer + refused.SerializeToString()
+            answer = await handle_fetch(self.replicas, request)
+        else:
+            allowed, refused = acl.split_topics(request, acl.FETCH, denied)
+            # The answer is already encoded (record batches spliced in); repeated
+            # fields of concatenated encodings append, so the refusals go after it.
+            answer = (await handle_fetch(self.replicas, allowed) if allowed.topics else b"") + refused.SerializeToString()
+        # The same holds for the throttle time: its field appended sets it.
+        return answer + throttle_time_field(await self._throttle(self.quotas.fetch, len(answer), context))
 
     async def ListOffsets(self, request: bpb.ListOffsetsRequest,
                           context: grpc.aio.ServicerContext) -> bpb.ListOffsetsResponse:
@@ -265,9 +302,19 @@ class KafkaBrokerService:
             refusal=lambda resource, code, message: cpb.IncrementalAlterConfigsResponse.Result(
                 resource_type=resource[0], resource_name=resource[1], error_code=code))
 
-    async def _forward_cluster_alter(self, rpc_name: str, request: Message) -> Message:
-        """ACLs and SCRAM credentials change who may do what: Alter on the cluster."""
-        if not self.access.allows_cluster(AclOperation.ALTER):
+    async def DescribeClientQuotas(self, request: bpb.DescribeClientQuotasRequest,
+                                   context: grpc.aio.ServicerContext) -> bpb.DescribeClientQuotasResponse:
+        """DescribeConfigs on the cluster, as Kafka asks for it."""
+        await self._check_ready(context)
+        if not self.access.allows_cluster(AclOperation.DESCRIBE_CONFIGS):
+            return bpb.DescribeClientQuotasResponse(error_code=Error.CLUSTER_AUTHORIZATION_FAILED)
+        return describe_client_quotas(self.replicas.image, request)
+
+    async def _forward_cluster_alter(self, rpc_name: str, request: Message,
+                                     operation: AclOperation = AclOperation.ALTER) -> Message:
+        """ACLs and SCRAM credentials change who may do what: Alter on the
+        cluster; client quotas are cluster configs: AlterConfigs on it."""
+        if not self.access.allows_cluster(operation):
             return FORWARDED[rpc_name](error_code=Error.CLUSTER_AUTHORIZATION_FAILED,
                                        controller_id=self.controller_id())
         return await self._forward(rpc_name, request)
@@ -281,6 +328,10 @@ class KafkaBrokerService:
     async def AlterUserScramCredentials(self, request: cpb.AlterUserScramCredentialsRequest,
                                         context: grpc.aio.ServicerContext) -> Message:
         return await self._forward_cluster_alter("AlterUserScramCredentials", request)
+
+    async def AlterClientQuotas(self, request: cpb.AlterClientQuotasRequest,
+                                context: grpc.aio.ServicerContext) -> Message:
+        return await self._forward_cluster_alter("AlterClientQuotas", request, AclOperation.ALTER_CONFIGS)
 
 
 def add_to_server(server: grpc.aio.Server, service: KafkaBrokerService) -> None:

@@ -11,6 +11,7 @@ from typing import Optional
 
 import grpc
 
+from kafka_protocol.grpc_serving import CLIENT_ID_METADATA
 from security.client_security import ClientSecurity
 from security.sasl_client import sasl_aio_channel, sasl_channel
 from security.tls import channel_credentials, open_aio_channel, open_sync_channel
@@ -35,9 +36,24 @@ def open_channel(address: str, security: Optional[ClientSecurity] = None) -> grp
     return channel
 
 
-def open_async_channel(address: str, security: Optional[ClientSecurity] = None) -> grpc.aio.Channel:
-    """The grpc.aio twin of open_channel."""
+class ClientIdInterceptor(grpc.aio.UnaryUnaryClientInterceptor):
+    """Sends Kafka's client.id as `client-id` metadata with every call (brokers
+    apply client-id quotas by it, group descriptions show it)."""
+
+    def __init__(self, client_id: str) -> None:
+        self._client_id = client_id
+
+    async def intercept_unary_unary(self, continuation, client_call_details, request):  # type: ignore[no-untyped-def]
+        metadata = grpc.aio.Metadata(*tuple(client_call_details.metadata or ()))
+        metadata.add(CLIENT_ID_METADATA, self._client_id)
+        return await continuation(client_call_details._replace(metadata=metadata), request)
+
+
+def open_async_channel(address: str, security: Optional[ClientSecurity] = None,
+                       client_id: str = "") -> grpc.aio.Channel:
+    """The grpc.aio twin of open_channel; with a client id, every call carries it."""
+    interceptors = [ClientIdInterceptor(client_id)] if client_id else []
     if security is not None and security.sasl is not None:
-        return sasl_aio_channel(address, security.sasl, options=CHANNEL_OPTIONS,
+        return sasl_aio_channel(address, security.sasl, options=CHANNEL_OPTIONS, interceptors=interceptors,
                                 credentials=channel_credentials(security.ssl) if security.ssl else None)
-    return open_aio_channel(address, CHANNEL_OPTIONS, security.ssl if security else None)
+    return open_aio_channel(address, CHANNEL_OPTIONS, security.ssl if security else None, interceptors)

@@ -67,7 +67,8 @@ class Consumer:
         self.config = c = ConsumerConfig.parse(config)
         self._state = SubscriptionState()
         self._metadata = Metadata(list(c.bootstrap_servers), retry_backoff_ms=c.retry_backoff_ms,
-                                  request_timeout_ms=c.request_timeout_ms, security=c.security)
+                                  request_timeout_ms=c.request_timeout_ms, security=c.security,
+                                  client_id=c.client_id)
         self._coordinator: Optional[Coordinator] = None
         self._membership: Optional[GroupMembership] = None
         if c.group_id is not None:
@@ -164,6 +165,10 @@ class Consumer:
     def assignment(self) -> set[TopicPartition]:
         with self._state.cond:
             return set(self._state.assignment)
+
+    def metrics(self) -> dict[str, int]:
+        """fetch-throttle-time-max (Kafka's name): the longest quota throttle a broker asked for, in ms."""
+        return {"fetch-throttle-time-max": self._fetcher.max_throttle_time_ms}
 
     def subscription(self) -> set[str]:
         if self._membership is None:

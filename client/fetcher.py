@@ -14,6 +14,10 @@ FENCED_LEADER_EPOCH, UNKNOWN_TOPIC_OR_PARTITION, ...) refreshes the
 metadata and retries after retry.backoff.ms; OFFSET_OUT_OF_RANGE resets by
 auto.offset.reset, or with `none` is raised by the next poll(); anything
 else is raised by the next poll().
+
+A broker that answers with throttle_time_ms (the consumer is over its
+consumer_byte_rate quota) gets no further Fetch from this consumer until
+that time has passed (Kafka's client behaviour since KIP-219).
 """
 from __future__ import annotations
 
@@ -122,6 +126,8 @@ class Fetcher(LoopWorker):
         self._committed_lookup = committed_lookup
         self._backoff_s = config.retry_backoff_ms / 1000
         self._in_flight: dict[int, set[TopicPartition]] = {}  # leader -> the partitions of its fetch
+        self._throttled_until: dict[int, float] = {}  # leader -> monotonic time its quota throttle ends
+        self.max_throttle_time_ms = 0  # the longest throttle a broker asked for (Kafka's fetch-throttle-time-max)
         self._resolving: Optional[asyncio.Task[None]] = None
 
     async def run(self) -> None:
@@ -156,6 +162,9 @@ class Fetcher(LoopWorker):
                 continue
             by_leader.setdefault(info.leader, []).append((tp, position, info.leader_epoch))
         for leader, parts in by_leader.items():
+            if self._throttled_until.get(leader, 0.0) > now:
+                waiting = True  # look again soon: the loop sleeps a backoff at most
+                continue
             if leader not in self._in_flight:
                 self._in_flight[leader] = {tp for tp, _, _ in parts}
                 asyncio.get_running_loop().create_task(self._fetch(leader, parts))
@@ -202,6 +211,9 @@ class Fetcher(LoopWorker):
                 for tp, _, _ in parts:
                     self._state.back_off(tp, self._backoff_s)
             return
+        if response.throttle_time_ms > 0:
+            self._throttled_until[leader] = time.monotonic() + response.throttle_time_ms / 1000
+            self.max_throttle_time_ms = max(self.max_throttle_time_ms, response.throttle_time_ms)
         positions = {tp: position for tp, position, _ in parts}
         decoded: list[tuple[TopicPartition, int, CompletedFetch | int | KafkaError]] = []
         for topic in response.responses:

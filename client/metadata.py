@@ -53,9 +53,11 @@ METADATA_CALL_TIMEOUT_S = 5.0
 class Metadata(MetadataCache):
     def __init__(self, bootstrap: str | Sequence[str], *, retry_backoff_ms: int = 100,
                  retry_backoff_max_ms: int = 1000, metadata_max_age_ms: int = 300_000,
-                 request_timeout_ms: int = 30_000, security: Optional[ClientSecurity] = None) -> None:
+                 request_timeout_ms: int = 30_000, security: Optional[ClientSecurity] = None,
+                 client_id: str = "") -> None:
         super().__init__(bootstrap)
         self.security = security  # None: plaintext
+        self.client_id = client_id  # sent with every call (client/channels.py)
         self._backoff_s = retry_backoff_ms / 1000
         self._backoff_max_s = max(retry_backoff_max_ms, retry_backoff_ms) / 1000
         self._max_age_s = metadata_max_age_ms / 1000
@@ -86,7 +88,7 @@ class Metadata(MetadataCache):
     def channel(self, address: str) -> grpc.aio.Channel:
         channel = self._channels.get(address)
         if channel is None:
-            channel = self._channels[address] = open_async_channel(address, self.security)
+            channel = self._channels[address] = open_async_channel(address, self.security, self.client_id)
         return channel
 
     def stub(self, broker_id: int) -> bpb_grpc.KafkaBrokerStub:

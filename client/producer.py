@@ -89,7 +89,7 @@ class AsyncProducer:
         self._metadata = Metadata(c.bootstrap_servers, retry_backoff_ms=c.retry_backoff_ms,
                                   retry_backoff_max_ms=c.retry_backoff_max_ms,
                                   metadata_max_age_ms=c.metadata_max_age_ms, request_timeout_ms=c.request_timeout_ms,
-                                  security=c.security)
+                                  security=c.security, client_id=c.client_id)
         self._settlement = Settlement()  # its loop is set by start()
         self._accumulator = RecordAccumulator(batch_size=c.batch_size, linger_ms=c.linger_ms,
                                               settlement=self._settlement)
@@ -126,7 +126,8 @@ class AsyncProducer:
 
     def metrics(self) -> dict[str, int]:
         """Counters by Kafka's producer metric names (record-send-total,
-        record-retry-total, record-error-total, request-total), plus
+        record-retry-total, record-error-total, request-total,
+        produce-throttle-time-max: the longest quota throttle in ms), plus
         producer-epoch-bump-total."""
         return dict(self._sender.metrics)
 

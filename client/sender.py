@@ -10,6 +10,10 @@ the batch, a retriable error puts it back in order after a backoff
 (`retry.backoff.ms` doubling up to `retry.backoff.max.ms`) while `retries`
 and the delivery timeout allow, anything else fails it. Then it sleeps until
 the next linger or backoff deadline, or until something wakes it.
+
+A broker that answers with throttle_time_ms (the client is over its
+producer_byte_rate quota) gets no further Produce from this producer until
+that time has passed (Kafka's client behaviour since KIP-219).
 """
 from __future__ import annotations
 
@@ -70,6 +74,7 @@ class Sender:
         self._woken = False  # wakeup() since the last turn began
         self._sleeping: Optional[asyncio.Future[None]] = None
         self._node_in_flight: dict[int, int] = {}
+        self._throttled_until: dict[int, float] = {}  # node -> clock time its quota throttle ends
         self._requests: set[asyncio.Task[None]] = set()
         self._init_task: Optional[asyncio.Task[None]] = None
         self._init_retry_at = 0.0
@@ -78,7 +83,7 @@ class Sender:
         self.fatal_error: Optional[KafkaError] = None
         # A few of Kafka's producer metrics, by Kafka's names.
         self.metrics = {"request-total": 0, "record-send-total": 0, "record-retry-total": 0,
-                        "record-error-total": 0, "producer-epoch-bump-total": 0}
+                        "record-error-total": 0, "producer-epoch-bump-total": 0, "produce-throttle-time-max": 0}
 
     # --- the loop ----------------------------------------------------------
 
@@ -137,14 +142,18 @@ class Sender:
         check = self._acc.ready(now, self._metadata_leader)
         if check.unknown_leaders:
             self._metadata.request_update()
+        throttled = {n: until for n, until in self._throttled_until.items() if until > now}
+        self._throttled_until = throttled
         open_nodes = frozenset(n for n in check.nodes
-                               if self._node_in_flight.get(n, 0) < self._config.max_in_flight)
+                               if self._node_in_flight.get(n, 0) < self._config.max_in_flight and n not in throttled)
         drained = self._acc.drain(open_nodes, self._metadata_leader, self._config.max_request_size, now)
         for node, batches in drained.items():
             self._send(node, batches, now)
         if drained:
             return 0.0  # the next batches of those partitions may be ready too: look again at once
         delay = check.next_delay_s
+        if throttled:
+            delay = min(delay, min(throttled.values()) - now)
         if self._metadata.update_due:
             delay = min(delay, max(self._metadata.next_update_in(), 0.005))
         return delay
@@ -187,6 +196,10 @@ class Sender:
                 for batch in batches:
                     self._settle(batch, error.code, -1, -1, str(error), error)
                 return
+            if response.throttle_time_ms > 0:
+                self._throttled_until[node] = self._clock() + response.throttle_time_ms / 1000
+                self.metrics["produce-throttle-time-max"] = max(self.metrics["produce-throttle-time-max"],
+                                                                 response.throttle_time_ms)
             answers = {(t.name, p.index): p for t in response.responses for p in t.partitions}
             for batch in batches:
                 answer = answers.get(batch.tp)

@@ -10,7 +10,9 @@ length-delimited framing around the batches is done by hand:
 - `encode_fetch_response` writes each PartitionData's `records` after its
   other fields (parsers accept fields in any order) and frames the nesting,
   so the batches, memoryviews of segment reads, are copied once, by the
-  final join.
+  final join. `throttle_time_field` is the encoding of the answer's
+  throttle_time_ms, appended to it once a quota says how long it was held
+  (concatenated encodings merge; the last value of a scalar wins).
 - `decode_fetch_response` walks that framing and hands back each partition's
   records as a memoryview of the received bytes. Anything it does not expect
   (groups, a damaged frame) is parsed by protobuf instead, which accepts
@@ -87,6 +89,12 @@ def encode_fetch_response(answers: Iterable[tuple[str, PartitionData, BytesLike]
     return b"".join(parts)
 
 
+def throttle_time_field(throttle_time_ms: int) -> bytes:
+    """FetchResponse.throttle_time_ms alone, encoded: appended to an encoded
+    answer, it sets that answer's field (b"" for 0, protobuf's default)."""
+    return FetchResponse(throttle_time_ms=throttle_time_ms).SerializeToString()
+
+
 def _close_topic(parts: list[BytesLike], start: int, size: int) -> None:
     if start >= 0:
         parts[start] = _field_header(_RESPONSES, size)
@@ -121,14 +129,15 @@ class FetchedTopic:
 
 
 class FetchedResponse:
-    """What a client reads of a FetchResponse: `error_code` and `responses`,
-    shaped as the protobuf message is."""
+    """What a client reads of a FetchResponse: `error_code`, `responses` and
+    `throttle_time_ms`, shaped as the protobuf message is."""
 
-    __slots__ = ("error_code", "responses")
+    __slots__ = ("error_code", "responses", "throttle_time_ms")
 
-    def __init__(self, error_code: int, responses: list[FetchedTopic]) -> None:
+    def __init__(self, error_code: int, responses: list[FetchedTopic], throttle_time_ms: int = 0) -> None:
         self.error_code = error_code
         self.responses = responses
+        self.throttle_time_ms = throttle_time_ms
 
 
 def decode_fetch_response(raw: bytes) -> FetchedResponse:
@@ -152,7 +161,7 @@ def _decode_framed(view: memoryview) -> FetchedResponse:
         others, partitions = _split(topic_view, _PARTITIONS)
         name = TopicResponse.FromString(others).topic if others else ""
         topics.append(FetchedTopic(name, [_partition(p) for p in partitions]))
-    return FetchedResponse(top.error_code, topics)
+    return FetchedResponse(top.error_code, topics, top.throttle_time_ms)
 
 
 def _partition(view: memoryview) -> FetchedPartition:
@@ -203,8 +212,9 @@ def _read_varint(view: memoryview, pos: int) -> tuple[int, int]:
 
 def _from_message(message: FetchResponse) -> FetchedResponse:
     return FetchedResponse(message.error_code, [
-        FetchedTopic(t.topic, [FetchedPartition(p, p.records) for p in t.partitions]) for t in message.responses])
+        FetchedTopic(t.topic, [FetchedPartition(p, p.records) for p in t.partitions]) for t in message.responses],
+        message.throttle_time_ms)
 
 
 __all__ = ["BytesLike", "DecodeError", "broker_stub", "FetchedPartition", "FetchedResponse", "FetchedTopic",
-           "decode_fetch_response", "encode_fetch_response"]
+           "decode_fetch_response", "encode_fetch_response", "throttle_time_field"]

@@ -16,6 +16,10 @@ from google.protobuf import message_factory
 from google.protobuf.descriptor import MethodDescriptor, ServiceDescriptor
 from google.protobuf.message import DecodeError
 
+# Call metadata carrying Kafka's client.id (sent by the clients with every
+# call; read for client quotas and shown by ConsumerGroupDescribe).
+CLIENT_ID_METADATA = "client-id"
+
 
 # Runs before every handler served on a server: the listener's
 # authentication (it sets who is calling, or aborts the call). Given the

@@ -32,7 +32,7 @@ class ProduceRequest(_message.Message):
     def __init__(self, acks: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[ProduceRequest.TopicData, _Mapping]]] = ...) -> None: ...
 
 class ProduceResponse(_message.Message):
-    __slots__ = ("responses",)
+    __slots__ = ("responses", "throttle_time_ms")
     class PartitionResponse(_message.Message):
         __slots__ = ("index", "error_code", "error_message", "base_offset", "log_append_time_ms", "log_start_offset", "current_leader_id", "current_leader_epoch")
         INDEX_FIELD_NUMBER: _ClassVar[int]
@@ -60,8 +60,10 @@ class ProduceResponse(_message.Message):
         partitions: _containers.RepeatedCompositeFieldContainer[ProduceResponse.PartitionResponse]
         def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[ProduceResponse.PartitionResponse, _Mapping]]] = ...) -> None: ...
     RESPONSES_FIELD_NUMBER: _ClassVar[int]
+    THROTTLE_TIME_MS_FIELD_NUMBER: _ClassVar[int]
     responses: _containers.RepeatedCompositeFieldContainer[ProduceResponse.TopicResponse]
-    def __init__(self, responses: _Optional[_Iterable[_Union[ProduceResponse.TopicResponse, _Mapping]]] = ...) -> None: ...
+    throttle_time_ms: int
+    def __init__(self, responses: _Optional[_Iterable[_Union[ProduceResponse.TopicResponse, _Mapping]]] = ..., throttle_time_ms: _Optional[int] = ...) -> None: ...
 
 class EpochEndOffset(_message.Message):
     __slots__ = ("epoch", "end_offset")
@@ -112,7 +114,7 @@ class FetchRequest(_message.Message):
     def __init__(self, replica_id: _Optional[int] = ..., replica_epoch: _Optional[int] = ..., max_wait_ms: _Optional[int] = ..., min_bytes: _Optional[int] = ..., max_bytes: _Optional[int] = ..., isolation_level: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[FetchRequest.FetchTopic, _Mapping]]] = ...) -> None: ...
 
 class FetchResponse(_message.Message):
-    __slots__ = ("error_code", "responses")
+    __slots__ = ("error_code", "responses", "throttle_time_ms")
     class PartitionData(_message.Message):
         __slots__ = ("partition_index", "error_code", "high_watermark", "last_stable_offset", "log_start_offset", "diverging_epoch", "current_leader_id", "current_leader_epoch", "records")
         PARTITION_INDEX_FIELD_NUMBER: _ClassVar[int]
@@ -143,9 +145,11 @@ class FetchResponse(_message.Message):
         def __init__(self, topic: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[FetchResponse.PartitionData, _Mapping]]] = ...) -> None: ...
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     RESPONSES_FIELD_NUMBER: _ClassVar[int]
+    THROTTLE_TIME_MS_FIELD_NUMBER: _ClassVar[int]
     error_code: int
     responses: _containers.RepeatedCompositeFieldContainer[FetchResponse.FetchableTopicResponse]
-    def __init__(self, error_code: _Optional[int] = ..., responses: _Optional[_Iterable[_Union[FetchResponse.FetchableTopicResponse, _Mapping]]] = ...) -> None: ...
+    throttle_time_ms: int
+    def __init__(self, error_code: _Optional[int] = ..., responses: _Optional[_Iterable[_Union[FetchResponse.FetchableTopicResponse, _Mapping]]] = ..., throttle_time_ms: _Optional[int] = ...) -> None: ...
 
 class ListOffsetsRequest(_message.Message):
     __slots__ = ("replica_id", "isolation_level", "topics")
@@ -461,3 +465,44 @@ class DescribeUserScramCredentialsResponse(_message.Message):
     error_message: str
     results: _containers.RepeatedCompositeFieldContainer[DescribeUserScramCredentialsResponse.Result]
     def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., results: _Optional[_Iterable[_Union[DescribeUserScramCredentialsResponse.Result, _Mapping]]] = ...) -> None: ...
+
+class DescribeClientQuotasRequest(_message.Message):
+    __slots__ = ("components", "strict")
+    class Component(_message.Message):
+        __slots__ = ("entity_type", "match_type", "match")
+        ENTITY_TYPE_FIELD_NUMBER: _ClassVar[int]
+        MATCH_TYPE_FIELD_NUMBER: _ClassVar[int]
+        MATCH_FIELD_NUMBER: _ClassVar[int]
+        entity_type: str
+        match_type: int
+        match: str
+        def __init__(self, entity_type: _Optional[str] = ..., match_type: _Optional[int] = ..., match: _Optional[str] = ...) -> None: ...
+    COMPONENTS_FIELD_NUMBER: _ClassVar[int]
+    STRICT_FIELD_NUMBER: _ClassVar[int]
+    components: _containers.RepeatedCompositeFieldContainer[DescribeClientQuotasRequest.Component]
+    strict: bool
+    def __init__(self, components: _Optional[_Iterable[_Union[DescribeClientQuotasRequest.Component, _Mapping]]] = ..., strict: _Optional[bool] = ...) -> None: ...
+
+class DescribeClientQuotasResponse(_message.Message):
+    __slots__ = ("error_code", "error_message", "entries")
+    class Value(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    class Entry(_message.Message):
+        __slots__ = ("entity", "values")
+        ENTITY_FIELD_NUMBER: _ClassVar[int]
+        VALUES_FIELD_NUMBER: _ClassVar[int]
+        entity: _containers.RepeatedCompositeFieldContainer[_controller_pb2.ClientQuotaEntityData]
+        values: _containers.RepeatedCompositeFieldContainer[DescribeClientQuotasResponse.Value]
+        def __init__(self, entity: _Optional[_Iterable[_Union[_controller_pb2.ClientQuotaEntityData, _Mapping]]] = ..., values: _Optional[_Iterable[_Union[DescribeClientQuotasResponse.Value, _Mapping]]] = ...) -> None: ...
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    error_message: str
+    entries: _containers.RepeatedCompositeFieldContainer[DescribeClientQuotasResponse.Entry]
+    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., entries: _Optional[_Iterable[_Union[DescribeClientQuotasResponse.Entry, _Mapping]]] = ...) -> None: ...

@@ -125,6 +125,16 @@ class KafkaBrokerStub:
                 request_serializer=kraftlog__api_dot_controller__pb2.AlterUserScramCredentialsRequest.SerializeToString,
                 response_deserializer=kraftlog__api_dot_controller__pb2.AlterUserScramCredentialsResponse.FromString,
                 _registered_method=True)
+        self.DescribeClientQuotas = channel.unary_unary(
+                '/kraftlog.broker.v1.KafkaBroker/DescribeClientQuotas',
+                request_serializer=kraftlog__api_dot_broker__pb2.DescribeClientQuotasRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_broker__pb2.DescribeClientQuotasResponse.FromString,
+                _registered_method=True)
+        self.AlterClientQuotas = channel.unary_unary(
+                '/kraftlog.broker.v1.KafkaBroker/AlterClientQuotas',
+                request_serializer=kraftlog__api_dot_controller__pb2.AlterClientQuotasRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_controller__pb2.AlterClientQuotasResponse.FromString,
+                _registered_method=True)
 
 
 class KafkaBrokerServicer:
@@ -240,6 +250,18 @@ class KafkaBrokerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DescribeClientQuotas(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def AlterClientQuotas(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_KafkaBrokerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -332,6 +354,16 @@ def add_KafkaBrokerServicer_to_server(servicer, server):
                     servicer.AlterUserScramCredentials,
                     request_deserializer=kraftlog__api_dot_controller__pb2.AlterUserScramCredentialsRequest.FromString,
                     response_serializer=kraftlog__api_dot_controller__pb2.AlterUserScramCredentialsResponse.SerializeToString,
+            ),
+            'DescribeClientQuotas': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeClientQuotas,
+                    request_deserializer=kraftlog__api_dot_broker__pb2.DescribeClientQuotasRequest.FromString,
+                    response_serializer=kraftlog__api_dot_broker__pb2.DescribeClientQuotasResponse.SerializeToString,
+            ),
+            'AlterClientQuotas': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterClientQuotas,
+                    request_deserializer=kraftlog__api_dot_controller__pb2.AlterClientQuotasRequest.FromString,
+                    response_serializer=kraftlog__api_dot_controller__pb2.AlterClientQuotasResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -820,6 +852,60 @@ class KafkaBroker:
             '/kraftlog.broker.v1.KafkaBroker/AlterUserScramCredentials',
             kraftlog__api_dot_controller__pb2.AlterUserScramCredentialsRequest.SerializeToString,
             kraftlog__api_dot_controller__pb2.AlterUserScramCredentialsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeClientQuotas(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.broker.v1.KafkaBroker/DescribeClientQuotas',
+            kraftlog__api_dot_broker__pb2.DescribeClientQuotasRequest.SerializeToString,
+            kraftlog__api_dot_broker__pb2.DescribeClientQuotasResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterClientQuotas(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.broker.v1.KafkaBroker/AlterClientQuotas',
+            kraftlog__api_dot_controller__pb2.AlterClientQuotasRequest.SerializeToString,
+            kraftlog__api_dot_controller__pb2.AlterClientQuotasResponse.FromString,
             options,
             channel_credentials,
             insecure,

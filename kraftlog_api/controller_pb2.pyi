@@ -514,3 +514,56 @@ class AlterUserScramCredentialsResponse(_message.Message):
     error_message: str
     results: _containers.RepeatedCompositeFieldContainer[AlterUserScramCredentialsResponse.Result]
     def __init__(self, error_code: _Optional[int] = ..., controller_id: _Optional[int] = ..., error_message: _Optional[str] = ..., results: _Optional[_Iterable[_Union[AlterUserScramCredentialsResponse.Result, _Mapping]]] = ...) -> None: ...
+
+class ClientQuotaEntityData(_message.Message):
+    __slots__ = ("entity_type", "entity_name")
+    ENTITY_TYPE_FIELD_NUMBER: _ClassVar[int]
+    ENTITY_NAME_FIELD_NUMBER: _ClassVar[int]
+    entity_type: str
+    entity_name: str
+    def __init__(self, entity_type: _Optional[str] = ..., entity_name: _Optional[str] = ...) -> None: ...
+
+class AlterClientQuotasRequest(_message.Message):
+    __slots__ = ("entries", "validate_only")
+    class Op(_message.Message):
+        __slots__ = ("key", "value", "remove")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        REMOVE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        remove: bool
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ..., remove: _Optional[bool] = ...) -> None: ...
+    class Entry(_message.Message):
+        __slots__ = ("entity", "ops")
+        ENTITY_FIELD_NUMBER: _ClassVar[int]
+        OPS_FIELD_NUMBER: _ClassVar[int]
+        entity: _containers.RepeatedCompositeFieldContainer[ClientQuotaEntityData]
+        ops: _containers.RepeatedCompositeFieldContainer[AlterClientQuotasRequest.Op]
+        def __init__(self, entity: _Optional[_Iterable[_Union[ClientQuotaEntityData, _Mapping]]] = ..., ops: _Optional[_Iterable[_Union[AlterClientQuotasRequest.Op, _Mapping]]] = ...) -> None: ...
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    VALIDATE_ONLY_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[AlterClientQuotasRequest.Entry]
+    validate_only: bool
+    def __init__(self, entries: _Optional[_Iterable[_Union[AlterClientQuotasRequest.Entry, _Mapping]]] = ..., validate_only: _Optional[bool] = ...) -> None: ...
+
+class AlterClientQuotasResponse(_message.Message):
+    __slots__ = ("error_code", "controller_id", "error_message", "entries")
+    class EntryResult(_message.Message):
+        __slots__ = ("error_code", "error_message", "entity")
+        ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+        ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+        ENTITY_FIELD_NUMBER: _ClassVar[int]
+        error_code: int
+        error_message: str
+        entity: _containers.RepeatedCompositeFieldContainer[ClientQuotaEntityData]
+        def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., entity: _Optional[_Iterable[_Union[ClientQuotaEntityData, _Mapping]]] = ...) -> None: ...
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    CONTROLLER_ID_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    controller_id: int
+    error_message: str
+    entries: _containers.RepeatedCompositeFieldContainer[AlterClientQuotasResponse.EntryResult]
+    def __init__(self, error_code: _Optional[int] = ..., controller_id: _Optional[int] = ..., error_message: _Optional[str] = ..., entries: _Optional[_Iterable[_Union[AlterClientQuotasResponse.EntryResult, _Mapping]]] = ...) -> None: ...

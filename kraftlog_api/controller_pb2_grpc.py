@@ -94,6 +94,11 @@ class KRaftControllerStub:
                 request_serializer=kraftlog__api_dot_controller__pb2.AlterUserScramCredentialsRequest.SerializeToString,
                 response_deserializer=kraftlog__api_dot_controller__pb2.AlterUserScramCredentialsResponse.FromString,
                 _registered_method=True)
+        self.AlterClientQuotas = channel.unary_unary(
+                '/kraftlog.controller.v1.KRaftController/AlterClientQuotas',
+                request_serializer=kraftlog__api_dot_controller__pb2.AlterClientQuotasRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_controller__pb2.AlterClientQuotasResponse.FromString,
+                _registered_method=True)
 
 
 class KRaftControllerServicer:
@@ -171,6 +176,12 @@ class KRaftControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AlterClientQuotas(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_KRaftControllerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -233,6 +244,11 @@ def add_KRaftControllerServicer_to_server(servicer, server):
                     servicer.AlterUserScramCredentials,
                     request_deserializer=kraftlog__api_dot_controller__pb2.AlterUserScramCredentialsRequest.FromString,
                     response_serializer=kraftlog__api_dot_controller__pb2.AlterUserScramCredentialsResponse.SerializeToString,
+            ),
+            'AlterClientQuotas': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterClientQuotas,
+                    request_deserializer=kraftlog__api_dot_controller__pb2.AlterClientQuotasRequest.FromString,
+                    response_serializer=kraftlog__api_dot_controller__pb2.AlterClientQuotasResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -559,6 +575,33 @@ class KRaftController:
             '/kraftlog.controller.v1.KRaftController/AlterUserScramCredentials',
             kraftlog__api_dot_controller__pb2.AlterUserScramCredentialsRequest.SerializeToString,
             kraftlog__api_dot_controller__pb2.AlterUserScramCredentialsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterClientQuotas(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.controller.v1.KRaftController/AlterClientQuotas',
+            kraftlog__api_dot_controller__pb2.AlterClientQuotasRequest.SerializeToString,
+            kraftlog__api_dot_controller__pb2.AlterClientQuotasResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -66,6 +66,7 @@ HANDLERS: dict[str, tuple[str, bool]] = {
     "CreateAcls": ("handle_create_acls", False),
     "DeleteAcls": ("handle_delete_acls", False),
     "AlterUserScramCredentials": ("handle_alter_user_scram_credentials", False),
+    "AlterClientQuotas": ("handle_alter_client_quotas", False),
 }
 RESPONSES: dict[str, type[Message]] = {
     name: getattr(cpb, method.output_type.name)

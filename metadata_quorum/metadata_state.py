@@ -52,6 +52,7 @@ class MetadataStateMachine:
             everything.changed_partitions.update((topic_id, p) for p in topic.partitions)
         everything.changed_acls.update(self.image.acls)
         everything.changed_scram_credentials.update(self.image.scram_credentials)
+        everything.changed_client_quotas.update(self.image.client_quotas)
         if not everything.is_empty():
             for listener in self._listeners:
                 listener(self.image, everything)

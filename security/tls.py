@@ -37,7 +37,8 @@ import logging
 import os
 import stat
 import threading
-from typing import Optional
+from pathlib import Path
+from typing import Optional, Sequence
 
 import grpc
 
@@ -181,12 +182,14 @@ def peer_principal(context, mapper: PrincipalMapper) -> KafkaPrincipal:
     return principal_from_certificate(certificates[0], mapper)
 
 
-def open_aio_channel(address: str, options, ssl: Optional[SslConfig]) -> grpc.aio.Channel:
+def open_aio_channel(address: str, options, ssl: Optional[SslConfig],
+                     interceptors: Sequence[grpc.aio.ClientInterceptor] = ()) -> grpc.aio.Channel:
     """A grpc.aio channel to HOST:PORT: TLS (and mTLS with a keystore) when
     `ssl` is given, plaintext when it is None."""
+    chain = list(interceptors) or None
     if ssl is None:
-        return grpc.aio.insecure_channel(address, options=options)
-    return grpc.aio.secure_channel(address, channel_credentials(ssl), options=options)
+        return grpc.aio.insecure_channel(address, options=options, interceptors=chain)
+    return grpc.aio.secure_channel(address, channel_credentials(ssl), options=options, interceptors=chain)
 
 
 def open_sync_channel(address: str, options, ssl: Optional[SslConfig]) -> grpc.Channel:

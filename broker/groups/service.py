@@ -13,6 +13,7 @@ import grpc
 from kraftlog_api import groups_pb2 as gpb
 from kafka_protocol import grpc_serving
 from kafka_protocol.errors import Errors
+from kafka_protocol.grpc_serving import CLIENT_ID_METADATA
 from security.acl import AclOperation, ResourceType
 from security.authorization import NodeAuthorizer
 
@@ -25,7 +26,6 @@ OFFSET_COMMIT = acl.TopicShape(gpb.OffsetCommitResponse, "topics", "name", "part
 
 SERVICE = gpb.DESCRIPTOR.services_by_name["GroupCoordinator"]
 SERVICE_NAMES = (SERVICE.full_name,)
-CLIENT_ID_METADATA = "client-id"  # optional gRPC metadata: Kafka's client.id, shown by ConsumerGroupDescribe
 
 
 class GroupCoordinatorService:

@@ -1,6 +1,8 @@
 """`kraftlog configs describe|alter`, like Kafka's kafka-configs.sh: the settings of a
 topic, of a broker, or the cluster-wide broker defaults (--broker-defaults), and
-users' SCRAM credentials (--entity-type users, in scram_users.py)."""
+the client-quota entities, users and client ids (--entity-type users|clients,
+--user, --client ...: quotas in quota_configs.py, users' SCRAM credentials in
+scram_users.py)."""
 from __future__ import annotations
 
 from typing import Annotated, Optional
@@ -10,9 +12,10 @@ from rich import box
 from rich.table import Table
 
 from client.admin import APPEND, BROKER, DELETE, SET, SUBTRACT, TOPIC, alter_configs, describe_configs
+from security.client_quotas import QuotaEntity
 
 from .common import BootstrapOption, JsonOption, connect, output_console, parse_config_list, parse_names, print_json
-from .scram_users import USERS, alter_user, describe_users
+from .quota_configs import alter_quota_entity, describe_quota_entity, quota_entity_of
 
 configs_app = typer.Typer(help="Describe and change topic and broker settings.", no_args_is_help=True)
 
@@ -20,11 +23,19 @@ TopicOption = Annotated[Optional[str], typer.Option("--topic", help="A topic's s
 BrokerOption = Annotated[Optional[int], typer.Option("--broker", help="A broker's settings, by its id.",
                                                      show_default=False)]
 EntityTypeOption = Annotated[Optional[str], typer.Option(
-    "--entity-type", metavar="users", help="users: SCRAM credentials (topics and brokers: --topic, --broker).",
-    show_default=False)]
+    "--entity-type", metavar="users|clients", help="users: quotas and SCRAM credentials; clients: quotas of "
+    "client ids (topics and brokers: --topic, --broker).", show_default=False)]
 EntityNameOption = Annotated[Optional[str], typer.Option(
-    "--entity-name", metavar="NAME", help="With --entity-type users: the user (describe: all users without it).",
-    show_default=False)]
+    "--entity-name", metavar="NAME", help="With --entity-type: the user or client id (describe: all of them "
+    "without it).", show_default=False)]
+EntityDefaultOption = Annotated[bool, typer.Option(
+    "--entity-default", help="With --entity-type: the default user or client id (<default>).")]
+UserOption = Annotated[Optional[str], typer.Option("--user", metavar="NAME", help="A user's quotas (with "
+                                                   "--client: for that client id).", show_default=False)]
+UserDefaultsOption = Annotated[bool, typer.Option("--user-defaults", help="The default user's quotas.")]
+ClientOption = Annotated[Optional[str], typer.Option("--client", metavar="CLIENT_ID", help="A client id's quotas.",
+                                                     show_default=False)]
+ClientDefaultsOption = Annotated[bool, typer.Option("--client-defaults", help="The default client id's quotas.")]
 DefaultsOption = Annotated[bool, typer.Option(
     "--broker-defaults", help="The cluster-wide dynamic broker defaults (every broker, every topic falls back "
     "to them).")]
@@ -42,15 +53,11 @@ def register(app: typer.Typer) -> None:
     app.add_typer(configs_app, name="configs")
 
 
-def _users(entity_type: Optional[str], others: bool) -> bool:
-    """Whether the users entity is named (and alone)."""
-    if entity_type is None:
-        return False
-    if entity_type != USERS:
-        raise typer.BadParameter(f"--entity-type {entity_type!r}: only users (use --topic or --broker otherwise)")
-    if others:
-        raise typer.BadParameter("--entity-type users goes without --topic, --broker or --broker-defaults")
-    return True
+def _quota_entity(entity: Optional[QuotaEntity], others: bool) -> Optional[QuotaEntity]:
+    """The client-quota entity named, alone (None: a topic or broker is meant)."""
+    if entity is not None and others:
+        raise typer.BadParameter("users and client ids go without --topic, --broker or --broker-defaults")
+    return entity
 
 
 def _resource(topic: Optional[str], broker: Optional[int], defaults: bool) -> tuple[int, str, str]:
@@ -71,15 +78,22 @@ def describe(
     broker_defaults: DefaultsOption = False,
     entity_type: EntityTypeOption = None,
     entity_name: EntityNameOption = None,
+    entity_default: EntityDefaultOption = False,
+    user: UserOption = None,
+    user_defaults: UserDefaultsOption = False,
+    client: ClientOption = None,
+    client_defaults: ClientDefaultsOption = False,
     show_all: Annotated[bool, typer.Option(
         "--all", help="Every setting with its effective value, not only the dynamic ones.")] = False,
     as_json: JsonOption = False,
     bootstrap: BootstrapOption = None,
 ) -> None:
     """Dynamic settings of the entity (with --all: every setting, its value and where it comes from);
-    users: their SCRAM mechanisms and iterations (never a salt or a key)."""
-    if _users(entity_type, topic is not None or broker is not None or broker_defaults):
-        describe_users(entity_name, as_json, bootstrap)
+    users and client ids: their quotas, and users their SCRAM mechanisms and iterations (never a salt or a key)."""
+    entity = _quota_entity(quota_entity_of(entity_type, entity_name, entity_default, user, user_defaults, client,
+                                           client_defaults), topic is not None or broker is not None or broker_defaults)
+    if entity is not None:
+        describe_quota_entity(entity, as_json, bootstrap)
         return
     kind, name, words = _resource(topic, broker, broker_defaults)
     with connect(bootstrap) as cluster:
@@ -119,19 +133,27 @@ def alter(
     broker_defaults: DefaultsOption = False,
     entity_type: EntityTypeOption = None,
     entity_name: EntityNameOption = None,
+    entity_default: EntityDefaultOption = False,
+    user: UserOption = None,
+    user_defaults: UserDefaultsOption = False,
+    client: ClientOption = None,
+    client_defaults: ClientDefaultsOption = False,
     add_config: AddConfig = [],
     delete_config: DeleteConfig = [],
     append_config: AppendConfig = [],
     subtract_config: SubtractConfig = [],
     bootstrap: BootstrapOption = None,
 ) -> None:
-    """Change settings: all of them or none (one bad setting changes nothing). Users:
-    --add-config 'SCRAM-SHA-512=[iterations=8192,password=...]' (salted and hashed here, never sent) or
-    --delete-config SCRAM-SHA-512."""
-    if _users(entity_type, topic is not None or broker is not None or broker_defaults):
+    """Change settings: all of them or none (one bad setting changes nothing). Users and client ids:
+    quotas, --add-config 'producer_byte_rate=1024,consumer_byte_rate=2048' or --delete-config producer_byte_rate;
+    users also --add-config 'SCRAM-SHA-512=[iterations=8192,password=...]' (salted and hashed here, never sent)
+    or --delete-config SCRAM-SHA-512."""
+    entity = _quota_entity(quota_entity_of(entity_type, entity_name, entity_default, user, user_defaults, client,
+                                           client_defaults), topic is not None or broker is not None or broker_defaults)
+    if entity is not None:
         if append_config or subtract_config:
-            raise typer.BadParameter("users take --add-config and --delete-config only")
-        alter_user(entity_name, add_config, delete_config, bootstrap)
+            raise typer.BadParameter("users and client ids take --add-config and --delete-config only")
+        alter_quota_entity(entity, add_config, delete_config, bootstrap)
         return
     kind, name, words = _resource(topic, broker, broker_defaults)
     alter_entity(kind, name, words, add_config, delete_config, append_config, subtract_config, bootstrap)

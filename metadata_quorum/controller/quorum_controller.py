@@ -31,7 +31,7 @@ from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.image import MetadataImage
 
-from . import acls, brokers, dynamic_configs, partitions, scram_credentials, topics
+from . import acls, brokers, client_quotas, dynamic_configs, partitions, scram_credentials, topics
 from .controller_config import ControllerConfig
 from .errors import ControllerError, Error
 from .heartbeats import BrokerHeartbeats
@@ -110,7 +110,7 @@ class Controller:
     def handle_incremental_alter_configs(self, request: cpb.IncrementalAlterConfigsRequest) -> ControllerResult:
         return self._capped(dynamic_configs.incremental_alter_configs(self.image, request, self.node_id))
 
-    # --- ACLs and SCRAM credentials --------------------------------------------------------
+    # --- ACLs, SCRAM credentials, client quotas ----------------------------------------
 
     def handle_create_acls(self, request: cpb.CreateAclsRequest) -> ControllerResult:
         return self._capped(acls.create_acls(self.image, request, self._new_acl_id, self.node_id))
@@ -120,6 +120,9 @@ class Controller:
 
     def handle_alter_user_scram_credentials(self, request: cpb.AlterUserScramCredentialsRequest) -> ControllerResult:
         return self._capped(scram_credentials.alter_user_scram_credentials(self.image, request, self.node_id))
+
+    def handle_alter_client_quotas(self, request: cpb.AlterClientQuotasRequest) -> ControllerResult:
+        return self._capped(client_quotas.alter_client_quotas(self.image, request, self.node_id))
 
     # --- producer ids ----------------------------------------------------------------------
 

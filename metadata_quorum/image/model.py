@@ -25,6 +25,10 @@ MetadataImage. Replay follows Kafka's rules:
 - UserScramCredentialRecord sets a user's credential for one mechanism
   (replacing any earlier one); RemoveUserScramCredentialRecord removes an
   existing one.
+- ClientQuotaRecord sets (or, with remove, unsets) one quota key of a
+  client quota entity; an entity left without keys is dropped. A value
+  or key AlterClientQuotas would refuse, or the removal of a key that is
+  not set, is corrupt.
 - MetadataRecordBatch (one controller decision in one Raft entry, so it
   commits whole or not at all) replays its records in order at the entry's
   offset; a batch inside a batch is corrupt.
@@ -48,9 +52,10 @@ from google.protobuf.message import DecodeError
 
 from kraftlog_api import metadata_pb2 as mpb
 from security.acl import AclBinding, AclIndex
+from security.client_quotas import InvalidQuotaError, QuotaEntity, check_quota_value
 from security.scram_credentials import ScramCredential, ScramMechanism
 
-from . import framing, security_records
+from . import framing, quota_records, security_records
 
 NO_LEADER = -1
 
@@ -127,11 +132,13 @@ class MetadataDelta:
     changed_features: set[str] = field(default_factory=set)
     changed_acls: set[bytes] = field(default_factory=set)  # ids added or removed
     changed_scram_credentials: set[tuple[str, ScramMechanism]] = field(default_factory=set)
+    changed_client_quotas: set[QuotaEntity] = field(default_factory=set)
 
     def is_empty(self) -> bool:
         return not (self.changed_brokers or self.changed_partitions or self.created_topics
                     or self.removed_topics or self.changed_configs or self.producer_ids_changed
-                    or self.changed_features or self.changed_acls or self.changed_scram_credentials)
+                    or self.changed_features or self.changed_acls or self.changed_scram_credentials
+                    or self.changed_client_quotas)
 
 
 class _Corrupt(Exception):
@@ -159,7 +166,8 @@ class MetadataImage:
     """The metadata as of `offset`; see the module docstring for the replay rules."""
 
     __slots__ = ("offset", "brokers", "topics", "topic_ids", "configs", "features",
-                 "next_producer_id", "acls", "scram_credentials", "_by_broker", "_acl_index")
+                 "next_producer_id", "acls", "scram_credentials", "client_quotas", "_by_broker",
+                 "_acl_index")
 
     offset: int                                      # the last applied record; -1 when empty
     brokers: dict[int, BrokerRegistration]
@@ -170,6 +178,7 @@ class MetadataImage:
     next_producer_id: int
     acls: dict[bytes, AclBinding]                    # by ACL id
     scram_credentials: dict[tuple[str, ScramMechanism], ScramCredential]  # by (user, mechanism)
+    client_quotas: dict[QuotaEntity, dict[str, float]]  # entity -> key -> quota (no entity without keys)
 
     def __init__(self) -> None:
         self.offset = -1
@@ -181,6 +190,7 @@ class MetadataImage:
         self.next_producer_id = 0
         self.acls = {}
         self.scram_credentials = {}
+        self.client_quotas = {}
         # The ACLs indexed for decisions; built on first use after a change (acl_index()).
         self._acl_index: Optional[AclIndex] = None
         # broker id -> (topic id, partition id) of every partition naming it
@@ -459,6 +469,27 @@ class MetadataImage:
         if delta is not None:
             delta.changed_scram_credentials.add(key)
 
+    def _set_client_quota(self, rec: mpb.ClientQuotaRecord, offset: int, delta: Optional[MetadataDelta]) -> None:
+        try:
+            entity = quota_records.entity_of(rec.entity)
+            if not rec.remove:
+                check_quota_value(rec.key, rec.value)
+        except InvalidQuotaError as exc:
+            raise _Corrupt(f"invalid client quota: {exc}") from None
+        quotas = self.client_quotas.get(entity, {})
+        if rec.remove:
+            if rec.key not in quotas:
+                raise _Corrupt(f"client quota {rec.key} of {entity} is not set")
+            del quotas[rec.key]
+        else:
+            quotas[rec.key] = rec.value
+        if quotas:
+            self.client_quotas[entity] = quotas
+        else:
+            self.client_quotas.pop(entity, None)
+        if delta is not None:
+            delta.changed_client_quotas.add(entity)
+
     def _set_producer_ids(self, rec: mpb.ProducerIdsRecord, offset: int,
                           delta: Optional[MetadataDelta]) -> None:
         if rec.next_producer_id < self.next_producer_id:
@@ -529,7 +560,7 @@ class MetadataImage:
 
     def to_records(self) -> Iterator[mpb.MetadataRecord]:
         """The image as records that rebuild it: features, configs, brokers, topics, producer ids,
-        ACLs, SCRAM credentials."""
+        ACLs, SCRAM credentials, client quotas."""
         for name, level in self.features.items():
             yield mpb.MetadataRecord(feature_level=mpb.FeatureLevelRecord(name=name, feature_level=level))
         for (resource_type, resource_name), settings in self.configs.items():
@@ -572,6 +603,9 @@ class MetadataImage:
             yield security_records.acl_record(acl_id, binding)
         for (user, _), credential in self.scram_credentials.items():
             yield security_records.scram_record(user, credential)
+        for entity, quotas in self.client_quotas.items():
+            for key, value in quotas.items():
+                yield quota_records.quota_record(entity, key, value)
 
     def snapshot(self) -> bytes:
         """to_records() and the offset, in the layout described in framing.py."""
@@ -599,7 +633,8 @@ class MetadataImage:
                 and self.topics == other.topics and self.topic_ids == other.topic_ids
                 and self.configs == other.configs and self.features == other.features
                 and self.next_producer_id == other.next_producer_id
-                and self.acls == other.acls and self.scram_credentials == other.scram_credentials)
+                and self.acls == other.acls and self.scram_credentials == other.scram_credentials
+                and self.client_quotas == other.client_quotas)
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -654,6 +689,7 @@ _HANDLERS: dict[str, Callable[[MetadataImage, object, int, Optional[MetadataDelt
     "remove_access_control_entry": MetadataImage._remove_acl,
     "user_scram_credential": MetadataImage._set_scram_credential,
     "remove_user_scram_credential": MetadataImage._remove_scram_credential,
+    "client_quota": MetadataImage._set_client_quota,
 }
 
 

@@ -459,7 +459,43 @@ def security_cases(service: str, to: str) -> list[Case]:
     ]
 
 
+def quota_alteration(entity: list[tuple[str, str | None]] | None = None, key: str = "producer_byte_rate",
+                     value: float = 1024.0) -> cpb.AlterClientQuotasRequest:
+    parts = [("client-id", "adv-client")] if entity is None else entity
+    return cpb.AlterClientQuotasRequest(entries=[cpb.AlterClientQuotasRequest.Entry(
+        entity=[cpb.ClientQuotaEntityData(entity_type=t, **({} if n is None else {"entity_name": n})) for t, n in parts],
+        ops=[cpb.AlterClientQuotasRequest.Op(key=key, value=value)])])
+
+
+BAD_QUOTAS = {"negative": quota_alteration(value=-1.0), "zero": quota_alteration(value=0.0),
+              "nan": quota_alteration(value=float("nan")), "infinite": quota_alteration(value=float("inf")),
+              "huge": quota_alteration(value=1e300), "fraction": quota_alteration(value=0.5),
+              "unknown-key": quota_alteration(key="bytes_rate"), "empty-key": quota_alteration(key=""),
+              "empty-entity": quota_alteration(entity=[]), "empty-name": quota_alteration(entity=[("user", "")]),
+              "huge-name": quota_alteration(entity=[("user", "u" * 40_000)]),
+              "type-twice": quota_alteration(entity=[("user", "a"), ("user", "b")])}
+
+
+def quota_cases(service: str, to: str) -> list[Case]:
+    """Hostile AlterClientQuotas: each refused on its entry, nothing written."""
+    alter = f"{service}/AlterClientQuotas"
+    return [*[Case(alter, label, request, codes(K.INVALID_REQUEST), to) for label, request in BAD_QUOTAS.items()],
+            Case(alter, "unknown-entity-type", quota_alteration(entity=[("ip", "10.0.0.1")]),
+                 codes(K.UNSUPPORTED_VERSION), to)]
+
+
+DESCRIBE_QUOTAS = "KafkaBroker/DescribeClientQuotas"
+Component = bpb.DescribeClientQuotasRequest.Component
 BROKER_SECURITY_CASES: list[Case] = [
+    Case(DESCRIBE_QUOTAS, "exact-without-match", bpb.DescribeClientQuotasRequest(components=[
+        Component(entity_type="user", match_type=0)]), codes(K.INVALID_REQUEST)),
+    Case(DESCRIBE_QUOTAS, "type-twice", bpb.DescribeClientQuotasRequest(components=[
+        Component(entity_type="user", match_type=2), Component(entity_type="user", match_type=1)]),
+         codes(K.INVALID_REQUEST)),
+    Case(DESCRIBE_QUOTAS, "unknown-match-type", bpb.DescribeClientQuotasRequest(components=[
+        Component(entity_type="user", match_type=I32_MAX)]), codes(K.UNSUPPORTED_VERSION)),
+    Case(DESCRIBE_QUOTAS, "huge-match", bpb.DescribeClientQuotasRequest(components=[
+        Component(entity_type="client-id", match_type=0, match="c" * 1_000_000)]), codes(K.NONE)),
     Case("KafkaBroker/DescribeAcls", "unknown-filter", bpb.DescribeAclsRequest(filter=cpb.AclBindingFilter()),
          codes(K.INVALID_REQUEST)),
     Case("KafkaBroker/DescribeAcls", "huge-name", bpb.DescribeAclsRequest(filter=cpb.AclBindingFilter(
@@ -906,6 +942,7 @@ def framing_cases() -> list[Case]:
 CASES: list[Case] = [*BROKER_CASES, *admin_cases("KafkaBroker", "broker"),
                      *admin_cases("KRaftController", "controller"),
                      *security_cases("KafkaBroker", "broker"), *security_cases("KRaftController", "controller"),
+                     *quota_cases("KafkaBroker", "broker"), *quota_cases("KRaftController", "controller"),
                      *BROKER_SECURITY_CASES, *CONTROLLER_CASES, *QUORUM_CASES, *GROUP_CASES, *QUORUM_LOG_CASES, *framing_cases()]
 
 

@@ -349,7 +349,7 @@ def test_scram_users_add_describe_delete_without_leaking_the_password(cluster) -
     assert "Completed updating config for user alice." in keep(run(
         cluster, "configs", "alter", "--entity-type", "users", "--entity-name", "alice",
         "--add-config", f"SCRAM-SHA-512=[iterations=8192,password={secret}],SCRAM-SHA-256=[password={secret}]")).stdout
-    described = eventually(lambda: ok_json(cluster, "configs", "describe", "--entity-type", "users").get("alice"),
+    described = eventually(lambda: ok_json(cluster, "configs", "describe", "--entity-type", "users").get("alice", {}).get("credentials"),
                            "alice's credentials described")
     assert sorted((d["mechanism"], d["iterations"]) for d in described) == [
         ("SCRAM-SHA-256", 4096), ("SCRAM-SHA-512", 8192)]
@@ -367,7 +367,8 @@ def test_scram_users_add_describe_delete_without_leaking_the_password(cluster) -
     keep(run(cluster, "configs", "alter", "--entity-type", "users", "--entity-name", "alice",
              "--delete-config", "SCRAM-SHA-512"))
     eventually(lambda: [d["mechanism"] for d in ok_json(cluster, "configs", "describe", "--entity-type", "users",
-                                                         "--entity-name", "alice")["alice"]] == ["SCRAM-SHA-256"],
+                                                         "--entity-name", "alice")["alice"]["credentials"]]
+               == ["SCRAM-SHA-256"],
                "alice's SHA-512 credential gone")
     outputs.append(fails(cluster, "configs", "alter", "--entity-type", "users", "--entity-name", "alice",
                          "--delete-config", "SCRAM-SHA-512", error="RESOURCE_NOT_FOUND"))
@@ -431,3 +432,72 @@ def test_a_dead_broker_shows_in_describe_and_preferred_election_brings_leaders_b
                "preferred leaders everywhere")
     assert "Valid replica already elected" in ok(
         cluster, "leader-election", "--election-type", "preferred", "--topic", "spread")
+
+
+# --- client quotas ---------------------------------------------------------------------------
+
+def _produce_and_read(cluster: LocalCluster, topic: str, client_id: str, count: int) -> tuple[int, int]:
+    """Produce `count` records of 1000 bytes as `client_id`, read them all back as the same client id;
+    the longest throttle times the producer and the consumer were told."""
+    from client.consumer import Consumer
+    from client.consumer_types import TopicPartition
+    from client.producer import Producer
+
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "client.id": client_id, "linger.ms": 5})
+    try:
+        for i in range(count):
+            producer.produce(topic, b"%04d" % i + b"x" * 996)
+        assert producer.flush(60) == 0
+        produce_throttle = producer.metrics()["produce-throttle-time-max"]
+    finally:
+        producer.close()
+    seen: list[bytes] = []
+    with Consumer({"bootstrap.servers": cluster.bootstrap, "client.id": client_id,
+                   "auto.offset.reset": "earliest", "max.partition.fetch.bytes": 16384}) as consumer:
+        consumer.assign([TopicPartition(topic, 0)])
+        eventually(lambda: seen.extend(r.value for r in consumer.poll(0.5)) or len(seen) >= count,
+                   f"{count} records read back")
+        fetch_throttle = consumer.metrics()["fetch-throttle-time-max"]
+    assert sorted(v[:4] for v in seen) == [b"%04d" % i for i in range(count)]  # all arrived, once each
+    return produce_throttle, fetch_throttle
+
+
+def test_client_quotas_throttle_only_the_client_over_them(cluster) -> None:
+    ok(cluster, "topics", "create", "quota-t", "--partitions", "1", "--replication-factor", "1")
+    # 10 000 bytes a second; 110 records of 1000 bytes, measured over Kafka's minimum 10 s window, are over it
+    ok(cluster, "configs", "alter", "--entity-type", "clients", "--entity-name", "slow",
+       "--add-config", "producer_byte_rate=10000,consumer_byte_rate=10000")
+    ok(cluster, "configs", "alter", "--user-defaults", "--add-config", "request_percentage=50")
+    expected = [{"entity": {"client-id": "slow"},
+                 "quotas": {"consumer_byte_rate": 10000.0, "producer_byte_rate": 10000.0}}]
+    eventually(lambda: ok_json(cluster, "configs", "describe", "--entity-type", "clients") == expected,
+               "the quota described")
+    assert ok_json(cluster, "configs", "describe", "--entity-type", "users", "--entity-default") == {
+        "<default>": {"credentials": [], "quotas": {"request_percentage": 50.0}}}
+    text = ok(cluster, "configs", "describe", "--client", "slow")
+    assert text.strip() == ("Quota configs for client-id 'slow' are consumer_byte_rate=10000.0, "
+                            "producer_byte_rate=10000.0")
+    # every broker has it once a new metadata offset reached them all: the describe above went to one
+    eventually(lambda: len({ok_json(cluster, "configs", "describe", "--client", "slow", "--bootstrap", b)[0]
+                            ["quotas"]["producer_byte_rate"] for b in cluster.bootstrap.split(",")}) == 1,
+               "every broker sees the quota")
+    slow_produce, slow_fetch = _produce_and_read(cluster, "quota-t", "slow", 110)
+    assert slow_produce > 0 and slow_fetch > 0
+    ok(cluster, "topics", "create", "quota-u", "--partitions", "1", "--replication-factor", "1")
+    fast_produce, fast_fetch = _produce_and_read(cluster, "quota-u", "fast", 110)
+    assert fast_produce == 0 and fast_fetch == 0  # another client id: no quota applies
+    ok(cluster, "configs", "alter", "--entity-type", "clients", "--entity-name", "slow",
+       "--delete-config", "producer_byte_rate,consumer_byte_rate")
+    eventually(lambda: ok_json(cluster, "configs", "describe", "--entity-type", "clients") == [], "quota removed")
+
+
+def test_client_quotas_refuse_hostile_values(cluster) -> None:
+    for bad, error in (("producer_byte_rate=-5", "greater than 0"), ("producer_byte_rate=nan", "finite"),
+                       ("consumer_byte_rate=1e300", "too large"), ("producer_byte_rate=ten", "not a number"),
+                       ("bytes_rate=5", "unknown quota config")):
+        fails(cluster, "configs", "alter", "--client", "hostile", "--add-config", bad, error=error)
+    fails(cluster, "configs", "alter", "--entity-type", "clients", "--entity-name", "", "--add-config",
+          "producer_byte_rate=5", error="name the entity")
+    fails(cluster, "configs", "alter", "--entity-type", "ips", "--entity-name", "x", "--add-config",
+          "producer_byte_rate=5", error="users or clients")
+    assert ok_json(cluster, "configs", "describe", "--client", "hostile") == []

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from google.protobuf.message import DecodeError
 
-from kafka_protocol.fetch_framing import decode_fetch_response, encode_fetch_response
+from kafka_protocol.fetch_framing import decode_fetch_response, encode_fetch_response, throttle_time_field
 from kraftlog_api import broker_pb2 as bpb
 
 PartitionData = bpb.FetchResponse.PartitionData
@@ -70,7 +70,7 @@ def test_records_are_carried_whole_and_in_order():
 
 def as_protobuf(decoded) -> bpb.FetchResponse:
     """The decoder's answer rebuilt as a protobuf message, to compare."""
-    response = bpb.FetchResponse(error_code=decoded.error_code)
+    response = bpb.FetchResponse(error_code=decoded.error_code, throttle_time_ms=decoded.throttle_time_ms)
     for topic in decoded.responses:
         added = response.responses.add(topic=topic.topic)
         for p in topic.partitions:
@@ -130,6 +130,14 @@ def test_damaged_answers_decode_as_protobuf_parses_them(triples, data):
         else:
             raw[at:at] = data.draw(st.binary(min_size=1, max_size=8))
     assert decoded_or_refused(bytes(raw)) == parsed_or_refused(bytes(raw))
+
+
+def test_an_appended_throttle_time_sets_the_field_of_an_encoded_answer():
+    raw = encode_fetch_response([("t", PartitionData(partition_index=3), b"batch")]) + throttle_time_field(250)
+    decoded = decode_fetch_response(raw)
+    assert decoded.throttle_time_ms == 250 == bpb.FetchResponse.FromString(raw).throttle_time_ms
+    assert bytes(decoded.responses[0].partitions[0].records) == b"batch"
+    assert throttle_time_field(0) == b""
 
 
 def test_a_repeated_records_field_keeps_the_last_as_protobuf_does():
