@@ -133,3 +133,19 @@ class ClientQuotas:
     def __init__(self, samples: int = QUOTA_WINDOW_NUM, window_s: float = QUOTA_WINDOW_SIZE_S) -> None:
         self.produce = ClientQuotaManager("producer_byte_rate", samples, window_s)
         self.fetch = ClientQuotaManager("consumer_byte_rate", samples, window_s)
+        # Connection (gRPC peer) -> monotonic time until which it is muted.
+        self._muted_until: dict[str, float] = {}
+
+    def mute(self, peer: str, throttle_ms: int, now: float) -> None:
+        """KIP-219: the throttled answer goes out at once, and the connection
+        is muted for the throttle time: its next request waits that long
+        here. A client that honours throttle_time_ms sends nothing meanwhile,
+        so it pays the delay once; one that ignores it is held back anyway."""
+        if throttle_ms <= 0:
+            return
+        self._muted_until = {p: t for p, t in self._muted_until.items() if t > now}  # forget the ended ones
+        self._muted_until[peer] = max(self._muted_until.get(peer, 0.0), now + throttle_ms / 1000)
+
+    def unmuted_in(self, peer: str, now: float) -> float:
+        """Seconds until `peer` may be served again (0: now)."""
+        return max(0.0, self._muted_until.get(peer, 0.0) - now)

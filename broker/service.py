@@ -12,9 +12,10 @@ controller answered in time).
 
 Client quotas (client_quota_manager.py): a client's Produce and Fetch are
 measured against its producer_byte_rate and consumer_byte_rate; one over
-its quota is served all the same, and its answer carries throttle_time_ms
-and is held back that long (Kafka mutes the channel; here the call waits),
-bounded by the measured span. The client is the session's principal name
+its quota is served all the same, and its answer carries throttle_time_ms,
+bounded by the measured span; as Kafka mutes the channel (KIP-219), the
+connection's next Produce or Fetch waits until that time has passed, and the
+clients send nothing to the broker meanwhile. The client is the session's principal name
 (none outside a session) and the `client-id` call metadata.
 
 Until the broker has caught up with the metadata log at startup, the data
@@ -90,23 +91,30 @@ class KafkaBrokerService:
             await context.abort(grpc.StatusCode.UNAVAILABLE,
                                 f"broker {self.replicas.broker_id} is starting: not caught up with the metadata log")
 
-    async def _throttle(self, manager: ClientQuotaManager, size: int, context: grpc.aio.ServicerContext) -> int:
-        """Record `size` bytes for the calling client; hold the call back as
-        long as its quota says, and return that time (0 when within it)."""
+    async def _wait_unmuted(self, context: grpc.aio.ServicerContext) -> None:
+        """A connection muted by an earlier throttled answer waits out the rest of it."""
+        wait_s = self.quotas.unmuted_in(context.peer() or "", time.monotonic())
+        if wait_s > 0:
+            await asyncio.sleep(wait_s)
+
+    def _throttle(self, manager: ClientQuotaManager, size: int, context: grpc.aio.ServicerContext) -> int:
+        """Record `size` bytes for the calling client; the throttle time its
+        quota asks for (0 when within it), for which its connection is muted."""
         quotas = self.replicas.image.client_quotas
         if not quotas:
             return 0  # no quota set anywhere: nothing to measure
         session = current_session()
         metadata = dict(context.invocation_metadata() or ())
         client_id = str(metadata.get(CLIENT_ID_METADATA, ""))
+        now = time.monotonic()
         throttle_ms = manager.record_and_get_throttle_time_ms(
-            quotas, session.principal.name if session is not None else None, client_id, size, time.monotonic())
-        if throttle_ms > 0:
-            await asyncio.sleep(throttle_ms / 1000)
+            quotas, session.principal.name if session is not None else None, client_id, size, now)
+        self.quotas.mute(context.peer() or "", throttle_ms, now)
         return throttle_ms
 
     async def Produce(self, request: bpb.ProduceRequest, context: grpc.aio.ServicerContext) -> bpb.ProduceResponse:
         await self._check_ready(context)
+        await self._wait_unmuted(context)
         denied = acl.denied_topics(self.access, AclOperation.WRITE, acl.topic_names(request, acl.PRODUCE))
         if not denied:
             response = await handle_produce(self.replicas, request)
@@ -114,7 +122,7 @@ class KafkaBrokerService:
             allowed, refused = acl.split_topics(request, acl.PRODUCE, denied)
             response = await handle_produce(self.replicas, allowed) if allowed.topics else bpb.ProduceResponse()
             response.MergeFrom(refused)
-        response.throttle_time_ms = await self._throttle(self.quotas.produce, request.ByteSize(), context)
+        response.throttle_time_ms = self._throttle(self.quotas.produce, request.ByteSize(), context)
         return response
 
     async def Fetch(self, request: bpb.FetchRequest, context: grpc.aio.ServicerContext) -> bytes:
@@ -125,6 +133,7 @@ class KafkaBrokerService:
             if not self.access.allows_cluster(AclOperation.CLUSTER_ACTION):
                 return acl.refuse_all(request, acl.FETCH, Error.CLUSTER_AUTHORIZATION_FAILED).SerializeToString()
             return await handle_fetch(self.replicas, request)
+        await self._wait_unmuted(context)
         denied = acl.denied_topics(self.access, AclOperation.READ, acl.topic_names(request, acl.FETCH))
         if not denied:
             answer = await handle_fetch(self.replicas, request)
@@ -134,7 +143,7 @@ class KafkaBrokerService:
             # fields of concatenated encodings append, so the refusals go after it.
             answer = (await handle_fetch(self.replicas, allowed) if allowed.topics else b"") + refused.SerializeToString()
         # The same holds for the throttle time: its field appended sets it.
-        return answer + throttle_time_field(await self._throttle(self.quotas.fetch, len(answer), context))
+        return answer + throttle_time_field(self._throttle(self.quotas.fetch, len(answer), context))
 
     async def ListOffsets(self, request: bpb.ListOffsetsRequest,
                           context: grpc.aio.ServicerContext) -> bpb.ListOffsetsResponse:
