@@ -15,7 +15,7 @@ whose listeners take mTLS only, as between nodes.
 from __future__ import annotations
 
 from devcluster.local_cluster import LocalCluster
-from devcluster.secured import ScramUser, add_user, allow
+from devcluster.secured import ScramUser, add_cluster_user, allow
 from security.acl import AclBinding, AclOperation, PatternType, ResourceType
 
 from .metadata_workload import TOPIC_PREFIX
@@ -39,5 +39,5 @@ def workload_acls(principal: str, topic: str, group: str) -> list[AclBinding]:
 
 def add_workload_user(cluster: LocalCluster, topic: str, group: str) -> ScramUser:
     """The user, its ACLs and certificate; returns once every broker enforces them."""
-    return add_user(cluster, USER, workload_acls(f"User:{USER}", topic, group), probe_topic=topic,
-                    certificate=True)
+    return add_cluster_user(cluster, USER, workload_acls(f"User:{USER}", topic, group), probe_topic=topic,
+                            certificate=True)

@@ -21,7 +21,7 @@ import secrets
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Mapping, Optional
 
 import grpc
 
@@ -36,6 +36,10 @@ from security.acl import AclBinding, AclOperation, AclPermissionType, PatternTyp
 from security.client_security import ClientSecurity
 from security.scram_credentials import DEFAULT_ITERATIONS, ScramMechanism
 
+from kraftlog_server.server_config import format_address, parse_listeners, parse_roles
+
+from . import launcher
+from .launcher import SCRAM_USERS, TLS
 from .local_cluster import LocalCluster
 
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -44,6 +48,8 @@ MECHANISM = ScramMechanism.SCRAM_SHA_512
 # A certificate's CN is its principal's name (node-1, admin, and a user's own certificate).
 PRINCIPAL_MAPPING = "RULE:^CN=([^,]+),.*$/$1/,DEFAULT"
 ENFORCED_TIMEOUT_S = 60.0
+CLIENTS = "CLIENTS"  # the listener name of the SASL_SSL client listener
+CLIENTS_PORT_OFFSET = 200  # a secured cluster file's CLIENTS port: the broker's port + this
 _AUTHORIZATION_ERRORS = {Errors.TOPIC_AUTHORIZATION_FAILED, Errors.CLUSTER_AUTHORIZATION_FAILED}
 
 
@@ -53,6 +59,32 @@ def secured_properties(node_ids: Iterable[int]) -> dict[str, Any]:
             "super.users": ";".join(["User:admin"] + [f"User:node-{n}" for n in node_ids]),
             "sasl.enabled.mechanisms": ",".join(m.mechanism_name for m in ScramMechanism),
             "ssl.principal.mapping.rules": PRINCIPAL_MAPPING}
+
+
+def secure_cluster_spec(spec: Mapping[str, Any], admin_password: str) -> dict[str, Any]:
+    """A plaintext cluster file's content, secured: `tls: true`, every
+    PLAINTEXT listener SSL (mTLS between nodes), each broker a CLIENTS
+    listener (SASL_SSL, its port + 200) on the same host, the authorizer,
+    and the SCRAM super user `admin` bootstrapped at format (`scram_users`)."""
+    nodes = []
+    for node in spec["nodes"]:
+        endpoints = [e._replace(name="SSL") if e.name == "PLAINTEXT" else e for e in parse_listeners(node)]
+        if "broker" in parse_roles(node):
+            first = endpoints[0]
+            endpoints.append(first._replace(name=CLIENTS, port=first.port + CLIENTS_PORT_OFFSET))
+        nodes.append({**node, "listeners": ",".join(f"{e.name}://{format_address(e.host, e.port)}"
+                                                    for e in endpoints)})
+    defaults = {**spec.get("defaults", {}), **secured_properties(n["node.id"] for n in nodes),
+                "inter.broker.listener.name": "SSL",
+                "listener.security.protocol.map": f"SSL:SSL,CONTROLLER:SSL,{CLIENTS}:{CLIENT_LISTENER}",
+                # Clients prove who they are by SASL there, not by a certificate.
+                f"listener.name.{CLIENTS.lower()}.ssl.client.auth": "none"}
+    return {**spec, TLS: True, SCRAM_USERS: {"admin": admin_password}, "defaults": defaults, "nodes": nodes}
+
+
+def client_addresses(plans: Iterable[launcher.NodePlan]) -> list[str]:
+    """HOST:PORT of every broker's CLIENTS listener."""
+    return [format_address(e.host, e.port) for plan in plans for e in plan.config.listeners if e.name == CLIENTS]
 
 
 def allow(principal: str, operation: AclOperation, resource_type: ResourceType, name: str,
@@ -90,28 +122,35 @@ class ScramUser:
                                            "ssl.truststore.location": self.truststore})
 
 
-def add_user(cluster: LocalCluster, name: str, acls: Iterable[AclBinding], *, probe_topic: str,
-             certificate: bool = False) -> ScramUser:
+def add_user(admin: Cluster, client_addresses: Iterable[str], truststore: str, name: str,
+             acls: Iterable[AclBinding], *, probe_topic: str, certificate: bool = False) -> ScramUser:
     """Create the user (both SCRAM mechanisms, a fresh random password) and
-    its ACLs as the admin, then wait until every broker lets it describe
-    `probe_topic` (a topic its ACLs cover): credentials and ACLs reach each
-    broker's image a moment after they commit. `certificate`: also issue it
-    a client certificate of the cluster's CA."""
-    truststore = str(cluster.security.ssl.truststore_location)
+    its ACLs through `admin` (a super user's client), then wait until each
+    broker's client listener lets it describe `probe_topic` (a topic its
+    ACLs cover): credentials and ACLs reach each broker's image a moment
+    after they commit. `certificate`: also issue it a client certificate
+    of the cluster's CA (the CA's key beside `truststore`)."""
     keystore = None
     if certificate:
         keystore = str(certs.issue(Path(truststore).parent, name, client=True).keystore)
     user = ScramUser(name, secrets.token_urlsafe(24), truststore, keystore)
-    with Cluster(cluster.bootstrap, cluster.security) as admin:
-        refused = alter_user_scram_credentials(admin, [ScramUpsertion(name, m, user.password, DEFAULT_ITERATIONS)
-                                                       for m in ScramMechanism])
-        problems = [str(e) for e in refused.values() if e is not None]
-        problems += [str(e) for e in create_acls(admin, list(acls)) if e is not None]
+    refused = alter_user_scram_credentials(admin, [ScramUpsertion(name, m, user.password, DEFAULT_ITERATIONS)
+                                                   for m in ScramMechanism])
+    problems = [str(e) for e in refused.values() if e is not None]
+    problems += [str(e) for e in create_acls(admin, list(acls)) if e is not None]
     if problems:
         raise RuntimeError(f"user {name}: {'; '.join(problems)}")
-    for address in cluster.client_addresses.values():
+    for address in client_addresses:
         _wait_enforced(address, user, probe_topic)
     return user
+
+
+def add_cluster_user(cluster: LocalCluster, name: str, acls: Iterable[AclBinding], *, probe_topic: str,
+                     certificate: bool = False) -> ScramUser:
+    """add_user on a LocalCluster, as the launcher's admin certificate."""
+    with Cluster(cluster.bootstrap, cluster.security) as admin:
+        return add_user(admin, cluster.client_addresses.values(), str(cluster.security.ssl.truststore_location),
+                        name, acls, probe_topic=probe_topic, certificate=certificate)
 
 
 def _wait_enforced(address: str, user: ScramUser, topic: str) -> None:
