@@ -11,7 +11,7 @@ export GOCACHE := $(CURDIR)/.cache/go-build
 export GOPATH := $(CURDIR)/.cache/go
 export GOPROXY := off
 
-.PHONY: all venv fuzz chaos chaos-tools go-toolchain java-runtime lincheck test pytest go-test demo bench-log bench-quorum bench-metadata bench bench-quick bench-deps bench-tools sim sim-controller proto clean
+.PHONY: all venv fuzz chaos chaos-tools go-toolchain java-runtime lincheck test pytest go-test demo bench-log bench-quorum bench-metadata bench-security bench bench-quick bench-deps bench-tools sim sim-controller proto clean
 
 all: test
 
@@ -103,6 +103,11 @@ bench-log: venv
 # The metadata image at 100,000 partitions, built through the controller: snapshot size, write/load time, memory.
 bench-metadata: venv
 	$(BIN)/python -m bench.metadata_scale
+
+# The cost of security: produce RF3 acks=all and raw fetch, plaintext vs SASL_SSL (+ mTLS between
+# nodes), as a ratio; one SCRAM-SHA-256/512 login's time. A few minutes.
+bench-security: venv
+	$(BIN)/python -m bench.security_cost
 
 bench-quorum: venv
 	$(BIN)/python -m bench.quorum

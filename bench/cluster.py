@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Optional
 
 
 import grpc
@@ -124,7 +124,11 @@ def paced_latency(cluster: LocalCluster, topic: str, rate_per_s: float, seconds:
     return {"batches_per_s": rate_per_s, "records_per_s": rate_per_s * BATCH_RECORDS, "latency_ms": _ms(latencies)}
 
 
-def consume_throughput(cluster: LocalCluster, topic: str) -> dict[str, Any]:
+def consume_throughput(cluster: LocalCluster, topic: str,
+                       stub: Optional[Callable[[int], Any]] = None) -> dict[str, Any]:
+    """Fetch every partition whole from its leader; `stub(broker_id)`: the
+    broker stub to fetch with (default: the cluster's own)."""
+    stub = stub or cluster.broker_stub
     led = leaders(cluster, topic)
     positions = dict.fromkeys(led, 0)
     records = fetched_bytes = 0
@@ -132,7 +136,7 @@ def consume_throughput(cluster: LocalCluster, topic: str) -> dict[str, Any]:
     while True:
         got = 0
         for partition, leader in led.items():
-            response = cluster.broker_stub(leader).Fetch(bpb.FetchRequest(
+            response = stub(leader).Fetch(bpb.FetchRequest(
                 replica_id=-1, max_wait_ms=0, max_bytes=8 << 20, topics=[bpb.FetchRequest.FetchTopic(
                     topic=topic, partitions=[bpb.FetchRequest.FetchPartition(
                         partition=partition, current_leader_epoch=-1, fetch_offset=positions[partition],

@@ -38,10 +38,12 @@ from client.cluster import Cluster
 from kafka_protocol.errors import Errors
 from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import controller_pb2 as cpb
+from security.client_security import ClientSecurity
 
 from .history import FAIL, INFO, OK, HistoryRecorder
 
-TOPICS = tuple(f"meta-{i}" for i in range(4))
+TOPIC_PREFIX = "meta-"
+TOPICS = tuple(f"{TOPIC_PREFIX}{i}" for i in range(4))
 CALL_TIMEOUT_S = 10.0
 READ_TIMEOUT_S = 10.0
 OPS = ("create", "delete", "describe")
@@ -55,6 +57,8 @@ class MetadataWorkload:
     process_base: int = 1 << 24  # process numbers of its own
     seed: int = 0
     interval_s: float = 0.2
+    security: Optional[ClientSecurity] = None  # to the brokers (a secured run: its SASL_SSL user)
+    controller_security: Optional[ClientSecurity] = None  # to the controllers (mTLS there)
     _stop: threading.Event = field(default_factory=threading.Event, init=False)
     _thread: Optional[threading.Thread] = field(default=None, init=False)
     errors: list[str] = field(default_factory=list, init=False)
@@ -79,7 +83,7 @@ class MetadataWorkload:
     def _run(self) -> None:
         rng = random.Random(self.seed)
         process = self.process_base
-        with Cluster(self.bootstrap) as cluster:
+        with Cluster(self.bootstrap, self.security) as cluster:
             while not self._stop.is_set():
                 topic, op = rng.choice(TOPICS), rng.choice(OPS)
                 if op == "create":
@@ -137,7 +141,8 @@ class MetadataWorkload:
     def _read_index_describe(self, cluster: Cluster, topic: str) -> Optional[Any]:
         deadline = time.monotonic() + READ_TIMEOUT_S
         try:
-            read_index = describe_quorum(self.controllers, timeout=3.0)["high_watermark"]
+            read_index = describe_quorum(self.controllers, timeout=3.0,
+                                         security=self.controller_security)["high_watermark"]
         except Exception:  # noqa: BLE001 - no leader now: the read fails, changing nothing
             return None
         while time.monotonic() < deadline and not self._stop.is_set():

@@ -10,7 +10,10 @@
    started again, and every partition is read whole.
 4. Checks: the queue checks (lost, duplicated, reordered, unexpected) and
    the linearizability of each partition's log by the Go checker.
-5. The results directory: history.jsonl, schedule.json, summary.json,
+5. With `secure`: the cluster of devcluster/secured.py (mTLS between
+   nodes, a SASL_SSL client listener, ACLs), and every workload client
+   logs in as the SCRAM user of chaos/secure.py, held to its ACLs.
+6. The results directory: history.jsonl, schedule.json, summary.json,
    anomalies.json, and per checker model (log: each partition's log;
    offsets: the group's committed offsets; metadata: topic creates, deletes
    and describes, chaos/metadata_workload.py) its input <model>-history.jsonl,
@@ -37,14 +40,16 @@ from typing import Any, Callable, Iterable, Optional
 from client.admin import describe_quorum
 from devcluster.local_cluster import LocalCluster
 from devcluster.local_processes import wait_until
+from devcluster.secured import CLIENT_LISTENER, secured_properties
 
 from . import lincheck
 from .history import NEMESIS, HistoryRecorder, read_history
 from .nemesis import SCENARIOS, Nemesis, ScheduledFault, schedule
 from .metadata_workload import MetadataWorkload
 from .queue_checks import analyze, model_history, summarize, to_log_model
+from .secure import add_workload_user
 from .testbed import NetworkTestbed, probe
-from .workload import QueueWorkload, leader_of
+from .workload import QueueWorkload, group_of, leader_of
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +80,7 @@ class RunSettings:
     results: Path
     unclean: bool = False  # only for the unclean-election scenario
     network: bool = True  # use the namespace testbed where the machine allows
+    secure: bool = False  # TLS + mTLS between nodes, SASL_SSL/SCRAM clients, ACLs
 
 
 @dataclass
@@ -111,22 +117,28 @@ def run(settings: RunSettings) -> RunResult:
         properties = dict(CLUSTER_PROPERTIES)
         if settings.scenario == UNCLEAN:
             properties["unclean.leader.election.enable"] = str(settings.unclean).lower()
+        if settings.secure:
+            properties.update(secured_properties(node_ids))
         cluster = LocalCluster(
             workdir, properties=properties,
             hosts={n: testbed.address(n) for n in node_ids} if testbed else None,
-            command_prefix=testbed.exec_prefix if testbed else (lambda node_id: ()))
+            command_prefix=testbed.exec_prefix if testbed else (lambda node_id: ()),
+            tls=settings.secure, client_listener=CLIENT_LISTENER if settings.secure else None)
         cluster.start()
         cluster.wait_for_brokers(timeout=RECOVERY_TIMEOUT_S)
         min_isr = 1 if settings.scenario == UNCLEAN else 2
         cluster.create_topic(TOPIC, PARTITIONS, 3, configs={"min.insync.replicas": str(min_isr)})
         cluster.wait_for_leaders(TOPIC, timeout=RECOVERY_TIMEOUT_S)
-        bootstrap = cluster.bootstrap
-        workload = QueueWorkload(history, bootstrap, TOPIC, PARTITIONS)
+        user = add_workload_user(cluster, TOPIC, group_of(TOPIC)) if settings.secure else None
+        bootstrap = cluster.client_bootstrap if user else cluster.bootstrap
+        workload = QueueWorkload(history, bootstrap, TOPIC, PARTITIONS,
+                                 client_security=user.client_config() if user else {})
         nemesis = Nemesis(cluster, node_ids, list(cluster.brokers), history, testbed,
                           partition_leader=lambda: leader_of(cluster.metadata(topics=[TOPIC]), TOPIC),
                           active_controller=lambda: _active_controller(cluster))
         topics = MetadataWorkload(history, bootstrap, ",".join(cluster.controller_addresses.values()),
-                                  seed=settings.seed)
+                                  seed=settings.seed, security=user.client_security() if user else None,
+                                  controller_security=user.certificate_security() if user else None)
         workload.start()
         topics.start()
         if settings.scenario == UNCLEAN:
@@ -155,7 +167,7 @@ def run(settings: RunSettings) -> RunResult:
     summary = _check(results, history.faults,
                      notes + (workload.errors if workload else []) + (topics.errors if topics else []))
     summary.update(scenario=settings.scenario, seed=settings.seed, time_limit_s=settings.time_limit_s,
-                   testbed=use_testbed, unclean=settings.unclean)
+                   testbed=use_testbed, unclean=settings.unclean, secure=settings.secure)
     (results / "summary.json").write_text(json.dumps(summary, indent=1))
     return RunResult(settings, summary)
 
@@ -177,7 +189,8 @@ def _sleep_until(deadline: float) -> None:
 
 def _active_controller(cluster: LocalCluster) -> Optional[int]:
     try:
-        leader = describe_quorum(",".join(cluster.controller_addresses.values()), timeout=2.0)["leader_id"]
+        leader = describe_quorum(",".join(cluster.controller_addresses.values()), timeout=2.0,
+                                 security=cluster.security)["leader_id"]
     except Exception:  # noqa: BLE001 - no leader known right now
         return None
     return leader if leader is not None and leader >= 0 else None

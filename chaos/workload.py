@@ -49,6 +49,8 @@ class QueueWorkload:
     in_flight_per_producer: int = 16
     rate_per_producer: float = 200.0  # sends per second at most
     producer_config: dict[str, Any] = field(default_factory=dict)
+    # Every client's security settings (security.protocol, sasl.*, ssl.*): a secured run's user.
+    client_security: dict[str, Any] = field(default_factory=dict)
     _stop: threading.Event = field(default_factory=threading.Event, init=False)
     _threads: list[threading.Thread] = field(default_factory=list, init=False)
     _processes: "itertools.count[int]" = field(default_factory=itertools.count, init=False)
@@ -91,7 +93,7 @@ class QueueWorkload:
         thread.start()
 
     def _produce(self, index: int) -> None:
-        config = {"bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": True,
+        config = {**self.client_security, "bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": True,
                   "linger.ms": 2, "delivery.timeout.ms": 30000, "request.timeout.ms": 5000,
                   "client.id": f"chaos-producer-{index}", **self.producer_config}
         slots = threading.BoundedSemaphore(self.in_flight_per_producer)
@@ -125,7 +127,7 @@ class QueueWorkload:
 
     def _consume(self, name: str, in_group: bool) -> None:
         # Commits are explicit, so that every one is in the history.
-        config = {"bootstrap.servers": self.bootstrap, "client.id": f"chaos-{name}",
+        config = {**self.client_security, "bootstrap.servers": self.bootstrap, "client.id": f"chaos-{name}",
                   "auto.offset.reset": "earliest", "enable.auto.commit": False}
         if in_group:
             config["group.id"] = self.group
@@ -196,7 +198,7 @@ class QueueWorkload:
 
     @property
     def group(self) -> str:
-        return f"chaos-{self.topic}"
+        return group_of(self.topic)
 
     def _group_key(self, partition: int) -> dict[str, str]:
         return {"group": self.group, "partition": self.key(partition)}
@@ -204,7 +206,8 @@ class QueueWorkload:
     # -- after healing ------------------------------------------------------------------------
     def final_read(self, timeout: float = FINAL_READ_TIMEOUT_S) -> dict[int, int]:
         """Read every partition whole; the record count per partition."""
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "client.id": "chaos-final-read",
+        consumer = Consumer({**self.client_security, "bootstrap.servers": self.bootstrap,
+                             "client.id": "chaos-final-read",
                              "auto.offset.reset": "earliest", "enable.auto.commit": False})
         process = self._process()
         counts: dict[int, int] = {}
@@ -229,6 +232,11 @@ class QueueWorkload:
         finally:
             consumer.close()
         return counts
+
+
+def group_of(topic: str) -> str:
+    """The consumer group of the workload on `topic`."""
+    return f"chaos-{topic}"
 
 
 def leader_of(metadata: Any, topic: str, partition: int = 0) -> Optional[int]:

@@ -34,6 +34,7 @@ CLUSTER_ID = "TG9jYWxDbHVzdGVyVGVzdA"
 RETRIABLE_ADMIN_ERRORS = (Errors.NOT_CONTROLLER, Errors.REQUEST_TIMED_OUT)
 # Kafka's customary ports, for nodes with an address of their own (hosts=)
 BROKER_PORT, CONTROLLER_PORT, METRICS_PORT = 9092, 9093, 9100
+CLIENTS_PORT = 9094  # the CLIENTS listener's, on a node with an address of its own
 
 
 class LocalCluster(LocalProcesses):
@@ -50,9 +51,9 @@ class LocalCluster(LocalProcesses):
         then use fixed ports); `command_prefix(node_id)` starts a node there.
         `tls`: every listener SSL with certificates the launcher makes, mTLS
         between nodes; `client_properties` are the settings a client needs.
-        `client_listener` (a security protocol, e.g. SASL_SSL; not with
-        `hosts`) gives each broker a second listener, CLIENTS, for clients
-        only: `client_addresses`, and `client_bootstrap` to reach them."""
+        `client_listener` (a security protocol, e.g. SASL_SSL) gives each
+        broker a second listener, CLIENTS, for clients only (on its host's
+        address): `client_addresses`, and `client_bootstrap` to reach them."""
         nodes: list[dict[str, Any]] = []
         self.controller_addresses: dict[int, str] = {}
         self.broker_addresses: dict[int, str] = {}
@@ -70,12 +71,11 @@ class LocalCluster(LocalProcesses):
             ports = [BROKER_PORT, CONTROLLER_PORT] * combined if combined else (
                 [CONTROLLER_PORT] * controllers + [BROKER_PORT] * brokers)
             ports += [METRICS_PORT] * node_count
+            client_ports = [CLIENTS_PORT] * (combined or brokers) if client_listener else []
 
         listener = "SSL" if tls else "PLAINTEXT"
         properties = {**({"inter.broker.listener.name": listener} if tls else {}), **(properties or {})}
         if client_listener:
-            if hosts is not None:
-                raise ValueError("client_listener is for loopback clusters")
             properties.setdefault("inter.broker.listener.name", listener)
             properties.setdefault("listener.security.protocol.map",
                                   f"{listener}:{listener},CONTROLLER:{listener},CLIENTS:{client_listener}")
@@ -107,8 +107,9 @@ class LocalCluster(LocalProcesses):
         for node, port in zip(nodes, ports[-node_count:]):
             self.metrics_addresses[node["node.id"]] = node[METRICS_LISTENER] = f"{host(node['node.id'])}:{port}"
         for node, port in zip((n for n in nodes if "broker" in n["process.roles"]), client_ports):
-            node["listeners"] += f",CLIENTS://127.0.0.1:{port}"
-            self.client_addresses[node["node.id"]] = f"127.0.0.1:{port}"
+            address = f"{host(node['node.id'])}:{port}"
+            node["listeners"] += f",CLIENTS://{address}"
+            self.client_addresses[node["node.id"]] = address
         for node in nodes:
             node.update((node_properties or {}).get(node["node.id"], {}))
         spec = {"cluster.id": CLUSTER_ID, "defaults": properties, "nodes": nodes, **({"tls": True} if tls else {})}

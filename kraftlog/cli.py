@@ -20,12 +20,12 @@ from kafka_protocol.errors import KafkaError
 from spark_jobs import cli as spark  # no pyspark import until a job runs
 
 from .commands import (
-    acls, bench, certs, chaos, cluster, configs, console, dump_log, elections, groups, perf, quorum, server, storage,
-    topics,
+    acls, bench, certs, chaos, cluster, configs, console, demo, dump_log, elections, groups, perf, quorum, server,
+    storage, topics,
 )
 
 COMMAND_GROUPS = (dump_log, server, storage, quorum, cluster, topics, configs, acls, elections, groups, console, perf,
-                  chaos, bench, certs, spark)
+                  chaos, bench, certs, demo, spark)
 
 app = typer.Typer(
     name="kraftlog",

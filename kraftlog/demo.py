@@ -1,8 +1,9 @@
 """`make demo`: Kafka in KRaft mode through a broker failure (demo_cluster.py).
 
-`python -m kraftlog.demo [cluster] [quorum] [log]` also runs the earlier
+`python -m kraftlog.demo [--secure] [cluster] [quorum] [log]` also runs the earlier
 parts: the metadata quorum alone (demo_quorum.py) and the partition log
-alone (below). The log part writes a few thousand records with every compression codec, shuts down cleanly,
+alone (below). `--secure` runs the cluster part on a secured cluster
+(demo_secure.py); `kraftlog demo [--secure]` is the same. The log part writes a few thousand records with every compression codec, shuts down cleanly,
 reopens (no recovery scan needed), looks records up by offset and by
 timestamp, then shows a segment through `kraftlog dump-log`, as an operator
 would inspect a Kafka segment with kafka-dump-log.
@@ -56,8 +57,10 @@ PARTS = ("cluster", "quorum", "log")
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m kraftlog.demo [cluster|quorum|log ...]`: the cluster demo by default."""
-    parts = (argv if argv is not None else sys.argv[1:]) or ["cluster"]
+    """`python -m kraftlog.demo [--secure] [cluster|quorum|log ...]`: the cluster demo by default."""
+    args = argv if argv is not None else sys.argv[1:]
+    secure = "--secure" in args
+    parts = [a for a in args if a != "--secure"] or ["cluster"]
     unknown = [p for p in parts if p not in PARTS]
     if unknown:
         print(f"unknown demo part {', '.join(unknown)}; choose from {', '.join(PARTS)}", file=sys.stderr)
@@ -70,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         elif part == "quorum":
             status |= demo_quorum.main(console)
         else:
-            status |= demo_cluster.main(console)
+            status |= demo_cluster.main(console, secure=secure)
     return status
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
@@ -88,9 +88,10 @@ class ProduceJob(_ProducerJob):
     acks: str
     idempotence: bool
     seconds: float
+    client_security: dict[str, Any] = field(default_factory=dict)  # security.protocol, sasl.*, ssl.*
 
     def settings(self) -> dict[str, Any]:
-        return {"acks": self.acks, "enable.idempotence": self.idempotence}
+        return {**self.client_security, "acks": self.acks, "enable.idempotence": self.idempotence}
 
     async def run(self) -> dict[str, Any]:
         producer, value = self._producer, bytes(self.value_bytes)

@@ -68,6 +68,8 @@ def run_command(
                                  help="unclean-election: allow the unclean election (default) or not"),
     network: bool = typer.Option(True, "--network/--no-network",
                                  help="put nodes in network namespaces when root (else 127.0.0.1)"),
+    secure: bool = typer.Option(False, "--secure", help="TLS with mTLS between nodes, clients over SASL_SSL "
+                                                        "as a SCRAM user held to ACLs"),
     as_json: bool = typer.Option(False, "--json", help="one summary object per run per line"),
 ) -> None:
     """Exit 0 when every run kept its promise (nothing acknowledged lost, a
@@ -90,8 +92,10 @@ def run_command(
     for name in scenarios:
         for n in range(runs):
             folder = results / f"{name}-seed{seed + n}"
-            console.print(f"[bold]{name}[/] seed {seed + n}: running ({time_limit:g}s) -> {folder}")
-            summary = run(RunSettings(name, seed + n, time_limit, folder, unclean=unclean, network=network)).summary
+            console.print(f"[bold]{name}[/] seed {seed + n}: running ({time_limit:g}s{', secured' if secure else ''})"
+                          f" -> {folder}")
+            summary = run(RunSettings(name, seed + n, time_limit, folder, unclean=unclean, network=network,
+                                      secure=secure)).summary
             anomalies = {k: v for k, v in summary["anomalies"].items() if v and k != "lost-unacked-ok"}
             expected_loss = name == UNCLEAN and unclean
             verdicts = [summary[k] for k in ("linearizable", "offsets_linearizable", "metadata_linearizable")]

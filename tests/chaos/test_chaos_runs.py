@@ -58,3 +58,19 @@ def test_unclean_election_costs_acknowledged_writes_only_when_enabled(tmp_path, 
         # The same schedule with clean election: offline until the leader came back, nothing lost.
         assert lost == 0 and result.valid, result.summary
         assert result.summary["linearizable"] == "ok"
+
+
+def test_secured_clean_election_loses_nothing(tmp_path) -> None:
+    """The cheapest clean scenario on a secured cluster (`chaos run --secure`):
+    mTLS between nodes, every workload client a SASL_SSL SCRAM user held to
+    its ACLs. Kills and restarts must not cost a write, and the user's
+    produce, consume, commit and topic operations must all be let through."""
+    result = run(RunSettings("unclean-election", 0, 15.0, tmp_path, unclean=False, secure=True))
+    summary = result.summary
+    assert summary["secure"] and result.valid, summary
+    assert summary["anomalies"]["lost"] == 0 and summary["linearizable"] == "ok", summary
+    assert summary["sends"]["ok"] > 100 and summary["final_records"] >= summary["sends"]["ok"]
+    done = {(line["f"], line["type"]) for line in read_history(tmp_path / "history.jsonl") if line["type"] != "invoke"}
+    # Authorized by the ACLs: committed offsets (group Read), topics created (prefixed Create),
+    # read-index describes (DescribeQuorum at the controllers with the user's certificate).
+    assert {("commit", "ok"), ("create", "ok"), ("describe", "ok")} <= done, done
