@@ -33,6 +33,7 @@ from client.cluster import Cluster
 from client.channels import open_channel
 from client.security_admin import ScramUpsertion, alter_user_scram_credentials, create_acls
 from devcluster.local_cluster import LocalCluster
+from devcluster.secured import secured_properties
 from kafka_protocol.errors import Errors
 from kafka_protocol.records import Record, encode_batch
 from kraftlog_api import broker_pb2 as bpb
@@ -219,12 +220,10 @@ def outcome(call: Call, stub) -> str:
 
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory):
-    super_users = ";".join(["User:admin"] + [f"User:node-{i}" for i in (1, 2, 3)])
+    # devcluster/secured.py's settings: the StandardAuthorizer, super users admin and
+    # node-1..3, SCRAM-SHA-256/512, a certificate's CN as its user name
     with LocalCluster(tmp_path_factory.mktemp("secured"), combined=3, tls=True, client_listener="SASL_SSL",
-                      properties={"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-                                  "super.users": super_users, "sasl.enabled.mechanisms": "SCRAM-SHA-512",
-                                  # a certificate's CN is its user name (node-1, admin)
-                                  "ssl.principal.mapping.rules": "RULE:^CN=([^,]+),.*$/$1/,DEFAULT",
+                      properties={**secured_properties(range(1, 4)),
                                   "default.replication.factor": 3, "min.insync.replicas": 2}).running() as c:
         c.create_topic(TOPIC, partitions=1, replication_factor=3)
         c.wait_for_leaders(TOPIC)
