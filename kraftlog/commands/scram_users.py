@@ -17,7 +17,7 @@ from client.security_admin import (
 from kafka_protocol.errors import InvalidConfigError
 from security.scram_config import CONFIG_KEYS, ScramSetting, parse_mechanism, parse_scram_setting
 
-from .common import connect, parse_config_list, parse_names, print_json
+from .common import ClusterTarget, parse_config_list, parse_names, print_json
 
 USERS = "users"
 
@@ -42,14 +42,14 @@ def _upsertions(user: str, texts: list[str]) -> list[ScramUpsertion]:
             for s in parse_scram_options(texts, "--add-config", CONFIG_KEYS)]
 
 
-def alter_user(user: Optional[str], add: list[str], delete: list[str], bootstrap: Optional[str]) -> None:
+def alter_user(user: Optional[str], add: list[str], delete: list[str], target: ClusterTarget) -> None:
     if not user:
         raise typer.BadParameter("--entity-type users needs --entity-name USER")
     upsertions = _upsertions(user, add)
     deletions = [(user, parse_mechanism(name)) for name in parse_names(delete)]
     if not upsertions and not deletions:
         raise typer.BadParameter("give --add-config or --delete-config")
-    with connect(bootstrap) as cluster:
+    with target.connect() as cluster:
         outcome = alter_user_scram_credentials(cluster, upsertions, deletions)
     error = outcome.get(user)
     if error is not None:
@@ -57,8 +57,8 @@ def alter_user(user: Optional[str], add: list[str], delete: list[str], bootstrap
     print(f"Completed updating config for user {user}.")
 
 
-def describe_users(user: Optional[str], as_json: bool, bootstrap: Optional[str]) -> None:
-    with connect(bootstrap) as cluster:
+def describe_users(user: Optional[str], as_json: bool, target: ClusterTarget) -> None:
+    with target.connect() as cluster:
         described = describe_user_scram_credentials(cluster, [user] if user else [])
     if as_json:
         print_json({name: [{"mechanism": m.mechanism_name, "iterations": i} for m, i in infos]
