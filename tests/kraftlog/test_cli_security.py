@@ -11,12 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from client.cluster import Cluster
-from client.security_admin import ScramUpsertion, alter_user_scram_credentials, create_acls
 from devcluster.local_cluster import LocalCluster
 from security.acl import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
-from security.scram_credentials import ScramMechanism
 
+from ..security.secured_cluster import secured_cluster
 from .test_cli_admin import run
 
 TOPIC = "payments"
@@ -27,17 +25,7 @@ ALICE_ACLS = [AclBinding(ResourceType.TOPIC, TOPIC, PatternType.LITERAL, "User:a
 
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("cli-secured")
-    super_users = ";".join(["User:admin"] + [f"User:node-{i}" for i in (1, 2, 3)])
-    with LocalCluster(directory, combined=3, tls=True, client_listener="SASL_SSL",
-                      properties={"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-                                  "super.users": super_users, "sasl.enabled.mechanisms": "SCRAM-SHA-512",
-                                  "ssl.principal.mapping.rules": "RULE:^CN=([^,]+),.*$/$1/,DEFAULT",
-                                  "default.replication.factor": 3, "min.insync.replicas": 2}).running() as c:
-        with Cluster(c.bootstrap, c.security) as admin:  # the launcher's mTLS admin certificate
-            alter_user_scram_credentials(admin, [ScramUpsertion(user, ScramMechanism.SCRAM_SHA_512, password, 4096)
-                                                 for user, password in PASSWORDS.items()])
-            assert all(error is None for error in create_acls(admin, ALICE_ACLS))
+    with secured_cluster(tmp_path_factory.mktemp("cli-secured"), PASSWORDS, ALICE_ACLS) as c:
         yield c
 
 
