@@ -1,6 +1,7 @@
 """Consumer group administration, like Kafka's kafka-consumer-groups: list,
 describe (members, assignments, committed offsets, log ends, lag), reset
-offsets of a group without members, delete.
+offsets of a group without members, delete. `security` is the client's
+security.protocol, ssl.* and sasl.* settings (None: plaintext).
 
 The client's own asyncio pieces do the work - Metadata, the Coordinator
 (found with FindCoordinator, asked again when the group moves), ListOffsets
@@ -18,6 +19,7 @@ from kraftlog_api import groups_pb2 as gpb
 from kraftlog_api import groups_pb2_grpc as gpb_grpc
 from kafka_protocol.errors import Errors
 from kafka_protocol.wording import counted, listed
+from security.client_security import ClientSecurity
 
 from .consumer_types import OffsetAndMetadata, TopicPartition
 from .coordinator import Coordinator
@@ -36,34 +38,36 @@ COORDINATOR_RETRIABLE = frozenset({Errors.COORDINATOR_LOAD_IN_PROGRESS, Errors.C
 EARLIEST_TIMESTAMP, LATEST_TIMESTAMP = -2, -1
 
 
-def list_groups(bootstrap: str) -> list[dict[str, Any]]:
+def list_groups(bootstrap: str, *, security: Optional[ClientSecurity] = None) -> list[dict[str, Any]]:
     """Every group of every live broker's coordinators: [{"group", "state", "coordinator"}, ...]."""
-    return asyncio.run(_with_metadata(bootstrap, _list_groups))
+    return asyncio.run(_with_metadata(bootstrap, security, _list_groups))
 
 
-def describe_group(bootstrap: str, group: str) -> dict[str, Any]:
+def describe_group(bootstrap: str, group: str, *, security: Optional[ClientSecurity] = None) -> dict[str, Any]:
     """The group's state and members, and per partition (committed or assigned) the committed
     offset, the log end offset, the lag and the member that owns it."""
-    return asyncio.run(_with_metadata(bootstrap, lambda metadata: _describe_group(metadata, group)))
+    return asyncio.run(_with_metadata(bootstrap, security, lambda metadata: _describe_group(metadata, group)))
 
 
 def reset_offsets(bootstrap: str, group: str, topics: Optional[dict[str, Optional[list[int]]]],
-                  strategy: tuple[str, Any], execute: bool) -> list[dict[str, Any]]:
+                  strategy: tuple[str, Any], execute: bool, *,
+                  security: Optional[ClientSecurity] = None) -> list[dict[str, Any]]:
     """The offsets `strategy` gives each partition - ("earliest"|"latest", None), ("offset", n),
     ("datetime", ms), ("shift", n) - committed when `execute`. `topics`: topic -> partitions (None:
     all); None: every partition the group has committed. Refused with NON_EMPTY_GROUP while the
     group has members, as Kafka's kafka-consumer-groups --reset-offsets is."""
     return asyncio.run(_with_metadata(
-        bootstrap, lambda metadata: _reset_offsets(metadata, group, topics, strategy, execute)))
+        bootstrap, security, lambda metadata: _reset_offsets(metadata, group, topics, strategy, execute)))
 
 
-def delete_groups(bootstrap: str, groups: list[str]) -> None:
+def delete_groups(bootstrap: str, groups: list[str], *, security: Optional[ClientSecurity] = None) -> None:
     """Delete groups and their committed offsets; GROUP_ID_NOT_FOUND, NON_EMPTY_GROUP raise."""
-    asyncio.run(_with_metadata(bootstrap, lambda metadata: _delete_groups(metadata, groups)))
+    asyncio.run(_with_metadata(bootstrap, security, lambda metadata: _delete_groups(metadata, groups)))
 
 
-async def _with_metadata(bootstrap: str, work: Callable[[Metadata], Awaitable[T]]) -> T:
-    metadata = Metadata(bootstrap)
+async def _with_metadata(bootstrap: str, security: Optional[ClientSecurity],
+                         work: Callable[[Metadata], Awaitable[T]]) -> T:
+    metadata = Metadata(bootstrap, security=security)
     try:
         await metadata.update()
         return await work(metadata)

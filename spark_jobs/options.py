@@ -15,8 +15,11 @@ from dataclasses import dataclass
 from typing import Mapping, Optional
 
 from client.errors import InvalidConfigError
+from security.client_security import CLIENT_SECURITY_KEYS, ClientSecurity
 
 BOOTSTRAP = "kraftlog.bootstrap.servers"
+# Client settings pass as Spark's Kafka source passes `kafka.<setting>`: kraftlog.security.protocol, ...
+CLIENT_PREFIX = "kraftlog."
 EARLIEST, LATEST = -2, -1  # Kafka's ListOffsets timestamps, and Spark's offsets JSON
 
 TopicPartition = tuple[str, int]
@@ -55,6 +58,11 @@ class Options:
         if value < minimum:
             raise option_error(name, f"{value} is below {minimum}")
         return value
+
+    def client_security_settings(self) -> dict[str, str]:
+        """kraftlog.security.protocol, kraftlog.ssl.*, kraftlog.sasl.* without the prefix."""
+        return {key[len(CLIENT_PREFIX):]: value for key, value in self._values.items()
+                if key.startswith(CLIENT_PREFIX) and key[len(CLIENT_PREFIX):] in CLIENT_SECURITY_KEYS}
 
     def boolean(self, name: str, default: bool) -> bool:
         text = self.get(name)
@@ -183,6 +191,15 @@ def _json_object(option: str, text: str) -> dict:
     return parsed
 
 
+def parse_security(settings: Mapping[str, str]) -> ClientSecurity:
+    """The client's security from its settings (the option names without their kraftlog. prefix)."""
+    try:
+        return ClientSecurity.from_config(settings)
+    except InvalidConfigError as exc:  # its message names the setting and never a secret
+        raise InvalidConfigError(f"security options ({CLIENT_PREFIX}security.protocol, {CLIENT_PREFIX}ssl.*, "
+                                 f"{CLIENT_PREFIX}sasl.*): {exc.args[0]}") from None
+
+
 @dataclass(frozen=True)
 class ReadOptions:
     """Everything a read needs, parsed once on the driver."""
@@ -197,6 +214,7 @@ class ReadOptions:
     include_headers: bool
     poll_timeout_ms: int
     fetch_max_bytes: int
+    security: ClientSecurity = ClientSecurity()  # its repr hides passwords; shipped to each task
 
 
 def parse_read_options(raw: Mapping[str, str], *, streaming: bool) -> ReadOptions:
@@ -213,4 +231,5 @@ def parse_read_options(raw: Mapping[str, str], *, streaming: bool) -> ReadOption
         # Spark's kafkaConsumer.pollTimeoutMs: how long a task waits for data it was told exists.
         poll_timeout_ms=options.integer("kafkaConsumer.pollTimeoutMs", 120_000, minimum=1) or 120_000,
         fetch_max_bytes=options.integer("fetch.max.bytes", 4 << 20, minimum=1024) or (4 << 20),
+        security=parse_security(options.client_security_settings()),
     )

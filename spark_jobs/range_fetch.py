@@ -26,6 +26,7 @@ from client.errors import KafkaError, NetworkError, error_for_code
 from kraftlog_api import broker_pb2 as bpb
 from kafka_protocol.batch import end_offset
 from kafka_protocol.errors import Errors
+from security.client_security import ClientSecurity
 
 from .options import EARLIEST, LATEST
 from .planning import OffsetRange
@@ -44,6 +45,7 @@ class FetchSettings:
     fail_on_data_loss: bool = True
     poll_timeout_ms: int = 120_000  # Spark's kafkaConsumer.pollTimeoutMs: no progress for this long fails the task
     max_bytes: int = 4 << 20
+    security: ClientSecurity = ClientSecurity()  # kraftlog.security.protocol, .ssl.*, .sasl.* (repr hides secrets)
 
 
 @dataclass(frozen=True)
@@ -64,7 +66,7 @@ def fetch_range(settings: FetchSettings, rng: OffsetRange) -> Iterator[FetchedCh
 
     def fetch() -> None:
         try:
-            with Cluster(settings.bootstrap) as cluster:
+            with Cluster(settings.bootstrap, settings.security) as cluster:
                 for chunk in _RangeFetch(cluster, settings, rng).chunks():
                     while not stop.is_set():
                         try:

@@ -48,7 +48,7 @@ class KraftlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _connected(self) -> Cluster:
         if self._cluster is None:
-            self._cluster = open_cluster(self.options.bootstrap)
+            self._cluster = open_cluster(self.options.bootstrap, self.options.security)
         return self._cluster
 
     def _partitions(self) -> list[TopicPartition]:

@@ -18,6 +18,7 @@ from client.metadata_cache import STALE_METADATA_ERRORS
 from client.errors import InvalidConfigError, KafkaError, NetworkError, error_for_code
 from kafka_protocol.errors import Errors
 from kraftlog_api import broker_pb2 as bpb
+from security.client_security import ClientSecurity
 
 from .options import BOOTSTRAP, EARLIEST, LATEST, OffsetSpec, Subscription, TopicPartition, option_error
 
@@ -27,10 +28,10 @@ LIST_OFFSETS_TIMEOUT_S = 30.0
 RETRY_BACKOFF_S = 0.1
 
 
-def open_cluster(bootstrap: str) -> Cluster:
+def open_cluster(bootstrap: str, security: ClientSecurity) -> Cluster:
     """A Cluster that has answered Metadata for every topic."""
     try:
-        cluster = Cluster(bootstrap)
+        cluster = Cluster(bootstrap, security)
     except InvalidConfigError as exc:
         raise option_error(BOOTSTRAP, str(exc).split(": ", 2)[-1]) from None
     try:

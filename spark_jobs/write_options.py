@@ -6,21 +6,24 @@ string), `topic` (string; the `topic` option overrides it), `partition`
 (array<struct<key: string, value: binary>>). Producer settings use Kafka's
 names, given as `kraftlog.<setting>` (as Spark's `kafka.<setting>`) or plain
 (`acks`, `compression.type`, `linger.ms`, ...), and are checked by the
-producer's own ProducerConfig so that a typo fails at once.
+producer's own ProducerConfig so that a typo fails at once. The security
+settings among them (`kraftlog.security.protocol`, `kraftlog.ssl.*`,
+`kraftlog.sasl.*`) are kept apart, out of every repr: they hold passwords.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 from pyspark.sql.types import ArrayType, BinaryType, DataType, IntegerType, StringType, StructType
 
 from client.errors import InvalidConfigError
 from client.producer_config import ProducerConfig
+from security.client_security import CLIENT_SECURITY_KEYS, ClientSecurity
 
-from .options import BOOTSTRAP, Options, option_error
+from .options import BOOTSTRAP, CLIENT_PREFIX, Options, option_error, parse_security
 
-PRODUCER_PREFIX = "kraftlog."
+PRODUCER_PREFIX = CLIENT_PREFIX
 # Settings the sink leaves to itself: where to connect comes from kraftlog.bootstrap.servers.
 _NOT_PRODUCER = {"topic", "checkpointlocation", "path", "bootstrap.servers", "writerid", "batchid"}
 _UNDOTTED = {"acks", "retries"}
@@ -38,6 +41,11 @@ class WriteOptions:
     # idempotent per (writerId, batchId) as streaming writes are per micro-batch.
     writer_id: Optional[str] = None
     batch_id: Optional[int] = None
+    security_settings: Mapping[str, str] = field(default_factory=dict, repr=False)  # security.protocol, ssl.*, sasl.*
+
+    @property
+    def security(self) -> ClientSecurity:
+        return parse_security(self.security_settings)
 
 
 def parse_write_options(raw: Mapping[str, str], schema: StructType, *, streaming: bool) -> WriteOptions:
@@ -46,6 +54,7 @@ def parse_write_options(raw: Mapping[str, str], schema: StructType, *, streaming
     topic = options.get("topic")
     columns = _check_columns(schema, topic)
     producer = {"batch.size": str(SINK_BATCH_SIZE)}
+    security: dict[str, str] = {}
     for key, value in raw.items():
         name = key.lower()
         setting = name[len(PRODUCER_PREFIX):] if name.startswith(PRODUCER_PREFIX) else name
@@ -53,7 +62,9 @@ def parse_write_options(raw: Mapping[str, str], schema: StructType, *, streaming
             continue
         # Kafka's producer settings have dots (linger.ms) but for acks and retries;
         # ProducerConfig refuses any it does not know, naming it.
-        if name.startswith(PRODUCER_PREFIX) or "." in setting or setting in _UNDOTTED:
+        if setting in CLIENT_SECURITY_KEYS:
+            security[setting] = str(value)
+        elif name.startswith(PRODUCER_PREFIX) or "." in setting or setting in _UNDOTTED:
             producer[setting] = str(value)
     writer_id = options.get("writerId")
     batch_id = options.integer("batchId", None)
@@ -67,11 +78,12 @@ def parse_write_options(raw: Mapping[str, str], schema: StructType, *, streaming
                                                      "be false")
         if producer.get("acks", "all").lower() not in ("all", "-1"):
             raise option_error("acks", "must be all for streaming writes (they use the idempotent producer)")
+    parse_security(security)
     try:
         ProducerConfig.parse({"bootstrap.servers": bootstrap, **producer})
     except InvalidConfigError as exc:
         raise InvalidConfigError(f"producer option {str(exc).split(': ', 1)[-1]}") from None
-    return WriteOptions(bootstrap, topic.strip() if topic else None, producer, columns, writer_id, batch_id)
+    return WriteOptions(bootstrap, topic.strip() if topic else None, producer, columns, writer_id, batch_id, security)
 
 
 _EXPECTED: dict[str, tuple[tuple[type, ...], str]] = {
@@ -107,4 +119,4 @@ def _is_headers(data_type: DataType) -> bool:
 
 
 def producer_config(options: WriteOptions, **overrides: Any) -> dict[str, Any]:
-    return {"bootstrap.servers": options.bootstrap, **options.producer, **overrides}
+    return {"bootstrap.servers": options.bootstrap, **options.producer, **options.security_settings, **overrides}

@@ -70,7 +70,7 @@ def write_replayable(options: WriteOptions, iterator: Iterator[pa.RecordBatch], 
     (writer, task, batch) sends the same batches, which the broker deduplicates."""
     producer_id, epoch = writer_identity(writer_id, TaskContext.get().partitionId(), batch_id)
     config = ProducerConfig.parse(producer_config(options))
-    with Cluster(options.bootstrap) as cluster:
+    with Cluster(options.bootstrap, options.security) as cluster:
         sender = ReplayableSender(cluster, config, producer_id, epoch)
         for batch in iterator:
             for topic, partition, record in input_records(batch, options):

@@ -23,7 +23,7 @@ from security.acl import (
 )
 from security.principal import parse_principal
 
-from .common import BootstrapOption, JsonOption, connect, print_json
+from .common import BootstrapOption, ClusterTarget, CommandConfigOption, JsonOption, print_json
 
 Strings = Annotated[list[str], typer.Option(show_default=False)]
 
@@ -134,8 +134,10 @@ def acls(
     force: Annotated[bool, typer.Option("--force", help="Do not ask before removing.")] = False,
     as_json: JsonOption = False,
     bootstrap: BootstrapOption = None,
+    command_config: CommandConfigOption = None,
 ) -> None:
     """Add, remove or list ACLs (Kafka's kafka-acls)."""
+    target = ClusterTarget(bootstrap, command_config)
     if sum((add, remove, list_)) != 1:
         raise typer.BadParameter("give exactly one of --add, --remove, --list")
     resources = _resources(topic, group, cluster, transactional_id)
@@ -143,7 +145,7 @@ def acls(
     deny = _principals(deny_principal, "--deny-principal")
     if list_:
         _list(resources, _pattern(pattern_type, PatternType.ANY, tuple(PatternType)[1:]),
-              _principals(principal, "--principal"), as_json, bootstrap)
+              _principals(principal, "--principal"), as_json, target)
         return
     if not resources:
         raise typer.BadParameter("name a resource: --topic, --group, --cluster or --transactional-id")
@@ -153,15 +155,15 @@ def acls(
     if add:
         if not entries:
             raise typer.BadParameter("--add needs --allow-principal or --deny-principal")
-        _add(resources, pattern, entries, bootstrap)
+        _add(resources, pattern, entries, target)
     else:
-        _remove(resources, pattern, entries, force, bootstrap)
+        _remove(resources, pattern, entries, force, target)
 
 
-def _add(resources, pattern, entries, bootstrap) -> None:  # type: ignore[no-untyped-def]
+def _add(resources, pattern, entries, target) -> None:  # type: ignore[no-untyped-def]
     bindings = [AclBinding(rtype, name, pattern, principal, host, op, permission)
                 for rtype, name in resources for principal, host, op, permission in entries]
-    with connect(bootstrap) as client:
+    with target.connect() as client:
         _print_grouped("Adding ACLs for resource", bindings)
         failures = [e for e in create_acls(client, bindings) if e is not None]
         if failures:
@@ -173,7 +175,7 @@ def _add(resources, pattern, entries, bootstrap) -> None:  # type: ignore[no-unt
     _print_grouped("Current ACLs for resource", current)
 
 
-def _remove(resources, pattern, entries, force, bootstrap) -> None:  # type: ignore[no-untyped-def]
+def _remove(resources, pattern, entries, force, target) -> None:  # type: ignore[no-untyped-def]
     if entries:
         filters = [AclBindingFilter(rtype, name, pattern, principal, host, op, permission)
                    for rtype, name in resources for principal, host, op, permission in entries]
@@ -183,17 +185,17 @@ def _remove(resources, pattern, entries, force, bootstrap) -> None:  # type: ign
         what = "these ACLs" if entries else "all ACLs for the resources named"
         if not typer.confirm(f"Are you sure you want to remove {what}?"):
             raise typer.Abort()
-    with connect(bootstrap) as client:
+    with target.connect() as client:
         removed = [b for found in delete_acls(client, filters) for b in found]
     _print_grouped("Removed ACLs for resource", removed)
     if not removed:
         print("No ACLs matched: nothing removed.")
 
 
-def _list(resources, pattern, principals, as_json, bootstrap) -> None:  # type: ignore[no-untyped-def]
+def _list(resources, pattern, principals, as_json, target) -> None:  # type: ignore[no-untyped-def]
     filters = [AclBindingFilter(rtype, name, pattern) for rtype, name in resources] or [
         AclBindingFilter(pattern_type=pattern)]
-    with connect(bootstrap) as client:
+    with target.connect() as client:
         found = sorted({b for f in filters for b in describe_acls(client, f)
                         if not principals or b.principal in principals})
     if as_json:

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from client.admin import describe_cluster
 
-from .common import BootstrapOption, JsonOption, connect, output_console, print_json
+from .common import BootstrapOption, CommandConfigOption, JsonOption, connect, output_console, print_json
 from kraftlog_server.server_config import WILDCARD_HOSTS, format_address
 
 if TYPE_CHECKING:
@@ -120,10 +120,11 @@ def down(
 
 
 @cluster_app.command("describe")
-def describe(as_json: JsonOption = False, bootstrap: BootstrapOption = None) -> None:
+def describe(as_json: JsonOption = False, bootstrap: BootstrapOption = None,
+                 command_config: CommandConfigOption = None) -> None:
     """The cluster id, the active controller and every registered broker: where it listens,
     whether it is fenced (out of the cluster) or in a controlled shutdown."""
-    with connect(bootstrap) as cluster:
+    with connect(bootstrap, command_config) as cluster:
         info = describe_cluster(cluster)
     if as_json:
         print_json(info)

@@ -1,25 +1,77 @@
-"""What the command groups share: the --bootstrap and --json options, a console
-for tables, and Kafka's `k=v,k=[v1,v2]` config lists."""
+"""What the command groups share: the --bootstrap, --command-config and --json
+options, a console for tables, and Kafka's `k=v,k=[v1,v2]` config lists."""
 from __future__ import annotations
 
 import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
 
-from client.cluster import Cluster, bootstrap_from
+from client.cluster import BOOTSTRAP_ENV, Cluster, bootstrap_from
 from kafka_protocol.errors import InvalidConfigError
+from kafka_protocol.properties_text import parse_properties
+from security.client_security import CLIENT_SECURITY_KEYS, ClientSecurity
 
 BootstrapOption = Annotated[Optional[str], typer.Option(
     "--bootstrap", metavar="HOST:PORT[,HOST:PORT...]", help="Brokers to ask (default: $KRAFTLOG_BOOTSTRAP).",
     show_default=False)]
+CommandConfigOption = Annotated[Optional[Path], typer.Option(
+    "--command-config", metavar="FILE", show_default=False,
+    help="Client settings in a Java properties file, with Kafka's names: security.protocol, ssl.*, sasl.*.")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
+BOOTSTRAP_SERVERS = "bootstrap.servers"
 
 
-def connect(bootstrap: Optional[str]) -> Cluster:
-    """The cluster through --bootstrap, else $KRAFTLOG_BOOTSTRAP (use with `with`)."""
-    return Cluster(bootstrap_from(bootstrap))
+def read_client_file(path: Optional[Path], option: str) -> dict[str, str]:
+    """The settings of a client properties file (--command-config, --producer.config, ...); {} without one.
+    Errors name the file and a line number, never a value: the file holds passwords."""
+    if path is None:
+        return {}
+    return parse_properties(path.read_text("utf-8"), f"{option} {path}")
+
+
+@dataclass(frozen=True)
+class ClusterTarget:
+    """Where an admin command connects and how: --bootstrap and --command-config."""
+
+    bootstrap: Optional[str] = None
+    command_config: Optional[Path] = None
+
+    def settings(self) -> dict[str, str]:
+        return read_client_file(self.command_config, "--command-config")
+
+    def given_servers(self, settings: dict[str, str]) -> Optional[str]:
+        """--bootstrap, else $KRAFTLOG_BOOTSTRAP, else the file's bootstrap.servers; None without any."""
+        return self.bootstrap or os.environ.get(BOOTSTRAP_ENV) or settings.get(BOOTSTRAP_SERVERS)
+
+    def servers(self, settings: dict[str, str]) -> str:
+        return bootstrap_from(self.given_servers(settings))
+
+    def security(self, settings: dict[str, str]) -> ClientSecurity:
+        """The file's security.protocol, ssl.* and sasl.*; a key an admin call has no use for is
+        named in a warning (Kafka's tools warn and go on likewise)."""
+        for key in sorted(set(settings) - CLIENT_SECURITY_KEYS - {BOOTSTRAP_SERVERS}):
+            typer.echo(f"kraftlog: warning: --command-config {self.command_config}: {key} is not used by this "
+                       "command", err=True)
+        return ClientSecurity.from_config(settings)
+
+    def resolve(self) -> tuple[str, ClientSecurity]:
+        """(bootstrap servers, security settings), the file read once."""
+        settings = self.settings()
+        return self.servers(settings), self.security(settings)
+
+    def connect(self) -> Cluster:
+        """The cluster with the file's security settings (use with `with`)."""
+        return Cluster(*self.resolve())
+
+
+def connect(bootstrap: Optional[str], command_config: Optional[Path] = None) -> Cluster:
+    """The cluster through --bootstrap (else $KRAFTLOG_BOOTSTRAP) as --command-config says (use with `with`)."""
+    return ClusterTarget(bootstrap, command_config).connect()
 
 
 def print_json(value: Any) -> None:

@@ -14,7 +14,10 @@ from rich.table import Table
 from client.admin import APPEND, BROKER, DELETE, SET, SUBTRACT, TOPIC, alter_configs, describe_configs
 from security.client_quotas import QuotaEntity
 
-from .common import BootstrapOption, JsonOption, connect, output_console, parse_config_list, parse_names, print_json
+from .common import (
+    BootstrapOption, ClusterTarget, CommandConfigOption, JsonOption, connect, output_console, parse_config_list,
+    parse_names, print_json,
+)
 from .quota_configs import alter_quota_entity, describe_quota_entity, quota_entity_of
 
 configs_app = typer.Typer(help="Describe and change topic and broker settings.", no_args_is_help=True)
@@ -87,16 +90,17 @@ def describe(
         "--all", help="Every setting with its effective value, not only the dynamic ones.")] = False,
     as_json: JsonOption = False,
     bootstrap: BootstrapOption = None,
+    command_config: CommandConfigOption = None,
 ) -> None:
     """Dynamic settings of the entity (with --all: every setting, its value and where it comes from);
     users and client ids: their quotas, and users their SCRAM mechanisms and iterations (never a salt or a key)."""
     entity = _quota_entity(quota_entity_of(entity_type, entity_name, entity_default, user, user_defaults, client,
                                            client_defaults), topic is not None or broker is not None or broker_defaults)
     if entity is not None:
-        describe_quota_entity(entity, as_json, bootstrap)
+        describe_quota_entity(entity, as_json, ClusterTarget(bootstrap, command_config))
         return
     kind, name, words = _resource(topic, broker, broker_defaults)
-    with connect(bootstrap) as cluster:
+    with connect(bootstrap, command_config) as cluster:
         settings = describe_configs(cluster, kind, [name])[name]
     if not show_all:
         settings = [s for s in settings if s["source"].startswith("DYNAMIC_")]
@@ -114,14 +118,14 @@ def describe(
 
 
 def alter_entity(kind: int, name: str, words: str, add: list[str], delete: list[str], append: list[str],
-                 subtract: list[str], bootstrap: Optional[str]) -> None:
+                 subtract: list[str], target: ClusterTarget) -> None:
     operations = [(k, SET, v) for text in add for k, v in parse_config_list(text, "--add-config")]
     operations += [(k, DELETE, None) for k in parse_names(delete)]
     operations += [(k, APPEND, v) for text in append for k, v in parse_config_list(text, "--append-config")]
     operations += [(k, SUBTRACT, v) for text in subtract for k, v in parse_config_list(text, "--subtract-config")]
     if not operations:
         raise typer.BadParameter("give --add-config, --delete-config, --append-config or --subtract-config")
-    with connect(bootstrap) as cluster:
+    with target.connect() as cluster:
         alter_configs(cluster, kind, name, operations)
     print(f"Completed updating config for {words}.")
 
@@ -143,6 +147,7 @@ def alter(
     append_config: AppendConfig = [],
     subtract_config: SubtractConfig = [],
     bootstrap: BootstrapOption = None,
+    command_config: CommandConfigOption = None,
 ) -> None:
     """Change settings: all of them or none (one bad setting changes nothing). Users and client ids:
     quotas, --add-config 'producer_byte_rate=1024,consumer_byte_rate=2048' or --delete-config producer_byte_rate;
@@ -153,7 +158,8 @@ def alter(
     if entity is not None:
         if append_config or subtract_config:
             raise typer.BadParameter("users and client ids take --add-config and --delete-config only")
-        alter_quota_entity(entity, add_config, delete_config, bootstrap)
+        alter_quota_entity(entity, add_config, delete_config, ClusterTarget(bootstrap, command_config))
         return
     kind, name, words = _resource(topic, broker, broker_defaults)
-    alter_entity(kind, name, words, add_config, delete_config, append_config, subtract_config, bootstrap)
+    alter_entity(kind, name, words, add_config, delete_config, append_config, subtract_config,
+                 ClusterTarget(bootstrap, command_config))

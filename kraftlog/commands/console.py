@@ -16,7 +16,6 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TimeRemainingColumn, TransferSpeedColumn
 
-from client.cluster import bootstrap_from
 from client.consumer import Consumer, ConsumerRecord, TopicPartition
 from client.consumer_config import ConsumerConfig
 from client.errors import error_for_code
@@ -25,19 +24,30 @@ from client.producer import Producer
 from client.producer_config import ProducerConfig
 from kafka_protocol.errors import Errors, KafkaError
 from kafka_protocol.wording import counted
+from security.client_security import ClientSecurity
 
-from .common import BootstrapOption, parse_config_list
+from .common import BootstrapOption, ClusterTarget, parse_config_list, read_client_file
 from .stop_signals import Interrupted, StopSignals
 
 EARLIEST, LATEST = "earliest", "latest"
 IDLE_POLL_S = 0.5
 
-AcksOption = Annotated[str, typer.Option("--acks", help="0, 1 or all.")]
-CompressionOption = Annotated[str, typer.Option("--compression", help="none, gzip, snappy, lz4 or zstd.")]
+AcksOption = Annotated[Optional[str], typer.Option("--acks", help="0, 1 or all (default: all).", show_default=False)]
+CompressionOption = Annotated[Optional[str], typer.Option(
+    "--compression", help="none, gzip, snappy, lz4 or zstd (default: none).", show_default=False)]
 ProducerProperty = Annotated[list[str], typer.Option(
     "--producer-property", metavar="K=V", help="Any producer setting, e.g. linger.ms=20.")]
 ConsumerProperty = Annotated[list[str], typer.Option(
     "--consumer-property", metavar="K=V", help="Any consumer setting, e.g. fetch.min.bytes=1024.")]
+# Kafka's console tools name the file --producer.config / --consumer.config; Kafka 4.1 (KIP-1147) calls
+# it --command-config on every tool: both are taken.
+ProducerConfigFile = Annotated[Optional[Path], typer.Option(
+    "--producer.config", "--command-config", metavar="FILE", show_default=False,
+    help="Producer settings in a Java properties file (security.protocol, ssl.*, sasl.*, acks, ...).")]
+ConsumerConfigFile = Annotated[Optional[Path], typer.Option(
+    "--consumer.config", "--command-config", metavar="FILE", show_default=False,
+    help="Consumer settings in a Java properties file (security.protocol, ssl.*, sasl.*, group.id, ...).")]
+PRODUCER_CONFIG, CONSUMER_CONFIG = "--producer.config", "--consumer.config"
 
 
 def register(app: typer.Typer) -> None:
@@ -47,25 +57,36 @@ def register(app: typer.Typer) -> None:
 
 # --- shared with `kraftlog perf` ------------------------------------------------------------
 
-def producer_settings(bootstrap: str, acks: str, compression: str, properties: list[str]) -> dict[str, Any]:
-    settings: dict[str, Any] = {"bootstrap.servers": bootstrap, "acks": acks, "compression.type": compression}
-    settings.update(kv for text in properties for kv in parse_config_list(text, "--producer-property"))
+def client_settings(bootstrap: Optional[str], config_file: Optional[Path], file_option: str,
+                    properties: list[str], property_option: str, **options: Any) -> dict[str, Any]:
+    """A producer's or consumer's settings in the order of Kafka's console tools: the file
+    (--producer.config), then the command's own options that were given (None: not given), then
+    --producer-property. bootstrap.servers: --bootstrap, else $KRAFTLOG_BOOTSTRAP, else the file's."""
+    from_file = read_client_file(config_file, file_option)
+    settings: dict[str, Any] = {**from_file, "bootstrap.servers": ClusterTarget(bootstrap).servers(from_file)}
+    settings.update((key, value) for key, value in options.items() if value is not None)
+    settings.update(kv for text in properties for kv in parse_config_list(text, property_option))
     return settings
 
 
-def consumer_settings(bootstrap: str, properties: list[str], **settings: Any) -> dict[str, Any]:
-    settings = {"bootstrap.servers": bootstrap, **settings}
-    settings.update(kv for text in properties for kv in parse_config_list(text, "--consumer-property"))
-    return settings
+def producer_settings(bootstrap: Optional[str], config_file: Optional[Path], properties: list[str],
+                      **options: Any) -> dict[str, Any]:
+    return client_settings(bootstrap, config_file, PRODUCER_CONFIG, properties, "--producer-property", **options)
 
 
-def topic_partitions(servers: str, topic: str, max_block_ms: int, **metadata_settings: int) -> list[int]:
+def consumer_settings(bootstrap: Optional[str], config_file: Optional[Path], properties: list[str],
+                      **options: Any) -> dict[str, Any]:
+    return client_settings(bootstrap, config_file, CONSUMER_CONFIG, properties, "--consumer-property", **options)
+
+
+def topic_partitions(servers: str, topic: str, max_block_ms: int, security: ClientSecurity,
+                     **metadata_settings: int) -> list[int]:
     """The topic's partition ids, waiting up to `max_block_ms` for the brokers to know it, as Kafka's
     clients do: a topic just created is in the controller's log before every broker has applied it,
     so UNKNOWN_TOPIC_OR_PARTITION is retried (with backoff) until then, and only then is an error
     ("Topic T not present in metadata after N ms.")."""
     async def wait() -> list[int]:
-        metadata = Metadata(servers, **metadata_settings)
+        metadata = Metadata(servers, security=security, **metadata_settings)
         try:
             return [p.partition for p in await metadata.partitions_for(topic, max_block_ms)]
         finally:
@@ -76,7 +97,7 @@ def topic_partitions(servers: str, topic: str, max_block_ms: int, **metadata_set
 def producer_topic_partitions(settings: dict[str, Any], topic: str) -> list[int]:
     """As Kafka's producer.partitionsFor: waits up to max.block.ms."""
     config = ProducerConfig.parse(settings)
-    return topic_partitions(settings["bootstrap.servers"], topic, config.max_block_ms,
+    return topic_partitions(settings["bootstrap.servers"], topic, config.max_block_ms, config.security,
                             retry_backoff_ms=config.retry_backoff_ms, retry_backoff_max_ms=config.retry_backoff_max_ms)
 
 
@@ -84,7 +105,7 @@ def consumer_topic_partitions(settings: dict[str, Any], topic: str) -> list[int]
     """As Kafka's consumer.partitionsFor: waits up to default.api.timeout.ms (a consumer has no
     max.block.ms)."""
     config = ConsumerConfig.parse(settings)
-    return topic_partitions(settings["bootstrap.servers"], topic, config.default_api_timeout_ms,
+    return topic_partitions(settings["bootstrap.servers"], topic, config.default_api_timeout_ms, config.security,
                             retry_backoff_ms=config.retry_backoff_ms)
 
 
@@ -125,13 +146,14 @@ def produce(
     key_separator: Annotated[Optional[str], typer.Option(
         "--key-separator", help="Each line is KEY<sep>VALUE (Kafka's parse.key with key.separator).",
         show_default=False)] = None,
-    acks: AcksOption = "all",
-    compression: CompressionOption = "none",
+    acks: AcksOption = None,
+    compression: CompressionOption = None,
     partition: Annotated[Optional[int], typer.Option("--partition", help="Write every record here.")] = None,
     batch_records: Annotated[Optional[int], typer.Option(
         "--batch-records", help="Keyless records go round the partitions in runs of this many "
         "(default: Kafka's sticky partitioner).", show_default=False)] = None,
     producer_property: ProducerProperty = [],
+    producer_config: ProducerConfigFile = None,
     bootstrap: BootstrapOption = None,
 ) -> None:
     """Write one record per line; exit 1 if any was not acknowledged."""
@@ -139,7 +161,8 @@ def produce(
         raise typer.BadParameter("must be at least 1", param_hint="--batch-records")
     if key_separator == "":
         raise typer.BadParameter("must not be empty", param_hint="--key-separator")
-    settings = producer_settings(bootstrap_from(bootstrap), acks, compression, producer_property)
+    settings = producer_settings(bootstrap, producer_config, producer_property,
+                                 **{"acks": acks, "compression.type": compression})
     partitions = producer_topic_partitions(settings, topic)
     if partition is not None and partition not in partitions:
         raise error_for_code(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}: no partition {partition}")
@@ -234,6 +257,7 @@ def consume(
     key_separator: Annotated[str, typer.Option("--key-separator", help="Between headers, key and value.")] = "\t",
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per record per line.")] = False,
     consumer_property: ConsumerProperty = [],
+    consumer_config: ConsumerConfigFile = None,
     bootstrap: BootstrapOption = None,
 ) -> None:
     """Print records: their values (optionally headers and keys), or with --json every field."""
@@ -242,11 +266,12 @@ def consume(
     if group is not None and (partition is not None):
         raise typer.BadParameter("a group member is given its partitions: drop --partition or --group")
     start = _start_offset(offset)
-    defaults: dict[str, Any] = {"auto.offset.reset": EARLIEST if from_beginning else LATEST}
+    options: dict[str, Any] = {"auto.offset.reset": EARLIEST if from_beginning else None}
     if group is not None:
         # Commit what was printed, not what poll() fetched beyond --max-messages.
-        defaults.update({"group.id": group, "enable.auto.commit": False})
-    settings = consumer_settings(bootstrap_from(bootstrap), consumer_property, **defaults)
+        options.update({"group.id": group, "enable.auto.commit": False})
+    settings = consumer_settings(bootstrap, consumer_config, consumer_property, **options)
+    settings.setdefault("auto.offset.reset", LATEST)  # without --from-beginning, unless the file says
     partitions = consumer_topic_partitions(settings, topic)
     if partition is not None and partition not in partitions:
         raise error_for_code(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"{topic}: no partition {partition}")

@@ -13,7 +13,7 @@ from client.cluster import Cluster
 from client.errors import error_for_code
 from client.metadata_cache import PartitionInfo
 
-from .common import BootstrapOption, JsonOption, connect, print_json
+from .common import BootstrapOption, CommandConfigOption, JsonOption, connect, print_json
 
 ELECTION_NOT_NEEDED = "ELECTION_NOT_NEEDED"
 
@@ -34,6 +34,7 @@ def leader_election(
         "--all-topic-partitions", help="Every partition of every topic.")] = False,
     as_json: JsonOption = False,
     bootstrap: BootstrapOption = None,
+    command_config: CommandConfigOption = None,
 ) -> None:
     """Elect leaders; exits 1 if any partition could not get the leader it asked for."""
     kind = election_type.lower()
@@ -43,7 +44,7 @@ def leader_election(
         raise typer.BadParameter("give either --all-topic-partitions or --topic [--partition]")
     if partition is not None and topic is None:
         raise typer.BadParameter("--partition needs --topic")
-    with connect(bootstrap) as cluster:
+    with connect(bootstrap, command_config) as cluster:
         wanted = None
         if topic is not None:
             ids = [partition] if partition is not None else [p.partition for p in _partitions_of(cluster, topic)]

@@ -8,10 +8,9 @@ import typer
 from rich import box
 from rich.table import Table
 
-from client.cluster import bootstrap_from
 from client.group_admin import delete_groups, describe_group, list_groups, reset_offsets
 
-from .common import BootstrapOption, JsonOption, output_console, print_json
+from .common import BootstrapOption, ClusterTarget, CommandConfigOption, JsonOption, output_console, print_json
 
 groups_app = typer.Typer(help="List, describe, reset and delete consumer groups.", no_args_is_help=True)
 GroupArgument = Annotated[str, typer.Argument(help="The group id.", show_default=False)]
@@ -22,9 +21,11 @@ def register(app: typer.Typer) -> None:
 
 
 @groups_app.command("list")
-def list_command(as_json: JsonOption = False, bootstrap: BootstrapOption = None) -> None:
+def list_command(as_json: JsonOption = False, bootstrap: BootstrapOption = None,
+                 command_config: CommandConfigOption = None) -> None:
     """Every consumer group with its state and coordinator."""
-    groups = list_groups(bootstrap_from(bootstrap))
+    servers, security = ClusterTarget(bootstrap, command_config).resolve()
+    groups = list_groups(servers, security=security)
     if as_json:
         print_json(groups)
         return
@@ -40,9 +41,11 @@ def describe(
     members: Annotated[bool, typer.Option("--members", help="Also each member's assignment.")] = False,
     as_json: JsonOption = False,
     bootstrap: BootstrapOption = None,
+    command_config: CommandConfigOption = None,
 ) -> None:
     """Committed offset, log end and lag of each partition, and the member that owns it."""
-    info = describe_group(bootstrap_from(bootstrap), group)
+    servers, security = ClusterTarget(bootstrap, command_config).resolve()
+    info = describe_group(servers, group, security=security)
     if as_json:
         print_json(info)
         return
@@ -87,12 +90,15 @@ def reset_offsets_command(
                                           "only shows them.")] = False,
     as_json: JsonOption = False,
     bootstrap: BootstrapOption = None,
+    command_config: CommandConfigOption = None,
 ) -> None:
     """Move a group's committed offsets. The group must have no active members."""
     strategy = _strategy(to_earliest, to_latest, to_offset, to_datetime, shift_by)
     if all_topics == bool(topic):
         raise typer.BadParameter("give either --topic (repeatable) or --all-topics")
-    plan = reset_offsets(bootstrap_from(bootstrap), group, None if all_topics else _topics(topic), strategy, execute)
+    servers, security = ClusterTarget(bootstrap, command_config).resolve()
+    plan = reset_offsets(servers, group, None if all_topics else _topics(topic), strategy, execute,
+                         security=security)
     if as_json:
         print_json({"executed": execute, "offsets": plan})
         return
@@ -148,8 +154,10 @@ def _topics(items: list[str]) -> dict[str, Optional[list[int]]]:
 def delete(
     groups: Annotated[list[str], typer.Argument(help="Group ids.", show_default=False)],
     bootstrap: BootstrapOption = None,
+    command_config: CommandConfigOption = None,
 ) -> None:
     """Delete groups without members, and their committed offsets."""
-    delete_groups(bootstrap_from(bootstrap), groups)
+    servers, security = ClusterTarget(bootstrap, command_config).resolve()
+    delete_groups(servers, groups, security=security)
     for group in groups:
         print(f"Deleted consumer group {group}.")

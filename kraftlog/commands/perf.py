@@ -20,14 +20,13 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-from client.cluster import bootstrap_from
 from client.consumer import Consumer, TopicPartition
 from client.producer import Producer
 
 from .common import BootstrapOption, JsonOption, print_json
 from .console import (
-    AcksOption, DeliveryTally, consumer_settings, consumer_topic_partitions, producer_settings,
-    producer_topic_partitions,
+    AcksOption, ConsumerConfigFile, DeliveryTally, ProducerConfigFile, consumer_settings, consumer_topic_partitions,
+    producer_settings, producer_topic_partitions,
 )
 
 MB = 1024 * 1024
@@ -127,15 +126,16 @@ def produce(
                                              show_default=False)],
     throughput: Annotated[float, typer.Option(
         "--throughput", help="At most this many records/sec (-1: as fast as possible).", show_default=False)],
-    acks: AcksOption = "all",
+    acks: AcksOption = None,
     producer_props: ProducerProps = [],
+    producer_config: ProducerConfigFile = None,
     reporting_interval_ms: Annotated[int, typer.Option("--reporting-interval", min=1,
                                                        help="Ms between interval lines.")] = 5000,
     as_json: JsonOption = False,
     bootstrap: BootstrapOption = None,
 ) -> None:
     """Send records of a fixed size at a paced rate; print throughput and acknowledgement latency."""
-    settings = producer_settings(bootstrap_from(bootstrap), acks, "none", producer_props)  # --producer-props win
+    settings = producer_settings(bootstrap, producer_config, producer_props, acks=acks)  # --producer-props win
     producer_topic_partitions(settings, topic)
     payload = "".join(random.choices(string.ascii_uppercase, k=record_size)).encode()
     tally, stats = DeliveryTally(), LatencyStats(record_size)
@@ -180,14 +180,14 @@ def consume(
     timeout_ms: Annotated[int, typer.Option("--timeout", help="Give up when no record came for this long (ms).")
                           ] = 10000,
     consumer_props: ConsumerProps = [],
+    consumer_config: ConsumerConfigFile = None,
     as_json: JsonOption = False,
     bootstrap: BootstrapOption = None,
 ) -> None:
     """Read --messages records as fast as possible; print Kafka's consumer perf summary."""
     reset = "latest" if from_latest else "earliest"
-    settings = consumer_settings(bootstrap_from(bootstrap), consumer_props, **{"auto.offset.reset": reset})
-    if group is not None:
-        settings["group.id"] = group
+    settings = consumer_settings(bootstrap, consumer_config, consumer_props,
+                                 **{"auto.offset.reset": reset, "group.id": group})
     partitions = consumer_topic_partitions(settings, topic)
     consumer = Consumer(settings)
     count = size = 0

@@ -2,7 +2,6 @@
 leader sees it, like Kafka's `kafka-metadata-quorum.sh describe`."""
 from __future__ import annotations
 
-import os
 from typing import Annotated, Any, Optional
 
 import typer
@@ -10,10 +9,11 @@ from rich import box
 from rich.table import Table
 
 from client.admin import describe_cluster, describe_quorum
-from client.cluster import BOOTSTRAP_ENV, Cluster
+from client.cluster import Cluster
 from client.errors import KafkaError
+from security.client_security import ClientSecurity
 
-from .common import BootstrapOption, output_console, print_json
+from .common import BootstrapOption, ClusterTarget, CommandConfigOption, output_console, print_json
 
 quorum_app = typer.Typer(help="The metadata quorum (KRaft controllers).", no_args_is_help=True)
 
@@ -31,13 +31,18 @@ def describe(
     status: Annotated[bool, typer.Option("--status", help="Only the leader, epoch, high watermark and lags.")] = False,
     replication: Annotated[bool, typer.Option("--replication", help="Only each replica's progress.")] = False,
     bootstrap: BootstrapOption = None,
+    command_config: CommandConfigOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the description as one JSON object.")] = False,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds to look for the leader.")] = 5.0,
 ) -> None:
     """Print the quorum's status and each replica's progress (both unless one is asked for).
-    ClusterId comes from a broker (--bootstrap or $KRAFTLOG_BOOTSTRAP): controllers do not say it."""
-    info = describe_quorum(bootstrap_controller, timeout=timeout)
-    info["cluster_id"] = _cluster_id(bootstrap)
+    ClusterId comes from a broker (--bootstrap or $KRAFTLOG_BOOTSTRAP): controllers do not say it.
+    --command-config's security settings are used for both."""
+    target = ClusterTarget(bootstrap, command_config)
+    settings = target.settings()
+    security = target.security(settings)  # for the controllers and the broker alike, as Kafka's tool
+    info = describe_quorum(bootstrap_controller, timeout=timeout, security=security)
+    info["cluster_id"] = _cluster_id(target.given_servers(settings), security)
     fields = status_fields(info)
     rows = replication_rows(info)
     if as_json:
@@ -57,12 +62,11 @@ def describe(
         console.print(table)
 
 
-def _cluster_id(bootstrap: Optional[str]) -> Optional[str]:
-    servers = bootstrap or os.environ.get(BOOTSTRAP_ENV)
+def _cluster_id(servers: Optional[str], security: ClientSecurity) -> Optional[str]:
     if not servers:
         return None
     try:
-        with Cluster(servers) as cluster:
+        with Cluster(servers, security) as cluster:
             return str(describe_cluster(cluster)["cluster_id"])
     except KafkaError:
         return None  # the quorum's own description does not depend on it

@@ -21,7 +21,7 @@ from client.quota_admin import alter_client_quotas, describe_client_quotas
 from kafka_protocol.errors import Errors, InvalidConfigError, KafkaError
 from security.client_quotas import CLIENT_ID, QUOTA_KEYS, USER, QuotaEntity
 
-from .common import connect, parse_names, print_json
+from .common import ClusterTarget, parse_names, print_json
 from .scram_users import alter_credentials, describe_credentials, is_scram_key, user_config_pairs
 
 ENTITY_TYPES = {"users": USER, "clients": CLIENT_ID}  # kafka-configs' entity types -> Kafka's quota entity types
@@ -73,7 +73,7 @@ def _check_keys(entity: QuotaEntity, keys: list[str]) -> None:
             raise InvalidConfigError(f"unknown {kind} config {key[:64]!r}: expected one of {expected}")
 
 
-def alter_quota_entity(entity: QuotaEntity, add: list[str], delete: list[str], bootstrap: Optional[str]) -> None:
+def alter_quota_entity(entity: QuotaEntity, add: list[str], delete: list[str], target: ClusterTarget) -> None:
     if any(name == "" for _, name in entity):
         raise typer.BadParameter("name the entity: --entity-name NAME or --entity-default")
     pairs = user_config_pairs(add)  # never echoes the text: it may hold a password
@@ -83,7 +83,7 @@ def alter_quota_entity(entity: QuotaEntity, add: list[str], delete: list[str], b
     _check_keys(entity, [k for k, _ in pairs] + deletions)
     quotas: dict[str, Optional[float]] = {k: _quota_value(k, v) for k, v in pairs if k in QUOTA_KEYS}
     quotas.update((k, None) for k in deletions if k in QUOTA_KEYS)
-    with connect(bootstrap) as cluster:
+    with target.connect() as cluster:
         user = dict(entity).get(USER)
         if user is not None and len(entity) == 1:
             alter_credentials(cluster, user, [(k, v) for k, v in pairs if k not in QUOTA_KEYS],
@@ -105,11 +105,11 @@ def _matching(described: dict[QuotaEntity, dict[str, float]], entity: QuotaEntit
             if dict(e).keys() == wanted.keys() and all(n == "" or dict(e)[k] == n for k, n in wanted.items())}
 
 
-def describe_quota_entity(entity: QuotaEntity, as_json: bool, bootstrap: Optional[str]) -> None:
+def describe_quota_entity(entity: QuotaEntity, as_json: bool, target: ClusterTarget) -> None:
     """Quotas of the entity (every entity of its types when unnamed), and for users alone their SCRAM
     credentials (mechanism and iterations, never a salt or a key)."""
     users_alone = [kind for kind, _ in entity] == [USER]
-    with connect(bootstrap) as cluster:
+    with target.connect() as cluster:
         quotas = _matching(describe_client_quotas(cluster), entity)
         credentials = _credentials(cluster, entity[0][1], bool(quotas)) if users_alone else {}
     if as_json:

@@ -15,7 +15,7 @@ from client.topics import add_partitions, create_topic, delete_topic, describe_t
 from kafka_protocol.internal_topics import INTERNAL_TOPICS, is_client_forbidden
 from kafka_protocol.errors import Errors, InvalidConfigError
 
-from .common import BootstrapOption, JsonOption, connect, output_console, print_json
+from .common import BootstrapOption, ClusterTarget, CommandConfigOption, JsonOption, connect, output_console, print_json
 from .configs import AddConfig, AppendConfig, DeleteConfig, SubtractConfig, alter_entity
 
 topics_app = typer.Typer(help="List, create, describe, change and delete topics.", no_args_is_help=True)
@@ -37,9 +37,10 @@ def parse_configs(items: list[str]) -> dict[str, str]:
 
 
 @topics_app.command("list")
-def list_command(as_json: JsonOption = False, bootstrap: BootstrapOption = None) -> None:
+def list_command(as_json: JsonOption = False, bootstrap: BootstrapOption = None,
+                 command_config: CommandConfigOption = None) -> None:
     """Every topic's name, one per line."""
-    with connect(bootstrap) as cluster:
+    with connect(bootstrap, command_config) as cluster:
         names = list_topics(cluster)
     if as_json:
         print_json(names)
@@ -56,21 +57,23 @@ def create(
         "--replication-factor", help="Replicas per partition (-1: default.replication.factor).")] = -1,
     config: Annotated[list[str], typer.Option("--config", metavar="KEY=VALUE", help="A topic setting.")] = [],
     bootstrap: BootstrapOption = None,
+    command_config: CommandConfigOption = None,
 ) -> None:
     """Create a topic."""
-    with connect(bootstrap) as cluster:
+    with connect(bootstrap, command_config) as cluster:
         created = create_topic(cluster, name, partitions, replication_factor, parse_configs(config))
     print(f"Created topic {created['name']} ({created['partitions']} partitions, "
           f"replication factor {created['replication_factor']}).")
 
 
 @topics_app.command("delete")
-def delete(name: TopicArgument, bootstrap: BootstrapOption = None) -> None:
+def delete(name: TopicArgument, bootstrap: BootstrapOption = None,
+                 command_config: CommandConfigOption = None) -> None:
     """Delete a topic and its data."""
     if is_client_forbidden(name):  # as kafka-topics.sh refuses before asking; the controller refuses too
         raise error_for_code(Errors.INVALID_TOPIC_EXCEPTION,
                              f"Topic {name} is a kafka internal topic and is not allowed to be marked for deletion.")
-    with connect(bootstrap) as cluster:
+    with connect(bootstrap, command_config) as cluster:
         delete_topic(cluster, name)
     print(f"Deleted topic {name}.")
 
@@ -81,12 +84,13 @@ def add_partitions_command(
     partitions: Annotated[int, typer.Option("--partitions", help="The new partition count (it only grows).",
                                             show_default=False)],
     bootstrap: BootstrapOption = None,
+    command_config: CommandConfigOption = None,
 ) -> None:
     """Grow a topic to --partitions partitions. Keys that hashed to one partition may then go to another."""
     if is_client_forbidden(name):  # as kafka-topics.sh refuses before asking; the controller refuses too
         raise error_for_code(Errors.INVALID_TOPIC_EXCEPTION, "The number of partitions for the internal topics "
                              f"{' and '.join(sorted(INTERNAL_TOPICS))} cannot be changed.")
-    with connect(bootstrap) as cluster:
+    with connect(bootstrap, command_config) as cluster:
         add_partitions(cluster, name, partitions)
     print(f"Topic {name} now has {partitions} partitions.")
 
@@ -99,10 +103,11 @@ def alter_config(
     append_config: AppendConfig = [],
     subtract_config: SubtractConfig = [],
     bootstrap: BootstrapOption = None,
+    command_config: CommandConfigOption = None,
 ) -> None:
     """Change a topic's settings, like kafka-configs --alter --topic: all of them or none."""
     alter_entity(TOPIC, name, f"topic {name}", add_config, delete_config, append_config, subtract_config,
-                 bootstrap)
+                 ClusterTarget(bootstrap, command_config))
 
 
 @topics_app.command("describe")
@@ -116,9 +121,10 @@ def describe(
         "--under-min-isr-partitions", help="Only partitions whose ISR is smaller than min.insync.replicas.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON array of topics.")] = False,
     bootstrap: BootstrapOption = None,
+    command_config: CommandConfigOption = None,
 ) -> None:
     """Each partition's leader, epoch, replicas and ISR, marked when offline or under-replicated."""
-    with connect(bootstrap) as cluster:
+    with connect(bootstrap, command_config) as cluster:
         topics = describe_topics(cluster, [name] if name else None)
         _add_configs(cluster, topics)
     filters = [f for f, on in ((_is_under_replicated, under_replicated), (_is_unavailable, unavailable),

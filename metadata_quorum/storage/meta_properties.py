@@ -17,6 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from kafka_protocol.errors import InvalidConfigError
+from kafka_protocol.properties_text import parse_properties
+
 from .errors import InconsistentClusterIdError, StorageError, replace_file
 
 FILE_NAME = "meta.properties"
@@ -43,7 +46,10 @@ class MetaProperties:
             return None
         except (OSError, UnicodeDecodeError) as exc:
             raise StorageError(f"{path}: unreadable: {exc}") from exc
-        values = _parse_properties(path, text)
+        try:
+            values = parse_properties(text, str(path))
+        except InvalidConfigError as exc:
+            raise StorageError(exc.args[0]) from None
         try:
             version, cluster_id, node_id = values["version"], values["cluster.id"], values["node.id"]
         except KeyError as exc:
@@ -70,19 +76,6 @@ class MetaProperties:
                 f"{path}: the directory belongs to cluster {found.cluster_id!r}, not {cluster_id!r}")
         if found.node_id != node_id:
             raise StorageError(f"{path}: the directory belongs to node {found.node_id}, not node {node_id}")
-
-
-def _parse_properties(path: Path, text: str) -> dict[str, str]:
-    values: dict[str, str] = {}
-    for number, raw in enumerate(text.splitlines(), 1):
-        line = raw.strip()
-        if not line or line[0] in "#!":
-            continue
-        key, sep, value = line.partition("=")
-        if not sep:
-            raise StorageError(f"{path}: line {number} is not key=value: {raw!r}")
-        values[key.strip()] = value.strip()
-    return values
 
 
 def _check_cluster_id(cluster_id: str) -> None:

@@ -1,0 +1,41 @@
+"""A small secured cluster for the tests of a client over SASL_SSL (the CLI,
+the Spark source and sink): three combined nodes, mTLS between them, a
+SASL_SSL listener for users, the StandardAuthorizer; SCRAM users and ACLs
+set as the launcher's mTLS admin certificate (CN=admin, a super user)."""
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Iterator, Mapping, Sequence
+
+from client.cluster import Cluster
+from client.security_admin import ScramUpsertion, alter_user_scram_credentials, create_acls
+from devcluster.local_cluster import LocalCluster
+from security.acl import AclBinding
+from security.scram_credentials import ScramMechanism
+
+MECHANISM = "SCRAM-SHA-512"
+
+
+@contextmanager
+def secured_cluster(directory: Path, passwords: Mapping[str, str],
+                    acls: Sequence[AclBinding]) -> Iterator[LocalCluster]:
+    """`passwords`: SCRAM user -> password (`admin` among them is a super user)."""
+    super_users = ";".join(["User:admin"] + [f"User:node-{i}" for i in (1, 2, 3)])
+    with LocalCluster(directory, combined=3, tls=True, client_listener="SASL_SSL",
+                      properties={"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+                                  "super.users": super_users, "sasl.enabled.mechanisms": MECHANISM,
+                                  # a certificate's CN is its user name (node-1, admin)
+                                  "ssl.principal.mapping.rules": "RULE:^CN=([^,]+),.*$/$1/,DEFAULT",
+                                  "default.replication.factor": 3, "min.insync.replicas": 2}).running() as c:
+        with Cluster(c.bootstrap, c.security) as admin:
+            alter_user_scram_credentials(admin, [ScramUpsertion(user, ScramMechanism.SCRAM_SHA_512, password, 4096)
+                                                 for user, password in passwords.items()])
+            assert all(error is None for error in create_acls(admin, list(acls)))
+        yield c
+
+
+def user_settings(cluster: LocalCluster, user: str, password: str) -> dict[str, str]:
+    """A SASL_SSL user's client settings, with Kafka's names."""
+    return {"security.protocol": "SASL_SSL", "sasl.mechanism": MECHANISM, "sasl.username": user,
+            "sasl.password": password, "ssl.truststore.location": str(cluster.security.ssl.truststore_location)}
