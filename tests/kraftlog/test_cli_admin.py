@@ -359,7 +359,7 @@ def test_scram_users_add_describe_delete_without_leaking_the_password(cluster) -
     for bad, error in ((f"SCRAM-SHA-512=[iterations=2147483648,password={secret}]", "iterations must be"),
                        (f"SCRAM-SHA-512=[iterations=100,password={secret}]", "iterations must be"),
                        (f"SCRAM-SHA-512=[iterations=8192,password={secret}", "the text is not repeated"),
-                       (f"SCRAM-SHA-1=[password={secret}]", "unknown SCRAM mechanism"),
+                       (f"SCRAM-SHA-1=[password={secret}]", "unknown user config 'SCRAM-SHA-1'"),
                        (f"SCRAM-SHA-512=[pasword={secret}]", "'pasword'"),
                        ("SCRAM-SHA-512=[iterations=8192]", "password=... is required")):
         outputs.append(fails(cluster, "configs", "alter", "--entity-type", "users", "--entity-name", "bob",
