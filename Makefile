@@ -46,7 +46,7 @@ $(CHECKER_DIR)/bin/lincheck: go-toolchain $(shell find $(CHECKER_DIR) -name '*.g
 lincheck: $(CHECKER_DIR)/bin/lincheck
 
 pytest: venv chaos-tools java-runtime bench-deps bench-tools
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q --durations=25
 
 test: go-test pytest
 

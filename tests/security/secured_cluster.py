@@ -1,7 +1,8 @@
-"""A small secured cluster for the tests of a client over SASL_SSL (the CLI,
-the Spark source and sink): three combined nodes, mTLS between them, a
-SASL_SSL listener for users, the StandardAuthorizer; SCRAM users and ACLs
-set as the launcher's mTLS admin certificate (CN=admin, a super user)."""
+"""A small secured cluster for the tests over SASL_SSL (the authorization
+matrix, the CLI, the Spark source and sink): three combined nodes, mTLS
+between them, a SASL_SSL listener for users, devcluster/secured.py's settings
+(the StandardAuthorizer, super users admin and node-1..3); SCRAM users and
+ACLs set as the launcher's mTLS admin certificate (CN=admin, a super user)."""
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -11,6 +12,7 @@ from typing import Iterator, Mapping, Sequence
 from client.cluster import Cluster
 from client.security_admin import ScramUpsertion, alter_user_scram_credentials, create_acls
 from devcluster.local_cluster import LocalCluster
+from devcluster.secured import secured_properties
 from security.acl import AclBinding
 from security.scram_credentials import ScramMechanism
 
@@ -21,12 +23,8 @@ MECHANISM = "SCRAM-SHA-512"
 def secured_cluster(directory: Path, passwords: Mapping[str, str],
                     acls: Sequence[AclBinding]) -> Iterator[LocalCluster]:
     """`passwords`: SCRAM user -> password (`admin` among them is a super user)."""
-    super_users = ";".join(["User:admin"] + [f"User:node-{i}" for i in (1, 2, 3)])
     with LocalCluster(directory, combined=3, tls=True, client_listener="SASL_SSL",
-                      properties={"authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-                                  "super.users": super_users, "sasl.enabled.mechanisms": MECHANISM,
-                                  # a certificate's CN is its user name (node-1, admin)
-                                  "ssl.principal.mapping.rules": "RULE:^CN=([^,]+),.*$/$1/,DEFAULT",
+                      properties={**secured_properties(range(1, 4)),
                                   "default.replication.factor": 3, "min.insync.replicas": 2}).running() as c:
         with Cluster(c.bootstrap, c.security) as admin:
             alter_user_scram_credentials(admin, [ScramUpsertion(user, ScramMechanism.SCRAM_SHA_512, password, 4096)

@@ -31,9 +31,7 @@ from google.protobuf.message import Message
 
 from client.cluster import Cluster
 from client.channels import open_channel
-from client.security_admin import ScramUpsertion, alter_user_scram_credentials, create_acls
 from devcluster.local_cluster import LocalCluster
-from devcluster.secured import secured_properties
 from kafka_protocol.errors import Errors
 from kafka_protocol.records import Record, encode_batch
 from kraftlog_api import broker_pb2 as bpb
@@ -48,6 +46,9 @@ from security import certs
 from security.acl import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
 from security.client_security import ClientSecurity
 from security.scram_credentials import ScramMechanism
+
+from .secured_cluster import secured_cluster
+from .secured_cluster import user_settings as shared_user_settings
 
 TOPIC = "orders"
 GROUP = "g1"
@@ -220,24 +221,14 @@ def outcome(call: Call, stub) -> str:
 
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory):
-    # devcluster/secured.py's settings: the StandardAuthorizer, super users admin and
-    # node-1..3, SCRAM-SHA-256/512, a certificate's CN as its user name
-    with LocalCluster(tmp_path_factory.mktemp("secured"), combined=3, tls=True, client_listener="SASL_SSL",
-                      properties={**secured_properties(range(1, 4)),
-                                  "default.replication.factor": 3, "min.insync.replicas": 2}).running() as c:
+    with secured_cluster(tmp_path_factory.mktemp("secured"), PASSWORDS, ACLS) as c:
         c.create_topic(TOPIC, partitions=1, replication_factor=3)
         c.wait_for_leaders(TOPIC)
-        with Cluster(c.bootstrap, c.security) as admin:
-            alter_user_scram_credentials(admin, [ScramUpsertion(user, ScramMechanism.SCRAM_SHA_512, password, 4096)
-                                                 for user, password in PASSWORDS.items()])
-            assert all(error is None for error in create_acls(admin, ACLS))
         yield c
 
 
 def user_security(cluster: LocalCluster, user: str) -> ClientSecurity:
-    return ClientSecurity.from_config({
-        "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": user,
-        "sasl.password": PASSWORDS[user], "ssl.truststore.location": str(cluster.security.ssl.truststore_location)})
+    return ClientSecurity.from_config(shared_user_settings(cluster, user, PASSWORDS[user]))
 
 
 def wait_until_every_broker_enforces(cluster: LocalCluster) -> None:
@@ -378,9 +369,7 @@ def test_no_password_is_anywhere_after_the_secured_run(secured):
 
 
 def user_settings(cluster: LocalCluster, user: str) -> dict:
-    return {"bootstrap.servers": cluster.client_bootstrap, "security.protocol": "SASL_SSL",
-            "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": user, "sasl.password": PASSWORDS[user],
-            "ssl.truststore.location": str(cluster.security.ssl.truststore_location)}
+    return {"bootstrap.servers": cluster.client_bootstrap, **shared_user_settings(cluster, user, PASSWORDS[user])}
 
 
 def test_alice_produces_and_consumes_in_her_group_and_carol_is_refused(secured):
