@@ -18,6 +18,7 @@ rule that `$N` naming a group the pattern does not have is literal text.
 """
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import Callable, Optional
@@ -189,8 +190,11 @@ def _der(tag: int, content: bytes) -> bytes:
     return bytes([tag, 0x80 | len(size)]) + size + content
 
 
+@functools.lru_cache(maxsize=1024)
 def principal_from_certificate(pem: bytes, mapper: PrincipalMapper) -> KafkaPrincipal:
     """The principal of a peer's PEM certificate through the mapping rules
     (NoMatchingRule when none applies; ValueError for a certificate that is
-    not PEM)."""
+    not PEM). Cached: the listener guard asks on every call of an mTLS
+    connection (each follower fetch), and the peers' certificates are few;
+    a refusal is not cached, it raises."""
     return mapper.principal(certificate_subject(x509.load_pem_x509_certificate(pem)))
