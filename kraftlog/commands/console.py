@@ -79,7 +79,7 @@ def consumer_settings(bootstrap: Optional[str], config_file: Optional[Path], pro
     return client_settings(bootstrap, config_file, CONSUMER_CONFIG, properties, "--consumer-property", **options)
 
 
-def topic_partitions(servers: str, topic: str, max_block_ms: int, security: ClientSecurity,
+def topic_partitions(servers: str, topic: str, max_block_ms: int, security: Optional[ClientSecurity] = None,
                      **metadata_settings: int) -> list[int]:
     """The topic's partition ids, waiting up to `max_block_ms` for the brokers to know it, as Kafka's
     clients do: a topic just created is in the controller's log before every broker has applied it,

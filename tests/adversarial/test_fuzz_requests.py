@@ -86,6 +86,9 @@ def scalar(field: FieldDescriptor, service: str, rpc: str) -> st.SearchStrategy:
         return st.one_of(st.sampled_from(strings(service, rpc)), st.text(max_size=24))
     elif t == FieldDescriptor.TYPE_BYTES:
         return st.one_of(st.sampled_from([b"", *batches.HOSTILE.values(), batches.good()]), st.binary(max_size=80))
+    elif t == FieldDescriptor.TYPE_DOUBLE:  # quota values: NaN, infinities, zero, negatives, huge
+        return st.one_of(st.floats(allow_nan=True, allow_infinity=True),
+                         st.sampled_from([0.0, -1.0, 1e308, float("nan"), float("inf")]))
     else:
         # No .proto of ours has another scalar type; a new one must get its strategy here.
         raise TypeError(f"{field.full_name}: no strategy for protobuf field type {t}")
