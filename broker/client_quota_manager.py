@@ -26,7 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Optional
 
-from security.client_quotas import QuotaEntity, applicable_quota
+from security.client_quotas import (CONSUMER_BYTE_RATE, PRODUCER_BYTE_RATE, REQUEST_PERCENTAGE, QuotaEntity,
+                                    applicable_quota)
 
 QUOTA_WINDOW_NUM = 11          # Kafka's quota.window.num
 QUOTA_WINDOW_SIZE_S = 1.0      # Kafka's quota.window.size.seconds
@@ -81,14 +82,16 @@ def _rate_key(entity: QuotaEntity, user: Optional[str], client_id: str) -> Quota
 
 
 class ClientQuotaManager:
-    """One quota key's rates (producer_byte_rate for Produce, consumer_byte_rate for Fetch)."""
+    """One quota key's rates (producer_byte_rate for Produce, consumer_byte_rate
+    for Fetch, request_percentage for every client request). A throttle is
+    bounded by the whole measured span unless `max_throttle_ms` says less."""
 
     def __init__(self, quota_key: str, samples: int = QUOTA_WINDOW_NUM,
-                 window_s: float = QUOTA_WINDOW_SIZE_S) -> None:
+                 window_s: float = QUOTA_WINDOW_SIZE_S, max_throttle_ms: Optional[int] = None) -> None:
         self.quota_key = quota_key
         self.samples = samples
         self.window_s = window_s
-        self.max_throttle_ms = int(samples * window_s * 1000)
+        self.max_throttle_ms = int(samples * window_s * 1000) if max_throttle_ms is None else max_throttle_ms
         self._rates: dict[QuotaEntity, SampledRate] = {}
         self._next_expiry = 0.0
 
@@ -127,12 +130,17 @@ class ClientQuotaManager:
 class ClientQuotas:
     """A broker's quota managers, shared by all its listeners: Produce is
     measured against producer_byte_rate, a consumer's Fetch against
-    consumer_byte_rate (request_percentage is kept in the metadata and
-    described, not enforced yet)."""
+    consumer_byte_rate, and every client request's time on the event loop
+    against request_percentage (broker/request_quota.py). The amount of the
+    request manager is percent-seconds (busy seconds x 100), so its rate is a
+    percentage of one event loop, comparable with the quota; as Kafka's
+    ClientRequestQuotaManager, its throttle is at most one window."""
 
     def __init__(self, samples: int = QUOTA_WINDOW_NUM, window_s: float = QUOTA_WINDOW_SIZE_S) -> None:
-        self.produce = ClientQuotaManager("producer_byte_rate", samples, window_s)
-        self.fetch = ClientQuotaManager("consumer_byte_rate", samples, window_s)
+        self.produce = ClientQuotaManager(PRODUCER_BYTE_RATE, samples, window_s)
+        self.fetch = ClientQuotaManager(CONSUMER_BYTE_RATE, samples, window_s)
+        self.request = ClientQuotaManager(REQUEST_PERCENTAGE, samples, window_s,
+                                          max_throttle_ms=int(window_s * 1000))
         # Connection (gRPC peer) -> monotonic time until which it is muted.
         self._muted_until: dict[str, float] = {}
 

@@ -49,6 +49,7 @@ from .peer_clients import BrokerPeers
 from .producer_ids import ProducerIdManager, controller_allocator
 from .replica_fetcher import ReplicaFetcher
 from .replica_manager import ReplicaManager
+from .request_quota import RequestQuota
 
 log = logging.getLogger(__name__)
 
@@ -156,13 +157,16 @@ class BrokerServer:
 
     def add_services(self, server: grpc.aio.Server, listener: str) -> tuple[str, ...]:
         """Serve KafkaBroker and GroupCoordinator for clients of `listener` on `server`; the service names."""
-        service.add_to_server(server, service.KafkaBrokerService(
+        # Every client RPC of both services is measured against request_percentage and held while muted.
+        quota = RequestQuota(self.quotas, lambda: self.replicas.image.client_quotas, self.access)
+        service.add_to_server(server, quota.metered(service.KafkaBrokerService(
             self.replicas, self.controllers, cluster_id=self.settings.cluster_id, listener=listener,
             ready=lambda: self.published, controller_id=self.controller_id,
             forward_timeout_s=self.settings.request_timeout_ms / 1000, producer_ids=self.producer_ids,
-            access=self.access, quotas=self.quotas))
-        group_service.add_to_server(server, group_service.GroupCoordinatorService(
-            self.groups, listener=listener, ready=lambda: self.published, access=self.access))
+            access=self.access, quotas=self.quotas), service.SERVICE))
+        group_service.add_to_server(server, quota.metered(group_service.GroupCoordinatorService(
+            self.groups, listener=listener, ready=lambda: self.published, access=self.access),
+            group_service.SERVICE))
         return (*service.SERVICE_NAMES, *group_service.SERVICE_NAMES)
 
     def controller_id(self) -> int:

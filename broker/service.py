@@ -14,7 +14,8 @@ Client quotas (client_quota_manager.py): a client's Produce and Fetch are
 measured against its producer_byte_rate and consumer_byte_rate; one over
 its quota is served all the same, and its answer carries throttle_time_ms,
 bounded by the measured span; as Kafka mutes the channel (KIP-219), the
-connection's next Produce or Fetch waits until that time has passed, and the
+connection's next request waits until that time has passed (request_quota.py,
+which also measures every request against request_percentage), and the
 clients send nothing to the broker meanwhile. The client is the session's principal name
 (none outside a session) and the `client-id` call metadata.
 
@@ -24,8 +25,6 @@ a Kafka broker does not open its listeners before its initial catch-up.
 """
 from __future__ import annotations
 
-import asyncio
-import time
 from typing import Any, Callable, Iterable, Optional
 
 import grpc
@@ -36,10 +35,8 @@ from kraftlog_api import controller_pb2 as cpb
 from kafka_protocol.internal_topics import is_client_forbidden
 from kafka_protocol import grpc_serving
 from kafka_protocol.fetch_framing import throttle_time_field
-from kafka_protocol.grpc_serving import CLIENT_ID_METADATA
 from security.acl import AclOperation, ResourceType
 from security.authorization import NodeAuthorizer
-from security.request_context import current_session
 
 from . import access as acl
 from .client_quota_manager import ClientQuotaManager, ClientQuotas
@@ -52,6 +49,7 @@ from .metadata import metadata_response
 from .offsets import handle_list_offsets, handle_offset_for_leader_epoch
 from .produce import handle_produce
 from .producer_ids import ProducerIdManager, handle_init_producer_id
+from .request_quota import note_answer_throttle, record_and_mute
 from .replica_manager import ReplicaManager
 from .security_admin import describe_acls, describe_user_scram_credentials
 
@@ -91,30 +89,18 @@ class KafkaBrokerService:
             await context.abort(grpc.StatusCode.UNAVAILABLE,
                                 f"broker {self.replicas.broker_id} is starting: not caught up with the metadata log")
 
-    async def _wait_unmuted(self, context: grpc.aio.ServicerContext) -> None:
-        """A connection muted by an earlier throttled answer waits out the rest of it."""
-        wait_s = self.quotas.unmuted_in(context.peer() or "", time.monotonic())
-        if wait_s > 0:
-            await asyncio.sleep(wait_s)
-
     def _throttle(self, manager: ClientQuotaManager, size: int, context: grpc.aio.ServicerContext) -> int:
         """Record `size` bytes for the calling client; the throttle time its
         quota asks for (0 when within it), for which its connection is muted."""
         quotas = self.replicas.image.client_quotas
         if not quotas:
             return 0  # no quota set anywhere: nothing to measure
-        session = current_session()
-        metadata = dict(context.invocation_metadata() or ())
-        client_id = str(metadata.get(CLIENT_ID_METADATA, ""))
-        now = time.monotonic()
-        throttle_ms = manager.record_and_get_throttle_time_ms(
-            quotas, session.principal.name if session is not None else None, client_id, size, now)
-        self.quotas.mute(context.peer() or "", throttle_ms, now)
+        throttle_ms = record_and_mute(self.quotas, manager, quotas, context, size)
+        note_answer_throttle(throttle_ms)  # the request quota around this call answers the larger one
         return throttle_ms
 
     async def Produce(self, request: bpb.ProduceRequest, context: grpc.aio.ServicerContext) -> bpb.ProduceResponse:
         await self._check_ready(context)
-        await self._wait_unmuted(context)
         denied = acl.denied_topics(self.access, AclOperation.WRITE, acl.topic_names(request, acl.PRODUCE))
         if not denied:
             response = await handle_produce(self.replicas, request)
@@ -133,7 +119,6 @@ class KafkaBrokerService:
             if not self.access.allows_cluster(AclOperation.CLUSTER_ACTION):
                 return acl.refuse_all(request, acl.FETCH, Error.CLUSTER_AUTHORIZATION_FAILED).SerializeToString()
             return await handle_fetch(self.replicas, request)
-        await self._wait_unmuted(context)
         denied = acl.denied_topics(self.access, AclOperation.READ, acl.topic_names(request, acl.FETCH))
         if not denied:
             answer = await handle_fetch(self.replicas, request)
@@ -343,5 +328,6 @@ class KafkaBrokerService:
         return await self._forward_cluster_alter("AlterClientQuotas", request, AclOperation.ALTER_CONFIGS)
 
 
-def add_to_server(server: grpc.aio.Server, service: KafkaBrokerService) -> None:
+def add_to_server(server: grpc.aio.Server, service: Any) -> None:
+    """Serve a KafkaBrokerService, or its methods as RequestQuota.metered wraps them."""
     grpc_serving.add_service(server, SERVICE, service)

@@ -6,7 +6,7 @@ KafkaBroker's data RPCs are.
 """
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 import grpc
 
@@ -153,5 +153,6 @@ class GroupCoordinatorService:
         return self.access.denied(operation, ResourceType.GROUP, group_ids)
 
 
-def add_to_server(server: grpc.aio.Server, service: GroupCoordinatorService) -> None:
+def add_to_server(server: grpc.aio.Server, service: Any) -> None:
+    """Serve a GroupCoordinatorService, or its methods as RequestQuota.metered wraps them."""
     grpc_serving.add_service(server, SERVICE, service)

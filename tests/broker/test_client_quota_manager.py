@@ -95,3 +95,17 @@ def test_idle_clients_are_forgotten():
     assert len(manager) == 100
     manager.record_and_get_throttle_time_ms(quotas, None, "late", 1, 11.0)
     assert len(manager) == 1
+
+
+def test_the_request_quota_measures_percent_of_the_loop_and_throttles_at_most_one_window():
+    from broker.client_quota_manager import ClientQuotas
+    from security.client_quotas import REQUEST_PERCENTAGE
+    request = ClientQuotas().request
+    quotas = {APP: {REQUEST_PERCENTAGE: 1.0}}  # 1 % of the loop: 0.1 s of handler time over the 10 s minimum
+    # 0.05 s busy = 5 percent-seconds over 10 s: 0.5 %
+    assert request.record_and_get_throttle_time_ms(quotas, None, "app", 0.05 * 100, now=0.0) == 0
+    # 0.0555 s more: 1.055 %, back at 1 % after (1.055 - 1) / 1 x 10 s
+    assert request.record_and_get_throttle_time_ms(quotas, None, "app", 0.0555 * 100, now=0.0) == 550
+    # far over it: Kafka bounds a request throttle by one window, not the whole span
+    assert request.record_and_get_throttle_time_ms(quotas, None, "app", 5.0 * 100, now=0.0) == 1000
+    assert request.record_and_get_throttle_time_ms(quotas, None, "other", 5.0 * 100, now=0.0) == 0

@@ -436,11 +436,8 @@ def test_a_dead_broker_shows_in_describe_and_preferred_election_brings_leaders_b
 
 # --- client quotas ---------------------------------------------------------------------------
 
-def _produce_and_read(cluster: LocalCluster, topic: str, client_id: str, count: int) -> tuple[int, int]:
-    """Produce `count` records of 1000 bytes as `client_id`, read them all back as the same client id;
-    the longest throttle times the producer and the consumer were told."""
-    from client.consumer import Consumer
-    from client.consumer_types import TopicPartition
+def _produce(cluster: LocalCluster, topic: str, client_id: str, count: int) -> int:
+    """Produce `count` records of 1000 bytes as `client_id`; the longest throttle time the producer was told."""
     from client.producer import Producer
 
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "client.id": client_id, "linger.ms": 5})
@@ -448,9 +445,18 @@ def _produce_and_read(cluster: LocalCluster, topic: str, client_id: str, count: 
         for i in range(count):
             producer.produce(topic, b"%04d" % i + b"x" * 996)
         assert producer.flush(60) == 0
-        produce_throttle = producer.metrics()["produce-throttle-time-max"]
+        return producer.metrics()["produce-throttle-time-max"]
     finally:
         producer.close()
+
+
+def _produce_and_read(cluster: LocalCluster, topic: str, client_id: str, count: int) -> tuple[int, int]:
+    """_produce, then read them all back as the same client id;
+    the longest throttle times the producer and the consumer were told."""
+    from client.consumer import Consumer
+    from client.consumer_types import TopicPartition
+
+    produce_throttle = _produce(cluster, topic, client_id, count)
     seen: list[bytes] = []
     with Consumer({"bootstrap.servers": cluster.bootstrap, "client.id": client_id,
                    "auto.offset.reset": "earliest", "max.partition.fetch.bytes": 16384}) as consumer:
@@ -468,6 +474,10 @@ def test_client_quotas_throttle_only_the_client_over_them(cluster) -> None:
     ok(cluster, "configs", "alter", "--entity-type", "clients", "--entity-name", "slow",
        "--add-config", "producer_byte_rate=10000,consumer_byte_rate=10000")
     ok(cluster, "configs", "alter", "--user-defaults", "--add-config", "request_percentage=50")
+    # 0.0001 % of the event loop is 10 us of handler time over the 10 s minimum window: a few requests
+    # (a Metadata or a Produce takes 50-200 us) are over it. For the default user and client id busy, as
+    # without SASL every client is user ANONYMOUS, and <default> user's 50 % above would come first.
+    ok(cluster, "configs", "alter", "--user-defaults", "--client", "busy", "--add-config", "request_percentage=0.0001")
     expected = [{"entity": {"client-id": "slow"},
                  "quotas": {"consumer_byte_rate": 10000.0, "producer_byte_rate": 10000.0}}]
     eventually(lambda: ok_json(cluster, "configs", "describe", "--entity-type", "clients") == expected,
@@ -486,6 +496,9 @@ def test_client_quotas_throttle_only_the_client_over_them(cluster) -> None:
     ok(cluster, "topics", "create", "quota-u", "--partitions", "1", "--replication-factor", "1")
     fast_produce, fast_fetch = _produce_and_read(cluster, "quota-u", "fast", 110)
     assert fast_produce == 0 and fast_fetch == 0  # another client id: no quota applies
+    # the request quota: a few requests' handler time is over it, the Produce answer says so
+    assert 0 < _produce(cluster, "quota-u", "busy", 10) <= 1000  # Kafka's request throttle: at most one window
+    ok(cluster, "configs", "alter", "--user-defaults", "--client", "busy", "--delete-config", "request_percentage")
     ok(cluster, "configs", "alter", "--entity-type", "clients", "--entity-name", "slow",
        "--delete-config", "producer_byte_rate,consumer_byte_rate")
     eventually(lambda: ok_json(cluster, "configs", "describe", "--entity-type", "clients") == [], "quota removed")
