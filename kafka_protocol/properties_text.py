@@ -11,10 +11,14 @@ are escapes and any other escaped character stands for itself. A key
 without a value is the empty string, as in Java. The last of a repeated key
 wins. Errors name the line number, never its text: these files hold
 passwords (sasl.jaas.config, ssl.key.password).
+
+`format_properties` writes the text back (what `parse_properties` reads
+back to the same mapping), for a client file a tool hands to another.
 """
 from __future__ import annotations
 
-from typing import Iterator
+from pathlib import Path
+from typing import Iterator, Mapping
 
 from .errors import InvalidConfigError
 
@@ -29,6 +33,32 @@ def parse_properties(text: str, source: str) -> dict[str, str]:
         key, rest = _split_key(line)
         values[_unescape(key, source, number)] = _unescape(rest, source, number)
     return values
+
+
+def read_properties(path: Path, source: str) -> dict[str, str]:
+    """The key -> value mapping of the file at `path` (UTF-8); OSError if it cannot be read."""
+    return parse_properties(Path(path).read_text("utf-8"), source)
+
+
+def format_properties(values: Mapping[str, str]) -> str:
+    """`key=value` lines, escaped so that parse_properties gives `values` back."""
+    return "".join(f"{_escape(key, is_key=True)}={_escape(value, is_key=False)}\n" for key, value in values.items())
+
+
+def _escape(text: str, *, is_key: bool) -> str:
+    out = []
+    for i, ch in enumerate(text):
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch in "\t\n\r\f":
+            out.append("\\" + "tnrf"["\t\n\r\f".index(ch)])
+        elif (is_key and ch in "=: #!") or (i == 0 and ch in " #!"):  # a key's end, a comment, a dropped blank
+            out.append("\\" + ch)
+        elif not ch.isprintable():
+            out.append(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else ch)
+        else:
+            out.append(ch)
+    return "".join(out)
 
 
 def _logical_lines(text: str) -> Iterator[tuple[int, str]]:

@@ -12,8 +12,8 @@ a numbered line of a few words - and shows the most frequent words, read
 back from the compacted table topic it wrote.
 
 `secure`: the same on a secured cluster (demo_secure.py), every client a
-SCRAM user over SASL_SSL held to its ACLs. The Spark part is left out there:
-the kraftlog data source takes no security options yet.
+SCRAM user over SASL_SSL held to its ACLs, the Spark word count too
+(`--command-config`).
 """
 from __future__ import annotations
 
@@ -116,8 +116,8 @@ def run(console: Console, plans: tuple[launcher.NodePlan, ...], admin_password: 
     console.print(f"controller quorum leader: node {info['leader_id']}; brokers unfenced: {brokers}")
     by_id = {plan.node_id: plan for plan in plans}
 
-    access = (demo_secure.demo_user_access(console, plans, admin_password, TOPIC) if admin_password
-              else demo_secure.plaintext_access(plans))
+    access = (demo_secure.demo_user_access(console, plans, admin_password, (TOPIC, WORD_COUNT_TABLE))
+              if admin_password else demo_secure.plaintext_access(plans))
     bootstrap = access.bootstrap
     with Cluster(bootstrap, access.security) as cluster:
         create_topic(cluster, TOPIC, PARTITIONS, 3, {"min.insync.replicas": "2"})
@@ -184,21 +184,22 @@ def run(console: Console, plans: tuple[launcher.NodePlan, ...], admin_password: 
     ok = not missing and not duplicates and not out_of_order
     console.print("[bold green]every acknowledged record arrived once, in order per partition[/]" if ok
                   else "[bold red]the checks failed[/]")
-    if admin_password:
-        console.print("the Spark word count runs in the plaintext demo only: the kraftlog data source "
-                      "takes no security options yet")
-        return 0 if ok else 1
-    counted = word_count(console, bootstrap, plans[0].home.parent / "spark-checkpoint")
+    workdir = plans[0].home.parent
+    command_config = demo_secure.write_command_config(access, workdir / "demo-user.properties")
+    counted = word_count(console, bootstrap, workdir / "spark-checkpoint", command_config)
     return 0 if ok and counted else 1
 
 
-def word_count(console: Console, bootstrap: str, checkpoint: Path) -> bool:
-    """Spark's streaming word count over the demo's topic (a subprocess, as a user runs it)."""
-    console.rule(f"[bold]kraftlog spark wordcount {TOPIC} --table {WORD_COUNT_TABLE} --available-now")
+def word_count(console: Console, bootstrap: str, checkpoint: Path, command_config: Path | None = None) -> bool:
+    """Spark's streaming word count over the demo's topic (a subprocess, as a user runs it);
+    `command_config`: the secured demo user's client settings file."""
+    login = ["--command-config", str(command_config)] if command_config else []
+    console.rule(f"[bold]kraftlog spark wordcount {TOPIC} --table {WORD_COUNT_TABLE} --available-now"
+                 + (f" --command-config {command_config.name}" if command_config else ""))
     console.print("Spark (local[2]) reads every record through the kraftlog data source, counts words with "
                   "RocksDB state, writes the counts to a compacted topic, and reads that table back:")
     command = [sys.executable, "-m", "spark_jobs", "wordcount", TOPIC, "--table", WORD_COUNT_TABLE,
-               "--checkpoint", str(checkpoint), "--available-now", "--top", "10", "--bootstrap", bootstrap]
+               "--checkpoint", str(checkpoint), "--available-now", "--top", "10", "--bootstrap", bootstrap, *login]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=SPARK_TIMEOUT_S)
     except subprocess.TimeoutExpired:

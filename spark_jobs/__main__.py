@@ -14,3 +14,6 @@ if __name__ == "__main__":
     except (KafkaError, PySparkException) as exc:
         print(f"kraftlog spark: error: {one_line(exc)}", file=sys.stderr)
         sys.exit(1)
+    except OSError as exc:  # an unreadable --command-config or checkpoint directory
+        print(f"kraftlog spark: error: {exc.filename}: {exc.strerror or exc}", file=sys.stderr)
+        sys.exit(1)

@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from client.cluster import bootstrap_from
+from kafka_protocol.properties_text import read_properties
+from security.client_security import CLIENT_SECURITY_KEYS
+
+from .options import parse_security
 
 app = typer.Typer(name="spark", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
                   help="Stream processing on Spark over kraftlog topics (local[2] unless --master).")
 
 Bootstrap = Annotated[Optional[str], typer.Option("--bootstrap", metavar="HOST:PORT[,...]",
                                                   help="Brokers (default: $KRAFTLOG_BOOTSTRAP).")]
+CommandConfig = Annotated[Optional[Path], typer.Option(
+    "--command-config", metavar="FILE", show_default=False,
+    help="Client settings in a Java properties file, with Kafka's names: security.protocol, ssl.*, sasl.* "
+         "(the job's kraftlog.security.protocol, ... options).")]
 Master = Annotated[str, typer.Option("--master", help="Spark master URL.")]
 AvailableNow = Annotated[bool, typer.Option("--available-now", help="Process what is there now, then stop "
                                                                     "(Trigger.AvailableNow).")]
@@ -22,6 +31,21 @@ Timeout = Annotated[Optional[float], typer.Option("--timeout", metavar="SECONDS"
 
 def register(root: typer.Typer) -> None:
     root.add_typer(app, name="spark")
+
+
+def client_settings(command_config: Optional[Path]) -> dict[str, str]:
+    """The --command-config file's security.protocol, ssl.* and sasl.* ({} without one), checked
+    before Spark starts; any other key is named in a warning, as Kafka's tools do. Errors name the
+    file and a line or a setting, never a value."""
+    if command_config is None:
+        return {}
+    settings = read_properties(command_config, f"--command-config {command_config}")
+    for key in sorted(set(settings) - CLIENT_SECURITY_KEYS):
+        typer.echo(f"kraftlog spark: warning: --command-config {command_config}: {key} is not used by the "
+                   "Spark jobs", err=True)
+    security = {key: value for key, value in settings.items() if key in CLIENT_SECURITY_KEYS}
+    parse_security(security)
+    return security
 
 
 def one_line(exc: BaseException) -> str:
@@ -41,18 +65,19 @@ def wordcount_command(
     source: Annotated[str, typer.Argument(help="Topic of text lines.")],
     table: Annotated[str, typer.Option("--table", help="Compacted topic of the counts (created if missing).")],
     checkpoint: Annotated[str, typer.Option("--checkpoint", help="Spark checkpoint directory.")],
-    bootstrap: Bootstrap = None, master: Master = "local[2]", available_now: AvailableNow = False,
-    timeout: Timeout = None,
+    bootstrap: Bootstrap = None, command_config: CommandConfig = None, master: Master = "local[2]",
+    available_now: AvailableNow = False, timeout: Timeout = None,
     top: Annotated[int, typer.Option("--top", help="Then print the N most frequent words, rebuilt from the "
                                                    "table topic.")] = 10,
 ) -> None:
     """Streaming word count (RocksDB state) into a compacted topic; then the table rebuilt from it."""
     from .jobs import session, word_table, wordcount
 
-    servers = bootstrap_from(bootstrap)
+    servers, settings = bootstrap_from(bootstrap), client_settings(command_config)
     spark = session("kraftlog-wordcount", master)
-    wordcount(spark, servers, source, table, checkpoint, available_now=available_now, timeout_s=timeout)
-    for row in word_table(spark, servers, table).limit(top).collect():
+    wordcount(spark, servers, source, table, checkpoint, available_now=available_now, timeout_s=timeout,
+              settings=settings)
+    for row in word_table(spark, servers, table, settings).limit(top).collect():
         typer.echo(f"{row['count']:>10}  {row['word']}")
 
 
@@ -62,14 +87,15 @@ def enrich_command(
     reference: Annotated[str, typer.Option("--reference", help="Compacted topic of reference data by key.")],
     output: Annotated[str, typer.Option("--output", help="Topic of the enriched events (created if missing).")],
     checkpoint: Annotated[str, typer.Option("--checkpoint", help="Spark checkpoint directory.")],
-    bootstrap: Bootstrap = None, master: Master = "local[2]", available_now: AvailableNow = False,
-    timeout: Timeout = None,
+    bootstrap: Bootstrap = None, command_config: CommandConfig = None, master: Master = "local[2]",
+    available_now: AvailableNow = False, timeout: Timeout = None,
 ) -> None:
     """Stream-table join: events joined by key with the latest reference value, to an output topic."""
     from .jobs import enrich, session
 
-    enrich(session("kraftlog-enrich", master), bootstrap_from(bootstrap), events, reference, output, checkpoint,
-           available_now=available_now, timeout_s=timeout)
+    servers, settings = bootstrap_from(bootstrap), client_settings(command_config)
+    enrich(session("kraftlog-enrich", master), servers, events, reference, output, checkpoint,
+           available_now=available_now, timeout_s=timeout, settings=settings)
 
 
 @app.command("sql")
@@ -82,15 +108,16 @@ def sql_command(
                                                                    "value column) instead of the console.")] = None,
     checkpoint: Annotated[Optional[str], typer.Option("--checkpoint", help="With --stream: checkpoint "
                                                                            "directory.")] = None,
-    bootstrap: Bootstrap = None, master: Master = "local[2]", available_now: AvailableNow = False,
-    timeout: Timeout = None,
+    bootstrap: Bootstrap = None, command_config: CommandConfig = None, master: Master = "local[2]",
+    available_now: AvailableNow = False, timeout: Timeout = None,
     json_out: Annotated[bool, typer.Option("--json", help="Batch: one JSON object a row.")] = False,
 ) -> None:
     """SQL over topics: views of key/value (strings), topic, partition, offset, timestamp."""
     from .jobs import session, sql
 
-    result = sql(session("kraftlog-sql", master), bootstrap_from(bootstrap), statement, topic, stream=stream,
-                 output=output, checkpoint=checkpoint, available_now=available_now, timeout_s=timeout)
+    servers, settings = bootstrap_from(bootstrap), client_settings(command_config)
+    result = sql(session("kraftlog-sql", master), servers, statement, topic, stream=stream, output=output,
+                 checkpoint=checkpoint, available_now=available_now, timeout_s=timeout, settings=settings)
     if result is not None:
         if json_out:
             for line in result.toJSON().collect():

@@ -11,20 +11,27 @@
   Spark's Kafka columns) and Spark SQL run over them, as a batch or,
   streaming, continuously to the console or a topic.
 
-Each function takes a SparkSession with the source registered (`session()`).
+Each function takes a SparkSession with the source registered (`session()`),
+the bootstrap servers, and, for a secured cluster, `settings`: the client's
+security.protocol, ssl.* and sasl.* with Kafka's names (a --command-config
+file's), which every read and write of the job passes on as the source's
+kraftlog.-prefixed options.
 """
 from __future__ import annotations
 
 import os
 import sys
-from typing import Iterable, Optional
+from typing import Iterable, Mapping, Optional
 
 from client.cluster import Cluster
 from client.errors import KafkaError
 from client.topics import create_topic
 
+from .options import cluster_options, parse_security
+
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 TOPIC_ALREADY_EXISTS = "TOPIC_ALREADY_EXISTS"
+Settings = Optional[Mapping[str, str]]  # a client's security.protocol, ssl.*, sasl.* (None: plaintext)
 
 
 def session(app_name: str, master: str = "local[2]"):  # type: ignore[no-untyped-def]
@@ -45,9 +52,10 @@ def session(app_name: str, master: str = "local[2]"):  # type: ignore[no-untyped
     return spark
 
 
-def ensure_topic(bootstrap: str, name: str, *, partitions: int = -1, compacted: bool = False) -> None:
+def ensure_topic(bootstrap: str, name: str, *, partitions: int = -1, compacted: bool = False,
+                 settings: Settings = None) -> None:
     """Create a topic unless it exists (a compacted one for tables)."""
-    with Cluster(bootstrap) as cluster:
+    with Cluster(bootstrap, parse_security(settings) if settings else None) as cluster:
         try:
             create_topic(cluster, name, partitions, -1, {"cleanup.policy": "compact"} if compacted else None)
         except KafkaError as exc:
@@ -55,9 +63,10 @@ def ensure_topic(bootstrap: str, name: str, *, partitions: int = -1, compacted: 
                 raise
 
 
-def _read(spark, bootstrap: str, topic: str, *, stream: bool, starting: str = "earliest"):  # type: ignore[no-untyped-def]
+def _read(spark, bootstrap: str, topic: str, *, stream: bool, starting: str = "earliest",  # type: ignore[no-untyped-def]
+          settings: Settings = None):
     reader = spark.readStream if stream else spark.read
-    return (reader.format("kraftlog").option("kraftlog.bootstrap.servers", bootstrap)
+    return (reader.format("kraftlog").options(**cluster_options(bootstrap, settings))
             .option("subscribe", topic).option("startingOffsets", starting).load())
 
 
@@ -73,15 +82,15 @@ def _run(query, timeout_s: Optional[float]) -> None:  # type: ignore[no-untyped-
 
 
 def wordcount(spark, bootstrap: str, source: str, table_topic: str, checkpoint: str, *,  # type: ignore[no-untyped-def]
-              available_now: bool = False, timeout_s: Optional[float] = None) -> None:
+              available_now: bool = False, timeout_s: Optional[float] = None, settings: Settings = None) -> None:
     """Running counts of the words of `source`'s values into the compacted
     `table_topic` (key: word, value: count), a changelog with Spark's update
     output mode: each micro-batch writes the words whose count changed."""
     from pyspark.sql import functions as F
 
-    ensure_topic(bootstrap, table_topic, compacted=True)
+    ensure_topic(bootstrap, table_topic, compacted=True, settings=settings)
     spark.conf.set("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
-    lines = _read(spark, bootstrap, source, stream=True).select(F.col("value").cast("string").alias("line"))
+    lines = _read(spark, bootstrap, source, stream=True, settings=settings).select(F.col("value").cast("string").alias("line"))
     words = lines.select(F.explode(F.split(F.lower("line"), r"[^\p{L}\p{N}']+")).alias("word")).where("word != ''")
     counts = words.groupBy("word").count()
     changes = counts.select(F.col("word").alias("key"), F.col("count").cast("string").alias("value"))
@@ -89,14 +98,15 @@ def wordcount(spark, bootstrap: str, source: str, table_topic: str, checkpoint: 
     # Python sinks have no Update mode: the changed counts go out through
     # foreachBatch, idempotent per micro-batch (writerId: the checkpoint).
     query = (changes.writeStream.outputMode("update")
-             .foreachBatch(lambda df, batch_id: write_batch(df, bootstrap, table_topic, checkpoint, batch_id))
+             .foreachBatch(lambda df, batch_id: write_batch(df, bootstrap, table_topic, checkpoint, batch_id, settings))
              .option("checkpointLocation", checkpoint).trigger(**trigger).start())
     _run(query, timeout_s)
 
 
-def write_batch(df, bootstrap: str, topic: str, writer_id: str, batch_id: int) -> None:  # type: ignore[no-untyped-def]
+def write_batch(df, bootstrap: str, topic: str, writer_id: str, batch_id: int,  # type: ignore[no-untyped-def]
+                settings: Settings = None) -> None:
     """One micro-batch's rows to `topic`, deduplicated if Spark runs it again."""
-    (df.write.format("kraftlog").option("kraftlog.bootstrap.servers", bootstrap).option("topic", topic)
+    (df.write.format("kraftlog").options(**cluster_options(bootstrap, settings)).option("topic", topic)
      .option("writerId", writer_id).option("batchId", str(batch_id)).mode("append").save())
 
 
@@ -111,45 +121,46 @@ def latest_per_key(df):  # type: ignore[no-untyped-def]
             .drop("rank"))
 
 
-def word_table(spark, bootstrap: str, table_topic: str):  # type: ignore[no-untyped-def]
+def word_table(spark, bootstrap: str, table_topic: str, settings: Settings = None):  # type: ignore[no-untyped-def]
     """The word counts rebuilt from the compacted topic: (word, count), largest first."""
     from pyspark.sql import functions as F
 
-    raw = _read(spark, bootstrap, table_topic, stream=False)
+    raw = _read(spark, bootstrap, table_topic, stream=False, settings=settings)
     return (latest_per_key(raw.select(F.col("key").cast("string").alias("key"), "value", "offset"))
             .select(F.col("key").alias("word"), F.col("value").cast("string").cast("long").alias("count"))
             .orderBy(F.col("count").desc(), "word"))
 
 
 def enrich(spark, bootstrap: str, events: str, reference: str, output: str, checkpoint: str, *,  # type: ignore[no-untyped-def]
-           available_now: bool = False, timeout_s: Optional[float] = None) -> None:
+           available_now: bool = False, timeout_s: Optional[float] = None, settings: Settings = None) -> None:
     """Each event of `events` joined by key with the latest value of that key
     in the compacted `reference` topic; out: key, value = the event's value
     and the reference value as JSON ({"event": ..., "ref": ...}; ref null when
     the key has none)."""
     from pyspark.sql import functions as F
 
-    ensure_topic(bootstrap, output)
-    table = latest_per_key(_read(spark, bootstrap, reference, stream=False).select(
+    ensure_topic(bootstrap, output, settings=settings)
+    table = latest_per_key(_read(spark, bootstrap, reference, stream=False, settings=settings).select(
         F.col("key").cast("string").alias("key"), F.col("value").cast("string").alias("value"), "offset"))
-    stream = _read(spark, bootstrap, events, stream=True).select(
+    stream = _read(spark, bootstrap, events, stream=True, settings=settings).select(
         F.col("key").cast("string").alias("key"), F.col("value").cast("string").alias("event"))
     joined = stream.join(table.select("key", F.col("value").alias("ref")), "key", "left_outer")
     trigger = {"availableNow": True} if available_now else {"processingTime": "1 second"}
     query = (joined.select("key", F.to_json(F.struct("event", "ref")).alias("value"))
-             .writeStream.format("kraftlog").option("kraftlog.bootstrap.servers", bootstrap)
+             .writeStream.format("kraftlog").options(**cluster_options(bootstrap, settings))
              .option("topic", output).option("checkpointLocation", checkpoint).trigger(**trigger).start())
     _run(query, timeout_s)
 
 
-def register_views(spark, bootstrap: str, topics: Iterable[str], *, stream: bool) -> list[str]:  # type: ignore[no-untyped-def]
+def register_views(spark, bootstrap: str, topics: Iterable[str], *, stream: bool,  # type: ignore[no-untyped-def]
+                   settings: Settings = None) -> list[str]:
     """Each topic (NAME or NAME=VIEW) as a temporary view with key and value as
     strings plus topic, partition, offset, timestamp, timestampType."""
     views = []
     for spec in topics:
         topic, _, view = spec.partition("=")
         view = view or topic.replace("-", "_").replace(".", "_")
-        df = _read(spark, bootstrap, topic, stream=stream)
+        df = _read(spark, bootstrap, topic, stream=stream, settings=settings)
         df.selectExpr("CAST(key AS STRING) AS key", "CAST(value AS STRING) AS value", "topic", "partition",
                       "offset", "timestamp", "timestampType").createOrReplaceTempView(view)
         views.append(view)
@@ -158,11 +169,11 @@ def register_views(spark, bootstrap: str, topics: Iterable[str], *, stream: bool
 
 def sql(spark, bootstrap: str, statement: str, topics: Iterable[str], *, stream: bool = False,  # type: ignore[no-untyped-def]
         output: Optional[str] = None, checkpoint: Optional[str] = None, available_now: bool = False,
-        timeout_s: Optional[float] = None):
+        timeout_s: Optional[float] = None, settings: Settings = None):
     """Run `statement` over the topics' views. Batch: the result DataFrame.
     Streaming: runs the query to the console, or to `output` (which needs a
     `value` column) with `checkpoint`, until it ends."""
-    register_views(spark, bootstrap, topics, stream=stream)
+    register_views(spark, bootstrap, topics, stream=stream, settings=settings)
     result = spark.sql(statement)
     if not stream:
         return result
@@ -170,9 +181,9 @@ def sql(spark, bootstrap: str, statement: str, topics: Iterable[str], *, stream:
     # update: an aggregation emits the rows that changed, anything else every new row
     writer = result.writeStream.outputMode("update")
     if output:
-        ensure_topic(bootstrap, output)
+        ensure_topic(bootstrap, output, settings=settings)
         sink_id = checkpoint or f"sql:{output}"
-        writer = writer.foreachBatch(lambda df, batch_id: write_batch(df, bootstrap, output, sink_id, batch_id))
+        writer = writer.foreachBatch(lambda df, batch_id: write_batch(df, bootstrap, output, sink_id, batch_id, settings))
     else:
         writer = writer.format("console").option("truncate", "false")
     if checkpoint:

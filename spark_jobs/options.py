@@ -200,6 +200,17 @@ def parse_security(settings: Mapping[str, str]) -> ClientSecurity:
                                  f"{CLIENT_PREFIX}sasl.*): {exc.args[0]}") from None
 
 
+def cluster_options(bootstrap: str, settings: Optional[Mapping[str, str]] = None) -> dict[str, str]:
+    """The source's and the sink's options that reach a cluster: its bootstrap
+    servers, and a client's settings with Kafka's names (a --command-config
+    file's security.protocol, ssl.*, sasl.*) as kraftlog.security.protocol, ...
+    Other settings are left out (the caller says which it ignored); bad
+    security settings fail here, before Spark starts a query."""
+    security = {key: str(value) for key, value in (settings or {}).items() if key in CLIENT_SECURITY_KEYS}
+    parse_security(security)
+    return {BOOTSTRAP: bootstrap, **{CLIENT_PREFIX + key: value for key, value in security.items()}}
+
+
 @dataclass(frozen=True)
 class ReadOptions:
     """Everything a read needs, parsed once on the driver."""

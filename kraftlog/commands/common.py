@@ -13,7 +13,7 @@ from rich.console import Console
 
 from client.cluster import BOOTSTRAP_ENV, Cluster, bootstrap_from
 from kafka_protocol.errors import InvalidConfigError
-from kafka_protocol.properties_text import parse_properties
+from kafka_protocol.properties_text import read_properties
 from security.client_security import CLIENT_SECURITY_KEYS, ClientSecurity
 
 BootstrapOption = Annotated[Optional[str], typer.Option(
@@ -31,7 +31,7 @@ def read_client_file(path: Optional[Path], option: str) -> dict[str, str]:
     Errors name the file and a line number, never a value: the file holds passwords."""
     if path is None:
         return {}
-    return parse_properties(path.read_text("utf-8"), f"{option} {path}")
+    return read_properties(path, f"{option} {path}")
 
 
 @dataclass(frozen=True)

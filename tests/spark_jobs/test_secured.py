@@ -1,13 +1,17 @@
 """The Spark source reads and the sink writes a SASL_SSL cluster, the client
 settings given as Spark's Kafka source takes them (`kraftlog.security.protocol`,
 `kraftlog.ssl.*`, `kraftlog.sasl.*`) and shipped to every task; the password
-shows in no plan. Without them the cluster cannot be reached."""
+shows in no plan. Without them the cluster cannot be reached. The word count
+job runs as alice from her settings with Kafka's names (what `kraftlog spark
+wordcount --command-config FILE` passes), its table topic created by her."""
 from __future__ import annotations
 
 import pytest
 from pyspark.errors import AnalysisException
 
 from security.acl import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
+from spark_jobs.jobs import word_table, wordcount
+from spark_jobs.options import cluster_options
 
 from ..security.secured_cluster import secured_cluster, user_settings
 
@@ -26,8 +30,7 @@ def secured(tmp_path_factory):
 
 
 def alice_options(cluster) -> dict[str, str]:
-    options = {"kraftlog." + key: value for key, value in user_settings(cluster, "alice", PASSWORDS["alice"]).items()}
-    return {"kraftlog.bootstrap.servers": cluster.client_bootstrap, **options}
+    return cluster_options(cluster.client_bootstrap, user_settings(cluster, "alice", PASSWORDS["alice"]))
 
 
 def test_write_then_read_as_alice(spark, secured, capsys) -> None:
@@ -52,3 +55,17 @@ def test_without_security_options_the_cluster_cannot_be_reached(spark, secured) 
     with pytest.raises(AnalysisException, match="sasl.mechanism SCRAM-SHA-1 is not supported"):
         spark.read.format("kraftlog").options(**alice_options(secured)) \
             .option("kraftlog.sasl.mechanism", "SCRAM-SHA-1").option("subscribe", TOPIC).load().collect()
+
+
+def test_wordcount_as_alice(spark, secured, tmp_path) -> None:
+    settings = user_settings(secured, "alice", PASSWORDS["alice"])
+    secured.create_topic("spark-lines", partitions=2, replication_factor=3)
+    secured.wait_for_leaders("spark-lines")
+    lines = spark.createDataFrame([("a", "the cat and the dog"), ("b", "The end.")], "key string, value string")
+    lines.write.format("kraftlog").options(**alice_options(secured)).option("topic", "spark-lines") \
+        .mode("append").save()
+    bootstrap = secured.client_bootstrap
+    wordcount(spark, bootstrap, "spark-lines", "spark-word-counts", str(tmp_path / "checkpoint"),
+              available_now=True, timeout_s=240, settings=settings)
+    counts = {r.word: r["count"] for r in word_table(spark, bootstrap, "spark-word-counts", settings).collect()}
+    assert counts == {"the": 3, "cat": 1, "and": 1, "dog": 1, "end": 1}
