@@ -33,21 +33,6 @@ def alice_options(cluster) -> dict[str, str]:
     return cluster_options(cluster.client_bootstrap, user_settings(cluster, "alice", PASSWORDS["alice"]))
 
 
-def test_write_then_read_as_alice(spark, secured, capsys) -> None:
-    rows = [(f"k{i}", f"v{i}") for i in range(40)]
-    df = spark.createDataFrame(rows, "key string, value string")
-    df.write.format("kraftlog").options(**alice_options(secured)).option("topic", TOPIC).mode("append").save()
-
-    read = spark.read.format("kraftlog").options(**alice_options(secured)).option("subscribe", TOPIC).load()
-    back = read.collect()
-    assert sorted((r.key.decode(), r.value.decode()) for r in back) == sorted(rows)
-    assert {r.partition for r in back} == {0, 1}  # both partitions' tasks logged in
-
-    read.explain(True)
-    plan = capsys.readouterr().out
-    assert "kraftlog" in plan.lower() and PASSWORDS["alice"] not in plan
-
-
 def test_without_security_options_the_cluster_cannot_be_reached(spark, secured) -> None:
     plain = {"kraftlog.bootstrap.servers": secured.client_bootstrap}
     with pytest.raises(AnalysisException, match="no broker of .* could be reached"):
@@ -57,15 +42,22 @@ def test_without_security_options_the_cluster_cannot_be_reached(spark, secured) 
             .option("kraftlog.sasl.mechanism", "SCRAM-SHA-1").option("subscribe", TOPIC).load().collect()
 
 
-def test_wordcount_as_alice(spark, secured, tmp_path) -> None:
+def test_wordcount_as_alice(spark, secured, tmp_path, capsys) -> None:
+    """The sink writes (a batch) and the source reads (a batch, and the word
+    count's stream, whose counts the sink writes again) as alice."""
     settings = user_settings(secured, "alice", PASSWORDS["alice"])
-    secured.create_topic("spark-lines", partitions=2, replication_factor=3)
-    secured.wait_for_leaders("spark-lines")
-    lines = spark.createDataFrame([("a", "the cat and the dog"), ("b", "The end.")], "key string, value string")
-    lines.write.format("kraftlog").options(**alice_options(secured)).option("topic", "spark-lines") \
-        .mode("append").save()
+    rows = [(f"k{i}", "the cat and the dog" if i % 2 else "The end.") for i in range(20)]
+    lines = spark.createDataFrame(rows, "key string, value string")
+    lines.write.format("kraftlog").options(**alice_options(secured)).option("topic", TOPIC).mode("append").save()
+    read = spark.read.format("kraftlog").options(**alice_options(secured)).option("subscribe", TOPIC).load()
+    back = read.collect()
+    assert sorted((r.key.decode(), r.value.decode()) for r in back) == sorted(rows)
+    assert {r.partition for r in back} == {0, 1}  # both partitions' tasks logged in
+    read.explain(True)
+    plan = capsys.readouterr().out
+    assert "kraftlog" in plan.lower() and PASSWORDS["alice"] not in plan
     bootstrap = secured.client_bootstrap
-    wordcount(spark, bootstrap, "spark-lines", "spark-word-counts", str(tmp_path / "checkpoint"),
+    wordcount(spark, bootstrap, TOPIC, "spark-word-counts", str(tmp_path / "checkpoint"),
               available_now=True, timeout_s=240, settings=settings)
     counts = {r.word: r["count"] for r in word_table(spark, bootstrap, "spark-word-counts", settings).collect()}
-    assert counts == {"the": 3, "cat": 1, "and": 1, "dog": 1, "end": 1}
+    assert counts == {"the": 30, "cat": 10, "and": 10, "dog": 10, "end": 10}
