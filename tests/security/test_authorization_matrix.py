@@ -147,6 +147,11 @@ BROKER_CALLS = [
             name="nobody", mechanism=ScramMechanism.SCRAM_SHA_256)]))),
     Call("DescribeUserScramCredentials", "broker", lambda s: s.DescribeUserScramCredentials(
         bpb.DescribeUserScramCredentialsRequest(users=["alice"]))),
+    Call("AlterClientQuotas", "broker", lambda s: s.AlterClientQuotas(cpb.AlterClientQuotasRequest(
+        validate_only=True, entries=[cpb.AlterClientQuotasRequest.Entry(
+            entity=[cpb.ClientQuotaEntityData(entity_type="client-id", entity_name="matrix")],
+            ops=[cpb.AlterClientQuotasRequest.Op(key="producer_byte_rate", value=1e6)])]))),
+    Call("DescribeClientQuotas", "broker", lambda s: s.DescribeClientQuotas(bpb.DescribeClientQuotasRequest())),
 ]
 GROUP_CALLS = [
     Call("FindCoordinator", "groups", lambda s: s.FindCoordinator(gpb.FindCoordinatorRequest(keys=[GROUP]))),
