@@ -141,7 +141,7 @@ def add_user(admin: Cluster, client_addresses: Iterable[str], truststore: str, n
     if problems:
         raise RuntimeError(f"user {name}: {'; '.join(problems)}")
     for address in client_addresses:
-        _wait_enforced(address, user, probe_topic)
+        wait_enforced(address, user.client_security(), probe_topic, user.principal)
     return user
 
 
@@ -153,10 +153,13 @@ def add_cluster_user(cluster: LocalCluster, name: str, acls: Iterable[AclBinding
                         name, acls, probe_topic=probe_topic, certificate=certificate)
 
 
-def _wait_enforced(address: str, user: ScramUser, topic: str) -> None:
+def wait_enforced(address: str, security: ClientSecurity, topic: str, who: str) -> None:
+    """Wait until the broker at `address` lets `who` (logging in with
+    `security`) describe `topic`: its credentials and ACLs have reached that
+    broker's image. TimeoutError after ENFORCED_TIMEOUT_S."""
     deadline = time.monotonic() + ENFORCED_TIMEOUT_S
     last: object = None
-    with open_channel(address, user.client_security()) as channel:
+    with open_channel(address, security) as channel:
         stub = broker_stub(channel)
         while True:
             try:
@@ -167,6 +170,6 @@ def _wait_enforced(address: str, user: ScramUser, topic: str) -> None:
             except grpc.RpcError as exc:  # not yet a known user there: UNAUTHENTICATED
                 last = exc.code().name
             if time.monotonic() > deadline:
-                raise TimeoutError(f"{address} did not let {user.principal} describe {topic} "
+                raise TimeoutError(f"{address} did not let {who} describe {topic} "
                                    f"within {ENFORCED_TIMEOUT_S:g}s (last: {last})")
             time.sleep(0.2)

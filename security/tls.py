@@ -37,7 +37,6 @@ import logging
 import os
 import stat
 import threading
-from pathlib import Path
 from typing import Optional, Sequence
 
 import grpc

@@ -32,6 +32,7 @@ from google.protobuf.message import Message
 from client.cluster import Cluster
 from client.channels import open_channel
 from devcluster.local_cluster import LocalCluster
+from devcluster.secured import wait_enforced
 from kafka_protocol.errors import Errors
 from kafka_protocol.records import Record, encode_batch
 from kraftlog_api import broker_pb2 as bpb
@@ -239,21 +240,8 @@ def user_security(cluster: LocalCluster, user: str) -> ClientSecurity:
 def wait_until_every_broker_enforces(cluster: LocalCluster) -> None:
     """The ACLs and credentials reach each broker's image a moment after they
     commit: wait until alice is allowed to describe `orders` on every broker."""
-    deadline = time.monotonic() + 60
     for address in cluster.client_addresses.values():
-        with open_channel(address, user_security(cluster, "alice")) as channel:
-            stub = bpb_grpc.KafkaBrokerStub(channel)
-            last = None
-            while True:
-                try:
-                    answer = stub.Metadata(bpb.MetadataRequest(topics=[TOPIC]), timeout=10)
-                    if not error_codes(answer) & AUTHORIZATION_ERRORS:
-                        break
-                    last = error_codes(answer)
-                except grpc.RpcError as exc:
-                    last = f"{exc.code().name}: {exc.details()}"
-                assert time.monotonic() < deadline, f"{address} never applied the ACLs (last: {last})"
-                time.sleep(0.2)
+        wait_enforced(address, user_security(cluster, "alice"), TOPIC, "User:alice")
 
 
 def test_a_refused_find_coordinator_creates_nothing(secured):
