@@ -8,7 +8,7 @@ from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
 DESCRIPTOR: _descriptor.FileDescriptor
 
 class ProduceRequest(_message.Message):
-    __slots__ = ("acks", "timeout_ms", "topics")
+    __slots__ = ("acks", "timeout_ms", "topics", "transactional_id")
     class PartitionData(_message.Message):
         __slots__ = ("index", "records")
         INDEX_FIELD_NUMBER: _ClassVar[int]
@@ -26,10 +26,12 @@ class ProduceRequest(_message.Message):
     ACKS_FIELD_NUMBER: _ClassVar[int]
     TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
+    TRANSACTIONAL_ID_FIELD_NUMBER: _ClassVar[int]
     acks: int
     timeout_ms: int
     topics: _containers.RepeatedCompositeFieldContainer[ProduceRequest.TopicData]
-    def __init__(self, acks: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[ProduceRequest.TopicData, _Mapping]]] = ...) -> None: ...
+    transactional_id: str
+    def __init__(self, acks: _Optional[int] = ..., timeout_ms: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[ProduceRequest.TopicData, _Mapping]]] = ..., transactional_id: _Optional[str] = ...) -> None: ...
 
 class ProduceResponse(_message.Message):
     __slots__ = ("responses", "throttle_time_ms")
@@ -113,10 +115,18 @@ class FetchRequest(_message.Message):
     topics: _containers.RepeatedCompositeFieldContainer[FetchRequest.FetchTopic]
     def __init__(self, replica_id: _Optional[int] = ..., replica_epoch: _Optional[int] = ..., max_wait_ms: _Optional[int] = ..., min_bytes: _Optional[int] = ..., max_bytes: _Optional[int] = ..., isolation_level: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[FetchRequest.FetchTopic, _Mapping]]] = ...) -> None: ...
 
+class AbortedTransaction(_message.Message):
+    __slots__ = ("producer_id", "first_offset")
+    PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
+    FIRST_OFFSET_FIELD_NUMBER: _ClassVar[int]
+    producer_id: int
+    first_offset: int
+    def __init__(self, producer_id: _Optional[int] = ..., first_offset: _Optional[int] = ...) -> None: ...
+
 class FetchResponse(_message.Message):
     __slots__ = ("error_code", "responses", "throttle_time_ms")
     class PartitionData(_message.Message):
-        __slots__ = ("partition_index", "error_code", "high_watermark", "last_stable_offset", "log_start_offset", "diverging_epoch", "current_leader_id", "current_leader_epoch", "records")
+        __slots__ = ("partition_index", "error_code", "high_watermark", "last_stable_offset", "log_start_offset", "diverging_epoch", "current_leader_id", "current_leader_epoch", "records", "aborted_transactions")
         PARTITION_INDEX_FIELD_NUMBER: _ClassVar[int]
         ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
         HIGH_WATERMARK_FIELD_NUMBER: _ClassVar[int]
@@ -126,6 +136,7 @@ class FetchResponse(_message.Message):
         CURRENT_LEADER_ID_FIELD_NUMBER: _ClassVar[int]
         CURRENT_LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
         RECORDS_FIELD_NUMBER: _ClassVar[int]
+        ABORTED_TRANSACTIONS_FIELD_NUMBER: _ClassVar[int]
         partition_index: int
         error_code: int
         high_watermark: int
@@ -135,7 +146,8 @@ class FetchResponse(_message.Message):
         current_leader_id: int
         current_leader_epoch: int
         records: bytes
-        def __init__(self, partition_index: _Optional[int] = ..., error_code: _Optional[int] = ..., high_watermark: _Optional[int] = ..., last_stable_offset: _Optional[int] = ..., log_start_offset: _Optional[int] = ..., diverging_epoch: _Optional[_Union[EpochEndOffset, _Mapping]] = ..., current_leader_id: _Optional[int] = ..., current_leader_epoch: _Optional[int] = ..., records: _Optional[bytes] = ...) -> None: ...
+        aborted_transactions: _containers.RepeatedCompositeFieldContainer[AbortedTransaction]
+        def __init__(self, partition_index: _Optional[int] = ..., error_code: _Optional[int] = ..., high_watermark: _Optional[int] = ..., last_stable_offset: _Optional[int] = ..., log_start_offset: _Optional[int] = ..., diverging_epoch: _Optional[_Union[EpochEndOffset, _Mapping]] = ..., current_leader_id: _Optional[int] = ..., current_leader_epoch: _Optional[int] = ..., records: _Optional[bytes] = ..., aborted_transactions: _Optional[_Iterable[_Union[AbortedTransaction, _Mapping]]] = ...) -> None: ...
     class FetchableTopicResponse(_message.Message):
         __slots__ = ("topic", "partitions")
         TOPIC_FIELD_NUMBER: _ClassVar[int]
@@ -311,28 +323,141 @@ class OffsetForLeaderEpochResponse(_message.Message):
     def __init__(self, topics: _Optional[_Iterable[_Union[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult, _Mapping]]] = ...) -> None: ...
 
 class InitProducerIdRequest(_message.Message):
-    __slots__ = ("transactional_id", "transaction_timeout_ms", "producer_id", "producer_epoch")
+    __slots__ = ("transactional_id", "transaction_timeout_ms", "producer_id", "producer_epoch", "enable_2pc", "keep_prepared_txn")
     TRANSACTIONAL_ID_FIELD_NUMBER: _ClassVar[int]
     TRANSACTION_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
     PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
     PRODUCER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    ENABLE_2PC_FIELD_NUMBER: _ClassVar[int]
+    KEEP_PREPARED_TXN_FIELD_NUMBER: _ClassVar[int]
     transactional_id: str
     transaction_timeout_ms: int
     producer_id: int
     producer_epoch: int
-    def __init__(self, transactional_id: _Optional[str] = ..., transaction_timeout_ms: _Optional[int] = ..., producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ...) -> None: ...
+    enable_2pc: bool
+    keep_prepared_txn: bool
+    def __init__(self, transactional_id: _Optional[str] = ..., transaction_timeout_ms: _Optional[int] = ..., producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ..., enable_2pc: _Optional[bool] = ..., keep_prepared_txn: _Optional[bool] = ...) -> None: ...
 
 class InitProducerIdResponse(_message.Message):
-    __slots__ = ("error_code", "error_message", "producer_id", "producer_epoch")
+    __slots__ = ("error_code", "error_message", "producer_id", "producer_epoch", "ongoing_txn_producer_id", "ongoing_txn_producer_epoch")
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
     PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
     PRODUCER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    ONGOING_TXN_PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
+    ONGOING_TXN_PRODUCER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     error_code: int
     error_message: str
     producer_id: int
     producer_epoch: int
-    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ...) -> None: ...
+    ongoing_txn_producer_id: int
+    ongoing_txn_producer_epoch: int
+    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ..., ongoing_txn_producer_id: _Optional[int] = ..., ongoing_txn_producer_epoch: _Optional[int] = ...) -> None: ...
+
+class WriteTxnMarkersRequest(_message.Message):
+    __slots__ = ("markers",)
+    class Topic(_message.Message):
+        __slots__ = ("name", "partition_indexes")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        PARTITION_INDEXES_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        partition_indexes: _containers.RepeatedScalarFieldContainer[int]
+        def __init__(self, name: _Optional[str] = ..., partition_indexes: _Optional[_Iterable[int]] = ...) -> None: ...
+    class Marker(_message.Message):
+        __slots__ = ("producer_id", "producer_epoch", "transaction_result", "topics", "coordinator_epoch")
+        PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
+        PRODUCER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+        TRANSACTION_RESULT_FIELD_NUMBER: _ClassVar[int]
+        TOPICS_FIELD_NUMBER: _ClassVar[int]
+        COORDINATOR_EPOCH_FIELD_NUMBER: _ClassVar[int]
+        producer_id: int
+        producer_epoch: int
+        transaction_result: bool
+        topics: _containers.RepeatedCompositeFieldContainer[WriteTxnMarkersRequest.Topic]
+        coordinator_epoch: int
+        def __init__(self, producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ..., transaction_result: _Optional[bool] = ..., topics: _Optional[_Iterable[_Union[WriteTxnMarkersRequest.Topic, _Mapping]]] = ..., coordinator_epoch: _Optional[int] = ...) -> None: ...
+    MARKERS_FIELD_NUMBER: _ClassVar[int]
+    markers: _containers.RepeatedCompositeFieldContainer[WriteTxnMarkersRequest.Marker]
+    def __init__(self, markers: _Optional[_Iterable[_Union[WriteTxnMarkersRequest.Marker, _Mapping]]] = ...) -> None: ...
+
+class WriteTxnMarkersResponse(_message.Message):
+    __slots__ = ("markers",)
+    class Partition(_message.Message):
+        __slots__ = ("partition_index", "error_code")
+        PARTITION_INDEX_FIELD_NUMBER: _ClassVar[int]
+        ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+        partition_index: int
+        error_code: int
+        def __init__(self, partition_index: _Optional[int] = ..., error_code: _Optional[int] = ...) -> None: ...
+    class Topic(_message.Message):
+        __slots__ = ("name", "partitions")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        partitions: _containers.RepeatedCompositeFieldContainer[WriteTxnMarkersResponse.Partition]
+        def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[WriteTxnMarkersResponse.Partition, _Mapping]]] = ...) -> None: ...
+    class Marker(_message.Message):
+        __slots__ = ("producer_id", "topics")
+        PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
+        TOPICS_FIELD_NUMBER: _ClassVar[int]
+        producer_id: int
+        topics: _containers.RepeatedCompositeFieldContainer[WriteTxnMarkersResponse.Topic]
+        def __init__(self, producer_id: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[WriteTxnMarkersResponse.Topic, _Mapping]]] = ...) -> None: ...
+    MARKERS_FIELD_NUMBER: _ClassVar[int]
+    markers: _containers.RepeatedCompositeFieldContainer[WriteTxnMarkersResponse.Marker]
+    def __init__(self, markers: _Optional[_Iterable[_Union[WriteTxnMarkersResponse.Marker, _Mapping]]] = ...) -> None: ...
+
+class DescribeProducersRequest(_message.Message):
+    __slots__ = ("topics",)
+    class Topic(_message.Message):
+        __slots__ = ("name", "partition_indexes")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        PARTITION_INDEXES_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        partition_indexes: _containers.RepeatedScalarFieldContainer[int]
+        def __init__(self, name: _Optional[str] = ..., partition_indexes: _Optional[_Iterable[int]] = ...) -> None: ...
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    topics: _containers.RepeatedCompositeFieldContainer[DescribeProducersRequest.Topic]
+    def __init__(self, topics: _Optional[_Iterable[_Union[DescribeProducersRequest.Topic, _Mapping]]] = ...) -> None: ...
+
+class DescribeProducersResponse(_message.Message):
+    __slots__ = ("topics",)
+    class Producer(_message.Message):
+        __slots__ = ("producer_id", "producer_epoch", "last_sequence", "last_timestamp", "coordinator_epoch", "current_txn_start_offset")
+        PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
+        PRODUCER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+        LAST_SEQUENCE_FIELD_NUMBER: _ClassVar[int]
+        LAST_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+        COORDINATOR_EPOCH_FIELD_NUMBER: _ClassVar[int]
+        CURRENT_TXN_START_OFFSET_FIELD_NUMBER: _ClassVar[int]
+        producer_id: int
+        producer_epoch: int
+        last_sequence: int
+        last_timestamp: int
+        coordinator_epoch: int
+        current_txn_start_offset: int
+        def __init__(self, producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ..., last_sequence: _Optional[int] = ..., last_timestamp: _Optional[int] = ..., coordinator_epoch: _Optional[int] = ..., current_txn_start_offset: _Optional[int] = ...) -> None: ...
+    class Partition(_message.Message):
+        __slots__ = ("partition_index", "error_code", "error_message", "active_producers")
+        PARTITION_INDEX_FIELD_NUMBER: _ClassVar[int]
+        ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+        ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+        ACTIVE_PRODUCERS_FIELD_NUMBER: _ClassVar[int]
+        partition_index: int
+        error_code: int
+        error_message: str
+        active_producers: _containers.RepeatedCompositeFieldContainer[DescribeProducersResponse.Producer]
+        def __init__(self, partition_index: _Optional[int] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., active_producers: _Optional[_Iterable[_Union[DescribeProducersResponse.Producer, _Mapping]]] = ...) -> None: ...
+    class Topic(_message.Message):
+        __slots__ = ("name", "partitions")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        partitions: _containers.RepeatedCompositeFieldContainer[DescribeProducersResponse.Partition]
+        def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[DescribeProducersResponse.Partition, _Mapping]]] = ...) -> None: ...
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    topics: _containers.RepeatedCompositeFieldContainer[DescribeProducersResponse.Topic]
+    def __init__(self, topics: _Optional[_Iterable[_Union[DescribeProducersResponse.Topic, _Mapping]]] = ...) -> None: ...
 
 class DescribeClusterRequest(_message.Message):
     __slots__ = ()

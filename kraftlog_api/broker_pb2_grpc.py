@@ -135,6 +135,16 @@ class KafkaBrokerStub:
                 request_serializer=kraftlog__api_dot_controller__pb2.AlterClientQuotasRequest.SerializeToString,
                 response_deserializer=kraftlog__api_dot_controller__pb2.AlterClientQuotasResponse.FromString,
                 _registered_method=True)
+        self.WriteTxnMarkers = channel.unary_unary(
+                '/kraftlog.broker.v1.KafkaBroker/WriteTxnMarkers',
+                request_serializer=kraftlog__api_dot_broker__pb2.WriteTxnMarkersRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_broker__pb2.WriteTxnMarkersResponse.FromString,
+                _registered_method=True)
+        self.DescribeProducers = channel.unary_unary(
+                '/kraftlog.broker.v1.KafkaBroker/DescribeProducers',
+                request_serializer=kraftlog__api_dot_broker__pb2.DescribeProducersRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_broker__pb2.DescribeProducersResponse.FromString,
+                _registered_method=True)
 
 
 class KafkaBrokerServicer:
@@ -262,6 +272,20 @@ class KafkaBrokerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def WriteTxnMarkers(self, request, context):
+        """Transactions (KIP-98): markers from transaction coordinators, and the
+        producers each partition tracks (kafka-transactions find-hanging).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeProducers(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_KafkaBrokerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -364,6 +388,16 @@ def add_KafkaBrokerServicer_to_server(servicer, server):
                     servicer.AlterClientQuotas,
                     request_deserializer=kraftlog__api_dot_controller__pb2.AlterClientQuotasRequest.FromString,
                     response_serializer=kraftlog__api_dot_controller__pb2.AlterClientQuotasResponse.SerializeToString,
+            ),
+            'WriteTxnMarkers': grpc.unary_unary_rpc_method_handler(
+                    servicer.WriteTxnMarkers,
+                    request_deserializer=kraftlog__api_dot_broker__pb2.WriteTxnMarkersRequest.FromString,
+                    response_serializer=kraftlog__api_dot_broker__pb2.WriteTxnMarkersResponse.SerializeToString,
+            ),
+            'DescribeProducers': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeProducers,
+                    request_deserializer=kraftlog__api_dot_broker__pb2.DescribeProducersRequest.FromString,
+                    response_serializer=kraftlog__api_dot_broker__pb2.DescribeProducersResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -906,6 +940,60 @@ class KafkaBroker:
             '/kraftlog.broker.v1.KafkaBroker/AlterClientQuotas',
             kraftlog__api_dot_controller__pb2.AlterClientQuotasRequest.SerializeToString,
             kraftlog__api_dot_controller__pb2.AlterClientQuotasResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def WriteTxnMarkers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.broker.v1.KafkaBroker/WriteTxnMarkers',
+            kraftlog__api_dot_broker__pb2.WriteTxnMarkersRequest.SerializeToString,
+            kraftlog__api_dot_broker__pb2.WriteTxnMarkersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeProducers(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.broker.v1.KafkaBroker/DescribeProducers',
+            kraftlog__api_dot_broker__pb2.DescribeProducersRequest.SerializeToString,
+            kraftlog__api_dot_broker__pb2.DescribeProducersResponse.FromString,
             options,
             channel_credentials,
             insecure,

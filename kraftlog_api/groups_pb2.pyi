@@ -148,16 +148,18 @@ class OffsetCommitResponse(_message.Message):
     def __init__(self, error_code: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[OffsetCommitResponse.Topic, _Mapping]]] = ...) -> None: ...
 
 class OffsetFetchRequest(_message.Message):
-    __slots__ = ("group_id", "member_id", "member_epoch", "topics")
+    __slots__ = ("group_id", "member_id", "member_epoch", "topics", "require_stable")
     GROUP_ID_FIELD_NUMBER: _ClassVar[int]
     MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
     MEMBER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
+    REQUIRE_STABLE_FIELD_NUMBER: _ClassVar[int]
     group_id: str
     member_id: str
     member_epoch: int
     topics: _containers.RepeatedCompositeFieldContainer[TopicPartitions]
-    def __init__(self, group_id: _Optional[str] = ..., member_id: _Optional[str] = ..., member_epoch: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[TopicPartitions, _Mapping]]] = ...) -> None: ...
+    require_stable: bool
+    def __init__(self, group_id: _Optional[str] = ..., member_id: _Optional[str] = ..., member_epoch: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[TopicPartitions, _Mapping]]] = ..., require_stable: _Optional[bool] = ...) -> None: ...
 
 class OffsetFetchResponse(_message.Message):
     __slots__ = ("error_code", "topics")
@@ -284,3 +286,63 @@ class DeleteGroupsResponse(_message.Message):
     RESULTS_FIELD_NUMBER: _ClassVar[int]
     results: _containers.RepeatedCompositeFieldContainer[DeleteGroupsResponse.Result]
     def __init__(self, results: _Optional[_Iterable[_Union[DeleteGroupsResponse.Result, _Mapping]]] = ...) -> None: ...
+
+class TxnOffsetCommitRequest(_message.Message):
+    __slots__ = ("transactional_id", "group_id", "producer_id", "producer_epoch", "generation_id", "member_id", "group_instance_id", "topics")
+    class Partition(_message.Message):
+        __slots__ = ("partition_index", "committed_offset", "committed_leader_epoch", "committed_metadata")
+        PARTITION_INDEX_FIELD_NUMBER: _ClassVar[int]
+        COMMITTED_OFFSET_FIELD_NUMBER: _ClassVar[int]
+        COMMITTED_LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+        COMMITTED_METADATA_FIELD_NUMBER: _ClassVar[int]
+        partition_index: int
+        committed_offset: int
+        committed_leader_epoch: int
+        committed_metadata: str
+        def __init__(self, partition_index: _Optional[int] = ..., committed_offset: _Optional[int] = ..., committed_leader_epoch: _Optional[int] = ..., committed_metadata: _Optional[str] = ...) -> None: ...
+    class Topic(_message.Message):
+        __slots__ = ("name", "partitions")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        partitions: _containers.RepeatedCompositeFieldContainer[TxnOffsetCommitRequest.Partition]
+        def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[TxnOffsetCommitRequest.Partition, _Mapping]]] = ...) -> None: ...
+    TRANSACTIONAL_ID_FIELD_NUMBER: _ClassVar[int]
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
+    PRODUCER_ID_FIELD_NUMBER: _ClassVar[int]
+    PRODUCER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    GENERATION_ID_FIELD_NUMBER: _ClassVar[int]
+    MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
+    GROUP_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    transactional_id: str
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    generation_id: int
+    member_id: str
+    group_instance_id: str
+    topics: _containers.RepeatedCompositeFieldContainer[TxnOffsetCommitRequest.Topic]
+    def __init__(self, transactional_id: _Optional[str] = ..., group_id: _Optional[str] = ..., producer_id: _Optional[int] = ..., producer_epoch: _Optional[int] = ..., generation_id: _Optional[int] = ..., member_id: _Optional[str] = ..., group_instance_id: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[TxnOffsetCommitRequest.Topic, _Mapping]]] = ...) -> None: ...
+
+class TxnOffsetCommitResponse(_message.Message):
+    __slots__ = ("throttle_time_ms", "topics")
+    class Partition(_message.Message):
+        __slots__ = ("partition_index", "error_code")
+        PARTITION_INDEX_FIELD_NUMBER: _ClassVar[int]
+        ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+        partition_index: int
+        error_code: int
+        def __init__(self, partition_index: _Optional[int] = ..., error_code: _Optional[int] = ...) -> None: ...
+    class Topic(_message.Message):
+        __slots__ = ("name", "partitions")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        partitions: _containers.RepeatedCompositeFieldContainer[TxnOffsetCommitResponse.Partition]
+        def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[TxnOffsetCommitResponse.Partition, _Mapping]]] = ...) -> None: ...
+    THROTTLE_TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    throttle_time_ms: int
+    topics: _containers.RepeatedCompositeFieldContainer[TxnOffsetCommitResponse.Topic]
+    def __init__(self, throttle_time_ms: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[TxnOffsetCommitResponse.Topic, _Mapping]]] = ...) -> None: ...

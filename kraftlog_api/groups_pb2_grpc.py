@@ -54,6 +54,11 @@ class GroupCoordinatorStub:
                 request_serializer=kraftlog__api_dot_groups__pb2.OffsetFetchRequest.SerializeToString,
                 response_deserializer=kraftlog__api_dot_groups__pb2.OffsetFetchResponse.FromString,
                 _registered_method=True)
+        self.TxnOffsetCommit = channel.unary_unary(
+                '/kraftlog.groups.v1.GroupCoordinator/TxnOffsetCommit',
+                request_serializer=kraftlog__api_dot_groups__pb2.TxnOffsetCommitRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_groups__pb2.TxnOffsetCommitResponse.FromString,
+                _registered_method=True)
         self.ListGroups = channel.unary_unary(
                 '/kraftlog.groups.v1.GroupCoordinator/ListGroups',
                 request_serializer=kraftlog__api_dot_groups__pb2.ListGroupsRequest.SerializeToString,
@@ -93,6 +98,12 @@ class GroupCoordinatorServicer:
         raise NotImplementedError('Method not implemented!')
 
     def OffsetFetch(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def TxnOffsetCommit(self, request, context):
         """Missing associated documentation comment in .proto file."""
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -138,6 +149,11 @@ def add_GroupCoordinatorServicer_to_server(servicer, server):
                     servicer.OffsetFetch,
                     request_deserializer=kraftlog__api_dot_groups__pb2.OffsetFetchRequest.FromString,
                     response_serializer=kraftlog__api_dot_groups__pb2.OffsetFetchResponse.SerializeToString,
+            ),
+            'TxnOffsetCommit': grpc.unary_unary_rpc_method_handler(
+                    servicer.TxnOffsetCommit,
+                    request_deserializer=kraftlog__api_dot_groups__pb2.TxnOffsetCommitRequest.FromString,
+                    response_serializer=kraftlog__api_dot_groups__pb2.TxnOffsetCommitResponse.SerializeToString,
             ),
             'ListGroups': grpc.unary_unary_rpc_method_handler(
                     servicer.ListGroups,
@@ -263,6 +279,33 @@ class GroupCoordinator:
             '/kraftlog.groups.v1.GroupCoordinator/OffsetFetch',
             kraftlog__api_dot_groups__pb2.OffsetFetchRequest.SerializeToString,
             kraftlog__api_dot_groups__pb2.OffsetFetchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def TxnOffsetCommit(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.groups.v1.GroupCoordinator/TxnOffsetCommit',
+            kraftlog__api_dot_groups__pb2.TxnOffsetCommitRequest.SerializeToString,
+            kraftlog__api_dot_groups__pb2.TxnOffsetCommitResponse.FromString,
             options,
             channel_credentials,
             insecure,

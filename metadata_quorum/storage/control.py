@@ -1,30 +1,15 @@
-"""Kafka's control records, as far as the metadata quorum writes them.
-
-A control record's key is `version int16 (0), type int16`; its batch has the
-control attribute bit set. Types used here: LEADER_CHANGE (2) in the log,
-SNAPSHOT_HEADER (3) and SNAPSHOT_FOOTER (4) around a snapshot's data.
+"""The control records the metadata quorum writes: LEADER_CHANGE in the log,
+SNAPSHOT_HEADER and SNAPSHOT_FOOTER around a snapshot's data. Their key
+codec is Kafka's, shared with the transaction markers
+(kafka_protocol/control_records.py).
 """
 
 from __future__ import annotations
 
-import struct
-from typing import Optional
+from kafka_protocol.control_records import ControlType, control_key, control_type
 
-LEADER_CHANGE = 2
-SNAPSHOT_HEADER = 3
-SNAPSHOT_FOOTER = 4
+LEADER_CHANGE = int(ControlType.LEADER_CHANGE)
+SNAPSHOT_HEADER = int(ControlType.SNAPSHOT_HEADER)
+SNAPSHOT_FOOTER = int(ControlType.SNAPSHOT_FOOTER)
 
-_KEY = struct.Struct(">hh")
-_KEY_VERSION = 0
-
-
-def control_key(control_type: int) -> bytes:
-    return _KEY.pack(_KEY_VERSION, control_type)
-
-
-def control_type(key: Optional[bytes]) -> Optional[int]:
-    """The type a control record key names; None if it is not a version-0 control key."""
-    if key is None or len(key) != _KEY.size:
-        return None
-    version, kind = _KEY.unpack(key)
-    return kind if version == _KEY_VERSION else None
+__all__ = ["LEADER_CHANGE", "SNAPSHOT_HEADER", "SNAPSHOT_FOOTER", "control_key", "control_type"]

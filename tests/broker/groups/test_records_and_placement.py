@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kafka_protocol.schema_types import SchemaError
-from broker.groups.placement import java_string_hash, partition_for
+from kafka_protocol.coordinator_placement import java_string_hash, partition_for
 from broker.groups.records import (CurrentMemberAssignment, GroupMetadata, Key, MemberMetadata, MemberState,
                                    OffsetCommit, PartitionMetadata, RecordType, TargetAssignmentMember,
                                    TargetAssignmentMetadata, decode_record, encode_record)
