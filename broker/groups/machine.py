@@ -20,6 +20,13 @@ Consumer group protocol (KIP-848):
 Offsets: committed only for partitions that exist (UNKNOWN_TOPIC_OR_PARTITION
 otherwise, as Kafka's broker answers), and removed from every group when
 their topic is deleted (delete_offsets, driven by the shell).
+
+Transactional offsets (TxnOffsetCommit): written as records of the producer's
+transactional batch, pending until its marker (complete_txn; state.py has
+the order rules). OffsetFetch with require_stable answers
+UNSTABLE_OFFSET_COMMIT for a partition with pending ones. Deleting a group
+or a topic tombstones pending offsets too, as Kafka's OffsetMetadataManager
+does: pending offsets never block a deletion.
 """
 from __future__ import annotations
 
@@ -34,13 +41,15 @@ from kraftlog_api import groups_pb2 as gpb
 from ..errors import Error
 from .assignors import ASSIGNORS, DEFAULT_ASSIGNOR
 from .reconcile import next_assignment
-from .records import (Assignment, CurrentMemberAssignment, GroupMetadata, Key, MemberMetadata, MemberState,
+from .records import (Assignment, GroupMetadata, Key, MemberMetadata, MemberState,
                       OffsetCommit, PartitionMetadata, Record, RecordType, TargetAssignmentMember,
                       TargetAssignmentMetadata, Value)
-from .state import ConsumerGroup, GroupsState, Member
+from .state import NO_PRODUCER_ID, ConsumerGroup, GroupsState, Member
 
 LEAVE_EPOCHS = (-1, -2)  # -2: a static member leaving for now (handled as a leave)
 ADMIN_EPOCH = -1
+UNKNOWN_GENERATION = -1  # TxnOffsetCommit's generation_id when the producer is not a group member
+MAX_PRODUCER_EPOCH = 32767  # a batch header's int16
 Topics = Mapping[str, int]  # topics and their partition counts (subscriptions see the non-internal ones)
 
 
@@ -79,17 +88,23 @@ class GroupMachine:
         self.new_member_id = new_member_id
         self.state = GroupsState()
         self._records: list[Record] = []
+        self._txn_records: list[Record] = []
 
     # -- records ---------------------------------------------------------------------------------
-    def replay(self, record: Record) -> None:
-        """Loading: a record of the log."""
-        self.state.replay(record)
+    def replay(self, record: Record, producer_id: int = NO_PRODUCER_ID) -> None:
+        """Loading: a record of the log (`producer_id` for a transactional batch's)."""
+        self.state.replay(record, producer_id)
 
-    def _emit(self, key: Key, value: Optional[Value]) -> None:
-        self.state.replay((key, value))
-        self._records.append((key, value))
+    def complete_txn(self, producer_id: int, committed: bool) -> None:
+        """A COMMIT/ABORT marker of `producer_id`, live or read when loading."""
+        self.state.complete_txn(producer_id, committed)
+
+    def _emit(self, key: Key, value: Optional[Value], producer_id: int = NO_PRODUCER_ID) -> None:
+        self.state.replay((key, value), producer_id)
+        (self._records if producer_id == NO_PRODUCER_ID else self._txn_records).append((key, value))
 
     def _take(self) -> list[Record]:
+        assert not self._txn_records, "transactional records are taken with txn_offset_commit's answer"
         records, self._records = self._records, []
         return records
 
@@ -257,13 +272,17 @@ class GroupMachine:
             group = self._committing_group(req)
         except GroupError as exc:
             response.error_code = exc.code
-            for topic in req.topics:
-                out = response.topics.add(name=topic.name)
-                for p in topic.partitions:
-                    out.partitions.add(partition_index=p.partition_index, error_code=exc.code)
+            _refuse_all(req.topics, response.topics, exc.code)
             return response, []
-        for topic in req.topics:
-            out = response.topics.add(name=topic.name)
+        self._commit_offsets(req.group_id, group, req.topics, response.topics, now_ms, existing, NO_PRODUCER_ID)
+        return response, self._take()
+
+    def _commit_offsets(self, group_id: str, group: Optional[ConsumerGroup], topics, answers, now_ms: int,
+                        existing: Topics, producer_id: int) -> None:
+        """OffsetCommit's and TxnOffsetCommit's per-partition part: `topics`
+        the request's, `answers` the response's (their fields are alike)."""
+        for topic in topics:
+            out = answers.add(name=topic.name)
             for p in topic.partitions:
                 code = Error.NONE
                 if len(p.committed_metadata.encode()) > self.config.offset_metadata_max_bytes:
@@ -271,14 +290,13 @@ class GroupMachine:
                 elif not 0 <= p.partition_index < existing.get(topic.name, 0):
                     code = Error.UNKNOWN_TOPIC_OR_PARTITION
                 else:
-                    if group is None:  # an admin's commit to a new group makes it (an empty consumer group)
-                        self._emit(Key(RecordType.GROUP_METADATA, req.group_id), GroupMetadata(0))
-                        group = self.state.groups[req.group_id]
-                    self._emit(Key(RecordType.OFFSET_COMMIT, req.group_id, topic=topic.name,
-                                   partition=p.partition_index),
-                               OffsetCommit(p.committed_offset, p.committed_leader_epoch, p.committed_metadata, now_ms))
+                    if group is None:  # an admin's or a lone producer's commit makes the group (empty)
+                        self._emit(Key(RecordType.GROUP_METADATA, group_id), GroupMetadata(0))
+                        group = self.state.groups[group_id]
+                    self._emit(Key(RecordType.OFFSET_COMMIT, group_id, topic=topic.name, partition=p.partition_index),
+                               OffsetCommit(p.committed_offset, p.committed_leader_epoch, p.committed_metadata, now_ms),
+                               producer_id)
                 out.partitions.add(partition_index=p.partition_index, error_code=code)
-        return response, self._take()
 
     def _committing_group(self, req: gpb.OffsetCommitRequest) -> Optional[ConsumerGroup]:
         group = self.state.groups.get(req.group_id)
@@ -290,6 +308,50 @@ class GroupMachine:
         if admin and not group.members:
             return group
         _check_member_epoch(group, req.member_id, req.member_epoch)
+        return group
+
+    def txn_offset_commit(self, req: gpb.TxnOffsetCommitRequest, now_ms: int, existing: Topics,
+                          ) -> tuple[gpb.TxnOffsetCommitResponse, list[Record], list[Record]]:
+        """Kafka's TxnOffsetCommit: the answer, the plain records to append
+        first (a new group's), then the records of the producer's
+        transactional batch (its offsets, pending until its marker).
+        `existing` as for commit."""
+        response = gpb.TxnOffsetCommitResponse()
+        try:
+            _check_group_id(req.group_id)
+            if not req.transactional_id:
+                raise GroupError(Error.INVALID_REQUEST, "the transactional id is empty")
+            if req.producer_id < 0 or not 0 <= req.producer_epoch <= MAX_PRODUCER_EPOCH:
+                raise GroupError(Error.INVALID_REQUEST,
+                                 f"producer {req.producer_id} epoch {req.producer_epoch}: not a transactional producer")
+            group = self._txn_committing_group(req)
+        except GroupError as exc:
+            _refuse_all(req.topics, response.topics, exc.code)
+            return response, [], []
+        self._commit_offsets(req.group_id, group, req.topics, response.topics, now_ms, existing, req.producer_id)
+        txn_records, self._txn_records = self._txn_records, []
+        return response, self._take(), txn_records
+
+    def _txn_committing_group(self, req: gpb.TxnOffsetCommitRequest) -> Optional[ConsumerGroup]:
+        """Kafka's validateTransactionalOffsetCommit: member id, generation
+        and instance id are checked only when one of them is given; the
+        generation is the member epoch, an older one answering
+        ILLEGAL_GENERATION (Kafka maps STALE_MEMBER_EPOCH so)."""
+        group = self.state.groups.get(req.group_id)
+        if group is None:
+            if req.generation_id >= 0:
+                raise GroupError(Error.ILLEGAL_GENERATION, f"group {req.group_id!r} does not exist")
+            return None
+        if req.generation_id < 0 and not group.members:
+            return group
+        if req.generation_id == UNKNOWN_GENERATION and not req.member_id and not req.group_instance_id:
+            return group
+        try:
+            _check_member_epoch(group, req.member_id, req.generation_id)
+        except GroupError as exc:
+            if exc.code == Error.STALE_MEMBER_EPOCH:
+                raise GroupError(Error.ILLEGAL_GENERATION, exc.message) from None
+            raise
         return group
 
     def fetch(self, req: gpb.OffsetFetchRequest) -> gpb.OffsetFetchResponse:
@@ -311,7 +373,10 @@ class GroupMachine:
             out = response.topics.add(name=topic)
             for index in indexes:
                 found = offsets.get((topic, index))
-                if found is None:
+                if req.require_stable and self.state.has_pending(req.group_id, (topic, index)):
+                    out.partitions.add(partition_index=index, committed_offset=-1, committed_leader_epoch=-1,
+                                       error_code=Error.UNSTABLE_OFFSET_COMMIT)
+                elif found is None:
                     out.partitions.add(partition_index=index, committed_offset=-1, committed_leader_epoch=-1)
                 else:
                     out.partitions.add(partition_index=index, committed_offset=found.offset,
@@ -320,8 +385,10 @@ class GroupMachine:
 
     # -- deleted topics --------------------------------------------------------------------------
     def offset_topics(self) -> set[str]:
-        """The topics some group has committed offsets for."""
-        return {topic for group in self.state.groups.values() for topic, _ in group.offsets}
+        """The topics some group has committed (or pending transactional) offsets for."""
+        return ({topic for group in self.state.groups.values() for topic, _ in group.offsets}
+                | {topic for offsets in self.state.pending.values() for by_partition in offsets.values()
+                   for topic, _ in by_partition})
 
     def delete_offsets(self, topics: Collection[str]) -> list[Record]:
         """Tombstones for every group's committed offsets of these (deleted)
@@ -330,9 +397,14 @@ class GroupMachine:
         The groups themselves stay (their members' assignments follow the
         topics on their next heartbeat)."""
         for group_id, group in sorted(self.state.groups.items()):
-            for topic, index in sorted(tp for tp in group.offsets if tp[0] in topics):
+            for topic, index in sorted(tp for tp in self._offset_partitions(group) if tp[0] in topics):
                 self._emit(Key(RecordType.OFFSET_COMMIT, group_id, topic=topic, partition=index), None)
         return self._take()
+
+    def _offset_partitions(self, group: ConsumerGroup) -> set[tuple[str, int]]:
+        """Partitions with a committed or a pending transactional offset: a
+        tombstone for each removes both (one tombstone, as Kafka writes)."""
+        return set(group.offsets) | self.state.pending_partitions(group.group_id)
 
     # -- administration --------------------------------------------------------------------------
     def delete(self, group_ids: Iterable[str]) -> tuple[gpb.DeleteGroupsResponse, list[Record]]:
@@ -345,7 +417,7 @@ class GroupMachine:
             elif group.members:
                 code = Error.NON_EMPTY_GROUP
             else:
-                for topic, index in sorted(group.offsets):
+                for topic, index in sorted(self._offset_partitions(group)):
                     self._emit(Key(RecordType.OFFSET_COMMIT, group_id, topic=topic, partition=index), None)
                 for kind in (RecordType.TARGET_ASSIGNMENT_METADATA, RecordType.PARTITION_METADATA,
                              RecordType.GROUP_METADATA):
@@ -379,6 +451,13 @@ class GroupMachine:
                 assignment=_partitions(member.current.assigned | member.current.pending_revocation),
                 target_assignment=_partitions(member.target))
         return out
+
+
+def _refuse_all(topics, answers, code: int) -> None:
+    for topic in topics:
+        out = answers.add(name=topic.name)
+        for p in topic.partitions:
+            out.partitions.add(partition_index=p.partition_index, error_code=code)
 
 
 def _check_group_id(group_id: str) -> None:

@@ -18,7 +18,7 @@ from security.acl import AclOperation, ResourceType
 from security.authorization import NodeAuthorizer
 
 from .. import access as acl
-from .coordinator import GroupCoordinator
+from .coordinator import TXN_OFFSET_COMMIT, GroupCoordinator
 
 # Where OffsetCommit and OffsetFetch keep topics: per-partition refusals.
 OFFSET_COMMIT = acl.TopicShape(gpb.OffsetCommitResponse, "topics", "name", "partition_index",
@@ -80,11 +80,27 @@ class GroupCoordinatorService:
         await self._check_ready(context)
         if not self.access.allows(AclOperation.READ, ResourceType.GROUP, request.group_id):
             return gpb.OffsetCommitResponse(error_code=Errors.GROUP_AUTHORIZATION_FAILED)
-        denied = acl.denied_topics(self.access, AclOperation.READ, acl.topic_names(request, OFFSET_COMMIT))
+        return await self._readable_topics(request, OFFSET_COMMIT, self.coordinator.commit)
+
+    async def TxnOffsetCommit(self, request: gpb.TxnOffsetCommitRequest,
+                              context: grpc.aio.ServicerContext) -> gpb.TxnOffsetCommitResponse:
+        """Kafka's checks, in its order: Write on the transactional id, Read
+        on the group (both refuse every partition), Read on each topic."""
+        await self._check_ready(context)
+        if not self.access.allows(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+            return acl.refuse_all(request, TXN_OFFSET_COMMIT, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+        if not self.access.allows(AclOperation.READ, ResourceType.GROUP, request.group_id):
+            return acl.refuse_all(request, TXN_OFFSET_COMMIT, Errors.GROUP_AUTHORIZATION_FAILED)
+        return await self._readable_topics(request, TXN_OFFSET_COMMIT, self.coordinator.txn_offset_commit)
+
+    async def _readable_topics(self, request, shape: acl.TopicShape, handle):
+        """`handle` the topics the caller may read; the others answer
+        TOPIC_AUTHORIZATION_FAILED on each of their partitions."""
+        denied = acl.denied_topics(self.access, AclOperation.READ, acl.topic_names(request, shape))
         if not denied:
-            return await self.coordinator.commit(request)
-        allowed, refused = acl.split_topics(request, OFFSET_COMMIT, denied)
-        response = await self.coordinator.commit(allowed) if allowed.topics else gpb.OffsetCommitResponse()
+            return await handle(request)
+        allowed, refused = acl.split_topics(request, shape, denied)
+        response = await handle(allowed) if getattr(allowed, shape.request_topics) else shape.response()
         response.MergeFrom(refused)
         return response
 

@@ -4,6 +4,16 @@ records it writes, loading replays the log, and both end in the same state.
 
 Timers (session and revocation deadlines) are not records: they are armed
 by heartbeats, and for every member when a coordinator loads.
+
+Transactional offsets (KIP-98's TxnOffsetCommit): an offset record of a
+transactional batch is pending under its producer id until that producer's
+COMMIT marker makes it committed or its ABORT marker drops it. As Kafka's
+coordinator, every offset keeps the position of the record that wrote it,
+and a committed transaction's offset replaces the committed one only when
+its record is the later of the two: a plain commit written after the
+transactional record (even before the marker) stands. Positions count the
+records replayed, so they order records exactly as their log offsets do,
+on the live path and when loading (compaction only removes records).
 """
 from __future__ import annotations
 
@@ -41,6 +51,7 @@ class ConsumerGroup:
     members: dict[str, Member] = field(default_factory=dict)
     owners: dict[TopicPartition, str] = field(default_factory=dict)  # who holds a partition (or revokes it)
     offsets: dict[TopicPartition, OffsetCommit] = field(default_factory=dict)
+    offset_positions: dict[TopicPartition, int] = field(default_factory=dict)  # where each offset was written
 
     @property
     def state(self) -> str:
@@ -55,20 +66,33 @@ class ConsumerGroup:
         return "Stable"
 
 
+NO_PRODUCER_ID = -1
+PendingOffsets = dict[str, dict[TopicPartition, tuple[int, OffsetCommit]]]  # group -> partition -> (position, offset)
+
+
 class GroupsState:
     def __init__(self) -> None:
         self.groups: dict[str, ConsumerGroup] = {}
+        self.position = 0  # records replayed so far
+        self.pending: dict[int, PendingOffsets] = {}  # producer id -> its transaction's offsets
 
-    def replay(self, record: Record) -> None:
+    def replay(self, record: Record, producer_id: int = NO_PRODUCER_ID) -> None:
+        """`producer_id`: the producer of the transactional batch holding the
+        record (only offset commits wait for the marker; Kafka applies the
+        batch's other records at once)."""
+        self.position += 1
         key, value = record
         group = self.groups.get(key.group_id)
         if key.type == RecordType.GROUP_METADATA:
             if value is None:
                 self.groups.pop(key.group_id, None)
+                self._drop_pending(key.group_id, None)
             else:
                 assert isinstance(value, GroupMetadata)
                 self._group(key).epoch = value.epoch
             return
+        if key.type == RecordType.OFFSET_COMMIT and value is None:
+            self._drop_pending(key.group_id, (key.topic, key.partition))
         if group is None and value is None:
             return  # a tombstone of a group already gone
         group = self._group(key)
@@ -76,15 +100,59 @@ class GroupsState:
             tp = (key.topic, key.partition)
             if value is None:
                 group.offsets.pop(tp, None)
+                group.offset_positions.pop(tp, None)
+            elif producer_id != NO_PRODUCER_ID:
+                assert isinstance(value, OffsetCommit)
+                self.pending.setdefault(producer_id, {}).setdefault(key.group_id, {})[tp] = (self.position, value)
             else:
                 assert isinstance(value, OffsetCommit)
                 group.offsets[tp] = value
+                group.offset_positions[tp] = self.position
         elif key.type == RecordType.PARTITION_METADATA:
             group.subscription = value.topics if isinstance(value, PartitionMetadata) else ()
         elif key.type == RecordType.TARGET_ASSIGNMENT_METADATA:
             group.assignment_epoch = value.assignment_epoch if isinstance(value, TargetAssignmentMetadata) else 0
         else:
             self._replay_member(group, key, value)
+
+    def complete_txn(self, producer_id: int, committed: bool) -> None:
+        """A COMMIT or ABORT marker of `producer_id` (Kafka's
+        replayEndTransactionMarker)."""
+        self.position += 1
+        offsets = self.pending.pop(producer_id, None)
+        if not committed or not offsets:
+            return
+        for group_id, by_partition in offsets.items():
+            group = self.groups.get(group_id)
+            if group is None:
+                continue  # deleted since: its tombstones dropped these offsets already
+            for tp, (position, value) in by_partition.items():
+                if position > group.offset_positions.get(tp, 0):
+                    group.offsets[tp] = value
+                    group.offset_positions[tp] = position
+
+    def has_pending(self, group_id: str, tp: TopicPartition) -> bool:
+        return any(tp in offsets.get(group_id, ()) for offsets in self.pending.values())
+
+    def pending_partitions(self, group_id: str) -> set[TopicPartition]:
+        return {tp for offsets in self.pending.values() for tp in offsets.get(group_id, ())}
+
+    def _drop_pending(self, group_id: str, tp: Optional[TopicPartition]) -> None:
+        """A tombstone of a group's offset (tp) or of the group (None) drops
+        its pending transactional offsets too, as Kafka's does."""
+        for producer_id in list(self.pending):
+            offsets = self.pending[producer_id]
+            by_partition = offsets.get(group_id)
+            if by_partition is None:
+                continue
+            if tp is None:
+                by_partition.clear()
+            else:
+                by_partition.pop(tp, None)
+            if not by_partition:
+                del offsets[group_id]
+            if not offsets:
+                del self.pending[producer_id]
 
     def _group(self, key: Key) -> ConsumerGroup:
         group = self.groups.get(key.group_id)

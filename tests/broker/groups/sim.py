@@ -79,6 +79,10 @@ class Sim:
             client.told = told(response)
         return response
 
+    def take_records(self) -> list:
+        records, self.records = self.records, []
+        return records
+
     def join(self, name: str, topics: tuple[str, ...]) -> Client:
         client = self.clients[name] = Client(name, topics)
         assert self.heartbeat(client).error_code == 0
