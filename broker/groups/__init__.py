@@ -6,10 +6,12 @@ Pure (no sockets, clocks or files):
     placement   group -> partition of __consumer_offsets (Kafka's hash)
     records     the topic's records in Kafka's key/value schemas (written with
                 kafka_protocol/schema_types.py, Kafka's schema primitives)
-    state       groups, members, owners, offsets: built only by replaying records
+    state       groups, members, owners, offsets (and transactional offsets pending
+                per producer id): built only by replaying records and markers
     assignors   uniform (sticky, balanced) and range
     reconcile   a member's next assignment: revoke first, assign once released
     machine     requests + time + topics -> responses + records
+    loading     a partition's batches (plain, transactional, markers) replayed in log order
 
 Shell:
     coordinator the machines of the partitions this broker leads: loading on
