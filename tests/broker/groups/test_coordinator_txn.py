@@ -135,3 +135,47 @@ def test_txn_offset_commit_appends_a_transactional_batch(cluster) -> None:
         await coordinator.stop()
 
     asyncio.run(scenario())
+
+
+def test_the_rpc_checks_acls_as_kafka(cluster) -> None:
+    from security.acl import AclBinding, AclIndex, AclOperation, AclPermissionType, PatternType, ResourceType
+    from security.authorization import STANDARD_AUTHORIZER, AuthorizerSettings, NodeAuthorizer
+    from security.principal import KafkaPrincipal
+    from security.request_context import RequestSession, reset_session, set_session
+    from broker.groups.service import GroupCoordinatorService
+
+    def allow(resource: ResourceType, name: str, operation: AclOperation) -> AclBinding:
+        return AclBinding(resource, name, PatternType.LITERAL, "User:alice", "*", operation, AclPermissionType.ALLOW)
+
+    access = NodeAuthorizer(AuthorizerSettings.from_properties({"authorizer.class.name": STANDARD_AUTHORIZER}))
+    access.load_acls(AclIndex([allow(ResourceType.TRANSACTIONAL_ID, "tid", AclOperation.WRITE),
+                               allow(ResourceType.GROUP, GROUP, AclOperation.READ),
+                               allow(ResourceType.TOPIC, "orders", AclOperation.READ)]))
+
+    def codes(response) -> dict[tuple[str, int], int]:
+        return {(t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions}
+
+    async def scenario() -> None:
+        coordinator = coordinator_for(cluster)
+        await loaded(coordinator)
+        service = GroupCoordinatorService(coordinator, listener="PLAINTEXT", ready=lambda: True, access=access)
+        token = set_session(RequestSession(KafkaPrincipal.user("alice"), "10.0.0.1", "SASL_SSL"))
+        try:
+            # orders-9 does not exist: the allowed part reaches the coordinator and writes nothing
+            request = txn_request({("orders", 9): 1, ("secret", 0): 1})
+            assert codes(await service.TxnOffsetCommit(request, None)) == {
+                ("orders", 9): Error.UNKNOWN_TOPIC_OR_PARTITION, ("secret", 0): Error.TOPIC_AUTHORIZATION_FAILED}
+            request = txn_request({("orders", 0): 1, ("secret", 0): 1}, tid="someone-else")
+            assert set(codes(await service.TxnOffsetCommit(request, None)).values()) == {
+                Error.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
+            request = txn_request({("orders", 0): 1}, group="not-mine")
+            assert codes(await service.TxnOffsetCommit(request, None)) == {
+                ("orders", 0): Error.GROUP_AUTHORIZATION_FAILED}
+            fetched = coordinator.fetch(gpb.OffsetFetchRequest(group_id=GROUP, member_epoch=-1))
+            assert fetched.error_code == 0 and list(fetched.topics) == []  # nothing was committed or made pending
+            assert coordinator.shards[0].machine.state.pending == {}
+        finally:
+            reset_session(token)
+            await coordinator.stop()
+
+    asyncio.run(scenario())
