@@ -107,6 +107,9 @@ class KafkaBrokerService:
 
     async def Produce(self, request: bpb.ProduceRequest, context: grpc.aio.ServicerContext) -> bpb.ProduceResponse:
         await self._check_ready(context)
+        if request.transactional_id and not self.access.allows(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                                               request.transactional_id):
+            return acl.refuse_all(request, acl.PRODUCE, Error.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         denied = acl.denied_topics(self.access, AclOperation.WRITE, acl.topic_names(request, acl.PRODUCE))
         if not denied:
             response = await handle_produce(self.replicas, request)
