@@ -39,7 +39,7 @@ from partition_log.log import wall_clock_ms
 from ..config import BrokerConfig
 from ..controller_client import ControllerClient
 from ..coordinator_topics import InternalTopicCreator, coordinator_of
-from ..errors import Error, error_name
+from ..errors import BrokerError, Error, error_name
 from ..partition import Partition
 from ..produce import append
 from ..replica_manager import ReplicaChanges, ReplicaManager
@@ -154,9 +154,13 @@ class TransactionCoordinator:
                 if shard.closed:
                     return
                 for tid in shard.machine.timed_out(self.clock()):
-                    records = await self._with_producer_id(
-                        lambda fresh, tid=tid: shard.machine.abort_timed_out(tid, self.clock(),
-                                                                             fresh_producer_id=fresh))
+                    try:
+                        records = await self._with_producer_id(
+                            lambda fresh, tid=tid: shard.machine.abort_timed_out(tid, self.clock(),
+                                                                                 fresh_producer_id=fresh))
+                    except TxnError as exc:  # no producer id yet: the next round tries again
+                        log.warning("%s-%d: cannot abort %r yet: %s", TXN_TOPIC, shard.index, tid, exc.message)
+                        continue
                     if records:
                         log.info("%s-%d: aborting the transaction of %r on its timeout", TXN_TOPIC, shard.index, tid)
                     await self._write(shard, records)
@@ -197,11 +201,17 @@ class TransactionCoordinator:
 
     # -- writes ----------------------------------------------------------------------------------
     async def _with_producer_id(self, decide: Callable[[Optional[int]], T]) -> T:
-        """The machine's decision, with a fresh producer id when it needs one."""
+        """The machine's decision, with a fresh producer id when it needs one
+        (TxnError with the allocator's code when none came: retriable)."""
         try:
             return decide(None)
         except NeedProducerId:
-            return decide(await self.new_producer_id())
+            pass
+        try:
+            fresh = await self.new_producer_id()
+        except BrokerError as exc:
+            raise TxnError(exc.error, exc.message) from None
+        return decide(fresh)
 
     async def _write(self, shard: Shard, records: list[TxnRecord]) -> int:
         """Append and wait for the high watermark; the error code for the client.
@@ -268,14 +278,14 @@ class TransactionCoordinator:
         tid = request.transactional_id
         try:
             shard = self.shard_for(tid)
+            answer, records = await self._with_producer_id(lambda fresh: shard.machine.init_producer_id(
+                tid, request.transaction_timeout_ms, self.clock(), producer_id=request.producer_id,
+                producer_epoch=request.producer_epoch, enable_2pc=request.enable_2pc,
+                keep_prepared_txn=request.keep_prepared_txn, fresh_producer_id=fresh))
         except TxnError as exc:
             return bpb.InitProducerIdResponse(error_code=exc.code, error_message=exc.message, producer_id=-1,
                                               producer_epoch=-1, ongoing_txn_producer_id=-1,
                                               ongoing_txn_producer_epoch=-1)
-        answer, records = await self._with_producer_id(lambda fresh: shard.machine.init_producer_id(
-            tid, request.transaction_timeout_ms, self.clock(), producer_id=request.producer_id,
-            producer_epoch=request.producer_epoch, enable_2pc=request.enable_2pc,
-            keep_prepared_txn=request.keep_prepared_txn, fresh_producer_id=fresh))
         error = await self._write(shard, records) or answer.error
         if error != Error.NONE:
             return bpb.InitProducerIdResponse(error_code=error, error_message=answer.message, producer_id=-1,
@@ -334,12 +344,12 @@ class TransactionCoordinator:
     async def end_txn(self, request: tpb.EndTxnRequest) -> tpb.EndTxnResponse:
         try:
             shard = self.shard_for(request.transactional_id)
+            answer, records = await self._with_producer_id(lambda fresh: shard.machine.end_txn(
+                request.transactional_id, request.producer_id, request.producer_epoch, request.committed,
+                self.clock(), fresh_producer_id=fresh))
         except TxnError as exc:
             return tpb.EndTxnResponse(error_code=exc.code, error_message=exc.message, producer_id=-1,
                                       producer_epoch=-1)
-        answer, records = await self._with_producer_id(lambda fresh: shard.machine.end_txn(
-            request.transactional_id, request.producer_id, request.producer_epoch, request.committed,
-            self.clock(), fresh_producer_id=fresh))
         shard.wake.fire()
         error = await self._write(shard, records) or answer.error
         if error != Error.NONE:

@@ -15,7 +15,7 @@ from typing import Callable
 
 import pytest
 
-from broker.errors import Error
+from broker.errors import BrokerError, Error
 from broker.config import BrokerConfig
 from broker.transactions.coordinator import TXN_TOPIC, TransactionCoordinator
 from broker.transactions.machine import TWO_PC_TIMEOUT_MS
@@ -297,4 +297,16 @@ def test_find_coordinator_names_the_leader(tmp_path) -> None:
 def test_hostile_timeouts(tmp_path, timeout_ms: int) -> None:
     async def body(w: World) -> None:
         assert (await w.init(timeout_ms=timeout_ms)).error_code == Error.INVALID_TRANSACTION_TIMEOUT
+    run_world(tmp_path, body)
+
+
+def test_no_producer_id_block_yet_is_retriable(tmp_path) -> None:
+    async def body(w: World) -> None:
+        async def none_yet() -> int:
+            raise BrokerError(Error.COORDINATOR_LOAD_IN_PROGRESS, "no block from the controller yet")
+
+        w.coordinator.new_producer_id = none_yet
+        answer = await w.init()
+        assert (answer.error_code, answer.producer_id) == (Error.COORDINATOR_LOAD_IN_PROGRESS, -1)
+        assert w.coordinator.shards[0].machine.describe(HERE) is None
     run_world(tmp_path, body)
