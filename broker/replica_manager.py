@@ -13,7 +13,6 @@ updated on each role change, for the ISR checks and the replica fetcher.
 from __future__ import annotations
 
 import logging
-import shutil
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -151,18 +150,9 @@ class ReplicaManager:
         partition.stop()
         del self.partitions[tp]
         self._unindex(tp)
-        self._delete_log(tp)
+        self.log_manager.delete_log(*tp)
         changes.stopped.append(tp)
         log.info("%s-%d: replica removed from broker %d, log deleted", tp[0], tp[1], self.broker_id)
-
-    def _delete_log(self, tp: TopicPartition) -> None:
-        lg = self.log_manager.logs.pop(tp, None)
-        self.log_manager.first_dirty.pop(tp, None)
-        if lg is None:
-            return
-        for segment in lg.segments:
-            segment.close()
-        shutil.rmtree(lg.directory, ignore_errors=True)
 
     def _apply_configs(self, delta: MetadataDelta) -> None:
         if (mpb.BROKER, "") in delta.changed_configs:
