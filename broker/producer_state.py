@@ -199,6 +199,12 @@ class ProducerStateManager:
         """The producer has an open transaction at this partition."""
         return producer_id in self.ongoing
 
+    def has_ongoing_txn(self, producer_id: int, producer_epoch: int) -> bool:
+        """The producer's transaction of this epoch is open here: its next
+        batches need no verification (Kafka's hasOngoingTransaction)."""
+        entry = self.producers.get(producer_id)
+        return entry is not None and entry.in_txn and entry.epoch == producer_epoch
+
     # -- the leader's decision ------------------------------------------------
     def check_leader_append(self, headers: Sequence[BatchHeader], now_ms: int,
                             origin: AppendOrigin = AppendOrigin.CLIENT) -> Optional[Duplicate]:
