@@ -30,6 +30,7 @@ from partition_log.validator import check_producer_batches
 from . import isr as isr_rules
 from .epochs import end_offset_for_epoch
 from .errors import BrokerError, Error
+from .producer_ids import MAX_EPOCH
 from .producer_log import ProducerLog
 from .producer_state import AppendOrigin, ProducerStateManager
 from .waiting import OffsetWaiters, Signal
@@ -226,6 +227,9 @@ class Partition:
         producer, appended as the leader (acks=all: the ISR must be at least
         min.insync.replicas). Refused, with nothing appended, when it comes
         from a deposed coordinator or an older producer epoch."""
+        if producer_id < 0 or not 0 <= producer_epoch <= MAX_EPOCH:
+            raise BrokerError(Error.INVALID_REQUEST, f"a marker needs a producer id and epoch, not "
+                                                     f"{producer_id} and {producer_epoch}")
         self.leader()
         self._check_min_isr(-1)
         now = self.clock()
