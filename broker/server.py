@@ -58,6 +58,7 @@ from .transactions import service as txn_service
 from .transactions.coordinator import TransactionCoordinator
 from .transactions.markers import MarkerWriter
 from .transactions.verifier import CoordinatorVerifier
+from .txn_markers import write_txn_markers
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +157,9 @@ class BrokerServer:
                                  self._write_local_markers),
             append_timeout_ms=settings.request_timeout_ms)
         self.replicas.txn_verifier = CoordinatorVerifier(self.transactions, self.peers.add_partitions_to_txn)
+        # A marker appended to __consumer_offsets makes the group's pending transactional offsets
+        # committed or dropped (GroupCoordinator.on_txn_completed).
+        self.replicas.txn_marker_listeners.append(self.groups)
         self.quotas = ClientQuotas()  # one set of client rates per broker, whichever listener a client uses
         self.published = False  # the image is applied to the replicas (caught up at startup)
         self.serving = asyncio.Event()  # set with `published`
@@ -170,7 +174,6 @@ class BrokerServer:
         return self.settings.broker_id
 
     async def _write_local_markers(self, request: bpb.WriteTxnMarkersRequest) -> bpb.WriteTxnMarkersResponse:
-        from .txn_markers import write_txn_markers  # the partition side (broker/txn_markers.py)
         return await write_txn_markers(self.replicas, request, self.settings.request_timeout_ms)
 
     def add_services(self, server: grpc.aio.Server, listener: str) -> tuple[str, ...]:

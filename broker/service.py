@@ -55,6 +55,7 @@ from .request_quota import note_answer_throttle, record_and_mute
 from .replica_manager import ReplicaManager
 from .security_admin import describe_acls, describe_user_scram_credentials
 from .transactions.coordinator import TransactionCoordinator
+from .txn_markers import describe_producers, write_txn_markers
 
 SERVICE = bpb.DESCRIPTOR.services_by_name["KafkaBroker"]
 SERVICE_NAMES = (SERVICE.full_name,)
@@ -203,13 +204,11 @@ class KafkaBrokerService:
                         partition_index=i, error_code=Error.CLUSTER_AUTHORIZATION_FAILED)
                         for i in topic.partition_indexes])
             return response
-        from .txn_markers import write_txn_markers  # the partition side (broker/txn_markers.py)
         return await write_txn_markers(self.replicas, request, self.txn_request_timeout_ms)
 
     async def DescribeProducers(self, request: bpb.DescribeProducersRequest,
                                 context: grpc.aio.ServicerContext) -> bpb.DescribeProducersResponse:
         await self._check_ready(context)
-        from .txn_markers import describe_producers  # the partition side (broker/txn_markers.py)
         denied = acl.denied_topics(self.access, AclOperation.READ, (t.name for t in request.topics))
         if not denied:
             return describe_producers(self.replicas, request)

@@ -43,14 +43,15 @@ def cluster(tmp_path_factory):
         yield c
 
 
-def retried(call: Callable[[], T], what: str, timeout: float = 60.0) -> T:
-    """The answer once its error_code is not a retriable coordinator error."""
+def retried(call: Callable[[], T], what: str, timeout: float = 60.0,
+            code: Callable[[T], int] = lambda answer: answer.error_code) -> T:
+    """The answer once its error code is not a retriable coordinator error."""
     def answered() -> Optional[T]:
         try:
             answer = call()
         except grpc.RpcError:
             return None
-        return None if answer.error_code in RETRY else answer
+        return None if code(answer) in RETRY else answer
     return wait_until(answered, timeout, what, interval=0.2)
 
 
@@ -104,7 +105,8 @@ def test_commit_and_abort_as_consumers_see_them(cluster: LocalCluster) -> None:
     def add(e: int) -> tpb.AddPartitionsToTxnResponse:
         return retried(lambda: txns.AddPartitionsToTxn(tpb.AddPartitionsToTxnRequest(
             transactional_id=TID, producer_id=pid, producer_epoch=e,
-            topics=[tpb.TxnTopic(name=TOPIC, partitions=[0])]), timeout=20), "AddPartitionsToTxn")
+            topics=[tpb.TxnTopic(name=TOPIC, partitions=[0])]), timeout=20), "AddPartitionsToTxn",
+            code=lambda answer: answer.results[0].results[0].error_code)
 
     def end(e: int, committed: bool) -> tpb.EndTxnResponse:
         return retried(lambda: txns.EndTxn(tpb.EndTxnRequest(transactional_id=TID, producer_id=pid,
