@@ -31,6 +31,7 @@ from ..helpers import Cluster
 
 # Transactional ids on __transaction_state partition 0 (led by broker 1) and 1 (led by broker 2).
 HERE = next(f"tx-{i}" for i in itertools.count() if partition_for(f"tx-{i}", 2) == 0)
+HIDDEN = next(f"tx-{i}" for i in itertools.count() if partition_for(f"tx-{i}", 2) == 0 and f"tx-{i}" != HERE)
 ELSEWHERE = next(f"tx-{i}" for i in itertools.count() if partition_for(f"tx-{i}", 2) == 1)
 
 
@@ -309,4 +310,57 @@ def test_no_producer_id_block_yet_is_retriable(tmp_path) -> None:
         answer = await w.init()
         assert (answer.error_code, answer.producer_id) == (Error.COORDINATOR_LOAD_IN_PROGRESS, -1)
         assert w.coordinator.shards[0].machine.describe(HERE) is None
+    run_world(tmp_path, body)
+
+
+def test_the_service_checks_acls_as_kafka(tmp_path) -> None:
+    from security.acl import AclBinding, AclIndex, AclOperation, AclPermissionType, PatternType, ResourceType
+    from security.authorization import STANDARD_AUTHORIZER, AuthorizerSettings, NodeAuthorizer
+    from security.principal import KafkaPrincipal
+    from security.request_context import RequestSession, reset_session, set_session
+    from broker.transactions.service import TransactionCoordinatorService
+
+    def allow(resource: ResourceType, name: str, operation: AclOperation) -> AclBinding:
+        return AclBinding(resource, name, PatternType.LITERAL, "User:alice", "*", operation, AclPermissionType.ALLOW)
+
+    access = NodeAuthorizer(AuthorizerSettings.from_properties({"authorizer.class.name": STANDARD_AUTHORIZER}))
+    access.load_acls(AclIndex([allow(ResourceType.TRANSACTIONAL_ID, HERE, AclOperation.WRITE),
+                               allow(ResourceType.TOPIC, "events", AclOperation.WRITE),
+                               allow(ResourceType.GROUP, "g", AclOperation.READ)]))
+
+    async def body(w: World) -> None:
+        service = TransactionCoordinatorService(w.coordinator, ready=lambda: True, access=access)
+        init = await w.init()  # the coordinator itself, as InitProducerId reaches it from KafkaBroker
+        pid = init.producer_id
+        token = set_session(RequestSession(KafkaPrincipal.user("alice"), "10.0.0.1", "SASL_SSL"))
+        try:
+            def add(tid: str, topics: dict[str, list[int]], verify_only: bool = False):
+                return service.AddPartitionsToTxn(tpb.AddPartitionsToTxnRequest(
+                    transactional_id=tid, producer_id=pid, producer_epoch=0, verify_only=verify_only,
+                    topics=[tpb.TxnTopic(name=t, partitions=p) for t, p in topics.items()]), None)
+
+            refused = await add("someone-else", {"events": [0]})
+            assert refused.error_code == Error.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            assert codes(await add(HERE, {"events": [0], "secret": [0]})) == {
+                ("events", 0): Error.OPERATION_NOT_ATTEMPTED, ("secret", 0): Error.TOPIC_AUTHORIZATION_FAILED}
+            assert w.state() == TxnState.EMPTY  # nothing was added
+            # verify_only is for nodes (ClusterAction), not for a client.
+            assert (await add(HERE, {"events": [0]}, verify_only=True)).error_code == \
+                Error.CLUSTER_AUTHORIZATION_FAILED
+            assert codes(await add(HERE, {"events": [0]})) == {("events", 0): Error.NONE}
+            offsets = await service.AddOffsetsToTxn(tpb.AddOffsetsToTxnRequest(
+                transactional_id=HERE, producer_id=pid, producer_epoch=0, group_id="not-mine"), None)
+            assert offsets.error_code == Error.GROUP_AUTHORIZATION_FAILED
+            ended = await service.EndTxn(tpb.EndTxnRequest(transactional_id="someone-else", producer_id=pid,
+                                                           producer_epoch=0, committed=True), None)
+            assert ended.error_code == Error.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+            described = await service.DescribeTransactions(tpb.DescribeTransactionsRequest(
+                transactional_ids=["someone-else", HERE]), None)
+            assert [(s.transactional_id, s.error_code) for s in described.transaction_states] == [
+                ("someone-else", Error.TRANSACTIONAL_ID_AUTHORIZATION_FAILED), (HERE, Error.NONE)]
+            assert (await w.init(tid=HIDDEN)).error_code == Error.NONE  # an id alice may not describe
+            listed = await service.ListTransactions(tpb.ListTransactionsRequest(), None)
+            assert [s.transactional_id for s in listed.transaction_states] == [HERE]
+        finally:
+            reset_session(token)
     run_world(tmp_path, body)
