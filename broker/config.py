@@ -28,6 +28,13 @@ GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS = "group.consumer.heartbeat.interval.ms"
 GROUP_CONSUMER_SESSION_TIMEOUT_MS = "group.consumer.session.timeout.ms"
 PRODUCER_ID_EXPIRATION_MS = "producer.id.expiration.ms"
 PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS = "producer.id.expiration.check.interval.ms"
+TRANSACTION_STATE_LOG_NUM_PARTITIONS = "transaction.state.log.num.partitions"
+TRANSACTION_STATE_LOG_REPLICATION_FACTOR = "transaction.state.log.replication.factor"
+TRANSACTION_STATE_LOG_MIN_ISR = "transaction.state.log.min.isr"
+TRANSACTION_STATE_LOG_SEGMENT_BYTES = "transaction.state.log.segment.bytes"
+TRANSACTION_MAX_TIMEOUT_MS = "transaction.max.timeout.ms"
+TRANSACTIONAL_ID_EXPIRATION_MS = "transactional.id.expiration.ms"
+TRANSACTION_ABORT_TIMED_OUT_CLEANUP_INTERVAL_MS = "transaction.abort.timed.out.transaction.cleanup.interval.ms"
 
 # Kafka property name -> (field, default, minimum)
 _PROPERTIES: dict[str, tuple[str, int, int]] = {
@@ -46,6 +53,14 @@ _PROPERTIES: dict[str, tuple[str, int, int]] = {
     OFFSET_METADATA_MAX_BYTES: ("offset_metadata_max_bytes", 4096, 0),
     GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS: ("group_consumer_heartbeat_interval_ms", 5000, 1),
     GROUP_CONSUMER_SESSION_TIMEOUT_MS: ("group_consumer_session_timeout_ms", 45000, 1),
+    # The transaction coordinator (broker/transactions).
+    TRANSACTION_STATE_LOG_NUM_PARTITIONS: ("transaction_state_log_num_partitions", 50, 1),
+    TRANSACTION_STATE_LOG_REPLICATION_FACTOR: ("transaction_state_log_replication_factor", 3, 1),
+    TRANSACTION_STATE_LOG_MIN_ISR: ("transaction_state_log_min_isr", 2, 1),
+    TRANSACTION_STATE_LOG_SEGMENT_BYTES: ("transaction_state_log_segment_bytes", 104_857_600, 1),
+    TRANSACTION_MAX_TIMEOUT_MS: ("transaction_max_timeout_ms", 900_000, 1),
+    TRANSACTIONAL_ID_EXPIRATION_MS: ("transactional_id_expiration_ms", 604_800_000, 1),
+    TRANSACTION_ABORT_TIMED_OUT_CLEANUP_INTERVAL_MS: ("transaction_abort_timed_out_cleanup_interval_ms", 10_000, 1),
 }
 KAFKA_PROPERTY_NAMES = frozenset(_PROPERTIES)
 
@@ -66,6 +81,13 @@ class BrokerConfig:
     offset_metadata_max_bytes: int = 4096
     group_consumer_heartbeat_interval_ms: int = 5000
     group_consumer_session_timeout_ms: int = 45000
+    transaction_state_log_num_partitions: int = 50
+    transaction_state_log_replication_factor: int = 3
+    transaction_state_log_min_isr: int = 2
+    transaction_state_log_segment_bytes: int = 104_857_600
+    transaction_max_timeout_ms: int = 900_000
+    transactional_id_expiration_ms: int = 604_800_000
+    transaction_abort_timed_out_cleanup_interval_ms: int = 10_000  # how often the timer looks at timeouts
     log: LogConfig = field(default_factory=LogConfig)
 
     @classmethod

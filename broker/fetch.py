@@ -8,6 +8,11 @@ broker id), long-polled.
   not match is answered with `diverging_epoch` and no records: it truncates
   there first. Consumers do not take part (their last_fetched_epoch is
   ignored; they use OffsetForLeaderEpoch).
+- read_committed consumers (isolation_level 1) read below the last stable
+  offset instead, and their answer lists the aborted transactions whose
+  batches may be among the records (Log.collect_aborted_txns from the fetch
+  offset to the end of what was read), for the consumer to drop. Every
+  answer carries the partition's last stable offset.
 - Long poll: with max_wait_ms > 0 and fewer than min_bytes ready, the fetch
   waits on the partitions' change signals (appends, high watermark moves,
   role changes) until min_bytes are there or max_wait_ms has passed. Errors
@@ -19,9 +24,11 @@ import asyncio
 from typing import Optional
 
 from kraftlog_api import broker_pb2 as bpb
+from kafka_protocol.batch import end_offset
 from kafka_protocol.fetch_framing import BytesLike, encode_fetch_response
 
 from .errors import Error, as_broker_error
+from .offsets import READ_COMMITTED
 from .partition import Partition
 from .replica_manager import ReplicaManager
 
@@ -85,6 +92,7 @@ def _read_all(replicas: ReplicaManager, request: bpb.FetchRequest, wanted: list[
     is returned whole even past the limits (KIP-74), so a fetch always progresses."""
     budget = request.max_bytes if request.max_bytes > 0 else DEFAULT_MAX_BYTES
     follower = request.replica_id >= 0
+    committed = not follower and request.isolation_level == READ_COMMITTED
     answers = []
     size = 0
     for i, (topic, fp) in enumerate(wanted):
@@ -92,7 +100,7 @@ def _read_all(replicas: ReplicaManager, request: bpb.FetchRequest, wanted: list[
         if answer is None:
             limit = min(fp.partition_max_bytes if fp.partition_max_bytes > 0 else DEFAULT_PARTITION_MAX_BYTES,
                         max(budget - size, 0))
-            answer, records = _read(replicas, topic, fp, limit, follower, min_one_batch=size == 0)
+            answer, records = _read(replicas, topic, fp, limit, follower, committed, min_one_batch=size == 0)
             size += len(records)
             answers.append((answer, records))
         else:
@@ -101,20 +109,25 @@ def _read_all(replicas: ReplicaManager, request: bpb.FetchRequest, wanted: list[
 
 
 def _read(replicas: ReplicaManager, topic: str, fp: FetchPartition, max_bytes: int, follower: bool,
-          *, min_one_batch: bool) -> tuple[PartitionData, BytesLike]:
+          committed: bool, *, min_one_batch: bool) -> tuple[PartitionData, BytesLike]:
     """The partition's answer, its records kept apart (see kafka_protocol/fetch_framing.py)."""
     try:
         partition = replicas.get(topic, fp.partition)
         partition.leader(fp.current_leader_epoch)
-        records = partition.read(fp.fetch_offset, max_bytes, up_to_log_end=follower, min_one_batch=min_one_batch)
-        return _watermarks(partition, fp.partition), records
+        records = partition.read(fp.fetch_offset, max_bytes, up_to_log_end=follower, min_one_batch=min_one_batch,
+                                 committed=committed)
+        answer = _watermarks(partition, fp.partition)
+        if committed and len(records):
+            for txn in partition.log.collect_aborted_txns(fp.fetch_offset, end_offset(records)):
+                answer.aborted_transactions.add(producer_id=txn.producer_id, first_offset=txn.first_offset)
+        return answer, records
     except Exception as exc:  # noqa: BLE001 - an error is this partition's answer
         return _error(replicas, topic, fp.partition, exc), b""
 
 
 def _watermarks(partition: Partition, index: int) -> PartitionData:
-    hw = partition.high_watermark
-    return PartitionData(partition_index=index, high_watermark=hw, last_stable_offset=hw,
+    return PartitionData(partition_index=index, high_watermark=partition.high_watermark,
+                         last_stable_offset=partition.last_stable_offset,
                          log_start_offset=partition.log.log_start_offset,
                          current_leader_id=partition.leader_id, current_leader_epoch=partition.leader_epoch)
 

@@ -1,7 +1,8 @@
 """ListOffsets and OffsetForLeaderEpoch, answered by a partition's leader.
 
 ListOffsets: -2 is the log start offset, -1 the high watermark for consumers
-(the log end offset for a follower, replica_id >= 0), any other timestamp
+(the last stable offset for read_committed ones, isolation_level 1; the log
+end offset for a follower, replica_id >= 0), any other timestamp
 the first offset whose record timestamp is at least it - below the high
 watermark for consumers; offset and timestamp are -1 when there is none.
 """
@@ -19,28 +20,31 @@ from .replica_manager import ReplicaManager
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 NO_TIMESTAMP = -1
+READ_COMMITTED = 1  # isolation_level of FetchRequest and ListOffsetsRequest
 
 ListOffsetsAnswer = bpb.ListOffsetsResponse.ListOffsetsPartitionResponse
 EpochAnswer = bpb.OffsetForLeaderEpochResponse.EpochEndOffsetResult
 
 
 def list_offset(replicas: ReplicaManager, topic: str, index: int, timestamp: int, current_leader_epoch: int,
-                replica_id: int = -1) -> ListOffsetsAnswer:
+                replica_id: int = -1, isolation_level: int = 0) -> ListOffsetsAnswer:
     answer = ListOffsetsAnswer(partition_index=index, timestamp=NO_TIMESTAMP, offset=-1, leader_epoch=UNDEFINED_EPOCH)
     try:
         partition = replicas.get(topic, index)
         partition.leader(current_leader_epoch)
         lg = partition.log
+        # What a consumer may read: below the high watermark, or the LSO for read_committed.
+        visible_end = partition.last_stable_offset if isolation_level == READ_COMMITTED else partition.high_watermark
         found: Optional[tuple[int, int]]
         if timestamp == EARLIEST_TIMESTAMP:
             found = (lg.log_start_offset, NO_TIMESTAMP)
             answer.leader_epoch = lg.leader_epochs.epoch_for_offset(lg.log_start_offset)
         elif timestamp == LATEST_TIMESTAMP:
-            found = (lg.log_end_offset if replica_id >= 0 else partition.high_watermark, NO_TIMESTAMP)
+            found = (lg.log_end_offset if replica_id >= 0 else visible_end, NO_TIMESTAMP)
             answer.leader_epoch = lg.leader_epochs.latest_epoch
         elif timestamp >= 0:
             found = lg.find_offset_by_timestamp(timestamp)
-            if found is not None and replica_id < 0 and found[0] >= partition.high_watermark:
+            if found is not None and replica_id < 0 and found[0] >= visible_end:
                 found = None  # not visible to consumers yet
             if found is not None:
                 answer.leader_epoch = lg.leader_epochs.epoch_for_offset(found[0])
@@ -60,7 +64,7 @@ def handle_list_offsets(replicas: ReplicaManager, request: bpb.ListOffsetsReques
         out = response.topics.add(name=t.name)
         for p in t.partitions:
             out.partitions.append(list_offset(replicas, t.name, p.partition_index, p.timestamp,
-                                              p.current_leader_epoch, request.replica_id))
+                                              p.current_leader_epoch, request.replica_id, request.isolation_level))
     return response
 
 

@@ -5,25 +5,34 @@ A role change swaps state, not flags: `leadership` holds what only a leader
 has (followers' fetch state, the ISR proposal in flight, acks=all waiters)
 and is None on a follower. Every method that needs a leader goes through
 `leader()`, which raises the error a client must see.
+
+Producers (idempotent and transactional) are tracked on every replica by
+`producer_log` (broker/producer_log.py): loaded from the newest snapshot and
+replayed, updated by every append, so a new leader has them. Transactions
+end with markers (`append_txn_marker`); readers of committed data stop at
+`last_stable_offset`.
 """
 from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.image import PartitionState
-from kafka_protocol.batch import iter_headers
+from kafka_protocol.batch import parse_header
+from kafka_protocol.control_records import TxnMarker, encode_txn_marker
 from partition_log.log import AppendInfo, Clock, Log
 from partition_log.validator import check_producer_batches
 
 from . import isr as isr_rules
 from .epochs import end_offset_for_epoch
 from .errors import BrokerError, Error
-from .producer_state import ProducerStateManager
+from .producer_ids import MAX_EPOCH
+from .producer_log import ProducerLog
+from .producer_state import AppendOrigin, ProducerStateManager
 from .waiting import OffsetWaiters, Signal
 
 log = logging.getLogger(__name__)
@@ -64,10 +73,11 @@ class Partition:
         self.leadership: Optional[Leadership] = None
         self.stopped = False
         self.changed = Signal()  # appends, high watermark moves, role changes
-        # Idempotent producers, on every replica: a function of the log, so it
-        # is replayed from the log here and after every truncation.
+        # Producers, on every replica: a function of the log, so it is loaded
+        # from the log here and after every truncation.
         self.producers = producers if producers is not None else ProducerStateManager()
-        self._replay_producers()
+        self.producer_log = ProducerLog(log, self.producers, clock)
+        self.producer_log.load()
 
     def __repr__(self) -> str:
         role = "leader" if self.leadership else f"follower of {self.leader_id}"
@@ -80,6 +90,10 @@ class Partition:
     @property
     def high_watermark(self) -> int:
         return self.log.high_watermark
+
+    @property
+    def last_stable_offset(self) -> int:
+        return self.producer_log.last_stable_offset()
 
     @property
     def maximal_isr(self) -> tuple[int, ...]:
@@ -185,27 +199,57 @@ class Partition:
         return self.leadership
 
     # -- produce -------------------------------------------------------------
-    def append(self, records: bytes, acks: int) -> AppendInfo:
+    def append(self, records: bytes, acks: int, origin: AppendOrigin = AppendOrigin.CLIENT) -> AppendInfo:
         """Append producer batches as the leader, each checked whole first
         (partition_log.validator: nothing is written if one is bad); with
-        acks=all, only while the ISR is at least min.insync.replicas."""
+        acks=all, only while the ISR is at least min.insync.replicas.
+        A COORDINATOR's batches (this broker's group coordinator) skip the
+        sequence checks. Transactional batches are verified by the caller
+        (produce.py) before they come here."""
         self.leader()
-        if acks == -1 and len(self.isr) < self.min_insync_replicas:
-            raise BrokerError(Error.NOT_ENOUGH_REPLICAS,
-                              f"isr {list(self.isr)} is smaller than min.insync.replicas={self.min_insync_replicas}")
+        self._check_min_isr(acks)
         view = memoryview(records)
         validated = self.log.validate_as_leader(view)
         now = self.clock()
         check_producer_batches(view, validated, self.log.config, now)
-        duplicate = self.producers.check_leader_append([h for _, h in validated], now)
+        duplicate = self.producers.check_leader_append([h for _, h in validated], now, origin)
         if duplicate is not None:
             # A retry of batches already written: the original offsets, nothing appended.
             return AppendInfo(duplicate.first_offset, duplicate.last_offset, duplicate.timestamp, 0, 0)
         info = self.log.append_as_leader(view, self.leader_epoch, validated=validated)
-        self.producers.update_appended((h for _, h in validated), info.first_offset, now)
+        self.producer_log.appended_data((h for _, h in validated), info.first_offset)
+        self._appended()
+        return info
+
+    def append_txn_marker(self, producer_id: int, producer_epoch: int, committed: bool,
+                          coordinator_epoch: int) -> AppendInfo:
+        """A transaction coordinator's COMMIT or ABORT marker for the
+        producer, appended as the leader (acks=all: the ISR must be at least
+        min.insync.replicas). Refused, with nothing appended, when it comes
+        from a deposed coordinator or an older producer epoch."""
+        if producer_id < 0 or not 0 <= producer_epoch <= MAX_EPOCH:
+            raise BrokerError(Error.INVALID_REQUEST, f"a marker needs a producer id and epoch, not "
+                                                     f"{producer_id} and {producer_epoch}")
+        self.leader()
+        self._check_min_isr(-1)
+        now = self.clock()
+        self.producers.check_marker(producer_id, producer_epoch, coordinator_epoch, now)
+        batch = encode_txn_marker(producer_id, producer_epoch, committed, coordinator_epoch, now)
+        info = self.log.append_as_leader(batch, self.leader_epoch)
+        stored = replace(parse_header(batch), base_offset=info.first_offset)
+        self.producer_log.appended_batch(stored, TxnMarker(committed, coordinator_epoch), now)
+        self.producer_log.sync_unstable()
+        self._appended()
+        return info
+
+    def _check_min_isr(self, acks: int) -> None:
+        if acks == -1 and len(self.isr) < self.min_insync_replicas:
+            raise BrokerError(Error.NOT_ENOUGH_REPLICAS,
+                              f"isr {list(self.isr)} is smaller than min.insync.replicas={self.min_insync_replicas}")
+
+    def _appended(self) -> None:
         self.maybe_advance_high_watermark()
         self.changed.fire()
-        return info
 
     def wait_for_high_watermark(self, offset: int) -> asyncio.Future[int]:
         """A future completed with an error code once the high watermark
@@ -237,6 +281,7 @@ class Partition:
                                                lead.followers)
         if bound is None or not self.log.maybe_increment_high_watermark(bound):
             return False
+        self.producer_log.sync_unstable()
         lead.hw_waiters.complete_up_to(self.high_watermark, self._replicated_result())
         self.changed.fire()
         return True
@@ -333,33 +378,28 @@ class Partition:
         """Batches fetched from the leader, with their offsets; the producer
         state follows them, so it is in place when this replica leads."""
         info = self.log.append_as_follower(records)
-        now = self.clock()
-        self.producers.update_all((h for _, h in iter_headers(records, validate=False)), now)
-        self.producers.maybe_expire(now)
+        self.producer_log.appended_from_leader(records)
         return info
 
     def truncate_to(self, offset: int) -> int:
         """Follower divergence: drop the log from `offset` and what the
         producer state learned from it."""
         end = self.log.truncate_to(offset)
-        self._replay_producers()
+        self.producer_log.load()
         return end
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
         self.log.truncate_fully_and_start_at(offset)
-        self._replay_producers()
-
-    def _replay_producers(self) -> None:
-        """The producer state as the log holds it, from the log start offset
-        (batch headers only)."""
-        now = self.clock()
-        self.producers.clear()
-        self.producers.update_all(self.log.iter_batch_headers(self.log.log_start_offset), now)
-        self.producers.expire(now)
+        self.producer_log.load()
 
     # -- reads ---------------------------------------------------------------
-    def read(self, offset: int, max_bytes: int, *, up_to_log_end: bool, min_one_batch: bool) -> bytes | memoryview:
-        """Whole batches from `offset`: below the high watermark for consumers,
-        to the log end for followers."""
-        max_offset = None if up_to_log_end else self.high_watermark
+    def read(self, offset: int, max_bytes: int, *, up_to_log_end: bool, min_one_batch: bool,
+             committed: bool = False) -> bytes | memoryview:
+        """Whole batches from `offset`: below the high watermark for consumers
+        (below the last stable offset for read_committed ones), to the log end
+        for followers."""
+        if up_to_log_end:
+            max_offset = None
+        else:
+            max_offset = self.last_stable_offset if committed else self.high_watermark
         return self.log.read(offset, max_bytes, max_offset=max_offset, min_one_batch=min_one_batch)

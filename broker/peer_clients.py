@@ -1,8 +1,10 @@
-"""The replica fetcher's transport: Fetch and ListOffsets to other brokers
-over gRPC, each leader found in the metadata image by its
+"""The broker's calls to other brokers over gRPC: the replica fetcher's Fetch
+and ListOffsets, the transaction coordinator's WriteTxnMarkers, and a
+partition leader's AddPartitionsToTxn(verify_only) to a transaction
+coordinator; each broker found in the metadata image by its
 `inter.broker.listener.name` endpoint. One channel per address, kept while
 the address is in use; a leader that re-registers elsewhere gets a new one.
-Failures raise: the fetcher backs off (replica_fetcher.py).
+Failures raise: the callers back off and retry.
 """
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ import grpc
 
 from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import broker_pb2_grpc as bpb_grpc
+from kraftlog_api import transactions_pb2 as tpb
+from kraftlog_api import transactions_pb2_grpc as tpb_grpc
 from kafka_protocol.addresses import format_address
 from kafka_protocol.fetch_framing import broker_stub
 from security.ssl_config import SslConfig
@@ -40,6 +44,7 @@ class BrokerPeers:
         self.ssl = ssl  # the inter-broker listener's, None: plaintext
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._stubs: dict[str, bpb_grpc.KafkaBrokerStub] = {}
+        self._txn_stubs: dict[str, tpb_grpc.TransactionCoordinatorStub] = {}
 
     def address(self, broker_id: int) -> str:
         broker = self.replicas.image.brokers.get(broker_id)
@@ -48,13 +53,24 @@ class BrokerPeers:
             raise UnknownLeader(f"broker {broker_id} has no {self.listener} endpoint in the metadata")
         return format_address(endpoint.host, endpoint.port)
 
+    def _channel(self, address: str) -> grpc.aio.Channel:
+        channel = self._channels.get(address)
+        if channel is None:
+            channel = self._channels[address] = open_aio_channel(address, CHANNEL_OPTIONS, self.ssl)
+        return channel
+
     def _stub(self, broker_id: int) -> bpb_grpc.KafkaBrokerStub:
         address = self.address(broker_id)
         stub = self._stubs.get(address)
         if stub is None:
-            channel = open_aio_channel(address, CHANNEL_OPTIONS, self.ssl)
-            self._channels[address] = channel
-            stub = self._stubs[address] = broker_stub(channel)
+            stub = self._stubs[address] = broker_stub(self._channel(address))
+        return stub
+
+    def _txn_stub(self, broker_id: int) -> tpb_grpc.TransactionCoordinatorStub:
+        address = self.address(broker_id)
+        stub = self._txn_stubs.get(address)
+        if stub is None:
+            stub = self._txn_stubs[address] = tpb_grpc.TransactionCoordinatorStub(self._channel(address))
         return stub
 
     async def fetch(self, leader_id: int, request: bpb.FetchRequest) -> bpb.FetchResponse:
@@ -67,11 +83,22 @@ class BrokerPeers:
             raise PeerUnavailable(self._describe(leader_id, exc)) from None
 
     async def list_offsets(self, leader_id: int, request: bpb.ListOffsetsRequest) -> bpb.ListOffsetsResponse:
+        return await self._call(leader_id, lambda: self._stub(leader_id).ListOffsets, request)
+
+    async def write_txn_markers(self, broker_id: int,
+                                request: bpb.WriteTxnMarkersRequest) -> bpb.WriteTxnMarkersResponse:
+        return await self._call(broker_id, lambda: self._stub(broker_id).WriteTxnMarkers, request)
+
+    async def add_partitions_to_txn(self, broker_id: int, request: tpb.AddPartitionsToTxnRequest,
+                                    ) -> tpb.AddPartitionsToTxnResponse:
+        return await self._call(broker_id, lambda: self._txn_stub(broker_id).AddPartitionsToTxn, request)
+
+    async def _call(self, broker_id: int, method, request):
         try:
-            return await self._stub(leader_id).ListOffsets(request, timeout=self.request_timeout_s)
+            return await method()(request, timeout=self.request_timeout_s)
         except grpc.aio.AioRpcError as exc:
             reraise_cancellation()
-            raise PeerUnavailable(self._describe(leader_id, exc)) from None
+            raise PeerUnavailable(self._describe(broker_id, exc)) from None
 
     def _describe(self, broker_id: int, exc: grpc.aio.AioRpcError) -> str:
         """One line (gRPC's own text of an error spans several)."""
@@ -82,5 +109,6 @@ class BrokerPeers:
         channels = list(self._channels.values())
         self._channels.clear()
         self._stubs.clear()
+        self._txn_stubs.clear()
         if channels:
             await asyncio.wait([asyncio.ensure_future(c.close()) for c in channels], timeout=1.0)

@@ -5,6 +5,18 @@ and answers with its original offsets) -> append the bytes
 (Log.append_as_leader) -> with acks=all, wait for the high watermark to pass
 the batch (a retry's original included) -> answer. Errors are per partition,
 Kafka's codes.
+
+Transactions (KIP-890 part 1): a client's transactional batch of a producer
+with no ongoing transaction of its epoch at the partition is verified first:
+`ReplicaManager.txn_verifier` asks the transaction coordinator whether the
+partition is in the producer's transaction (the request's transactional_id).
+No verifier, no transactional_id, or an answer other than NONE: the
+partition answers that error (INVALID_TXN_STATE for the first two) and
+nothing is appended. Once the first batch opened the transaction at the
+partition, later ones need no verification; a marker bumps the producer's
+epoch here (producer_state.py), which fences a batch verified before the
+transaction ended. The group coordinator's own transactional batches
+(`AppendOrigin.COORDINATOR`) are neither verified nor sequence-checked.
 """
 from __future__ import annotations
 
@@ -12,11 +24,16 @@ import asyncio
 from dataclasses import dataclass
 
 from kraftlog_api import broker_pb2 as bpb
+from kafka_protocol.batch import NO_PRODUCER_ID, iter_headers
+from kafka_protocol.errors import KafkaError
 from kafka_protocol.internal_topics import is_client_forbidden
 
 from .errors import BrokerError, Error, as_broker_error
-from .partition import NO_EPOCH, NO_LEADER
+from .partition import NO_EPOCH, NO_LEADER, Partition
+from .producer_state import AppendOrigin
 from .replica_manager import ReplicaManager
+
+__all__ = ["ACKS", "AppendOrigin", "ProduceResult", "append", "handle_produce"]
 
 ACKS = (0, 1, -1)
 
@@ -33,29 +50,25 @@ class ProduceResult:
 
 
 async def append(replicas: ReplicaManager, topic: str, index: int, records: bytes, acks: int,
-                 timeout_ms: int) -> ProduceResult:
+                 timeout_ms: int, *, origin: AppendOrigin = AppendOrigin.CLIENT,
+                 transactional_id: str = "") -> ProduceResult:
     """Append one partition's batches. acks 0 and 1 answer after the local
     append; acks=-1 once the high watermark passes the last batch, or
     REQUEST_TIMED_OUT after `timeout_ms` (the records stay in the log and
-    may still be replicated: the outcome is unknown to the producer)."""
+    may still be replicated: the outcome is unknown to the producer).
+    A CLIENT's transactional batches are verified first (module docstring)."""
     partition = None
     try:
         if acks not in ACKS:
             raise BrokerError(Error.INVALID_REQUIRED_ACKS, f"acks={acks}: expected 0, 1 or -1")
         partition = replicas.get(topic, index)
-        info = partition.append(records, acks)
+        if origin is AppendOrigin.CLIENT:
+            await _verify_transactions(replicas, partition, records, transactional_id)
+        info = partition.append(records, acks, origin)
         done = ProduceResult(base_offset=info.first_offset, log_start_offset=partition.log.log_start_offset)
         if acks != -1:
             return done
-        replicated = partition.wait_for_high_watermark(info.last_offset + 1)
-        try:
-            error = await asyncio.wait_for(asyncio.shield(replicated), max(timeout_ms, 0) / 1000)
-        except asyncio.TimeoutError:
-            partition.forget_waiter(replicated)
-            raise BrokerError(Error.REQUEST_TIMED_OUT,
-                              f"not replicated to the isr within {timeout_ms} ms") from None
-        if error != Error.NONE:
-            raise BrokerError(error, "while waiting for the isr to replicate the batch")
+        await wait_replicated(partition, info.last_offset + 1, timeout_ms)
         return done
     except Exception as exc:  # noqa: BLE001 - every failure becomes a per-partition error code
         err = as_broker_error(exc)
@@ -66,20 +79,60 @@ async def append(replicas: ReplicaManager, topic: str, index: int, records: byte
                              log_start_offset=partition.log.log_start_offset if partition else -1)
 
 
+async def wait_replicated(partition: Partition, offset: int, timeout_ms: int) -> None:
+    """acks=all: until the high watermark reaches `offset`; raises
+    BrokerError (REQUEST_TIMED_OUT after `timeout_ms`, or the ISR's error)."""
+    replicated = partition.wait_for_high_watermark(offset)
+    try:
+        error = await asyncio.wait_for(asyncio.shield(replicated), max(timeout_ms, 0) / 1000)
+    except asyncio.TimeoutError:
+        partition.forget_waiter(replicated)
+        raise BrokerError(Error.REQUEST_TIMED_OUT, f"not replicated to the isr within {timeout_ms} ms") from None
+    if error != Error.NONE:
+        raise BrokerError(error, "while waiting for the isr to replicate the batch")
+
+
+async def _verify_transactions(replicas: ReplicaManager, partition: Partition, records: bytes,
+                               transactional_id: str) -> None:
+    """KIP-890: each producer whose transactional batches would open a
+    transaction here must be in the coordinator's transaction for this
+    partition. Raises BrokerError with the refusal."""
+    try:
+        unverified = {(h.producer_id, h.producer_epoch) for _, h in iter_headers(records, validate=False)
+                      if h.is_transactional and not h.is_control and h.producer_id != NO_PRODUCER_ID
+                      and not partition.producers.has_ongoing_txn(h.producer_id, h.producer_epoch)}
+    except KafkaError:
+        return  # not batches at all: the append refuses them with the right error
+    for producer_id, producer_epoch in sorted(unverified):
+        if not transactional_id:
+            raise BrokerError(Error.INVALID_TXN_STATE,
+                              f"producer {producer_id} sent a transactional batch without a transactional id")
+        if replicas.txn_verifier is None:
+            raise BrokerError(Error.INVALID_TXN_STATE,
+                              f"producer {producer_id}'s transaction cannot be verified: no transaction "
+                              "coordinator on this broker")
+        error = await replicas.txn_verifier.verify(transactional_id, producer_id, producer_epoch,
+                                                   partition.topic, partition.index)
+        if error != Error.NONE:
+            raise BrokerError(error, f"{partition.topic}-{partition.index} is not in the ongoing transaction of "
+                                     f"{transactional_id!r} (producer {producer_id}, epoch {producer_epoch})")
+
+
 async def _client_append(replicas: ReplicaManager, topic: str, index: int, records: bytes, acks: int,
-                         timeout_ms: int) -> ProduceResult:
+                         timeout_ms: int, transactional_id: str) -> ProduceResult:
     """A client's append: Kafka's internalTopicsAllowed=false. The brokers'
     own writers (the group coordinator) call `append` and are not checked."""
     if is_client_forbidden(topic):
         return ProduceResult(Error.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {topic}")
-    return await append(replicas, topic, index, records, acks, timeout_ms)
+    return await append(replicas, topic, index, records, acks, timeout_ms, transactional_id=transactional_id)
 
 
 async def handle_produce(replicas: ReplicaManager, request: bpb.ProduceRequest) -> bpb.ProduceResponse:
     """Every partition of the request at once; the answer lists them in request order."""
     keys = [(t.name, p.index) for t in request.topics for p in t.partitions]
     results = await asyncio.gather(*(
-        _client_append(replicas, t.name, p.index, p.records, request.acks, request.timeout_ms)
+        _client_append(replicas, t.name, p.index, p.records, request.acks, request.timeout_ms,
+                       request.transactional_id)
         for t in request.topics for p in t.partitions))
     response = bpb.ProduceResponse()
     by_topic: dict[str, bpb.ProduceResponse.TopicResponse] = {}

@@ -13,9 +13,8 @@ updated on each role change, for the ISR checks and the replica fetcher.
 from __future__ import annotations
 
 import logging
-import shutil
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, Protocol
 
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
@@ -47,6 +46,25 @@ class ReplicaChanges:
     failed: dict[TopicPartition, str] = field(default_factory=dict)  # logs that could not open
 
 
+class TxnVerifier(Protocol):
+    """KIP-890's check before a producer's first transactional batch at a
+    partition: is the partition in the producer's ongoing transaction?
+    (broker/transactions/verifier.py asks the transaction coordinator.)"""
+
+    async def verify(self, transactional_id: str, producer_id: int, producer_epoch: int,
+                     topic: str, partition: int) -> int:
+        """An error code: NONE when the partition is in the transaction."""
+        ...
+
+
+class TxnMarkerListener(Protocol):
+    """Told of each transaction marker appended to a `__consumer_offsets`
+    partition led here, synchronously, right after the append (the group
+    coordinator makes the transaction's offsets committed or drops them)."""
+
+    def on_txn_completed(self, partition_index: int, producer_id: int, committed: bool) -> None: ...
+
+
 class ReplicaManager:
     def __init__(self, broker_id: int, log_manager: LogManager, clock: Clock = wall_clock_ms,
                  config: Optional[BrokerConfig] = None) -> None:
@@ -62,6 +80,10 @@ class ReplicaManager:
         self._settings: dict[str, tuple[LogConfig, int]] = {}
         self.offline: dict[TopicPartition, str] = {}  # replicas whose log could not be opened
         self.isr_change_wanted = Signal()  # a follower may join an ISR: worth an AlterPartition now
+        # Transactions: None refuses every transactional batch that needs
+        # verification (INVALID_TXN_STATE); the server sets the coordinator's.
+        self.txn_verifier: Optional[TxnVerifier] = None
+        self.txn_marker_listeners: list[TxnMarkerListener] = []
 
     # -- metadata --------------------------------------------------------------
     def apply_metadata(self, image: MetadataImage, delta: MetadataDelta) -> ReplicaChanges:
@@ -151,18 +173,9 @@ class ReplicaManager:
         partition.stop()
         del self.partitions[tp]
         self._unindex(tp)
-        self._delete_log(tp)
+        self.log_manager.delete_log(*tp)
         changes.stopped.append(tp)
         log.info("%s-%d: replica removed from broker %d, log deleted", tp[0], tp[1], self.broker_id)
-
-    def _delete_log(self, tp: TopicPartition) -> None:
-        lg = self.log_manager.logs.pop(tp, None)
-        self.log_manager.first_dirty.pop(tp, None)
-        if lg is None:
-            return
-        for segment in lg.segments:
-            segment.close()
-        shutil.rmtree(lg.directory, ignore_errors=True)
 
     def _apply_configs(self, delta: MetadataDelta) -> None:
         if (mpb.BROKER, "") in delta.changed_configs:

@@ -12,6 +12,9 @@ metadata log, the partitions, the controller and the network.
     service    KafkaBroker over gRPC, one per broker listener (service.py)
     groups     the group coordinator of the __consumer_offsets partitions
                led here, and its GroupCoordinator service (groups/)
+    txns       the transaction coordinator of the __transaction_state
+               partitions led here, its TransactionCoordinator service and
+               the partitions' KIP-890 verifier (transactions/)
     fetcher    long-polled Fetch to leaders over gRPC (peer_clients.py)
     logs       the LogManager and its periodic jobs (log_jobs.py)
 
@@ -28,6 +31,7 @@ from typing import Awaitable, Callable, Optional
 
 import grpc
 
+from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.image import Endpoint, MetadataDelta, MetadataImage
 from metadata_quorum.metadata_state import MetadataStateMachine
@@ -50,6 +54,11 @@ from .producer_ids import ProducerIdManager, controller_allocator
 from .replica_fetcher import ReplicaFetcher
 from .replica_manager import ReplicaManager
 from .request_quota import RequestQuota
+from .transactions import service as txn_service
+from .transactions.coordinator import TransactionCoordinator
+from .transactions.markers import MarkerWriter
+from .transactions.verifier import CoordinatorVerifier
+from .txn_markers import write_txn_markers
 
 log = logging.getLogger(__name__)
 
@@ -142,6 +151,15 @@ class BrokerServer:
             controller_allocator(self.controllers, broker_id, lambda: self.lifecycle.broker_epoch,
                                  timeout_s=settings.request_timeout_ms / 1000))
         self.groups = GroupCoordinator(broker_id, self.replicas, self.controllers, settings.config)
+        self.transactions = TransactionCoordinator(
+            broker_id, self.replicas, self.controllers, settings.config, new_producer_id=self.producer_ids.generate,
+            markers=MarkerWriter(broker_id, lambda: self.replicas.image, self.peers.write_txn_markers,
+                                 self._write_local_markers),
+            append_timeout_ms=settings.request_timeout_ms)
+        self.replicas.txn_verifier = CoordinatorVerifier(self.transactions, self.peers.add_partitions_to_txn)
+        # A marker appended to __consumer_offsets makes the group's pending transactional offsets
+        # committed or dropped (GroupCoordinator.on_txn_completed).
+        self.replicas.txn_marker_listeners.append(self.groups)
         self.quotas = ClientQuotas()  # one set of client rates per broker, whichever listener a client uses
         self.published = False  # the image is applied to the replicas (caught up at startup)
         self.serving = asyncio.Event()  # set with `published`
@@ -155,19 +173,26 @@ class BrokerServer:
     def broker_id(self) -> int:
         return self.settings.broker_id
 
+    async def _write_local_markers(self, request: bpb.WriteTxnMarkersRequest) -> bpb.WriteTxnMarkersResponse:
+        return await write_txn_markers(self.replicas, request, self.settings.request_timeout_ms)
+
     def add_services(self, server: grpc.aio.Server, listener: str) -> tuple[str, ...]:
-        """Serve KafkaBroker and GroupCoordinator for clients of `listener` on `server`; the service names."""
+        """Serve KafkaBroker, GroupCoordinator and TransactionCoordinator for
+        clients of `listener` on `server`; the service names."""
         # Every client RPC of both services is measured against request_percentage and held while muted.
         quota = RequestQuota(self.quotas, lambda: self.replicas.image.client_quotas, self.access)
         service.add_to_server(server, quota.metered(service.KafkaBrokerService(
             self.replicas, self.controllers, cluster_id=self.settings.cluster_id, listener=listener,
             ready=lambda: self.published, controller_id=self.controller_id,
             forward_timeout_s=self.settings.request_timeout_ms / 1000, producer_ids=self.producer_ids,
-            access=self.access, quotas=self.quotas), service.SERVICE))
+            access=self.access, quotas=self.quotas, transactions=self.transactions,
+            txn_request_timeout_ms=self.settings.request_timeout_ms), service.SERVICE))
         group_service.add_to_server(server, quota.metered(group_service.GroupCoordinatorService(
-            self.groups, listener=listener, ready=lambda: self.published, access=self.access),
-            group_service.SERVICE))
-        return (*service.SERVICE_NAMES, *group_service.SERVICE_NAMES)
+            self.groups, listener=listener, ready=lambda: self.published, access=self.access,
+            transactions=self.transactions), group_service.SERVICE))
+        txn_service.add_to_server(server, quota.metered(txn_service.TransactionCoordinatorService(
+            self.transactions, ready=lambda: self.published, access=self.access), txn_service.SERVICE))
+        return (*service.SERVICE_NAMES, *group_service.SERVICE_NAMES, *txn_service.SERVICE_NAMES)
 
     def controller_id(self) -> int:
         leader = self._controller_id()
@@ -194,7 +219,8 @@ class BrokerServer:
         for what, stopping in (("ISR updates", self.isr_updates.stop()), ("lifecycle", self.lifecycle.stop()),
                                ("replica fetcher", self.fetcher.close()), ("log jobs", self.log_jobs.stop()),
                                ("producer id allocation", self.producer_ids.close()),
-                               ("group coordinator", self.groups.stop())):
+                               ("group coordinator", self.groups.stop()),
+                               ("transaction coordinator", self.transactions.stop())):
             await self._bounded(what, stopping)
 
     async def _bounded(self, what: str, stopping: Awaitable[None]) -> None:
@@ -238,6 +264,7 @@ class BrokerServer:
             changes = self.replicas.apply_metadata(image, delta)
             self.fetcher.sync()
             self.groups.on_replica_changes(changes)  # load or drop the coordinators of __consumer_offsets
+            self.transactions.on_replica_changes(changes)  # and of __transaction_state
             self.groups.on_topics_removed({t.name for t in delta.removed_topics.values()})  # their offsets go
         except Exception as exc:  # noqa: BLE001 - the broker must not serve a view it could not apply
             log.exception("broker %d: cannot apply the metadata at offset %d", self.broker_id, image.offset)

@@ -1,8 +1,10 @@
 """The KafkaBroker gRPC service of one broker listener.
 
 Produce, Fetch, ListOffsets, Metadata, OffsetForLeaderEpoch, InitProducerId,
-DescribeCluster, DescribeConfigs, DescribeAcls, DescribeUserScramCredentials
-and DescribeClientQuotas are answered here by the broker's handlers;
+DescribeCluster, DescribeConfigs, DescribeAcls, DescribeUserScramCredentials,
+DescribeClientQuotas, WriteTxnMarkers and DescribeProducers are answered
+here by the broker's handlers (InitProducerId with a transactional id by
+the transaction coordinator, broker/transactions/);
 CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders,
 IncrementalAlterConfigs, CreateAcls, DeleteAcls, AlterUserScramCredentials
 and AlterClientQuotas are
@@ -52,6 +54,8 @@ from .producer_ids import ProducerIdManager, handle_init_producer_id
 from .request_quota import note_answer_throttle, record_and_mute
 from .replica_manager import ReplicaManager
 from .security_admin import describe_acls, describe_user_scram_credentials
+from .transactions.coordinator import TransactionCoordinator
+from .txn_markers import describe_producers, write_txn_markers
 
 SERVICE = bpb.DESCRIPTOR.services_by_name["KafkaBroker"]
 SERVICE_NAMES = (SERVICE.full_name,)
@@ -72,8 +76,11 @@ class KafkaBrokerService:
     def __init__(self, replicas: ReplicaManager, controllers: ControllerClient, *, cluster_id: str, listener: str,
                  ready: Callable[[], bool], controller_id: Callable[[], int], forward_timeout_s: float,
                  producer_ids: Optional[ProducerIdManager] = None,
-                 access: Optional[NodeAuthorizer] = None, quotas: Optional[ClientQuotas] = None) -> None:
+                 access: Optional[NodeAuthorizer] = None, quotas: Optional[ClientQuotas] = None,
+                 transactions: Optional[TransactionCoordinator] = None, txn_request_timeout_ms: int = 30000) -> None:
         self.replicas = replicas
+        self.transactions = transactions
+        self.txn_request_timeout_ms = txn_request_timeout_ms  # how long a marker waits for replication
         self.quotas = quotas or ClientQuotas()
         self.access = access or NodeAuthorizer.allow_all()
         self.producer_ids = producer_ids
@@ -101,6 +108,9 @@ class KafkaBrokerService:
 
     async def Produce(self, request: bpb.ProduceRequest, context: grpc.aio.ServicerContext) -> bpb.ProduceResponse:
         await self._check_ready(context)
+        if request.transactional_id and not self.access.allows(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID,
+                                                               request.transactional_id):
+            return acl.refuse_all(request, acl.PRODUCE, Error.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
         denied = acl.denied_topics(self.access, AclOperation.WRITE, acl.topic_names(request, acl.PRODUCE))
         if not denied:
             response = await handle_produce(self.replicas, request)
@@ -169,11 +179,47 @@ class KafkaBrokerService:
         await self._check_ready(context)
         if self.producer_ids is None:
             await context.abort(grpc.StatusCode.UNIMPLEMENTED, "this service hands out no producer ids")
-        if not request.transactional_id and not self.access.may_init_producer_id():
+        if request.transactional_id:
+            if not self.access.allows(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request.transactional_id):
+                return bpb.InitProducerIdResponse(error_code=Error.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                                                  producer_id=-1, producer_epoch=-1, ongoing_txn_producer_id=-1,
+                                                  ongoing_txn_producer_epoch=-1)
+            if self.transactions is not None:
+                return await self.transactions.init_producer_id(request)
+        elif not self.access.may_init_producer_id():
             return bpb.InitProducerIdResponse(error_code=Error.CLUSTER_AUTHORIZATION_FAILED, producer_id=-1,
                                               producer_epoch=-1, error_message="IdempotentWrite on the cluster "
                                               "or Write on a topic is needed for a producer id")
         return await handle_init_producer_id(self.producer_ids, request)
+
+    async def WriteTxnMarkers(self, request: bpb.WriteTxnMarkersRequest,
+                              context: grpc.aio.ServicerContext) -> bpb.WriteTxnMarkersResponse:
+        await self._check_ready(context)
+        if not self.access.allows_cluster(AclOperation.CLUSTER_ACTION):
+            response = bpb.WriteTxnMarkersResponse()
+            for marker in request.markers:
+                out = response.markers.add(producer_id=marker.producer_id)
+                for topic in marker.topics:
+                    out.topics.add(name=topic.name, partitions=[bpb.WriteTxnMarkersResponse.Partition(
+                        partition_index=i, error_code=Error.CLUSTER_AUTHORIZATION_FAILED)
+                        for i in topic.partition_indexes])
+            return response
+        return await write_txn_markers(self.replicas, request, self.txn_request_timeout_ms)
+
+    async def DescribeProducers(self, request: bpb.DescribeProducersRequest,
+                                context: grpc.aio.ServicerContext) -> bpb.DescribeProducersResponse:
+        await self._check_ready(context)
+        denied = acl.denied_topics(self.access, AclOperation.READ, (t.name for t in request.topics))
+        if not denied:
+            return describe_producers(self.replicas, request)
+        allowed = bpb.DescribeProducersRequest(topics=[t for t in request.topics if t.name not in denied])
+        found = describe_producers(self.replicas, allowed) if allowed.topics else bpb.DescribeProducersResponse()
+        for topic in request.topics:
+            if topic.name in denied:
+                found.topics.add(name=topic.name, partitions=[bpb.DescribeProducersResponse.Partition(
+                    partition_index=i, error_code=Error.TOPIC_AUTHORIZATION_FAILED)
+                    for i in topic.partition_indexes])
+        return found
 
     async def DescribeCluster(self, request: bpb.DescribeClusterRequest,
                               context: grpc.aio.ServicerContext) -> bpb.DescribeClusterResponse:

@@ -2,11 +2,13 @@
 generated serializers write them: big-endian fixed-width integers, strings with an int16 length
 (non-flexible versions), and in flexible versions compact strings and
 arrays (unsigned varint length + 1, 0 for null) followed by a tagged-field
-section. We write no tagged fields and skip the ones we read, so records
-written by a newer Kafka version still decode.
+section (count, then per field: tag, size, bytes; tags ascending). Readers
+skip tags they do not know, so records written by a newer Kafka version
+still decode.
 
 Used for the `__consumer_offsets` key and value schemas today
-(broker/groups/records.py); Kafka's wire-protocol messages are made of the
+(broker/groups/records.py) and the `__transaction_state` records
+(broker/transactions/records.py); Kafka's wire-protocol messages are made of the
 same primitives.
 """
 from __future__ import annotations
@@ -73,6 +75,13 @@ class Writer:
 
     def no_tagged_fields(self) -> "Writer":
         return self.uvarint(0)
+
+    def tagged_fields(self, fields: dict[int, bytes]) -> "Writer":
+        """The section with these fields (tag -> encoded value), in tag order."""
+        self.uvarint(len(fields))
+        for tag in sorted(fields):
+            self.uvarint(tag).uvarint(len(fields[tag])).raw(fields[tag])
+        return self
 
     def raw(self, data: bytes) -> "Writer":
         self.out += data
@@ -141,6 +150,12 @@ class Reader:
         return bytes(self._take(16))
 
     def skip_tagged_fields(self) -> None:
+        self.tagged_fields()
+
+    def tagged_fields(self) -> dict[int, bytes]:
+        """The section's fields, tag -> the value's bytes (for a Reader of their own)."""
+        fields: dict[int, bytes] = {}
         for _ in range(self.uvarint()):
-            self.uvarint()  # tag
-            self._take(self.uvarint())
+            tag = self.uvarint()
+            fields[tag] = bytes(self._take(self.uvarint()))
+        return fields

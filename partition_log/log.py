@@ -5,6 +5,15 @@
     read               whole batches, as file bytes, below an optional high watermark
     truncate_to        follower divergence; truncate_fully_and_start_at
     delete_old_segments  retention by time and size
+
+Transactions (section 18 of docs/architecture.md): each segment's `.txnindex`
+lists the aborted transactions whose ABORT marker it holds
+(`append_aborted_txn`, `collect_aborted_txns`); producer state snapshots
+(`<offset>.snapshot`, producer_snapshot.py) are written by the broker through
+`snapshot_listener` and follow the log here: truncation drops those above the
+new end, segment deletion those below the log start (but the newest of them).
+The log itself never interprets producer state, except to rebuild a damaged
+or stale `.txnindex` from the markers in its batches (`rebuild_txn_indexes`).
 """
 from __future__ import annotations
 
@@ -12,26 +21,30 @@ import bisect
 import logging
 import os
 import re
+import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, Optional
 
 from kafka_protocol import batch as b
+from kafka_protocol.control_records import decode_txn_marker
 from kafka_protocol.errors import (InvalidRecordError, KafkaStorageError, MessageTooLargeError,
                                    OffsetOutOfRangeError, UnsupportedForMessageFormatError)
 from kafka_protocol.records import decode_batch
 from kafka_protocol.wording import counted
 
+from . import producer_snapshot as snapshots
 from .config import LogConfig
 from .index import IndexCorruptError
 from .leader_epoch import LeaderEpochCache
 from .segment import BatchPosition, LogSegment
 from .segment_handles import SegmentHandles
+from .txn_index import AbortedTxn
 
 log = logging.getLogger(__name__)
 
-_SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex)(\.(?:swap|cleaned|deleted))?$")
+_SEGMENT_FILE = re.compile(r"^(\d{20})\.(log|index|timeindex|txnindex)(\.(?:swap|cleaned|deleted))?$")
 INT32_MAX = 2**31 - 1
 
 Clock = Callable[[], int]
@@ -69,6 +82,7 @@ class LoadReport:
     completed_swaps: int = 0
     reasons: list[str] = field(default_factory=list)
     new_log: bool = False  # no segment was found: the log starts empty
+    rebuilt_txn_indexes: bool = False  # the .txnindex files were rebuilt from the log's markers
 
 
 class Log:
@@ -87,6 +101,19 @@ class Log:
         self.log_start_offset = log_start_offset
         self.recovery_point = recovery_point
         self.high_watermark = 0
+        # Kept up to date by the broker (the partition's first offset of an
+        # open or not yet stable transaction; None: no transaction is open).
+        # The cleaner never cleans at or past it.
+        self.first_unstable_offset: Optional[int] = None
+        # Called with the new segment's base offset right after a roll, and
+        # with the log end offset at close: the broker writes its producer
+        # state snapshot there (snapshots.write_snapshot).
+        self.snapshot_listener: Optional[Callable[[int], None]] = None
+        # True when a .txnindex failed its check at load (or recovery cut a
+        # segment holding markers): the indexes were rebuilt from the log's
+        # markers before the log was served (rebuild_txn_indexes); the broker
+        # needs to do nothing but may log it.
+        self.txn_index_damaged = False
         self._unflushed_batches = 0
         self._last_flush_ms = clock()
         try:
@@ -132,6 +159,7 @@ class Log:
     def _load(self, clean_shutdown: bool) -> LoadReport:
         names = sorted(os.listdir(self.directory))
         logs, swaps, indexes = [], [], set()
+        txn_indexes: set[int] = set()
         for name in names:
             m = _SEGMENT_FILE.match(name)
             if not m:
@@ -148,6 +176,8 @@ class Log:
                 logs.append(base)
             else:
                 indexes.add((base, kind))
+                if kind == "txnindex":
+                    txn_indexes.add(base)
         for base in swaps:
             self._complete_swap(base, logs)
         for base, kind in indexes:
@@ -156,7 +186,10 @@ class Log:
         self._set_segments([self._new_segment(base) for base in sorted(set(logs))])
         if self.segments:
             self.log_start_offset = max(self.log_start_offset, self.segments[0].base_offset)
+            damaged = self._check_txn_indexes(txn_indexes | set(swaps))
             report = self._recover(len(swaps), clean_shutdown)
+            if damaged or report.rebuilt_txn_indexes:
+                self.txn_index_damaged = True
         else:
             # A new log: one empty segment, nothing to recover, read or fsync
             # (a broker creating thousands of partitions pays no disk flush each).
@@ -168,6 +201,10 @@ class Log:
         self.leader_epochs.truncate_from_end(self._log_end_offset)
         self.leader_epochs.truncate_from_start(self.log_start_offset)
         self.leader_epochs.sync()  # epochs recovered from batches are as durable as the batches
+        # Snapshots past the end describe batches that are gone (a torn tail).
+        self.delete_snapshots_above(self._log_end_offset)
+        if self.txn_index_damaged:
+            self.rebuild_txn_indexes()
         if report.truncated_bytes:
             log.warning("%s-%d: recovery truncated %d bytes: %s", self.topic, self.partition,
                         report.truncated_bytes, "; ".join(report.reasons))
@@ -184,9 +221,31 @@ class Log:
         swap.change_suffix("")
         logs.append(base)
 
+    def _check_txn_indexes(self, bases: set[int]) -> bool:
+        """Check the .txnindex files found at load (only those: most segments
+        have none); a damaged one is emptied for the rebuild. Any damaged?"""
+        damaged = False
+        for seg in self.segments:
+            if seg.base_offset not in bases:
+                continue
+            try:
+                seg.txn_index.sanity_check()
+            except IndexCorruptError as exc:
+                log.warning("%s-%d: %s; rebuilding the transaction indexes from the log",
+                            self.topic, self.partition, exc)
+                seg.txn_index.reset()
+                damaged = True
+        return damaged
+
     def _recover(self, completed_swaps: int, clean_shutdown: bool) -> LoadReport:
         reasons: list[str] = []
         recovered = truncated = deleted = rebuilt = 0
+        saw_marker = False
+
+        def on_batch(h: b.BatchHeader) -> None:
+            nonlocal saw_marker
+            saw_marker |= h.is_control and h.is_transactional
+            self._recover_epoch(h)
         i = 0
         while i < len(self.segments):
             seg = self.segments[i]
@@ -207,7 +266,7 @@ class Log:
                     needs_rebuild = True
             if needs_rebuild:
                 result = seg.recover(max(self.config.max_message_bytes + b.LOG_OVERHEAD, 2 * 1024 * 1024),
-                                     self._recover_epoch)
+                                     on_batch)
                 recovered += 1
                 if not unflushed:
                     rebuilt += 1
@@ -225,7 +284,10 @@ class Log:
                     seg.on_become_inactive()
                 seg.flush()
             i += 1
-        return LoadReport(recovered, truncated, deleted, rebuilt, completed_swaps, reasons)
+        # A recovered segment's markers may have been written after its
+        # .txnindex last reached disk: its entries are rebuilt from them.
+        return LoadReport(recovered, truncated, deleted, rebuilt, completed_swaps, reasons,
+                          rebuilt_txn_indexes=saw_marker)
 
     def _recover_epoch(self, h: b.BatchHeader) -> None:
         """As Kafka, a recovered batch of a newer epoch than the cache knows
@@ -330,6 +392,8 @@ class Log:
         old = self.active_segment
         old.on_become_inactive()
         self._set_segments(self.segments + [self._create_segment(self._log_end_offset)])
+        if self.snapshot_listener is not None:
+            self.snapshot_listener(self._log_end_offset)
         return self.active_segment
 
     # -- flushing ------------------------------------------------------------
@@ -459,18 +523,24 @@ class Log:
         return self._log_end_offset
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Empty the log and start it at `offset` (a follower far behind the
+        leader's log start): every segment, index and snapshot goes."""
         for seg in self.segments:
             seg.delete()
         self.log_start_offset = offset
         self._set_segments([self._create_segment(offset)])
         self._log_end_offset = offset
         self.leader_epochs.clear()
+        self.delete_snapshots_above(-1)
         self._after_truncation()
 
     def _after_truncation(self) -> None:
         self.leader_epochs.truncate_from_end(self._log_end_offset)
         self.recovery_point = min(self.recovery_point, self._log_end_offset)
         self.high_watermark = min(self.high_watermark, self._log_end_offset)
+        self.delete_snapshots_above(self._log_end_offset)
+        if self.first_unstable_offset is not None and self.first_unstable_offset > self._log_end_offset:
+            self.first_unstable_offset = None  # the broker sets it again from its reloaded state
 
     # -- retention -----------------------------------------------------------
     def delete_old_segments(self) -> int:
@@ -538,6 +608,7 @@ class Log:
         self.leader_epochs.truncate_from_start(self.log_start_offset)
         for seg in doomed:
             seg.delete()
+        self._delete_snapshots_below(self.log_start_offset)
         return count
 
     def advance_log_start_offset(self, offset: int) -> None:
@@ -563,10 +634,101 @@ class Log:
         remaining = [s for s in self.segments if s not in old]
         self._set_segments(remaining + [cleaned])
 
+    # -- transactions: aborted-transaction indexes -----------------------------
+    def append_aborted_txn(self, entry: AbortedTxn) -> None:
+        """Index an aborted transaction whose ABORT marker was just appended
+        (so it lies in the active segment). Entries come in marker order."""
+        self.active_segment.txn_index.append(entry)
+
+    def collect_aborted_txns(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """Kafka's collectAbortedTransactions: every aborted transaction with
+        last_offset >= fetch_offset and first_offset < upper_bound. The search
+        starts at the segment holding `fetch_offset` and goes on past
+        `upper_bound` (a marker may come segments later than its data) until an
+        entry's last stable offset shows no later abort can overlap."""
+        i = max(0, bisect.bisect_right(self._bases, fetch_offset) - 1)
+        found: list[AbortedTxn] = []
+        for seg in self.segments[i:]:
+            entries, complete = seg.txn_index.search(fetch_offset, upper_bound)
+            found += entries
+            if complete:
+                break
+        return found
+
+    def rebuild_txn_indexes(self) -> int:
+        """Rewrite every segment's .txnindex from the log's own batches (Kafka
+        rebuilds them by replaying producer state): transactional data batches
+        open a producer's transaction, an ABORT marker closes it with an entry
+        whose last stable offset is the first offset of the oldest other open
+        transaction (else the marker's offset + 1). Open transactions older than
+        the first segment come from the newest readable snapshot at or below it;
+        a marker with no known start uses its own offset, as Kafka does.
+        Called at load when an index was damaged; returns the entries written."""
+        open_txns = self._open_txns_before(self.segments[0].base_offset)
+        written = 0
+        for seg in self.segments:
+            seg.txn_index.reset()
+            for bp in seg.iter_batch_positions():
+                h = bp.header
+                if not h.is_transactional:
+                    continue
+                if not h.is_control:
+                    open_txns.setdefault(h.producer_id, h.base_offset)
+                    continue
+                marker = decode_txn_marker(seg.read_batch(bp))
+                if marker is None:
+                    continue
+                first = open_txns.pop(h.producer_id, h.base_offset)
+                if not marker.committed:
+                    lso = min(open_txns.values(), default=h.base_offset + 1)
+                    seg.txn_index.append(AbortedTxn(h.producer_id, first, h.base_offset, lso))
+                    written += 1
+            seg.txn_index.flush()
+        return written
+
+    def _open_txns_before(self, offset: int) -> dict[int, int]:
+        for at in reversed([o for o in snapshots.snapshot_offsets(self.directory) if o <= offset]):
+            try:
+                entries = snapshots.read_snapshot(snapshots.snapshot_path(self.directory, at))
+            except snapshots.CorruptSnapshotError:
+                continue  # the broker deletes it when it loads its state
+            return {e.producer_id: e.current_txn_first_offset for e in entries if e.current_txn_first_offset >= 0}
+        return {}
+
+    # -- transactions: producer state snapshots -------------------------------
+    def latest_snapshot_offset(self) -> Optional[int]:
+        """The offset of the newest producer state snapshot file, if any."""
+        offsets = snapshots.snapshot_offsets(self.directory)
+        return offsets[-1] if offsets else None
+
+    def delete_snapshots_above(self, offset: int) -> None:
+        """Delete the snapshots of offsets above `offset` (truncation)."""
+        for at in snapshots.snapshot_offsets(self.directory):
+            if at > offset:
+                snapshots.delete_snapshot(self.directory, at)
+
+    def _delete_snapshots_below(self, log_start: int) -> None:
+        """Segments below `log_start` are gone: so are their snapshots, but the
+        newest at or below it, from which the producer state still loads."""
+        below = [o for o in snapshots.snapshot_offsets(self.directory) if o <= log_start]
+        for at in below[:-1]:
+            snapshots.delete_snapshot(self.directory, at)
+
     # -- shutdown ------------------------------------------------------------
+    def delete(self) -> None:
+        """Topic deletion (or the replica moved away): close every segment and
+        remove the partition directory with everything in it (segments,
+        indexes, snapshots, checkpoints)."""
+        for seg in self.segments:
+            seg.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
+
     def close(self) -> None:
         """Flush and trim the active segment's indexes: the files are as Kafka
-        leaves them after a clean shutdown."""
+        leaves them after a clean shutdown. The broker's snapshot of the
+        producer state at the log end is written first (snapshot_listener)."""
+        if self.snapshot_listener is not None:
+            self.snapshot_listener(self._log_end_offset)
         self.flush()
         self.active_segment.on_become_inactive()
         for seg in self.segments:

@@ -91,6 +91,16 @@ class LogManager:
             self.logs[tp].config = config
         return self.logs[tp]
 
+    def delete_log(self, topic: str, partition: int) -> bool:
+        """Topic deletion: forget the log and remove its directory with every
+        segment, index and producer snapshot (Log.delete). False if unknown."""
+        lg = self.logs.pop((topic, partition), None)
+        self.first_dirty.pop((topic, partition), None)
+        if lg is None:
+            return False
+        lg.delete()
+        return True
+
     def checkpoint(self) -> None:
         """Persist recovery points and log start offsets (Kafka does it periodically)."""
         self._checkpoint(RECOVERY_POINT_FILE, lambda lg: lg.recovery_point)

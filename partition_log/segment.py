@@ -1,4 +1,5 @@
-"""One log segment: a `.log` file of batches and its `.index`/`.timeindex`.
+"""One log segment: a `.log` file of batches, its `.index`/`.timeindex`, and
+the `.txnindex` of aborted transactions whose marker it holds (txn_index.py).
 
 Appends write batch bytes as they are; reads return file bytes as they are.
 The only parsing is of 61-byte batch headers, to find batch boundaries.
@@ -14,6 +15,7 @@ from kafka_protocol import batch as b
 from kafka_protocol.errors import KafkaError, KafkaStorageError
 from .index import OffsetIndex, TimeIndex
 from .segment_handles import SegmentHandles
+from .txn_index import TxnIndex
 
 OFFSET_DIGITS = 20
 _IOV_MAX = 512  # buffers per gather write, below the kernel's IOV_MAX of 1024
@@ -49,6 +51,7 @@ class LogSegment:
         self.log_path = directory / f"{stem}.log{suffix}"
         self.offset_index = OffsetIndex(directory / f"{stem}.index{suffix}", base_offset, max_index_bytes)
         self.time_index = TimeIndex(directory / f"{stem}.timeindex{suffix}", base_offset, max_index_bytes)
+        self.txn_index = TxnIndex(directory / f"{stem}.txnindex{suffix}", base_offset)
         self.index_interval_bytes = index_interval_bytes
         self.created_ms = created_ms
         self._fd: int | None = None
@@ -96,10 +99,12 @@ class LogSegment:
         for index in (self.offset_index, self.time_index):
             index.delete()
             index.start_empty()
+        self.txn_index.reset()
 
     def close(self) -> None:
         self.offset_index.close()
         self.time_index.close()
+        self.txn_index.close()
         self.close_handle()
         if self.handles is not None:
             self.handles.closed(self)
@@ -108,15 +113,17 @@ class LogSegment:
         os.fsync(self.fd)
         self.offset_index.flush()
         self.time_index.flush()
+        self.txn_index.flush()
 
     def delete(self) -> None:
         self.close()
         self.log_path.unlink(missing_ok=True)
         self.offset_index.delete()
         self.time_index.delete()
+        self.txn_index.delete()
 
     def change_suffix(self, suffix: str) -> None:
-        """Rename all three files (used by the cleaner's crash-safe swap)."""
+        """Rename all the segment's files (used by the cleaner's crash-safe swap)."""
         self.close()
         stem = segment_name(self.base_offset)
         new_log = self.directory / f"{stem}.log{suffix}"
@@ -128,6 +135,7 @@ class LogSegment:
                 index.rename(target)
             else:
                 index.path = target
+        self.txn_index.rename(self.directory / f"{stem}.txnindex{suffix}")
         self.suffix = suffix
 
     # -- timestamps ----------------------------------------------------------
@@ -305,6 +313,8 @@ class LogSegment:
         if truncated:
             os.ftruncate(self.fd, position)
             self.size = position
+        # An abort whose marker did not survive is no abort: its entry goes too.
+        self.txn_index.truncate_to(next_offset)
         return RecoveryResult(position, truncated, next_offset, reason)
 
     def truncate_to(self, offset: int) -> int:
@@ -317,6 +327,7 @@ class LogSegment:
         self.size = found.position
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
         if found.position == 0:
             self._first_batch_timestamp = None
         self.load_tail()

@@ -15,9 +15,11 @@ a body that does not decompress CORRUPT_MESSAGE; control batches from a
 client, transactional batches without a producer id, records that break the
 format or do not fill the batch exactly, offset deltas other than 0..n-1,
 keyless records in a compacted topic INVALID_RECORD; a CreateTime timestamp
-outside message.timestamp.before/after.max.ms INVALID_TIMESTAMP; a
-transactional batch of a producer INVALID_TXN_STATE (this broker has no
-transactions yet, so no transaction is ever ongoing).
+outside message.timestamp.before/after.max.ms INVALID_TIMESTAMP.
+Transactional batches of a producer pass here: whether the producer may
+write in a transaction is the broker's producer state's question (it holds
+the transactions), and transaction markers are control batches, which only
+brokers write.
 """
 from __future__ import annotations
 
@@ -26,8 +28,7 @@ from typing import Sequence
 from kafka_protocol import record_check as rc
 from kafka_protocol.batch import BatchHeader, NO_PRODUCER_ID
 from kafka_protocol.compression import Codec
-from kafka_protocol.errors import (InvalidRecordError, InvalidTimestampError, InvalidTxnStateError,
-                                   UnsupportedCompressionTypeError)
+from kafka_protocol.errors import InvalidRecordError, InvalidTimestampError, UnsupportedCompressionTypeError
 
 from .config import LogConfig
 
@@ -56,11 +57,8 @@ def _check_attributes(index: int, pos: int, h: BatchHeader) -> None:
                                               "Kafka's are 0-4 (none, gzip, snappy, lz4, zstd)")
     if h.is_control:
         raise InvalidRecordError(f"{where} is a control batch: clients may not write control records")
-    if h.is_transactional:
-        if h.producer_id == NO_PRODUCER_ID:
-            raise InvalidRecordError(f"{where} is transactional but has no producer id")
-        raise InvalidTxnStateError(f"{where} is transactional, but producer {h.producer_id} has no ongoing "
-                                   "transaction: this broker does not support transactions")
+    if h.is_transactional and h.producer_id == NO_PRODUCER_ID:
+        raise InvalidRecordError(f"{where} is transactional but has no producer id")
 
 
 def timestamp_bounds(config: LogConfig, now_ms: int) -> tuple[int, int]:

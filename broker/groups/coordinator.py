@@ -46,7 +46,7 @@ from ..controller_client import ControllerClient, ControllerUnavailable
 from ..errors import Error, error_name
 from ..metadata import client_endpoint
 from ..partition import Partition
-from ..produce import append
+from ..produce import AppendOrigin, append
 from ..replica_manager import ReplicaChanges, ReplicaManager
 from ..waiting import Signal
 from .loading import replay_batches
@@ -153,11 +153,6 @@ class GroupCoordinator:
         self.shards: dict[int, Shard] = {}
         self._creating: Optional[asyncio.Future[None]] = None
         self._topics_cache: tuple[int, int, dict[str, int], dict[str, int]] = (-1, -1, {}, {})
-        # The marker writer calls on_txn_completed after each marker it appends to __consumer_offsets.
-        # TODO(txn-partition): the name of ReplicaManager's marker listeners is that helper's; adjust on merge.
-        listeners = getattr(replicas, "txn_marker_listeners", None)
-        if listeners is not None:
-            listeners.append(self.on_txn_completed)
 
     # -- leadership ------------------------------------------------------------------------------
     def on_replica_changes(self, changes: ReplicaChanges) -> None:
@@ -280,9 +275,9 @@ class GroupCoordinator:
             batches += encode_batch([Record(*encode_record(r, self.ids), timestamp=now) for r in txn.records],
                                     producer_id=txn.producer_id, producer_epoch=txn.producer_epoch,
                                     base_sequence=-1, transactional=True)
-        # TODO(txn-partition): pass origin=AppendOrigin.COORDINATOR once produce.append has it.
+        # From the coordinator: the producer's sequences do not apply to it (Kafka's AppendOrigin.COORDINATOR).
         result = await append(self.replicas, OFFSETS_TOPIC, shard.index, batches, -1,
-                              self.config.offsets_commit_timeout_ms)
+                              self.config.offsets_commit_timeout_ms, origin=AppendOrigin.COORDINATOR)
         if result.error == Error.NONE:
             return Error.NONE
         log.warning("%s-%d: appending %d group records failed: %s %s", OFFSETS_TOPIC, shard.index, len(records),

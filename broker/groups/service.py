@@ -1,6 +1,7 @@
 """The GroupCoordinator gRPC service of one broker listener: each RPC handed
 to the broker's GroupCoordinator. FindCoordinator answers with this
-listener's endpoint of the coordinator. Until the broker has caught up with
+listener's endpoint of the coordinator; with key_type 1 (a transactional id)
+the broker's TransactionCoordinator answers it. Until the broker has caught up with
 the metadata log at startup, every RPC is refused with gRPC UNAVAILABLE, as
 KafkaBroker's data RPCs are.
 """
@@ -18,6 +19,7 @@ from security.acl import AclOperation, ResourceType
 from security.authorization import NodeAuthorizer
 
 from .. import access as acl
+from ..transactions.coordinator import TransactionCoordinator
 from .coordinator import TXN_OFFSET_COMMIT, GroupCoordinator
 
 # Where OffsetCommit and OffsetFetch keep topics: per-partition refusals.
@@ -30,8 +32,10 @@ SERVICE_NAMES = (SERVICE.full_name,)
 
 class GroupCoordinatorService:
     def __init__(self, coordinator: GroupCoordinator, *, listener: str, ready: Callable[[], bool],
-                 access: Optional[NodeAuthorizer] = None) -> None:
+                 access: Optional[NodeAuthorizer] = None,
+                 transactions: Optional[TransactionCoordinator] = None) -> None:
         self.coordinator = coordinator
+        self.transactions = transactions
         self.access = access or NodeAuthorizer.allow_all()
         self.listener = listener
         self.ready = ready
@@ -49,11 +53,12 @@ class GroupCoordinatorService:
         resource, refusal = ((ResourceType.GROUP, Errors.GROUP_AUTHORIZATION_FAILED) if request.key_type == 0
                              else (ResourceType.TRANSACTIONAL_ID, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
         denied = self.access.denied(AclOperation.DESCRIBE, resource, request.keys)
+        finder = self.transactions if request.key_type == 1 and self.transactions is not None else self.coordinator
         if not denied:
-            return await self.coordinator.find_coordinator(request, self.listener)
+            return await finder.find_coordinator(request, self.listener)
         allowed = gpb.FindCoordinatorRequest(key_type=request.key_type,
                                              keys=[k for k in request.keys if k not in denied])
-        found = await self.coordinator.find_coordinator(allowed, self.listener) if allowed.keys else None
+        found = await finder.find_coordinator(allowed, self.listener) if allowed.keys else None
         answers = {c.key: c for c in found.coordinators} if found is not None else {}
         return gpb.FindCoordinatorResponse(coordinators=acl.in_request_order(
             request.keys, denied, answers, lambda key: gpb.FindCoordinatorResponse.Coordinator(

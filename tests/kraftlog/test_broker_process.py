@@ -218,7 +218,8 @@ def test_combined_nodes_run_the_quorum_and_the_partitions(combined) -> None:
     broker_channel = combined.channel(combined.broker_addresses[1])
     controller_channel = combined.channel(combined.controller_addresses[1])
     assert services(broker_channel) == {"kraftlog.broker.v1.KafkaBroker", "kraftlog.groups.v1.GroupCoordinator",
-                                        "grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection"}
+                                        "kraftlog.transactions.v1.TransactionCoordinator", "grpc.health.v1.Health",
+                                        "grpc.reflection.v1alpha.ServerReflection"}
     assert {"kraftlog.quorum.v1.KRaftQuorum", "kraftlog.controller.v1.KRaftController"} <= services(controller_channel)
     wait_until(lambda: serving(broker_channel, "kraftlog.broker.v1.KafkaBroker"), 10, "the broker service SERVING")
     assert serving(broker_channel, "kraftlog.groups.v1.GroupCoordinator")

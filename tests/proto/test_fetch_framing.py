@@ -28,6 +28,8 @@ def answers(draw):
                            current_leader_epoch=draw(int32))
     if draw(st.booleans()):
         answer.diverging_epoch.epoch, answer.diverging_epoch.end_offset = draw(int32), draw(int64)
+    for _ in range(draw(st.integers(0, 3))):  # read_committed: a repeated message after the records' number
+        answer.aborted_transactions.add(producer_id=draw(int64), first_offset=draw(int64))
     records = draw(st.one_of(st.just(b""), st.binary(max_size=300), st.integers(128, 70_000).map(bytes)))
     if draw(st.booleans()):  # a trimmed segment read: a view into a larger buffer
         records = memoryview(records + b"tail")[:len(records)]
