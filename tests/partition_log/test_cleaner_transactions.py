@@ -4,7 +4,12 @@ a committed value), markers kept while their transaction has batches, then
 removed after their KIP-534 delete horizon."""
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kafka_protocol.control_records import ControlType, control_type, encode_txn_marker
 from kafka_protocol.records import Record, encode_batch, iter_batches
@@ -12,6 +17,8 @@ from partition_log import cleaner
 from partition_log.config import LogConfig
 from partition_log.log import Log
 from partition_log.txn_index import AbortedTxn
+
+from .conftest import FakeClock
 
 T0 = 1_700_000_000_000
 RETENTION = 1000
@@ -28,10 +35,12 @@ def put(lg: Log, key: bytes, value: bytes | None, pid: int | None = None) -> int
     return lg.append_as_leader(encode_batch([Record(key, value, T0)], **txn), 0).first_offset
 
 
-def end_txn(lg: Log, pid: int, first: int, committed: bool) -> int:
+def end_txn(lg: Log, pid: int, first: int, committed: bool, others_open: list[int] = ()) -> int:
+    """A marker, and for an abort its index entry as the broker makes it: the
+    last stable offset is the oldest other open transaction's first offset."""
     offset = lg.append_as_leader(encode_txn_marker(pid, 0, committed, 3, T0), 0).first_offset
     if not committed:
-        lg.append_aborted_txn(AbortedTxn(pid, first, offset, offset + 1))
+        lg.append_aborted_txn(AbortedTxn(pid, first, offset, min(others_open, default=offset + 1)))
     return offset
 
 
@@ -155,3 +164,83 @@ def test_cleaned_indexes_survive_a_reopen_undamaged(lg, log_dir, clock):
     assert not again.txn_index_damaged
     assert again.collect_aborted_txns(0, again.log_end_offset) == [AbortedTxn(5, first, abort, abort + 1)]
     assert not list(log_dir.glob("*.cleaned")) and not list(log_dir.glob("*.swap"))
+
+
+def read_committed(lg: Log) -> dict[bytes, bytes | None]:
+    """What a read_committed consumer makes of the log (Kafka's algorithm):
+    the aborted list from the indexes, producers entering it at their first
+    offset and leaving it at their ABORT marker; control batches dropped."""
+    pending = sorted(lg.collect_aborted_txns(lg.log_start_offset, lg.log_end_offset), key=lambda t: t.first_offset)
+    aborting: set[int] = set()
+    view: dict[bytes, bytes | None] = {}
+    for p in batches(lg):
+        h = p.header
+        while pending and pending[0].first_offset <= h.last_offset:
+            aborting.add(pending.pop(0).producer_id)
+        if h.is_control:
+            if control_type(p.records[0].key) == ControlType.ABORT:
+                aborting.discard(h.producer_id)
+            continue
+        if h.is_transactional and h.producer_id in aborting:
+            continue
+        view.update((r.key, r.value) for r in p.records)
+    return view
+
+
+ops = st.lists(st.one_of(
+    st.tuples(st.just("put"), st.integers(0, 4), st.sampled_from([None, 1, 2, 3])),
+    st.tuples(st.just("end"), st.booleans(), st.sampled_from([1, 2, 3])),
+    st.tuples(st.just("roll"), st.just(0), st.just(0)),
+), max_size=40)
+
+
+@settings(max_examples=25, deadline=None)
+@given(ops)
+def test_cleaning_never_changes_what_read_committed_sees(ops):
+    with tempfile.TemporaryDirectory() as tmp:
+        clock = FakeClock()
+        lg = Log(Path(tmp) / "t-0", LogConfig(segment_bytes=400, cleanup_policy="compact",
+                                              delete_retention_ms=RETENTION), clock=clock)
+        open_first: dict[int, int] = {}
+        pending: dict[int, list[tuple[int, bytes, bytes]]] = {}
+        committed: list[tuple[int, bytes, bytes]] = []  # (offset, key, value) of every committed record
+
+        def end(pid: int, commit: bool) -> None:
+            first = open_first.pop(pid)
+            end_txn(lg, pid, first, commit, list(open_first.values()))
+            records = pending.pop(pid, [])
+            if commit:
+                committed.extend(records)
+
+        for n, (op, a, b) in enumerate(ops):
+            if op == "put":
+                key, value = b"k%d" % a, b"v%d" % n
+                offset = put(lg, key, value, pid=b)
+                if b is None:
+                    committed.append((offset, key, value))
+                else:
+                    open_first.setdefault(b, offset)
+                    pending.setdefault(b, []).append((offset, key, value))
+            elif op == "end" and b in open_first:
+                end(b, a)
+            elif op == "roll":
+                lg.roll()
+        for pid in list(open_first):
+            end(pid, False)
+        seal(lg)
+        expected = {key: value for _, key, value in sorted(committed)}  # the newest committed value per key
+        # the log rebuilds from its markers exactly the entries the broker appended
+        appended = [s.txn_index.entries() for s in lg.segments]
+        lg.rebuild_txn_indexes()
+        assert [s.txn_index.entries() for s in lg.segments] == appended
+        assert read_committed(lg) == expected
+        for _ in range(3):
+            cleaner.clean(lg)
+            assert read_committed(lg) == expected
+            clock.advance(RETENTION + 1)
+        # every aborted batch is gone from the cleaned segments
+        cleaned_end = lg.active_segment.base_offset
+        assert all(r.value in {v for _, _, v in committed}
+                   for p in batches(lg) if not p.header.is_control and p.header.base_offset < cleaned_end
+                   for r in p.records)
+        lg.close()
