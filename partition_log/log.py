@@ -215,6 +215,7 @@ class Log:
         the rename: finish it by replacing the segments the swap covers."""
         swap = self._new_segment(base, suffix=".swap")
         result = swap.recover(INT32_MAX)
+        self.txn_index_damaged |= result.txn_index_damaged
         for old in [x for x in logs if base <= x < result.next_offset]:
             self._new_segment(old).delete()
             logs.remove(old)
@@ -267,6 +268,7 @@ class Log:
             if needs_rebuild:
                 result = seg.recover(max(self.config.max_message_bytes + b.LOG_OVERHEAD, 2 * 1024 * 1024),
                                      on_batch)
+                self.txn_index_damaged |= result.txn_index_damaged
                 recovered += 1
                 if not unflushed:
                     rebuilt += 1
