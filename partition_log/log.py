@@ -703,6 +703,22 @@ class Log:
         offsets = snapshots.snapshot_offsets(self.directory)
         return offsets[-1] if offsets else None
 
+    def load_latest_snapshot(self) -> Optional[tuple[int, list[snapshots.SnapshotEntry]]]:
+        """(offset, producers) of the newest snapshot that reads back, for the
+        broker's load (it then replays the batches from that offset). A
+        damaged one is logged and deleted, and the next older one is tried;
+        None when none is left (replay from the log start)."""
+        for at in reversed(snapshots.snapshot_offsets(self.directory)):
+            if at > self._log_end_offset:
+                continue
+            path = snapshots.snapshot_path(self.directory, at)
+            try:
+                return at, snapshots.read_snapshot(path)
+            except snapshots.CorruptSnapshotError as exc:
+                log.warning("%s-%d: %s; deleting it", self.topic, self.partition, exc)
+                path.unlink(missing_ok=True)
+        return None
+
     def delete_snapshots_above(self, offset: int) -> None:
         """Delete the snapshots of offsets above `offset` (truncation)."""
         for at in snapshots.snapshot_offsets(self.directory):

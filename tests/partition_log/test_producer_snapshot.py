@@ -188,3 +188,15 @@ def test_topic_deletion_removes_the_directory_with_its_snapshots(tmp_path, confi
     assert not lg.directory.exists() and ("orders", 0) not in manager.logs
     assert not manager.delete_log("orders", 0)
     manager.close()
+
+
+def test_loading_skips_and_deletes_a_damaged_snapshot(log_dir, config, clock, caplog):
+    lg, rolls = filled_log(log_dir, config, clock)
+    newest = snapshot_path(log_dir, rolls[-1])
+    newest.write_bytes(newest.read_bytes()[:-2])
+    offset, entries = lg.load_latest_snapshot()
+    assert offset == rolls[-2] and entries == [SnapshotEntry(1, 0, offset, offset - 1, 0, 0)]
+    assert not newest.exists() and "shorter" not in caplog.text and "does not hold" in caplog.text
+    for at in snapshot_offsets(log_dir):
+        snapshot_path(log_dir, at).write_bytes(b"\0\1")
+    assert lg.load_latest_snapshot() is None and snapshot_offsets(log_dir) == []
