@@ -215,6 +215,7 @@ class Log:
         the rename: finish it by replacing the segments the swap covers."""
         swap = self._new_segment(base, suffix=".swap")
         result = swap.recover(INT32_MAX)
+        self.txn_index_damaged |= result.txn_index_damaged
         for old in [x for x in logs if base <= x < result.next_offset]:
             self._new_segment(old).delete()
             logs.remove(old)
@@ -267,6 +268,7 @@ class Log:
             if needs_rebuild:
                 result = seg.recover(max(self.config.max_message_bytes + b.LOG_OVERHEAD, 2 * 1024 * 1024),
                                      on_batch)
+                self.txn_index_damaged |= result.txn_index_damaged
                 recovered += 1
                 if not unflushed:
                     rebuilt += 1
@@ -700,6 +702,22 @@ class Log:
         """The offset of the newest producer state snapshot file, if any."""
         offsets = snapshots.snapshot_offsets(self.directory)
         return offsets[-1] if offsets else None
+
+    def load_latest_snapshot(self) -> Optional[tuple[int, list[snapshots.SnapshotEntry]]]:
+        """(offset, producers) of the newest snapshot that reads back, for the
+        broker's load (it then replays the batches from that offset). A
+        damaged one is logged and deleted, and the next older one is tried;
+        None when none is left (replay from the log start)."""
+        for at in reversed(snapshots.snapshot_offsets(self.directory)):
+            if at > self._log_end_offset:
+                continue
+            path = snapshots.snapshot_path(self.directory, at)
+            try:
+                return at, snapshots.read_snapshot(path)
+            except snapshots.CorruptSnapshotError as exc:
+                log.warning("%s-%d: %s; deleting it", self.topic, self.partition, exc)
+                path.unlink(missing_ok=True)
+        return None
 
     def delete_snapshots_above(self, offset: int) -> None:
         """Delete the snapshots of offsets above `offset` (truncation)."""

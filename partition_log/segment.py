@@ -13,7 +13,7 @@ from typing import Callable
 
 from kafka_protocol import batch as b
 from kafka_protocol.errors import KafkaError, KafkaStorageError
-from .index import OffsetIndex, TimeIndex
+from .index import IndexCorruptError, OffsetIndex, TimeIndex
 from .segment_handles import SegmentHandles
 from .txn_index import TxnIndex
 
@@ -31,6 +31,7 @@ class RecoveryResult:
     truncated_bytes: int
     next_offset: int
     reason: str | None  # why the tail was cut, if it was
+    txn_index_damaged: bool = False  # the .txnindex did not read back: emptied, to be rebuilt from the log
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,8 +315,13 @@ class LogSegment:
             os.ftruncate(self.fd, position)
             self.size = position
         # An abort whose marker did not survive is no abort: its entry goes too.
-        self.txn_index.truncate_to(next_offset)
-        return RecoveryResult(position, truncated, next_offset, reason)
+        try:
+            self.txn_index.truncate_to(next_offset)
+            txn_index_damaged = False
+        except IndexCorruptError:
+            self.txn_index.reset()
+            txn_index_damaged = True
+        return RecoveryResult(position, truncated, next_offset, reason, txn_index_damaged)
 
     def truncate_to(self, offset: int) -> int:
         """Remove every batch whose last offset is >= `offset`; returns bytes removed."""
