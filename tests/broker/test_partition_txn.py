@@ -200,7 +200,7 @@ def test_a_marker_not_replicated_in_time_answers_request_timed_out(cluster):
 def test_coordinator_batches_on_consumer_offsets_and_the_marker_listeners(cluster):
     cluster.create_topic(GROUP_METADATA_TOPIC, {0: [1, 2, 3], 1: [1, 2, 3]})
     listener = OffsetsListener()
-    cluster[1].txn_marker_listeners.append(listener)
+    cluster[1].txn_marker_listeners.append(listener.on_txn_completed)
     offsets = encode_batch([Record(b"k", b"offset", TS)], producer_id=7, producer_epoch=0, base_sequence=-1,
                            transactional=True)
     cluster[1].txn_verifier = None  # a coordinator's batch is not verified
