@@ -9,7 +9,9 @@ that cannot be right) the scan ends with a `Stop` saying where and why.
 
 A scan yields entries and then, only if the file did not end cleanly, one
 `ZeroTail` or `Stop`. Index files are preallocated, so their zero tail is
-normal; in a .log it means batches the writer never wrote.
+normal; in a .log it means batches the writer never wrote. A `.txnindex` is
+never preallocated (it grows by whole entries), and a producer `.snapshot`
+is checked as a whole by its CRC: either its entries or one `Stop`.
 """
 from __future__ import annotations
 
@@ -22,6 +24,9 @@ from kafka_protocol import batch as b
 from kafka_protocol.compression import Codec
 from kafka_protocol.errors import KafkaError
 from kafka_protocol.records import Record, decode_batch
+
+from .producer_snapshot import CorruptSnapshotError, SnapshotEntry, decode_snapshot
+from .txn_index import ENTRY as TXN_INDEX_ENTRY
 
 Buffer = bytes | bytearray | memoryview | mmap.mmap
 
@@ -60,6 +65,18 @@ class OffsetIndexEntry:
 class TimeIndexEntry:
     timestamp: int
     offset: int
+    problem: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TxnIndexEntry:
+    """One aborted transaction of a .txnindex (its fields as stored)."""
+
+    version: int
+    producer_id: int
+    first_offset: int
+    last_offset: int
+    last_stable_offset: int
     problem: str | None = None
 
 
@@ -226,3 +243,45 @@ def _all_zero(buf: Buffer, start: int, end: int) -> bool:
         if chunk.count(0) != len(chunk):
             return False
     return True
+
+
+def scan_txn_index(buf: Buffer, base_offset: int) -> Iterator[TxnIndexEntry | Stop]:
+    """Entries of a .txnindex file; a problem is noted on an entry of an unknown
+    version, one ending below its segment or out of marker order."""
+    whole = len(buf) - len(buf) % TXN_INDEX_ENTRY.size
+    prev: TxnIndexEntry | None = None
+    for pos in range(0, whole, TXN_INDEX_ENTRY.size):
+        entry = TxnIndexEntry(*TXN_INDEX_ENTRY.unpack_from(buf, pos))
+        problem = None
+        if entry.version != 0:
+            problem = f"unknown version {entry.version}"
+        elif entry.last_offset < base_offset:
+            problem = f"last offset {entry.last_offset} is below the segment's base offset {base_offset}"
+        elif entry.first_offset > entry.last_offset:
+            problem = f"first offset {entry.first_offset} is after the last offset {entry.last_offset}"
+        elif prev is not None and entry.last_offset <= prev.last_offset:
+            problem = f"last offset {entry.last_offset} does not follow the previous entry's {prev.last_offset}"
+        prev = TxnIndexEntry(entry.version, entry.producer_id, entry.first_offset, entry.last_offset,
+                             entry.last_stable_offset, problem)
+        yield prev
+    if whole < len(buf):
+        yield Stop(whole, f"truncated entry at position {whole}: {len(buf) - whole} of "
+                          f"{TXN_INDEX_ENTRY.size} bytes")
+
+
+def scan_producer_snapshot(buf: Buffer) -> Iterator[SnapshotEntry | Stop]:
+    """The producers of a .snapshot file, or one Stop if it is damaged (the
+    CRC covers the whole file: no entry of a damaged one can be trusted)."""
+    try:
+        entries = decode_snapshot(bytes(buf), "producer snapshot")
+    except CorruptSnapshotError as exc:
+        yield Stop(0, str(exc))
+        return
+    yield from entries
+
+
+def first_sequence(entry: SnapshotEntry) -> int:
+    """The first sequence of a producer's last batch (Kafka's BatchMetadata.firstSeq):
+    its last sequence minus the offset delta, wrapping below 0 to int32 max."""
+    first = entry.last_sequence - entry.offset_delta
+    return first if first >= 0 else 0x7FFFFFFF + first + 1

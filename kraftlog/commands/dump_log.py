@@ -22,13 +22,15 @@ from typing import Annotated, Any, Iterator
 import typer
 
 from partition_log.dump import (
-    Buffer, LogBatch, OffsetIndexEntry, Stop, TimeIndexEntry, ZeroTail, codec_name,
-    record_sequence, scan_log, scan_offset_index, scan_time_index, segment_base_offset,
+    Buffer, LogBatch, OffsetIndexEntry, Stop, TimeIndexEntry, TxnIndexEntry, ZeroTail, codec_name,
+    first_sequence, record_sequence, scan_log, scan_offset_index, scan_producer_snapshot, scan_time_index,
+    scan_txn_index, segment_base_offset,
 )
+from partition_log.producer_snapshot import SnapshotEntry
 from kafka_protocol.records import Record
 
-Item = LogBatch | OffsetIndexEntry | TimeIndexEntry | ZeroTail | Stop
-SUFFIXES = (".log", ".index", ".timeindex")
+Item = LogBatch | OffsetIndexEntry | TimeIndexEntry | TxnIndexEntry | SnapshotEntry | ZeroTail | Stop
+SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot")
 
 
 def register(app: typer.Typer) -> None:
@@ -37,15 +39,17 @@ def register(app: typer.Typer) -> None:
 
 def dump_log(
     files: Annotated[list[Path], typer.Argument(
-        help="Segment files: .log, .index or .timeindex.", metavar="FILE", show_default=False)],
+        help="Segment files: .log, .index, .timeindex or .txnindex; producer .snapshot files.",
+        metavar="FILE", show_default=False)],
     print_data_log: Annotated[bool, typer.Option(
         "--print-data-log", help="Also print every record of each batch. Keys and values show as "
         "text when they are printable UTF-8, else as base64:<bytes in base64>; null as null.")] = False,
     as_json: Annotated[bool, typer.Option(
         "--json", help="One JSON object per line instead of Kafka's text lines.")] = False,
 ) -> None:
-    """Print the batches of .log segments and the entries of .index and
-    .timeindex files. Exits 1 if any file is corrupt or cannot be read."""
+    """Print the batches of .log segments, the entries of .index, .timeindex
+    and .txnindex files and the producers of .snapshot files. Exits 1 if any
+    file is corrupt or cannot be read."""
     all_sound = True
     for path in files:
         all_sound &= _dump_file(path, print_data_log, as_json)
@@ -57,10 +61,11 @@ def _dump_file(path: Path, print_data_log: bool, as_json: bool) -> bool:
     """Dump one file; False if it is corrupt or cannot be read. A bad file
     does not stop the others: one clear line on stderr, and on to the next."""
     if path.suffix not in SUFFIXES:
-        typer.echo(f"kraftlog dump-log: {path}: not a segment file (.log, .index or .timeindex)", err=True)
+        typer.echo(f"kraftlog dump-log: {path}: not a segment file "
+                   "(.log, .index, .timeindex, .txnindex or .snapshot)", err=True)
         return False
     base_offset = segment_base_offset(path.name)
-    if path.suffix != ".log" and base_offset is None:
+    if path.suffix not in (".log", ".snapshot") and base_offset is None:
         typer.echo(f"kraftlog dump-log: {path}: an index is named by its segment's base offset, "
                    "e.g. 00000000000000000000.index", err=True)
         return False
@@ -82,6 +87,10 @@ def _scan(path: Path, buf: Buffer, base_offset: int, print_data_log: bool) -> It
         return scan_log(buf, with_records=print_data_log)
     if path.suffix == ".index":
         return scan_offset_index(buf, base_offset)
+    if path.suffix == ".txnindex":
+        return scan_txn_index(buf, base_offset)
+    if path.suffix == ".snapshot":
+        return scan_producer_snapshot(buf)
     return scan_time_index(buf, base_offset)
 
 
@@ -114,8 +123,10 @@ def _print_items(path: Path, items: Iterator[Item], as_json: bool) -> bool:
 def _is_corrupt(item: Item, in_log: bool) -> bool:
     if isinstance(item, LogBatch):
         return not item.is_valid or item.records_problem is not None
-    if isinstance(item, (OffsetIndexEntry, TimeIndexEntry)):
+    if isinstance(item, (OffsetIndexEntry, TimeIndexEntry, TxnIndexEntry)):
         return item.problem is not None
+    if isinstance(item, SnapshotEntry):
+        return False
     return in_log or isinstance(item, Stop)
 
 
@@ -129,6 +140,12 @@ def _text_lines(item: Item, corrupt: bool) -> Iterator[str]:
         yield _with_problem(f"offset: {item.offset} position: {item.position}", item.problem)
     elif isinstance(item, TimeIndexEntry):
         yield _with_problem(f"timestamp: {item.timestamp} offset: {item.offset}", item.problem)
+    elif isinstance(item, TxnIndexEntry):
+        yield _with_problem(f"version: {item.version} producerId: {item.producer_id} "
+                            f"firstOffset: {item.first_offset} lastOffset: {item.last_offset} "
+                            f"lastStableOffset: {item.last_stable_offset}", item.problem)
+    elif isinstance(item, SnapshotEntry):
+        yield _snapshot_line(item)
     else:
         yield f"{'error' if corrupt else 'note'}: {item.reason}"
 
@@ -145,6 +162,16 @@ def _batch_line(entry: LogBatch) -> str:
         f"magic: {h.magic} compresscodec: {codec_name(h.codec)} crc: {h.crc} isvalid: {_flag(entry.is_valid)}"
     )
     return _with_problem(line, entry.problem)
+
+
+def _snapshot_line(e: SnapshotEntry) -> str:
+    # Kafka's line; its last batch's metadata only when the producer has one.
+    line = (f"producerId: {e.producer_id} producerEpoch: {e.epoch} coordinatorEpoch: {e.coordinator_epoch} "
+            f"currentTxnFirstOffset: {e.current_txn_first_offset} lastTimestamp: {e.timestamp}")
+    if e.last_offset >= 0:
+        line += (f" firstSequence: {first_sequence(e)} lastSequence: {e.last_sequence} "
+                 f"lastOffset: {e.last_offset} offsetDelta: {e.offset_delta} timestamp: {e.timestamp}")
+    return line
 
 
 def _record_line(entry: LogBatch, r: Record) -> str:
@@ -164,6 +191,15 @@ def _json_fields(item: Item, corrupt: bool) -> dict[str, Any]:
         return _drop_none({"offset": item.offset, "position": item.position, "problem": item.problem})
     if isinstance(item, TimeIndexEntry):
         return _drop_none({"timestamp": item.timestamp, "offset": item.offset, "problem": item.problem})
+    if isinstance(item, TxnIndexEntry):
+        return _drop_none({"version": item.version, "producerId": item.producer_id,
+                           "firstOffset": item.first_offset, "lastOffset": item.last_offset,
+                           "lastStableOffset": item.last_stable_offset, "problem": item.problem})
+    if isinstance(item, SnapshotEntry):
+        return {"producerId": item.producer_id, "producerEpoch": item.epoch,
+                "coordinatorEpoch": item.coordinator_epoch, "currentTxnFirstOffset": item.current_txn_first_offset,
+                "lastSequence": item.last_sequence, "lastOffset": item.last_offset,
+                "offsetDelta": item.offset_delta, "timestamp": item.timestamp}
     return {"error" if corrupt else "note": item.reason, "position": item.position}
 
 

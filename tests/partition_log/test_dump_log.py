@@ -22,6 +22,7 @@ from kafka_protocol.batch import BatchHeader, iter_headers, parse_header, stamp
 from kafka_protocol.compression import Codec
 from kafka_protocol.errors import CorruptRecordError
 from kafka_protocol.records import Record, encode_batch
+from partition_log.producer_snapshot import SnapshotEntry, encode_snapshot
 
 KRAFTLOG = shutil.which("kraftlog", path=str(Path(sys.executable).parent))
 SEGMENT = "00000000000000000000.log"
@@ -380,3 +381,46 @@ def test_main_turns_an_escaping_user_error_into_one_line(error: Exception, line:
         cli.main()
     assert exit_info.value.code == 1
     assert capsys.readouterr().err == line + "\n"
+
+
+def txn_entries(*entries: tuple[int, int, int, int, int]) -> bytes:
+    return b"".join(struct.pack(">hqqqq", *e) for e in entries)
+
+
+def test_txn_index_entries_as_kafka_prints_them(write) -> None:
+    path = write(txn_entries((0, 7, 1000, 1006, 1001), (0, 9, 1002, 1010, 1011), (0, 3, 1012, 1008, 1013))
+                 + b"\x00\x01", "00000000000000001000.txnindex")
+    result = run(path)
+    assert result.returncode == 1
+    assert result.stdout.splitlines() == [
+        f"Dumping {path}",
+        "version: 0 producerId: 7 firstOffset: 1000 lastOffset: 1006 lastStableOffset: 1001",
+        "version: 0 producerId: 9 firstOffset: 1002 lastOffset: 1010 lastStableOffset: 1011",
+        "version: 0 producerId: 3 firstOffset: 1012 lastOffset: 1008 lastStableOffset: 1013 problem: "
+        "first offset 1012 is after the last offset 1008",
+        "error: truncated entry at position 102: 2 of 34 bytes",
+    ]
+    assert json_lines(run(path, "--json").stdout)[0] == {
+        "file": str(path), "version": 0, "producerId": 7, "firstOffset": 1000, "lastOffset": 1006,
+        "lastStableOffset": 1001}
+
+
+def test_producer_snapshot_as_kafka_prints_it(write) -> None:
+    data = encode_snapshot([SnapshotEntry(1000, 3, 41, 77, 9, T0, 6, 70), SnapshotEntry(5, 0, 2, 80, 4, T0 + 1),
+                            SnapshotEntry(6, 1, -1, -1, 0, T0 + 2)])
+    path = write(data, "00000000000000000081.snapshot")
+    result = run(path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == [
+        f"Dumping {path}",
+        f"producerId: 1000 producerEpoch: 3 coordinatorEpoch: 6 currentTxnFirstOffset: 70 lastTimestamp: {T0} "
+        f"firstSequence: 32 lastSequence: 41 lastOffset: 77 offsetDelta: 9 timestamp: {T0}",
+        f"producerId: 5 producerEpoch: 0 coordinatorEpoch: -1 currentTxnFirstOffset: -1 lastTimestamp: {T0 + 1} "
+        f"firstSequence: {2**31 - 2} lastSequence: 2 lastOffset: 80 offsetDelta: 4 timestamp: {T0 + 1}",
+        f"producerId: 6 producerEpoch: 1 coordinatorEpoch: -1 currentTxnFirstOffset: -1 lastTimestamp: {T0 + 2}",
+    ]
+    damaged = write(data[:-1] + bytes([data[-1] ^ 1]), "00000000000000000082.snapshot")
+    result = run(damaged, "--json")
+    assert result.returncode == 1
+    line, = json_lines(result.stdout)
+    assert line["position"] == 0 and "CRC-32C" in line["error"]
