@@ -237,8 +237,7 @@ class Partition:
         batch = encode_txn_marker(producer_id, producer_epoch, committed, coordinator_epoch, now)
         info = self.log.append_as_leader(batch, self.leader_epoch)
         stored = replace(parse_header(batch), base_offset=info.first_offset)
-        self.producer_log.appended_batch(stored, TxnMarker(committed, coordinator_epoch), now)
-        self.producer_log.sync_unstable()
+        self.producer_log.appended_marker(stored, TxnMarker(committed, coordinator_epoch), now)
         self._appended()
         return info
 

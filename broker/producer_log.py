@@ -104,6 +104,11 @@ class ProducerLog:
         self.producers.maybe_expire(now)
         self.sync_unstable()
 
+    def appended_marker(self, h: BatchHeader, marker: TxnMarker, now: int) -> None:
+        """A leader appended this marker (`h` with its offset)."""
+        self.appended_batch(h, marker, now)
+        self.sync_unstable()
+
     def appended_batch(self, h: BatchHeader, marker: Optional[TxnMarker], now: int) -> None:
         """One batch now in the log (offsets assigned); an aborted transaction
         its marker ends goes to the active segment's .txnindex."""

@@ -302,6 +302,17 @@ class ProducerStateManager:
             raise BrokerError(Error.INVALID_PRODUCER_EPOCH,
                               f"marker for producer {producer_id} has epoch {producer_epoch}, older than its "
                               f"epoch {entry.epoch} here")
+        if entry.in_txn and producer_epoch <= entry.epoch:
+            # KIP-890: every transaction ends with an epoch bump and its marker
+            # carries the bumped epoch, so the marker of the transaction open
+            # here has an epoch above its data's. One that does not is a late
+            # or re-sent marker of an EARLIER transaction (whose marker bore
+            # the epoch this one's data now uses): it must not commit or abort
+            # this one (Jepsen's Bufstream finding, reproduced in Kafka).
+            raise BrokerError(Error.INVALID_PRODUCER_EPOCH,
+                              f"marker for producer {producer_id} has epoch {producer_epoch}, but the "
+                              f"transaction open here was written with epoch {entry.epoch}: a marker must "
+                              f"carry the epoch its coordinator bumped to end the transaction")
         if coordinator_epoch < entry.coordinator_epoch:
             raise BrokerError(Error.TRANSACTION_COORDINATOR_FENCED,
                               f"marker for producer {producer_id} comes from coordinator epoch "

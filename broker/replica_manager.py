@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Optional, Protocol
+from typing import Callable, Optional, Protocol
 
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
@@ -57,12 +57,11 @@ class TxnVerifier(Protocol):
         ...
 
 
-class TxnMarkerListener(Protocol):
-    """Told of each transaction marker appended to a `__consumer_offsets`
-    partition led here, synchronously, right after the append (the group
-    coordinator makes the transaction's offsets committed or drops them)."""
-
-    def on_txn_completed(self, partition_index: int, producer_id: int, committed: bool) -> None: ...
+# Told of each transaction marker appended to a `__consumer_offsets` partition
+# led here, synchronously, right after the append: (partition_index,
+# producer_id, committed). The group coordinator registers its
+# on_txn_completed, which makes the transaction's offsets committed or drops them.
+TxnMarkerListener = Callable[[int, int, bool], None]
 
 
 class ReplicaManager:

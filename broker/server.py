@@ -159,7 +159,7 @@ class BrokerServer:
         self.replicas.txn_verifier = CoordinatorVerifier(self.transactions, self.peers.add_partitions_to_txn)
         # A marker appended to __consumer_offsets makes the group's pending transactional offsets
         # committed or dropped (GroupCoordinator.on_txn_completed).
-        self.replicas.txn_marker_listeners.append(self.groups)
+        self.replicas.txn_marker_listeners.append(self.groups.on_txn_completed)
         self.quotas = ClientQuotas()  # one set of client rates per broker, whichever listener a client uses
         self.published = False  # the image is applied to the replicas (caught up at startup)
         self.serving = asyncio.Event()  # set with `published`

@@ -8,9 +8,9 @@ refused with TRANSACTION_COORDINATOR_FENCED from a deposed coordinator,
 INVALID_PRODUCER_EPOCH for an older producer epoch, NOT_ENOUGH_REPLICAS
 below min.insync.replicas). Right after a marker is appended to a
 `__consumer_offsets` partition, in the same event-loop step, every
-`ReplicaManager.txn_marker_listeners` entry is told
-(`on_txn_completed(partition_index, producer_id, committed)`: the group
-coordinator commits or drops the transaction's offsets). Then, as acks=all,
+`ReplicaManager.txn_marker_listeners` callable is called with
+(partition_index, producer_id, committed): the group coordinator's
+`on_txn_completed` commits or drops the transaction's offsets. Then, as acks=all,
 each appended marker waits for the high watermark to pass it, within the
 request's timeout (REQUEST_TIMED_OUT). Errors are per partition; the
 coordinator retries a partition until it answers NONE.
@@ -83,7 +83,7 @@ def _append(replicas: ReplicaManager, marker: bpb.WriteTxnMarkersRequest.Marker,
     if topic == GROUP_METADATA_TOPIC:
         for listener in list(replicas.txn_marker_listeners):
             try:
-                listener.on_txn_completed(index, marker.producer_id, marker.transaction_result)
+                listener(index, marker.producer_id, marker.transaction_result)
             except Exception:  # noqa: BLE001 - the marker is in the log; one listener's bug stops no other
                 log.exception("%s-%d: a transaction marker listener failed for producer %d",
                               topic, index, marker.producer_id)

@@ -144,6 +144,8 @@ def test_the_lso_holds_read_committed_fetches_until_the_marker_is_replicated(clu
     assert (partition.high_watermark, partition.last_stable_offset) == (4, 1)
     answer, values = read(cluster, committed=True)
     assert values == [b"before"] and answer.last_stable_offset == 1 and not answer.aborted_transactions
+    answer, values = read(cluster, 2, committed=True)  # between the LSO and the high watermark: nothing yet
+    assert (answer.error_code, values, answer.records) == (Error.NONE, [], b"")
     assert read(cluster, committed=False)[1] == [b"before", b"t1", b"t2", b"plain"]
     assert read(cluster, committed=False)[0].last_stable_offset == 1
     assert list_offset(cluster[1], "orders", 0, -1, -1, isolation_level=1).offset == 1
@@ -184,6 +186,7 @@ def test_markers_from_a_deposed_coordinator_or_an_older_epoch_are_refused(cluste
     assert end_txn(cluster, 7, 40000, committed=False, coordinator_epoch=5) == [Error.INVALID_REQUEST]
     assert log.log_end_offset == end  # nothing appended
     assert end_txn(cluster, 7, 1, committed=False, topic="nowhere") == [Error.UNKNOWN_TOPIC_OR_PARTITION]
+    assert end_txn(cluster, 7, 1, committed=False, topic="__cluster_metadata") == [Error.UNKNOWN_TOPIC_OR_PARTITION]
     response = run(write_txn_markers(cluster[2], markers_request(7, 1, True, 5), 1000))
     assert response.markers[0].topics[0].partitions[0].error_code == Error.NOT_LEADER_OR_FOLLOWER
 
@@ -200,7 +203,7 @@ def test_a_marker_not_replicated_in_time_answers_request_timed_out(cluster):
 def test_coordinator_batches_on_consumer_offsets_and_the_marker_listeners(cluster):
     cluster.create_topic(GROUP_METADATA_TOPIC, {0: [1, 2, 3], 1: [1, 2, 3]})
     listener = OffsetsListener()
-    cluster[1].txn_marker_listeners.append(listener)
+    cluster[1].txn_marker_listeners.append(listener.on_txn_completed)
     offsets = encode_batch([Record(b"k", b"offset", TS)], producer_id=7, producer_epoch=0, base_sequence=-1,
                            transactional=True)
     cluster[1].txn_verifier = None  # a coordinator's batch is not verified
@@ -237,6 +240,10 @@ def test_describe_producers_lists_open_transactions(cluster):
     assert [(p.producer_id, p.producer_epoch, p.last_sequence, p.current_txn_start_offset, p.coordinator_epoch)
             for p in found.active_producers] == [(7, 0, 1, 1, -1)]
     assert missing.error_code == Error.UNKNOWN_TOPIC_OR_PARTITION and missing.error_message
+    reserved = bpb.DescribeProducersRequest(topics=[
+        bpb.DescribeProducersRequest.Topic(name="__cluster_metadata", partition_indexes=[0, -1])])
+    assert [p.error_code for p in describe_producers(cluster[1], reserved).topics[0].partitions] == [
+        Error.UNKNOWN_TOPIC_OR_PARTITION] * 2
     on_follower = describe_producers(cluster[2], request).topics[0].partitions[0]
     assert on_follower.error_code == Error.NOT_LEADER_OR_FOLLOWER
 

@@ -128,6 +128,21 @@ def test_markers_from_an_older_producer_epoch_or_a_deposed_coordinator_are_refus
     r.marker(12, 0, committed=False, coordinator_epoch=0)  # an unknown producer: accepted
 
 
+def test_a_late_marker_of_the_previous_transaction_cannot_end_the_next_one() -> None:
+    # Transaction 1 (data epoch 3) ends with a COMMIT at epoch 4; transaction 2
+    # writes with epoch 4. A re-sent or delayed marker of transaction 1 (epoch
+    # 4, an ABORT here) arriving now would abort transaction 2 if an epoch
+    # equal to the data's were enough (KIP-890; Jepsen's Bufstream finding).
+    r = Replica()
+    r.append(header(7, 3, 0, attributes=TXN))
+    r.marker(7, 4, committed=True, coordinator_epoch=5)
+    second = r.append(header(7, 4, 0, 2, attributes=TXN))
+    assert r.marker_refused(7, 4, 5) == Error.INVALID_PRODUCER_EPOCH
+    assert r.state.entry(7, NOW).current_txn_first_offset == second  # still open
+    done = r.marker(7, 5, committed=True, coordinator_epoch=5)  # its own marker, epoch bumped
+    assert (done.first_offset, done.aborted) == (second, False)
+
+
 def test_a_marker_moves_the_producer_to_its_epoch_where_sequences_start_at_zero() -> None:
     r = Replica()
     r.append(header(7, 0, 0, 3, attributes=TXN))
