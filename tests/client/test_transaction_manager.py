@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from client.accumulator import RecordAccumulator
 from client.errors import InvalidConfigError, KafkaErrorInfo, KafkaException
 from client.producer_batch import ProducerBatch
 from client.producer_config import ProducerConfig
+from client.record_future import Settlement, SyncRecordFuture
 from client.transactions import (ENTERED_FROM, Outcome, Request, TransactionManager, TxnState, outcome, state_error,
                                  timed_out, txn_error)
 from kafka_protocol.compression import Codec
@@ -246,3 +248,23 @@ def test_errors_carry_confluent_kafkas_flags() -> None:
     late = timed_out("EndTxn: no answer")
     assert late.info.retriable() and late.retriable and not late.info.fatal()
     assert state_error("x").info.code() == -172
+
+
+def test_the_accumulator_holds_back_partitions_not_yet_in_the_transaction() -> None:
+    acc = RecordAccumulator(batch_size=1000, linger_ms=0)
+    for partition in (0, 1):
+        acc.append(("t", partition), (None, b"v", 1, (), -1), 30, SyncRecordFuture(Settlement()), 0.0)
+    m = ready()
+    m.begin_transaction()
+    m.add_partition(("t", 0))
+    m.add_partition(("t", 1))
+    m.partitions_to_add()
+    m.partitions_added({("t", 0): 0, ("t", 1): int(Errors.CONCURRENT_TRANSACTIONS)})
+    check = acc.ready(1.0, lambda t, p: 1, m.sendable)
+    assert check.nodes == frozenset({1}) and not check.unknown_leaders
+    drained = acc.drain(frozenset({1}), lambda t, p: 1, 1 << 20, 1.0, m.sendable)
+    assert [b.tp for b in drained[1]] == [("t", 0)]  # ("t", 1) waits for its AddPartitionsToTxn
+    assert acc.ready(1.0, lambda t, p: 1, m.sendable).nodes == frozenset()
+    m.partitions_to_add()
+    m.partitions_added({("t", 1): 0})
+    assert [b.tp for b in acc.drain(frozenset({1}), lambda t, p: 1, 1 << 20, 1.0, m.sendable)[1]] == [("t", 1)]
