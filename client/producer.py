@@ -300,7 +300,8 @@ class AsyncProducer:
                 txn.fail(exc)
             raise
         except KafkaError as exc:  # not flagged: e.g. a broker without the API
-            error = txn_error(exc.code if exc.code > 0 else Errors.UNKNOWN_SERVER_ERROR, str(exc), Outcome.FATAL)
+            detail = str(exc.args[0]) if exc.args else ""
+            error = txn_error(exc.code if exc.code > 0 else Errors.UNKNOWN_SERVER_ERROR, detail, Outcome.FATAL)
             txn.fatal(error)
             raise error from exc
 

@@ -38,7 +38,7 @@ from kraftlog_api import broker_pb2 as bpb
 from kafka_protocol.errors import Errors, KafkaError
 
 from .accumulator import IDLE_DELAY_S, RecordAccumulator
-from .errors import NetworkError, RequestTimedOutError, error_for_code
+from .errors import KafkaException, NetworkError, RequestTimedOutError, error_for_code
 from .idempotence import IdempotenceState
 from .metadata import Metadata
 from .producer_batch import ProducerBatch
@@ -56,6 +56,11 @@ NOT_ENOUGH_REPLICAS_ERRORS = frozenset({Errors.NOT_ENOUGH_REPLICAS, Errors.NOT_E
 def _wake_up(sleeping: "asyncio.Future[None]") -> None:
     if not sleeping.done():
         sleeping.set_result(None)
+
+
+def _detail(error: KafkaError) -> str:
+    """The error's message without its name (a KafkaException puts its own name first)."""
+    return str(error.args[0]) if error.args else error.name
 
 
 def transport_error(exc: grpc.aio.AioRpcError) -> KafkaError:
@@ -281,7 +286,8 @@ class Sender:
         if self._txn is not None and not self._txn.has_error and isinstance(error, KafkaError):
             # A record of the transaction is lost: it cannot commit (or the producer is fenced).
             code = error.code if error.code > 0 else Errors.UNKNOWN_SERVER_ERROR
-            self._txn.fail(txn_error(code, str(error), outcome(Request.PRODUCE, code)))
+            self._txn.fail(txn_error(code, f"{batch.topic}-{batch.partition}: {_detail(error)}",
+                                     outcome(Request.PRODUCE, code)))
         batch.fail(error)
         self.metrics["record-error-total"] += batch.record_count
         self._finished(batch)
@@ -315,7 +321,8 @@ class Sender:
         except KafkaError as exc:
             self._txn.adding_failed()
             if not exc.retriable:
-                self._txn.fail(exc if hasattr(exc, "info") else txn_error(exc.code, str(exc), Outcome.FATAL))
+                self._txn.fail(exc if isinstance(exc, KafkaException) else
+                               txn_error(exc.code, _detail(exc), Outcome.FATAL))
             return
         result = self._txn.partitions_added(codes)
         if result in (Outcome.ABORTABLE, Outcome.FATAL):

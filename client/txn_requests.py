@@ -16,6 +16,8 @@ import logging
 import time
 from typing import Any, Callable, Mapping, Optional
 
+import grpc
+
 from kafka_protocol.errors import Errors, error_name
 from kafka_protocol.fetch_framing import broker_stub
 from kraftlog_api import broker_pb2 as bpb
@@ -67,6 +69,9 @@ class TxnRequests:
                                                        max(0.1, min(self._timeout_s, remaining)), stub_factory)
             except (CoordinatorUnavailable, NetworkError) as exc:
                 last = str(exc)
+            except grpc.aio.AioRpcError as exc:  # refused by the transport, not by Kafka's rules: no retry helps
+                raise txn_error(Errors.UNKNOWN_SERVER_ERROR, f"{kind.value}: gRPC {exc.code().name}: "
+                                f"{exc.details()}", Outcome.FATAL) from None
             else:
                 code = code_of(response)
                 result = outcome(kind, code)
