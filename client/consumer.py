@@ -476,6 +476,8 @@ class Consumer:
         producer's send_offsets_to_transaction() (confluent-kafka's consumer_group_metadata())."""
         coordinator = self._require_group("group_metadata()")
         member_id, member_epoch = self._member()
+        if not member_id:
+            member_epoch = -1  # not (yet) a member: nothing for the coordinator to check, as Kafka's generation -1
         return ConsumerGroupMetadata(coordinator.group_id, member_id, member_epoch, self.config.group_instance_id)
 
     consumer_group_metadata = group_metadata
