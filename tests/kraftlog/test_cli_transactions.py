@@ -25,8 +25,10 @@ from devcluster.local_processes import wait_until
 
 from .test_cli_admin import fails, ok, ok_json, run, running_cluster
 
+# A killed copier's partitions go to the next one once its session ends: keep that short.
 PROPERTIES = {"broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 500,
-              "transaction.state.log.num.partitions": 5}
+              "transaction.state.log.num.partitions": 5,
+              "group.consumer.heartbeat.interval.ms": 500, "group.consumer.session.timeout.ms": 4000}
 
 
 # --- arguments (no cluster) ------------------------------------------------------------
@@ -153,7 +155,7 @@ def test_the_copier_killed_and_restarted_copies_every_record_exactly_once(cluste
             first.kill()
         first.wait(30)
         reader.join(10)
-    second = copier(cluster, "--idle-exit", "5")
+    second = copier(cluster, "--idle-exit", "15")  # longer than the dead copier's session
     try:
         out, err = second.communicate(timeout=300)
     finally:
