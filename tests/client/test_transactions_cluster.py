@@ -3,7 +3,9 @@ the module): a committed transaction is seen by read_committed consumers, an
 aborted one is not (read_uncommitted sees both, markers never); offsets sent
 to a transaction become the group's only when it commits; a second producer
 with the same transactional.id fences the first (PRODUCER_FENCED, fatal);
-and batches go out transactional, each transaction with a new epoch."""
+a transaction its coordinator aborted for its timeout can only be aborted by
+the producer, which then carries on; and batches go out transactional, each
+transaction with a new epoch."""
 from __future__ import annotations
 
 import time
@@ -19,7 +21,8 @@ from devcluster.local_cluster import LocalCluster
 from .producer_helpers import read_batches
 
 PROPERTIES = {"broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 500,
-              "transaction.state.log.num.partitions": 5}
+              "transaction.state.log.num.partitions": 5,
+              "transaction.abort.timed.out.transaction.cleanup.interval.ms": 200}
 WAIT_S = 60
 
 
@@ -170,3 +173,36 @@ def test_produce_outside_a_transaction_is_a_state_error(cluster: LocalCluster) -
         assert raised.value.args[0].name() == "_STATE"
     finally:
         producer.close(10)
+
+
+def test_a_transaction_past_its_timeout_is_aborted_and_the_producer_carries_on(cluster: LocalCluster) -> None:
+    name = topic(cluster, "timed-out")
+    producer = transactional(cluster, "tx-timeout", **{"transaction.timeout.ms": "1000"})
+    try:
+        producer.begin_transaction()
+        producer.produce(name, b"too-late")
+        assert producer.flush(WAIT_S) == 0
+        deadline = time.monotonic() + WAIT_S
+        while not _lso_passed(cluster, name):  # the coordinator's own ABORT marker moves the LSO
+            assert time.monotonic() < deadline, "the coordinator did not abort the timed-out transaction"
+            time.sleep(0.3)
+        with pytest.raises(KafkaException) as raised:
+            producer.commit_transaction(WAIT_S)
+        assert raised.value.args[0].txn_requires_abort() and not raised.value.args[0].fatal()
+        producer.abort_transaction(WAIT_S)
+        producer.begin_transaction()
+        producer.produce(name, b"in-time")
+        producer.commit_transaction(WAIT_S)
+    finally:
+        producer.close(10)
+    assert read_all(cluster, name, "read_committed") == [b"in-time"]
+
+
+def _lso_passed(cluster: LocalCluster, name: str) -> bool:
+    """read_committed's end offset is past the open transaction's record: its marker is written."""
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "isolation.level": "read_committed"})
+    try:
+        tp = TopicPartition(name, 0)
+        return consumer.end_offsets([tp])[tp] > 0
+    finally:
+        consumer.close()
