@@ -21,6 +21,7 @@ from typing import Awaitable, Callable, Optional
 
 from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import controller_pb2 as cpb
+from kafka_protocol.batch import MAX_PRODUCER_EPOCH
 
 from .controller_client import ControllerClient, ControllerUnavailable
 from .errors import BrokerError, Error
@@ -32,7 +33,7 @@ FAILURE_BACKOFF_S = 0.2
 # InitProducerId waits this long at most for a block, then answers
 # COORDINATOR_LOAD_IN_PROGRESS (retriable) rather than hold the client.
 BLOCK_WAIT_S = 5.0
-MAX_EPOCH = 2**15 - 1  # producer epochs are int16
+MAX_EPOCH = MAX_PRODUCER_EPOCH  # producer epochs are int16
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 

@@ -20,6 +20,7 @@ from typing import Any, Awaitable, Callable, Iterable, Optional, TypeVar
 
 import grpc
 
+from kafka_protocol.batch import MAX_PRODUCER_EPOCH
 from kafka_protocol.errors import Errors, error_name
 from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import transactions_pb2 as tpb
@@ -60,8 +61,8 @@ def describe_producers(bootstrap: str, topic: str, partition: int, *,
 def abort_transaction(bootstrap: str, topic: str, partition: int, start_offset: int, *,
                       security: Optional[ClientSecurity] = None) -> dict[str, Any]:
     """Abort the transaction open at the partition since `start_offset`: find its producer
-    (DescribeProducers), then write an ABORT marker with that producer's epoch and
-    coordinator epoch at the leader (WriteTxnMarkers: ClusterAction on the cluster)."""
+    (DescribeProducers), then write an ABORT marker with that producer's epoch bumped and
+    its coordinator epoch at the leader (WriteTxnMarkers: ClusterAction on the cluster)."""
     return _run(bootstrap, security, lambda m: _abort(m, topic, partition, start_offset))
 
 
@@ -166,8 +167,13 @@ async def _abort(metadata: Metadata, topic: str, partition: int, start_offset: i
         raise error_for_code(Errors.INVALID_REQUEST, f"{topic}-{partition}: no transaction open at offset "
                              f"{start_offset} (open at: {', '.join(map(str, open_at)) or 'none'})")
     [producer] = match
+    if producer["producer_epoch"] >= MAX_PRODUCER_EPOCH:
+        raise error_for_code(Errors.INVALID_REQUEST, f"producer {producer['producer_id']} is at the last epoch "
+                             f"({producer['producer_epoch']}): its transaction cannot be aborted by a marker")
+    # The marker carries the epoch bumped, as every marker that ends a transaction does (KIP-890): the
+    # partition refuses one at the transaction's own epoch, and the bump fences the producer's late writes.
     request = bpb.WriteTxnMarkersRequest(markers=[bpb.WriteTxnMarkersRequest.Marker(
-        producer_id=producer["producer_id"], producer_epoch=producer["producer_epoch"], transaction_result=False,
+        producer_id=producer["producer_id"], producer_epoch=producer["producer_epoch"] + 1, transaction_result=False,
         coordinator_epoch=producer["coordinator_epoch"],
         topics=[bpb.WriteTxnMarkersRequest.Topic(name=topic, partition_indexes=[partition])])])
     leader = producer["leader"]

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import Callable, Collection, Iterable, Mapping, Optional
 
 from kraftlog_api import groups_pb2 as gpb
+from kafka_protocol.batch import MAX_PRODUCER_EPOCH
 
 from ..errors import Error
 from .assignors import ASSIGNORS, DEFAULT_ASSIGNOR
@@ -49,7 +50,6 @@ from .state import NO_PRODUCER_ID, ConsumerGroup, GroupsState, Member
 LEAVE_EPOCHS = (-1, -2)  # -2: a static member leaving for now (handled as a leave)
 ADMIN_EPOCH = -1
 UNKNOWN_GENERATION = -1  # TxnOffsetCommit's generation_id when the producer is not a group member
-MAX_PRODUCER_EPOCH = 32767  # a batch header's int16
 Topics = Mapping[str, int]  # topics and their partition counts (subscriptions see the non-internal ones)
 
 
