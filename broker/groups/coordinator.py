@@ -1,6 +1,8 @@
 """The group coordinator's shell on one broker: a GroupMachine per
 __consumer_offsets partition this broker leads, its records appended to that
-partition, its timers on asyncio.
+partition, its timers on asyncio. Shards, leadership, loading and reloading
+after a refused append are the shell both coordinators share
+(broker/coordinator_shards.py).
 
 - Leadership (ReplicaManager changes): a new leader epoch of a partition of
   __consumer_offsets here loads its coordinator by replaying the partition's
@@ -36,19 +38,17 @@ from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import groups_pb2 as gpb
 from kafka_protocol.internal_topics import is_internal
 from metadata_quorum.image import MetadataImage
-from kafka_protocol.batch import end_offset
 from partition_log.log import wall_clock_ms
 from kafka_protocol.records import Record, encode_batch
 
 from ..access import TopicShape, refuse_all
 from ..config import BrokerConfig
-from ..controller_client import ControllerClient, ControllerUnavailable
-from ..errors import Error, error_name
-from ..metadata import client_endpoint
+from ..controller_client import ControllerClient
+from ..coordinator_shards import Shard, ShardedCoordinator, client_error
+from ..coordinator_topics import InternalTopicCreator, coordinator_of
+from ..errors import Error
 from ..partition import Partition
-from ..produce import AppendOrigin, append
-from ..replica_manager import ReplicaChanges, ReplicaManager
-from ..waiting import Signal
+from ..replica_manager import ReplicaManager
 from .loading import replay_batches
 from .machine import GroupConfig, GroupError, GroupMachine, Topics
 from .placement import OFFSETS_TOPIC, partition_for
@@ -57,17 +57,7 @@ from .records import encode_record
 
 log = logging.getLogger(__name__)
 
-LOAD_CHUNK_BYTES = 1 << 20
-# Before loading again after a failed append: a partition that keeps refusing
-# writes (its first one may be the tombstones due after loading) is not
-# reloaded in a busy loop.
-RELOAD_PAUSE_S = 0.2
 CREATE_TIMEOUT_S = 10.0
-# Append errors whose records may be in the log anyway: the machine stays.
-APPENDED_ANYWAY = (Error.REQUEST_TIMED_OUT, Error.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
-# What a client is told when its records could not be written (as Kafka maps them).
-NOT_COORDINATOR_ERRORS = (Error.NOT_LEADER_OR_FOLLOWER, Error.KAFKA_STORAGE_ERROR, Error.UNKNOWN_TOPIC_OR_PARTITION)
-UNAVAILABLE_ERRORS = (Error.NOT_ENOUGH_REPLICAS, Error.NOT_ENOUGH_REPLICAS_AFTER_APPEND, Error.REQUEST_TIMED_OUT)
 # A transactional batch refused for its producer: the producer is told (as Kafka's
 # coordinator passes these through), the machine reloads like after any refusal.
 PRODUCER_ERRORS = (Error.INVALID_PRODUCER_EPOCH, Error.PRODUCER_FENCED, Error.INVALID_TXN_STATE,
@@ -103,18 +93,11 @@ class ImageTopicIds:
         return topic.name if topic is not None else None
 
 
-class Shard:
+class GroupShard(Shard[GroupMachine]):
     """The coordinator of one __consumer_offsets partition, for one leader epoch."""
 
     def __init__(self, partition: Partition, machine: GroupMachine) -> None:
-        self.partition = partition
-        self.leader_epoch = partition.leader_epoch
-        self.machine = machine
-        self.loaded = False
-        self.failed: Optional[str] = None
-        self.closed = False
-        self.wake = Signal()  # deadlines changed
-        self.task: Optional[asyncio.Task[None]] = None
+        super().__init__(partition, machine)
         # Topics deleted since this leadership began whose offsets' tombstones
         # are not in the log yet, and (once loaded) those tombstones.
         self.deleted: set[str] = set()
@@ -126,22 +109,15 @@ class Shard:
         self.pending, self.deleted = [], set()
         return pending, deleted
 
-    @property
-    def index(self) -> int:
-        return self.partition.index
 
-    @property
-    def current(self) -> bool:
-        return (not self.closed and self.partition.is_leader and not self.partition.stopped
-                and self.partition.leader_epoch == self.leader_epoch)
+class GroupCoordinator(ShardedCoordinator[GroupShard]):
+    topic = OFFSETS_TOPIC
+    role = "group coordinator"
 
-
-class GroupCoordinator:
     def __init__(self, broker_id: int, replicas: ReplicaManager, controllers: ControllerClient,
                  config: BrokerConfig, *, clock: Callable[[], int] = wall_clock_ms,
                  create_timeout_s: float = CREATE_TIMEOUT_S) -> None:
-        self.broker_id = broker_id
-        self.replicas = replicas
+        super().__init__(broker_id, replicas)
         self.controllers = controllers
         self.config = config
         self.clock = clock
@@ -150,23 +126,12 @@ class GroupCoordinator:
                                         heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
                                         offset_metadata_max_bytes=config.offset_metadata_max_bytes)
         self.ids = ImageTopicIds(lambda: self.replicas.image)
-        self.shards: dict[int, Shard] = {}
-        self._creating: Optional[asyncio.Future[None]] = None
+        self.creator = InternalTopicCreator(broker_id, controllers, create_timeout_s)
         self._topics_cache: tuple[int, int, dict[str, int], dict[str, int]] = (-1, -1, {}, {})
 
     # -- leadership ------------------------------------------------------------------------------
-    def on_replica_changes(self, changes: ReplicaChanges) -> None:
-        for partition in changes.leaders:
-            if partition.topic == OFFSETS_TOPIC:
-                self._unload(partition.index)
-                shard = self.shards[partition.index] = Shard(partition, GroupMachine(self.group_config))
-                shard.task = asyncio.create_task(self._run(shard), name=f"group-coordinator-{partition.index}")
-        for partition in changes.followers:
-            if partition.topic == OFFSETS_TOPIC:
-                self._unload(partition.index)
-        for topic, index in changes.stopped:
-            if topic == OFFSETS_TOPIC:
-                self._unload(index)
+    def new_shard(self, partition: Partition) -> GroupShard:
+        return GroupShard(partition, GroupMachine(self.group_config))
 
     def on_topics_removed(self, names: Collection[str]) -> None:
         """The metadata image no longer has these topics: drop every group's
@@ -182,68 +147,38 @@ class GroupCoordinator:
                 shard.wake.fire()
             # else: _load applies shard.deleted when it is done
 
-    def _unload(self, index: int) -> None:
-        shard = self.shards.pop(index, None)
-        if shard is not None:
-            shard.closed = True
-            if shard.task is not None:
-                shard.task.cancel()
-            log.info("broker %d: no longer the group coordinator of %s-%d", self.broker_id, OFFSETS_TOPIC, index)
+    async def run_shard(self, shard: GroupShard) -> None:
+        await self._load(shard)
+        await self._write(shard, [])  # the offsets of topics deleted before or while loading
+        while not shard.closed:
+            wake = shard.wake.wait()
+            deadline = shard.machine.next_deadline()
+            delay = None if deadline is None else max(deadline - self.clock(), 0) / 1000
+            if shard.pending:
+                delay = 0  # tombstones of a deleted topic's offsets, made while this task was writing
+            try:
+                await asyncio.wait_for(asyncio.shield(wake), delay)
+            except asyncio.TimeoutError:
+                pass
+            if shard.closed:
+                return
+            records = shard.machine.expire(self.clock(), self.topics())
+            if records or shard.pending:
+                await self._write(shard, records)
 
-    async def stop(self) -> None:
-        shards = list(self.shards.values())
-        for index in list(self.shards):
-            self._unload(index)
-        await asyncio.gather(*(s.task for s in shards if s.task is not None), return_exceptions=True)
-
-    async def _run(self, shard: Shard, pause_s: float = 0.0) -> None:
-        try:
-            await asyncio.sleep(pause_s)
-            await self._load(shard)
-            await self._write(shard, [])  # the offsets of topics deleted before or while loading
-            while not shard.closed:
-                wake = shard.wake.wait()
-                deadline = shard.machine.next_deadline()
-                delay = None if deadline is None else max(deadline - self.clock(), 0) / 1000
-                if shard.pending:
-                    delay = 0  # tombstones of a deleted topic's offsets, made while this task was writing
-                try:
-                    await asyncio.wait_for(asyncio.shield(wake), delay)
-                except asyncio.TimeoutError:
-                    pass
-                if shard.closed:
-                    return
-                records = shard.machine.expire(self.clock(), self.topics())
-                if records or shard.pending:
-                    await self._write(shard, records)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a broken coordinator answers, it does not take the broker down
-            shard.failed = f"{type(exc).__name__}: {exc}"
-            log.exception("broker %d: the group coordinator of %s-%d failed", self.broker_id, OFFSETS_TOPIC,
-                          shard.index)
-
-    async def _load(self, shard: Shard) -> None:
-        """Replay the partition's log into a fresh machine, yielding between chunks."""
+    async def _load(self, shard: GroupShard) -> None:
+        """Replay the partition's log into a fresh machine, yielding between chunks
+        (to the log end: a marker appended while loading is in the log, and
+        on_txn_completed ignores a shard still loading)."""
         shard.loaded = False
         shard.machine = GroupMachine(self.group_config)
         shard.pending = []  # the new machine is built from the log: shard.deleted is applied again below
-        lg = shard.partition.log
         started, count = self.clock(), 0
         where = f"{OFFSETS_TOPIC}-{shard.index}"
-        # Until the log end, read again after each pass: a marker appended while
-        # loading is in the log (on_txn_completed ignores a shard still loading).
-        offset = lg.log_start_offset
-        while offset < lg.log_end_offset:
-            read_from = offset
-            for data in lg.iter_reads(offset, LOAD_CHUNK_BYTES):
-                count += replay_batches(shard.machine, data, self.ids, where)
-                offset = end_offset(data)
-                await asyncio.sleep(0)
-                if shard.closed:
-                    return
-            if offset == read_from:
-                break  # nothing readable there: a log whose end is past its last batch
+        async for data in self.log_chunks(shard):
+            count += replay_batches(shard.machine, data, self.ids, where)
+        if shard.closed:
+            return
         shard.machine.arm_timers(self.clock())
         # Nothing awaits from here on: a deletion seen from now on finds the shard loaded.
         image = self.replicas.image
@@ -258,7 +193,7 @@ class GroupCoordinator:
                  len(shard.machine.state.groups), self.clock() - started)
 
     # -- writes ----------------------------------------------------------------------------------
-    async def _write(self, shard: Shard, records: list[GroupRecord], txn: Optional[TxnWrite] = None) -> int:
+    async def _write(self, shard: GroupShard, records: list[GroupRecord], txn: Optional[TxnWrite] = None) -> int:
         """Append and wait for the high watermark; the error code for the client.
         Tombstones of deleted topics' offsets still pending go first. With
         `txn`, its records follow as the producer's transactional batch, in
@@ -275,47 +210,22 @@ class GroupCoordinator:
             batches += encode_batch([Record(*encode_record(r, self.ids), timestamp=now) for r in txn.records],
                                     producer_id=txn.producer_id, producer_epoch=txn.producer_epoch,
                                     base_sequence=-1, transactional=True)
-        # From the coordinator: the producer's sequences do not apply to it (Kafka's AppendOrigin.COORDINATOR).
-        result = await append(self.replicas, OFFSETS_TOPIC, shard.index, batches, -1,
-                              self.config.offsets_commit_timeout_ms, origin=AppendOrigin.COORDINATOR)
-        if result.error == Error.NONE:
-            return Error.NONE
-        log.warning("%s-%d: appending %d group records failed: %s %s", OFFSETS_TOPIC, shard.index, len(records),
-                    error_name(result.error), result.message)
-        if result.error not in APPENDED_ANYWAY and shard.current and shard.task is not None:
-            # The machine holds changes the log does not: start again from the log
-            # (which does not have these deletions either).
-            shard.deleted |= deleted
-            shard.task.cancel()
-            shard.loaded = False
-            shard.task = asyncio.create_task(self._run(shard, RELOAD_PAUSE_S), name=f"group-coordinator-{shard.index}")
-        if result.error in PRODUCER_ERRORS:
+        # From the coordinator (AppendOrigin.COORDINATOR): the producer's sequences do not apply to it.
+        # A refused append reloads the shard from the log, which does not have these deletions either.
+        result = await self.append(shard, batches, self.config.offsets_commit_timeout_ms,
+                                   f"{len(records)} group records", on_refused=lambda: shard.deleted.update(deleted))
+        if result.error == Error.NONE or result.error in PRODUCER_ERRORS:
             return result.error
-        if result.error in NOT_COORDINATOR_ERRORS:
-            return Error.NOT_COORDINATOR
-        if result.error in UNAVAILABLE_ERRORS:
-            return Error.COORDINATOR_NOT_AVAILABLE
-        return Error.UNKNOWN_SERVER_ERROR
+        return client_error(result.error)
 
     # -- routing ---------------------------------------------------------------------------------
     def offsets_partitions(self) -> int:
-        topic = self.replicas.image.topic(OFFSETS_TOPIC)
-        return len(topic.partitions) if topic is not None and topic.partitions else \
-            self.config.offsets_topic_num_partitions
+        return self.partitions_of(OFFSETS_TOPIC, self.config.offsets_topic_num_partitions)
 
-    def shard_for(self, group_id: str) -> Shard:
+    def shard_for(self, group_id: str) -> GroupShard:
         if not group_id:
             raise GroupError(Error.INVALID_GROUP_ID, "the group id is empty")
-        index = partition_for(group_id, self.offsets_partitions())
-        shard = self.shards.get(index)
-        if shard is None or not shard.current:
-            raise GroupError(Error.NOT_COORDINATOR,
-                             f"broker {self.broker_id} does not coordinate {OFFSETS_TOPIC}-{index}")
-        if shard.failed is not None:
-            raise GroupError(Error.COORDINATOR_NOT_AVAILABLE, shard.failed)
-        if not shard.loaded:
-            raise GroupError(Error.COORDINATOR_LOAD_IN_PROGRESS, f"{OFFSETS_TOPIC}-{index} is loading")
-        return shard
+        return self.shard_at(partition_for(group_id, self.offsets_partitions()), GroupError)
 
     def topics(self) -> Topics:
         """The cluster's topics (internal ones aside) and their partition counts: what groups subscribe to."""
@@ -450,49 +360,14 @@ class GroupCoordinator:
                                           error_message=f"key type {request.key_type}: only groups (0) have coordinators")
             return response
         if self.replicas.image.topic(OFFSETS_TOPIC) is None and request.keys:
-            await self._create_offsets_topic()
-        image = self.replicas.image
-        topic = image.topic(OFFSETS_TOPIC)
+            await self.creator.create(cpb.CreateTopicsRequest.CreatableTopic(
+                name=OFFSETS_TOPIC, num_partitions=self.config.offsets_topic_num_partitions,
+                replication_factor=self.config.offsets_topic_replication_factor,
+                configs=[cpb.ConfigEntry(name="cleanup.policy", value="compact")]))
         for key in request.keys:
             out = response.coordinators.add(key=key, node_id=-1)
             if not key:
                 out.error_code, out.error_message = Error.INVALID_GROUP_ID, "the group id is empty"
-                continue
-            state = topic.partitions.get(partition_for(key, len(topic.partitions))) if topic else None
-            broker = image.brokers.get(state.leader) if state is not None else None
-            endpoint = client_endpoint(broker, listener) if broker is not None and not broker.fenced else None
-            if endpoint is None:
-                out.error_code = Error.COORDINATOR_NOT_AVAILABLE
-                out.error_message = f"{OFFSETS_TOPIC} has no leader for this group yet"
-                continue
-            out.node_id, out.host, out.port = broker.broker_id, endpoint.host, endpoint.port
+            else:
+                coordinator_of(self.replicas.image, OFFSETS_TOPIC, key, listener, out)
         return response
-
-    async def _create_offsets_topic(self) -> None:
-        """CreateTopics through the active controller, once at a time; any
-        failure is logged and the caller answers COORDINATOR_NOT_AVAILABLE."""
-        if self._creating is None or self._creating.done():
-            self._creating = asyncio.ensure_future(self._create())
-        try:
-            await asyncio.wait_for(asyncio.shield(self._creating), self.create_timeout_s)
-        except asyncio.TimeoutError:
-            pass
-
-    async def _create(self) -> None:
-        request = cpb.CreateTopicsRequest(topics=[cpb.CreateTopicsRequest.CreatableTopic(
-            name=OFFSETS_TOPIC, num_partitions=self.config.offsets_topic_num_partitions,
-            replication_factor=self.config.offsets_topic_replication_factor,
-            configs=[cpb.ConfigEntry(name="cleanup.policy", value="compact")])])
-        try:
-            response = await self.controllers.call("CreateTopics", request, timeout_s=self.create_timeout_s)
-        except ControllerUnavailable as exc:
-            log.warning("broker %d: cannot create %s: %s", self.broker_id, OFFSETS_TOPIC, exc)
-            return
-        results = [(r.error_code, r.error_message) for r in response.topics]
-        if response.error_code or any(code not in (Error.NONE, Error.TOPIC_ALREADY_EXISTS) for code, _ in results):
-            log.warning("broker %d: creating %s failed: %s %s", self.broker_id, OFFSETS_TOPIC,
-                        response.error_code, results)
-        else:
-            log.info("broker %d: created %s (%d partitions, replication factor %d)", self.broker_id, OFFSETS_TOPIC,
-                     self.config.offsets_topic_num_partitions, self.config.offsets_topic_replication_factor)
-

@@ -2,6 +2,9 @@
 __transaction_state partition this broker leads, its records appended to
 that partition, its timer and marker writing on asyncio.
 
+Shards, leadership, loading and reloading after a refused append are the
+shell both coordinators share (broker/coordinator_shards.py).
+
 - Leadership (ReplicaManager changes): a new leader epoch of a partition of
   __transaction_state here loads its machine by replaying the log
   (COORDINATOR_LOAD_IN_PROGRESS meanwhile), then resumes the markers of every
@@ -38,12 +41,11 @@ from partition_log.log import wall_clock_ms
 
 from ..config import BrokerConfig
 from ..controller_client import ControllerClient
+from ..coordinator_shards import Shard, ShardedCoordinator, client_error
 from ..coordinator_topics import InternalTopicCreator, coordinator_of
-from ..errors import BrokerError, Error, error_name
+from ..errors import BrokerError, Error
 from ..partition import Partition
-from ..produce import append
-from ..replica_manager import ReplicaChanges, ReplicaManager
-from ..waiting import Signal
+from ..replica_manager import ReplicaManager
 from .machine import NeedProducerId, TxnConfig, TxnError, TxnMachine
 from .markers import MarkerWriter
 from .records import STATE_BY_NAME, TopicPartition, decode_record, encode_record
@@ -52,53 +54,36 @@ from .records import Record as TxnRecord
 log = logging.getLogger(__name__)
 
 TXN_TOPIC = TRANSACTION_STATE_TOPIC
-LOAD_CHUNK_BYTES = 1 << 20
-RELOAD_PAUSE_S = 0.2
 CREATE_TIMEOUT_S = 10.0
-APPENDED_ANYWAY = (Error.REQUEST_TIMED_OUT, Error.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
-NOT_COORDINATOR_ERRORS = (Error.NOT_LEADER_OR_FOLLOWER, Error.KAFKA_STORAGE_ERROR, Error.UNKNOWN_TOPIC_OR_PARTITION)
 
 T = TypeVar("T")
 
 
-class Shard:
-    """The coordinator of one __transaction_state partition, for one leader epoch."""
+class TxnShard(Shard[TxnMachine]):
+    """The coordinator of one __transaction_state partition, for one leader epoch,
+    with its marker-writing tasks."""
 
     def __init__(self, partition: Partition, machine: TxnMachine) -> None:
-        self.partition = partition
-        self.leader_epoch = partition.leader_epoch
-        self.machine = machine
-        self.loaded = False
-        self.failed: Optional[str] = None
-        self.closed = False
-        self.wake = Signal()
-        self.task: Optional[asyncio.Task[None]] = None
+        super().__init__(partition, machine)
         self.markers: set[asyncio.Task[None]] = set()
 
-    @property
-    def index(self) -> int:
-        return self.partition.index
-
-    @property
-    def current(self) -> bool:
-        return (not self.closed and self.partition.is_leader and not self.partition.stopped
-                and self.partition.leader_epoch == self.leader_epoch)
-
     def cancel(self) -> list[asyncio.Task[None]]:
-        tasks = [t for t in (self.task, *self.markers) if t is not None]
-        for task in tasks:
+        tasks = super().cancel() + list(self.markers)
+        for task in self.markers:
             task.cancel()
         self.markers = set()
         return tasks
 
 
-class TransactionCoordinator:
+class TransactionCoordinator(ShardedCoordinator[TxnShard]):
+    topic = TXN_TOPIC
+    role = "transaction coordinator"
+
     def __init__(self, broker_id: int, replicas: ReplicaManager, controllers: ControllerClient,
                  config: BrokerConfig, *, new_producer_id: Callable[[], Awaitable[int]], markers: MarkerWriter,
                  append_timeout_ms: int = 30000, clock: Callable[[], int] = wall_clock_ms,
                  create_timeout_s: float = CREATE_TIMEOUT_S) -> None:
-        self.broker_id = broker_id
-        self.replicas = replicas
+        super().__init__(broker_id, replicas)
         self.controllers = controllers
         self.config = config
         self.new_producer_id = new_producer_id
@@ -107,77 +92,45 @@ class TransactionCoordinator:
         self.clock = clock
         self.txn_config = TxnConfig(max_timeout_ms=config.transaction_max_timeout_ms,
                                     id_expiration_ms=config.transactional_id_expiration_ms)
-        self.shards: dict[int, Shard] = {}
         self.creator = InternalTopicCreator(broker_id, controllers, create_timeout_s)
 
     # -- leadership ------------------------------------------------------------------------------
-    def on_replica_changes(self, changes: ReplicaChanges) -> None:
-        for partition in changes.leaders:
-            if partition.topic == TXN_TOPIC:
-                self._unload(partition.index)
-                shard = self.shards[partition.index] = Shard(partition, TxnMachine(self.txn_config))
-                shard.task = asyncio.create_task(self._run(shard), name=f"txn-coordinator-{partition.index}")
-        for partition in changes.followers:
-            if partition.topic == TXN_TOPIC:
-                self._unload(partition.index)
-        for topic, index in changes.stopped:
-            if topic == TXN_TOPIC:
-                self._unload(index)
+    def new_shard(self, partition: Partition) -> TxnShard:
+        return TxnShard(partition, TxnMachine(self.txn_config))
 
-    def _unload(self, index: int) -> list[asyncio.Task[None]]:
-        shard = self.shards.pop(index, None)
-        if shard is None:
-            return []
-        shard.closed = True
-        log.info("broker %d: no longer the transaction coordinator of %s-%d", self.broker_id, TXN_TOPIC, index)
-        return shard.cancel()
-
-    async def stop(self) -> None:
-        tasks = [t for index in list(self.shards) for t in self._unload(index)]
-        await asyncio.gather(*tasks, return_exceptions=True)
-
-    async def _run(self, shard: Shard, pause_s: float = 0.0) -> None:
-        try:
-            await asyncio.sleep(pause_s)
-            await self._load(shard)
-            for job in shard.machine.marker_jobs():
-                self._start_markers(shard, [(job.transactional_id, shard.machine.describe(job.transactional_id))])
-            interval_ms = self.config.transaction_abort_timed_out_cleanup_interval_ms
-            while not shard.closed:
-                now = self.clock()
-                deadline = shard.machine.next_deadline()
-                delay_ms = interval_ms if deadline is None else min(max(deadline - now, 0), interval_ms)
+    async def run_shard(self, shard: TxnShard) -> None:
+        await self._load(shard)
+        for job in shard.machine.marker_jobs():
+            self._start_markers(shard, [(job.transactional_id, shard.machine.describe(job.transactional_id))])
+        interval_ms = self.config.transaction_abort_timed_out_cleanup_interval_ms
+        while not shard.closed:
+            now = self.clock()
+            deadline = shard.machine.next_deadline()
+            delay_ms = interval_ms if deadline is None else min(max(deadline - now, 0), interval_ms)
+            try:
+                await asyncio.wait_for(asyncio.shield(shard.wake.wait()), delay_ms / 1000)
+            except asyncio.TimeoutError:
+                pass
+            if shard.closed:
+                return
+            for tid in shard.machine.timed_out(self.clock()):
                 try:
-                    await asyncio.wait_for(asyncio.shield(shard.wake.wait()), delay_ms / 1000)
-                except asyncio.TimeoutError:
-                    pass
-                if shard.closed:
-                    return
-                for tid in shard.machine.timed_out(self.clock()):
-                    try:
-                        records = await self._with_producer_id(
-                            lambda fresh, tid=tid: shard.machine.abort_timed_out(tid, self.clock(),
-                                                                                 fresh_producer_id=fresh))
-                    except TxnError as exc:  # no producer id yet: the next round tries again
-                        log.warning("%s-%d: cannot abort %r yet: %s", TXN_TOPIC, shard.index, tid, exc.message)
-                        continue
-                    if records:
-                        log.info("%s-%d: aborting the transaction of %r on its timeout", TXN_TOPIC, shard.index, tid)
-                    await self._write(shard, records)
-                await self._write(shard, shard.machine.expire_ids(self.clock()))
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a broken coordinator answers, it does not take the broker down
-            shard.failed = f"{type(exc).__name__}: {exc}"
-            log.exception("broker %d: the transaction coordinator of %s-%d failed", self.broker_id, TXN_TOPIC,
-                          shard.index)
+                    records = await self._with_producer_id(
+                        lambda fresh, tid=tid: shard.machine.abort_timed_out(tid, self.clock(),
+                                                                             fresh_producer_id=fresh))
+                except TxnError as exc:  # no producer id yet: the next round tries again
+                    log.warning("%s-%d: cannot abort %r yet: %s", TXN_TOPIC, shard.index, tid, exc.message)
+                    continue
+                if records:
+                    log.info("%s-%d: aborting the transaction of %r on its timeout", TXN_TOPIC, shard.index, tid)
+                await self._write(shard, records)
+            await self._write(shard, shard.machine.expire_ids(self.clock()))
 
-    async def _load(self, shard: Shard) -> None:
+    async def _load(self, shard: TxnShard) -> None:
         shard.loaded = False
         shard.machine = TxnMachine(self.txn_config)
-        lg = shard.partition.log
         started, count = self.clock(), 0
-        for data in lg.iter_reads(lg.log_start_offset, LOAD_CHUNK_BYTES):
+        async for data in self.log_chunks(shard):
             for batch in iter_batches(data):
                 if batch.header.is_control:
                     continue
@@ -191,9 +144,8 @@ class TransactionCoordinator:
                     if decoded is not None:
                         shard.machine.replay(decoded)
                         count += 1
-            await asyncio.sleep(0)
-            if shard.closed:
-                return
+        if shard.closed:
+            return
         shard.loaded = True
         log.info("broker %d: transaction coordinator of %s-%d loaded in epoch %d: %d records, %d ids, %d ms",
                  self.broker_id, TXN_TOPIC, shard.index, shard.leader_epoch, count, len(shard.machine.txns),
@@ -213,28 +165,20 @@ class TransactionCoordinator:
             raise TxnError(exc.error, exc.message) from None
         return decide(fresh)
 
-    async def _write(self, shard: Shard, records: list[TxnRecord]) -> int:
+    async def _write(self, shard: TxnShard, records: list[TxnRecord]) -> int:
         """Append and wait for the high watermark; the error code for the client.
         Markers start for every Prepare* record once it is durable."""
         if not records:
             return Error.NONE
         now = self.clock()
         batch = encode_batch([Record(*encode_record(r), timestamp=now) for r in records])
-        result = await append(self.replicas, TXN_TOPIC, shard.index, batch, -1, self.append_timeout_ms)
+        result = await self.append(shard, batch, self.append_timeout_ms, f"{len(records)} transaction records")
         if result.error == Error.NONE:
             self._start_markers(shard, records)
             return Error.NONE
-        log.warning("%s-%d: appending %d transaction records failed: %s %s", TXN_TOPIC, shard.index, len(records),
-                    error_name(result.error), result.message)
-        if result.error not in APPENDED_ANYWAY and shard.current and shard.task is not None:
-            shard.cancel()
-            shard.loaded = False
-            shard.task = asyncio.create_task(self._run(shard, RELOAD_PAUSE_S), name=f"txn-coordinator-{shard.index}")
-        if result.error in NOT_COORDINATOR_ERRORS:
-            return Error.NOT_COORDINATOR
-        return Error.COORDINATOR_NOT_AVAILABLE
+        return client_error(result.error)
 
-    def _start_markers(self, shard: Shard, records: list[TxnRecord]) -> None:
+    def _start_markers(self, shard: TxnShard, records: list[TxnRecord]) -> None:
         for record in records:
             job = TxnMachine.marker_job(record)
             if job is not None and shard.current:
@@ -242,7 +186,7 @@ class TransactionCoordinator:
                 shard.markers.add(task)
                 task.add_done_callback(shard.markers.discard)
 
-    async def _markers(self, shard: Shard, job) -> None:
+    async def _markers(self, shard: TxnShard, job) -> None:
         try:
             if await self.markers.write(job, shard.leader_epoch, lambda: shard.current):
                 await self._write(shard, shard.machine.complete(job, self.clock()))
@@ -252,26 +196,14 @@ class TransactionCoordinator:
             log.exception("%s-%d: writing the markers of %r failed", TXN_TOPIC, shard.index, job.transactional_id)
 
     # -- routing ---------------------------------------------------------------------------------
-    def partitions_of(self, topic: str, default: int) -> int:
-        state = self.replicas.image.topic(topic)
-        return len(state.partitions) if state is not None and state.partitions else default
-
     def coordinator_partition(self, transactional_id: str) -> int:
         return partition_for(transactional_id, self.partitions_of(
             TXN_TOPIC, self.config.transaction_state_log_num_partitions))
 
-    def shard_for(self, transactional_id: str) -> Shard:
+    def shard_for(self, transactional_id: str) -> TxnShard:
         if not transactional_id:
             raise TxnError(Error.INVALID_REQUEST, "the transactional id is empty")
-        shard = self.shards.get(self.coordinator_partition(transactional_id))
-        if shard is None or not shard.current:
-            raise TxnError(Error.NOT_COORDINATOR, f"broker {self.broker_id} is not the coordinator of "
-                                                  f"{transactional_id!r}")
-        if shard.failed is not None:
-            raise TxnError(Error.COORDINATOR_NOT_AVAILABLE, shard.failed)
-        if not shard.loaded:
-            raise TxnError(Error.COORDINATOR_LOAD_IN_PROGRESS, f"{TXN_TOPIC}-{shard.index} is loading")
-        return shard
+        return self.shard_at(self.coordinator_partition(transactional_id), TxnError)
 
     # -- requests --------------------------------------------------------------------------------
     async def init_producer_id(self, request: bpb.InitProducerIdRequest) -> bpb.InitProducerIdResponse:
