@@ -53,7 +53,7 @@ test: go-test pytest
 demo: venv java-runtime
 	$(BIN)/python -m kraftlog.demo
 
-# The deterministic Raft simulator, 20,000 seeded schedules (the test suite runs 2,000).
+# The deterministic Raft simulator, 20,000 seeded schedules (the test suite runs the first 500).
 sim: venv
 	$(BIN)/python -m metadata_quorum.sim --schedules 20000 --seed 0 --jobs 2
 

@@ -117,15 +117,16 @@ def test_linger_ms_gathers_records_produced_apart_into_one_batch(cluster, bootst
     name = topic(cluster, "linger", partitions=1)
 
     async def spaced(config: dict, await_each: bool) -> list[RecordMetadata]:
+        futures = []
         async with AsyncProducer({"bootstrap.servers": bootstrap, **config}) as producer:
-            futures = []
             for i in range(5):
                 futures.append(producer.produce(name, f"{config['linger.ms']}-{i}".encode()))
                 if await_each:
                     await futures[-1]
                 else:
                     await asyncio.sleep(0.05)
-            return await asyncio.gather(*futures)
+        # awaited once the block closed the producer: close() delivers what lingers
+        return await asyncio.gather(*futures)
 
     asyncio.run(spaced({"linger.ms": 0}, await_each=True))
     lingered = asyncio.run(spaced({"linger.ms": 30000}, await_each=False))  # close() flushes: no 30 s wait

@@ -37,9 +37,11 @@ BATCHES = 4
 RECORDS_PER_BATCH = 10
 
 
-@pytest.fixture
-def cluster(tmp_path):
-    c = LocalCluster(tmp_path, controllers=3, brokers=3, properties=PROPERTIES)
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """One 3 + 3 cluster for the module: each test has its own topic and
+    leaves every broker running (the last one kills a controller)."""
+    c = LocalCluster(tmp_path_factory.mktemp("broker-process"), controllers=3, brokers=3, properties=PROPERTIES)
     try:
         c.start()
         yield c
@@ -57,9 +59,10 @@ def combined(tmp_path):
         c.close()
 
 
-def produce(stub, partition: int, records: bytes, acks: int = -1) -> bpb.ProduceResponse.PartitionResponse:
+def produce(stub, partition: int, records: bytes, acks: int = -1,
+            topic: str = TOPIC) -> bpb.ProduceResponse.PartitionResponse:
     response = stub.Produce(bpb.ProduceRequest(acks=acks, timeout_ms=10000, topics=[bpb.ProduceRequest.TopicData(
-        name=TOPIC, partitions=[bpb.ProduceRequest.PartitionData(index=partition, records=records)])]), timeout=20)
+        name=topic, partitions=[bpb.ProduceRequest.PartitionData(index=partition, records=records)])]), timeout=20)
     return response.responses[0].partitions[0]
 
 
@@ -170,32 +173,20 @@ def test_brokers_serve_replicated_partitions_and_survive_a_leaders_kill_9(cluste
 
 def test_sigterm_is_a_controlled_shutdown(cluster) -> None:
     cluster.wait_for_brokers()
-    cluster.create_topic(TOPIC, PARTITIONS, 3)
-    topic = cluster.wait_for_leaders(TOPIC)
+    cluster.create_topic("shutdown", PARTITIONS, 3)
+    topic = cluster.wait_for_leaders("shutdown")
     leaving = topic.partitions[0].leader_id
-    assert cluster.stop(leaving) == 0
-    assert "controlled shutdown done" in cluster.log_text(leaving)
-    # The controller moved every leadership away before the broker exited:
-    # no election waits for a session timeout.
-    survivors = [b for b in cluster.brokers if b != leaving]
-    after = cluster.metadata(survivors[0], [TOPIC]).topics[0]
-    assert all(p.leader_id in survivors for p in after.partitions), after
-
-
-def test_the_last_combined_node_stops_without_waiting_for_a_quorum(combined) -> None:
-    """Stopped one at a time, the first two nodes shut down in a controlled
-    way; the last has no quorum left to answer and says so instead of
-    waiting out its controlled shutdown timeout."""
-    combined.wait_for_brokers()
-    combined.create_topic(TOPIC, 3, 3)
-    combined.wait_for_leaders(TOPIC)
-    for node in (1, 2):
-        assert combined.stop(node) == 0
-        assert "controlled shutdown done" in combined.log_text(node)
-    assert combined.stop(3) == 0
-    last = combined.log_text(3)
-    assert "the metadata quorum has had no leader" in last and "skipping the controlled shutdown" in last
-    assert "no controlled shutdown within" not in last
+    try:
+        assert cluster.stop(leaving) == 0
+        assert "controlled shutdown done" in cluster.log_text(leaving)
+        # The controller moved every leadership away before the broker exited:
+        # no election waits for a session timeout.
+        survivors = [b for b in cluster.brokers if b != leaving]
+        after = cluster.metadata(survivors[0], ["shutdown"]).topics[0]
+        assert all(p.leader_id in survivors for p in after.partitions), after
+    finally:  # every broker running again for the module's next test
+        cluster.start(leaving)
+        cluster.wait_for_brokers(timeout=60)
 
 
 def services(channel) -> set[str]:
@@ -209,7 +200,7 @@ def serving(channel, service: str = "") -> bool:
     return status.status == health_pb2.HealthCheckResponse.SERVING
 
 
-def test_combined_nodes_run_the_quorum_and_the_partitions(combined) -> None:
+def test_combined_nodes_run_the_quorum_and_the_partitions_and_stop_one_at_a_time(combined) -> None:
     nodes = set(combined.brokers)
     assert set(combined.controllers) == nodes
     seen = combined.wait_for_brokers()
@@ -234,12 +225,27 @@ def test_combined_nodes_run_the_quorum_and_the_partitions(combined) -> None:
         stamped = bytearray(sent)
         b.stamp(stamped, 0, answer.base_offset, p.leader_epoch)
         assert read_all(stub, p.partition_index, 1) == stamped
+    stop_one_at_a_time(combined)  # the same cluster: one start fewer
+
+
+def stop_one_at_a_time(combined: LocalCluster) -> None:
+    """Stopped one at a time (with TOPIC led), the first two nodes shut down in a controlled
+    way; the last has no quorum left to answer and says so instead of
+    waiting out its controlled shutdown timeout."""
+    combined.wait_for_leaders(TOPIC)
+    for node in (1, 2):
+        assert combined.stop(node) == 0
+        assert "controlled shutdown done" in combined.log_text(node)
+    assert combined.stop(3) == 0
+    last = combined.log_text(3)
+    assert "the metadata quorum has had no leader" in last and "skipping the controlled shutdown" in last
+    assert "no controlled shutdown within" not in last
 
 
 def test_brokers_follow_a_new_active_controller_after_kill_9(cluster) -> None:
     cluster.wait_for_brokers()
-    cluster.create_topic(TOPIC, 3, 3)
-    topic = cluster.wait_for_leaders(TOPIC)
+    cluster.create_topic("controller-failover", 3, 3)
+    topic = cluster.wait_for_leaders("controller-failover")
     active = wait_until(lambda: (m := cluster.metadata()) is not None and m.controller_id > 0 and m.controller_id,
                         20, "an active controller named by a broker")
     cluster.kill(active)
@@ -247,7 +253,8 @@ def test_brokers_follow_a_new_active_controller_after_kill_9(cluster) -> None:
     # Partitions keep taking acks=all writes: their leaders do not need the controller.
     for p in topic.partitions:
         answer = produce(cluster.broker_stub(p.leader_id), p.partition_index,
-                         encode_batch([Record(None, b"during the election", 1_700_000_000_000)]))
+                         encode_batch([Record(None, b"during the election", 1_700_000_000_000)]),
+                         topic="controller-failover")
         assert answer.error_code == 0, answer
 
     def new_controller():
