@@ -2,12 +2,22 @@
 
 This is the composition root of the CLI: every command group is registered
 here, and `main` turns user errors into one line on stderr, never a traceback.
+
+A command's module is imported only when that command runs: `kraftlog
+topics list` loads the topics command and the client, not the server's
+config, the console, Spark's job planner or rich's markdown (importing every
+module took about 1.4 s a call; scripts and the tests call the CLI hundreds
+of times). `COMMANDS` names the module of each top-level command;
+`kraftlog --help`, an unknown command or no command registers them all.
+tests/kraftlog/test_cli_registry.py holds the table to what the modules
+register.
 """
 from __future__ import annotations
 
+import importlib
 import os
 import sys
-from typing import NoReturn
+from typing import NoReturn, Optional, Sequence
 
 import typer
 
@@ -17,15 +27,29 @@ except ImportError:  # pragma: no cover - older typer
     from click.exceptions import NoArgsIsHelpError, UsageError  # type: ignore[no-redef]
 
 from kafka_protocol.errors import KafkaError
-from spark_jobs import cli as spark  # no pyspark import until a job runs
 
-from .commands import (
-    acls, bench, certs, chaos, cluster, configs, console, demo, dump_log, elections, groups, perf, quorum, server,
-    storage, topics, transactions,
-)
-
-COMMAND_GROUPS = (dump_log, server, storage, quorum, cluster, topics, configs, acls, elections, groups, transactions,
-                  console, perf, chaos, bench, certs, demo, spark)
+# Top-level command -> the module whose `register(app)` adds it, in help order.
+COMMANDS = {
+    "dump-log": "kraftlog.commands.dump_log",
+    "server": "kraftlog.commands.server",
+    "storage": "kraftlog.commands.storage",
+    "quorum": "kraftlog.commands.quorum",
+    "cluster": "kraftlog.commands.cluster",
+    "topics": "kraftlog.commands.topics",
+    "configs": "kraftlog.commands.configs",
+    "acls": "kraftlog.commands.acls",
+    "leader-election": "kraftlog.commands.elections",
+    "groups": "kraftlog.commands.groups",
+    "transactions": "kraftlog.commands.transactions",
+    "consume": "kraftlog.commands.console",
+    "produce": "kraftlog.commands.console",
+    "perf": "kraftlog.commands.perf",
+    "chaos": "kraftlog.commands.chaos",
+    "bench": "kraftlog.commands.bench",
+    "certs": "kraftlog.commands.certs",
+    "demo": "kraftlog.commands.demo",
+    "spark": "spark_jobs.cli",  # no pyspark import until a job runs
+}
 
 app = typer.Typer(
     name="kraftlog",
@@ -41,11 +65,35 @@ def _root() -> None:
     """kraftlog: a replicated, partitioned commit log in the mould of Kafka in KRaft mode."""
 
 
-for group in COMMAND_GROUPS:
-    group.register(app)
+_registered: set[str] = set()
+
+
+def register(modules: Sequence[str]) -> typer.Typer:
+    """Add these command modules to the app (each once)."""
+    for name in modules:
+        if name not in _registered:
+            importlib.import_module(name).register(app)
+            _registered.add(name)
+    return app
+
+
+def register_all() -> typer.Typer:
+    return register(list(dict.fromkeys(COMMANDS.values())))
+
+
+def command_module(argv: Sequence[str]) -> Optional[str]:
+    """The module of the command `argv` names, None when it names none
+    (help, an option first, an unknown command: then every command is needed)."""
+    first = argv[0] if argv else ""
+    return COMMANDS.get(first)
 
 
 def main() -> None:
+    module = command_module(sys.argv[1:])
+    if module is not None:
+        register([module])
+    else:
+        register_all()
     try:
         # Not standalone: usage errors come back here to be told in one line,
         # rather than as Click's usage block.
