@@ -142,7 +142,7 @@ class TransactionCoordinator:
             await self._load(shard)
             for job in shard.machine.marker_jobs():
                 self._start_markers(shard, [(job.transactional_id, shard.machine.describe(job.transactional_id))])
-            interval_ms = self.config.transaction_abort_timed_out_cleanup_interval_ms
+            interval_ms = self.config.transaction_abort_timed_out_transaction_cleanup_interval_ms
             while not shard.closed:
                 now = self.clock()
                 deadline = shard.machine.next_deadline()
