@@ -109,6 +109,10 @@ class TransactionCoordinator:
                                     id_expiration_ms=config.transactional_id_expiration_ms)
         self.shards: dict[int, Shard] = {}
         self.creator = InternalTopicCreator(broker_id, controllers, create_timeout_s)
+        # Counts for the node's metrics (kraftlog_server/metrics/): transactions completed
+        # here by result (their Complete* record written), and those aborted on their timeout.
+        self.completed = {True: 0, False: 0}
+        self.timed_out = 0
 
     # -- leadership ------------------------------------------------------------------------------
     def on_replica_changes(self, changes: ReplicaChanges) -> None:
@@ -163,7 +167,8 @@ class TransactionCoordinator:
                         continue
                     if records:
                         log.info("%s-%d: aborting the transaction of %r on its timeout", TXN_TOPIC, shard.index, tid)
-                    await self._write(shard, records)
+                    if await self._write(shard, records) == Error.NONE and records:
+                        self.timed_out += 1
                 await self._write(shard, shard.machine.expire_ids(self.clock()))
         except asyncio.CancelledError:
             raise
@@ -245,7 +250,9 @@ class TransactionCoordinator:
     async def _markers(self, shard: Shard, job) -> None:
         try:
             if await self.markers.write(job, shard.leader_epoch, lambda: shard.current):
-                await self._write(shard, shard.machine.complete(job, self.clock()))
+                records = shard.machine.complete(job, self.clock())
+                if await self._write(shard, records) == Error.NONE and records:
+                    self.completed[job.committed] += 1
         except asyncio.CancelledError:
             raise
         except Exception:  # noqa: BLE001 - the next load resumes the markers
