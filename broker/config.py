@@ -60,7 +60,8 @@ _PROPERTIES: dict[str, tuple[str, int, int]] = {
     TRANSACTION_STATE_LOG_SEGMENT_BYTES: ("transaction_state_log_segment_bytes", 104_857_600, 1),
     TRANSACTION_MAX_TIMEOUT_MS: ("transaction_max_timeout_ms", 900_000, 1),
     TRANSACTIONAL_ID_EXPIRATION_MS: ("transactional_id_expiration_ms", 604_800_000, 1),
-    TRANSACTION_ABORT_TIMED_OUT_CLEANUP_INTERVAL_MS: ("transaction_abort_timed_out_cleanup_interval_ms", 10_000, 1),
+    TRANSACTION_ABORT_TIMED_OUT_CLEANUP_INTERVAL_MS: ("transaction_abort_timed_out_transaction_cleanup_interval_ms",
+                                                      10_000, 1),
 }
 KAFKA_PROPERTY_NAMES = frozenset(_PROPERTIES)
 
@@ -87,7 +88,7 @@ class BrokerConfig:
     transaction_state_log_segment_bytes: int = 104_857_600
     transaction_max_timeout_ms: int = 900_000
     transactional_id_expiration_ms: int = 604_800_000
-    transaction_abort_timed_out_cleanup_interval_ms: int = 10_000  # how often the timer looks at timeouts
+    transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10_000  # how often the timer looks at timeouts
     log: LogConfig = field(default_factory=LogConfig)
 
     @classmethod

@@ -57,6 +57,10 @@ from .security_admin import describe_acls, describe_user_scram_credentials
 from .transactions.coordinator import TransactionCoordinator
 from .txn_markers import describe_producers, write_txn_markers
 
+# Kafka's strings are int16-length: a transactional id longer than this is no
+# TransactionLogKey (and no request of Kafka's protocol).
+MAX_TRANSACTIONAL_ID_BYTES = 2**15 - 1
+
 SERVICE = bpb.DESCRIPTOR.services_by_name["KafkaBroker"]
 SERVICE_NAMES = (SERVICE.full_name,)
 FORWARDED = {
@@ -184,6 +188,13 @@ class KafkaBrokerService:
                 return bpb.InitProducerIdResponse(error_code=Error.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                                                   producer_id=-1, producer_epoch=-1, ongoing_txn_producer_id=-1,
                                                   ongoing_txn_producer_epoch=-1)
+            if len(request.transactional_id.encode()) > MAX_TRANSACTIONAL_ID_BYTES:
+                # Kafka's request could not even carry it; __transaction_state's key cannot hold it.
+                return bpb.InitProducerIdResponse(error_code=Error.INVALID_REQUEST, producer_id=-1,
+                                                  producer_epoch=-1, ongoing_txn_producer_id=-1,
+                                                  ongoing_txn_producer_epoch=-1, error_message=(
+                                                      f"a transactional id is at most {MAX_TRANSACTIONAL_ID_BYTES} "
+                                                      "bytes of UTF-8"))
             if self.transactions is not None:
                 return await self.transactions.init_producer_id(request)
         elif not self.access.may_init_producer_id():

@@ -93,6 +93,10 @@ class TransactionCoordinator(ShardedCoordinator[TxnShard]):
         self.txn_config = TxnConfig(max_timeout_ms=config.transaction_max_timeout_ms,
                                     id_expiration_ms=config.transactional_id_expiration_ms)
         self.creator = InternalTopicCreator(broker_id, controllers, create_timeout_s)
+        # Counts for the node's metrics (kraftlog_server/metrics/): transactions completed
+        # here by result (their Complete* record written), and those aborted on their timeout.
+        self.completed = {True: 0, False: 0}
+        self.timed_out = 0
 
     # -- leadership ------------------------------------------------------------------------------
     def new_shard(self, partition: Partition) -> TxnShard:
@@ -102,7 +106,7 @@ class TransactionCoordinator(ShardedCoordinator[TxnShard]):
         await self._load(shard)
         for job in shard.machine.marker_jobs():
             self._start_markers(shard, [(job.transactional_id, shard.machine.describe(job.transactional_id))])
-        interval_ms = self.config.transaction_abort_timed_out_cleanup_interval_ms
+        interval_ms = self.config.transaction_abort_timed_out_transaction_cleanup_interval_ms
         while not shard.closed:
             now = self.clock()
             deadline = shard.machine.next_deadline()
@@ -123,7 +127,8 @@ class TransactionCoordinator(ShardedCoordinator[TxnShard]):
                     continue
                 if records:
                     log.info("%s-%d: aborting the transaction of %r on its timeout", TXN_TOPIC, shard.index, tid)
-                await self._write(shard, records)
+                if await self._write(shard, records) == Error.NONE and records:
+                    self.timed_out += 1
             await self._write(shard, shard.machine.expire_ids(self.clock()))
 
     async def _load(self, shard: TxnShard) -> None:
@@ -189,7 +194,9 @@ class TransactionCoordinator(ShardedCoordinator[TxnShard]):
     async def _markers(self, shard: TxnShard, job) -> None:
         try:
             if await self.markers.write(job, shard.leader_epoch, lambda: shard.current):
-                await self._write(shard, shard.machine.complete(job, self.clock()))
+                records = shard.machine.complete(job, self.clock())
+                if await self._write(shard, records) == Error.NONE and records:
+                    self.completed[job.committed] += 1
         except asyncio.CancelledError:
             raise
         except Exception:  # noqa: BLE001 - the next load resumes the markers

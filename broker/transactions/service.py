@@ -8,7 +8,8 @@ handed to the broker's TransactionCoordinator after Kafka's ACL checks
                          ClusterAction on the cluster (nodes only)
     AddOffsetsToTxn      Write on the TransactionalId, Read on the group
     EndTxn               Write on the TransactionalId
-    DescribeTransactions Describe on each TransactionalId
+    DescribeTransactions Describe on each TransactionalId; its topics only those
+                         the caller may Describe
     ListTransactions     only the ids the caller may Describe
 
 Until the broker has caught up with the metadata log at startup, every RPC
@@ -91,6 +92,14 @@ class TransactionCoordinatorService:
         denied = self.access.denied(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, request.transactional_ids)
         allowed = [t for t in request.transactional_ids if t not in denied]
         found = self.coordinator.describe(tpb.DescribeTransactionsRequest(transactional_ids=allowed))
+        if self.access.enabled:
+            # As Kafka: a described transaction lists only the topics the caller may describe.
+            for state in found.transaction_states:
+                hidden = acl.denied_topics(self.access, AclOperation.DESCRIBE, (t.name for t in state.topics))
+                if hidden:
+                    kept = [t for t in state.topics if t.name not in hidden]
+                    del state.topics[:]
+                    state.topics.extend(kept)
         answers = {s.transactional_id: s for s in found.transaction_states}
         return tpb.DescribeTransactionsResponse(transaction_states=acl.in_request_order(
             request.transactional_ids, denied, answers, lambda tid: tpb.DescribeTransactionsResponse.TransactionState(

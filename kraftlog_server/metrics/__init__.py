@@ -7,6 +7,7 @@ HOST:PORT, off when absent). docs/metrics.md lists every metric.
 
     requests.py    request counts, errors and latencies, by a gRPC interceptor
     state.py       gauges over the broker, controller and Raft state, read at scrape time
+    transactions.py  the transaction coordinator's and the partitions' transactions, at scrape time
     exposition.py  the HTTP listener, on the node's event loop
 """
 from __future__ import annotations
@@ -25,6 +26,7 @@ from metadata_quorum.node import QuorumNode
 from .exposition import start_metrics_server
 from .requests import RequestMetrics, RequestMetricsInterceptor
 from .state import BrokerCollector, ControllerCollector, RaftCollector, SecurityCollector
+from .transactions import TransactionCollector
 
 __all__ = ["NodeMetrics"]
 
@@ -49,6 +51,7 @@ class NodeMetrics:
 
     def add_broker(self, broker: BrokerServer) -> None:
         self.registry.register(BrokerCollector(broker))
+        self.registry.register(TransactionCollector(broker))
 
     def add_security(self, decisions: Counter, authentications: Counter, acls: Callable[[], int]) -> None:
         self.registry.register(SecurityCollector(decisions, authentications, acls))

@@ -22,10 +22,13 @@ from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import groups_pb2 as gpb
 from kraftlog_api import metadata_pb2 as mpb
 from kraftlog_api import quorum_pb2 as qpb
+from kraftlog_api import transactions_pb2 as tpb
+from kafka_protocol.coordinator_placement import partition_for
+from kafka_protocol.records import Record, encode_batch
 
 from . import batches
 from .harness import MODULES, Case, K, codes
-from .world import CLUSTER_ID_WRONG, DATA, GROUP, MIN_ISR, PAIR, World
+from .world import CLUSTER_ID_WRONG, DATA, GROUP, MIN_ISR, PAIR, TXN_ID, World
 
 I32_MIN, I32_MAX, I64_MIN, I64_MAX = -2**31, 2**31 - 1, -2**63, 2**63 - 1
 MANY = 100_000  # entries of a repeated field: enormous, still cheap to send
@@ -210,10 +213,9 @@ BROKER_CASES: list[Case] = [
     Case(EPOCHS, "current-epoch-future", leader_epochs(current=I32_MAX), codes(K.UNKNOWN_LEADER_EPOCH), "leader"),
     Case(EPOCHS, f"{MANY}-unknown-partitions", leader_epochs(partition=99, copies=MANY), UNKNOWN_PARTITION, "leader"),
 
-    # No transactions here: a transactional id cannot be served (Kafka without a
-    # transaction coordinator answers it with an error, never a producer id).
-    Case("KafkaBroker/InitProducerId", "transactional-id", init_producer("tx"),
-         codes(K.INVALID_REQUEST, K.UNSUPPORTED_VERSION, K.COORDINATOR_NOT_AVAILABLE, K.NOT_COORDINATOR)),
+    # A transactional id goes to its coordinator; any other broker answers NOT_COORDINATOR.
+    Case("KafkaBroker/InitProducerId", "transactional-id-not-here", init_producer("tx"), codes(K.NOT_COORDINATOR),
+         "txn-non-coordinator-of:tx"),
     Case("KafkaBroker/InitProducerId", "unknown-producer-id", init_producer(producer_id=I64_MAX - 5, epoch=3),
          codes(K.INVALID_PRODUCER_ID_MAPPING, K.UNKNOWN_PRODUCER_ID, K.INVALID_PRODUCER_EPOCH),
          xfail=PRODUCER_ID_FINDING),
@@ -793,7 +795,7 @@ FIND, LIST_GROUPS = "GroupCoordinator/FindCoordinator", "GroupCoordinator/ListGr
 DESCRIBE_GROUPS, DELETE_GROUPS = "GroupCoordinator/ConsumerGroupDescribe", "GroupCoordinator/DeleteGroups"
 GROUP_CASES: list[Case] = [
     *[Case(FIND, f"key-type-{t}", gpb.FindCoordinatorRequest(key_type=t, keys=[GROUP]),
-           codes(K.INVALID_REQUEST, K.COORDINATOR_NOT_AVAILABLE, K.UNSUPPORTED_VERSION)) for t in (1, 2, -1, I32_MAX)],
+           codes(K.INVALID_REQUEST, K.COORDINATOR_NOT_AVAILABLE, K.UNSUPPORTED_VERSION)) for t in (2, -1, I32_MAX)],
     Case(FIND, "empty-group-id", gpb.FindCoordinatorRequest(keys=[""]), codes(K.INVALID_REQUEST, K.INVALID_GROUP_ID)),
     *[Case(FIND, f"group-{label}", gpb.FindCoordinatorRequest(keys=[name]), codes(K.NONE))
       for label, name in INVALID_NAMES.items() if name],
@@ -893,6 +895,300 @@ GROUP_CASES: list[Case] = [
 ]
 
 
+# --- transactions: the coordinator, the partition leaders, the group side --------------------
+
+MADE_UP_PID = 7_000_000_000  # a producer id no coordinator handed out
+TXN_STATE_TOPIC = "__transaction_state"
+HUGE_TID = "x" * 40_000  # over Kafka's 32,767-byte strings: TransactionLogKey cannot hold it
+TXN_TIDS = {**{label: name for label, name in INVALID_NAMES.items() if name}, "cluster-metadata": CLUSTER_METADATA,
+            "transaction-state": TXN_STATE_TOPIC}
+HOSTILE_EPOCHS = (-1, 32767, 65535, I32_MAX)
+NOT_THE_PRODUCER = codes(K.INVALID_PRODUCER_ID_MAPPING, K.PRODUCER_FENCED, K.INVALID_PRODUCER_EPOCH,
+                         K.INVALID_REQUEST, K.INVALID_TXN_STATE)
+# A partition leader asks the coordinator (KIP-890) before a producer's first transactional batch there.
+UNVERIFIED = codes(K.INVALID_TXN_STATE, K.INVALID_PRODUCER_ID_MAPPING, K.PRODUCER_FENCED, K.INVALID_PRODUCER_EPOCH)
+ADD_PARTITIONS, ADD_OFFSETS, END_TXN = ("TransactionCoordinator/AddPartitionsToTxn",
+                                        "TransactionCoordinator/AddOffsetsToTxn", "TransactionCoordinator/EndTxn")
+DESCRIBE_TXNS, LIST_TXNS = "TransactionCoordinator/DescribeTransactions", "TransactionCoordinator/ListTransactions"
+MARKERS, PRODUCERS = "KafkaBroker/WriteTxnMarkers", "KafkaBroker/DescribeProducers"
+TXN_COMMIT, FIND = "GroupCoordinator/TxnOffsetCommit", "GroupCoordinator/FindCoordinator"
+HERE = f"txn-coordinator-of:{TXN_ID}"
+
+
+def add_partitions(tid: str = TXN_ID, pid: int = MADE_UP_PID, epoch: int = 0, topic: str = DATA,
+                   partitions: tuple[int, ...] = (0,), verify_only: bool = False) -> tpb.AddPartitionsToTxnRequest:
+    return tpb.AddPartitionsToTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch,
+                                         verify_only=verify_only,
+                                         topics=[tpb.TxnTopic(name=topic, partitions=list(partitions))])
+
+
+def add_offsets(tid: str = TXN_ID, pid: int = MADE_UP_PID, epoch: int = 0, group: str = GROUP
+                ) -> tpb.AddOffsetsToTxnRequest:
+    return tpb.AddOffsetsToTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch, group_id=group)
+
+
+def end_txn(tid: str = TXN_ID, pid: int = MADE_UP_PID, epoch: int = 0, committed: bool = True) -> tpb.EndTxnRequest:
+    return tpb.EndTxnRequest(transactional_id=tid, producer_id=pid, producer_epoch=epoch, committed=committed)
+
+
+def txn_batch(pid: int, epoch: int) -> bytes:
+    return encode_batch([Record(None, b"adv-txn-record")], producer_id=pid, producer_epoch=epoch, base_sequence=0,
+                        transactional=True)
+
+
+def txn_produce(tid: str, pid: int, epoch: int, topic: str = DATA) -> bpb.ProduceRequest:
+    request = produce(topic, records=txn_batch(pid, epoch))
+    request.transactional_id = tid
+    return request
+
+
+def markers(pid: int = MADE_UP_PID, epoch: int = 0, topic: str = DATA, partitions: tuple[int, ...] = (0,),
+            coordinator_epoch: int = 0, committed: bool = False, copies: int = 1) -> bpb.WriteTxnMarkersRequest:
+    marker = bpb.WriteTxnMarkersRequest.Marker(
+        producer_id=pid, producer_epoch=epoch, transaction_result=committed, coordinator_epoch=coordinator_epoch,
+        topics=[bpb.WriteTxnMarkersRequest.Topic(name=topic, partition_indexes=list(partitions))])
+    return bpb.WriteTxnMarkersRequest(markers=[marker] * copies)
+
+
+def describe_producers(topic: str = DATA, partitions: tuple[int, ...] = (0,)) -> bpb.DescribeProducersRequest:
+    return bpb.DescribeProducersRequest(topics=[bpb.DescribeProducersRequest.Topic(
+        name=topic, partition_indexes=list(partitions))])
+
+
+def txn_offset_commit(tid: str = TXN_ID, pid: int = MADE_UP_PID, epoch: int = 0, group: str = GROUP,
+                      partitions: tuple[int, ...] = (0,), member: str = "", generation: int = -1
+                      ) -> gpb.TxnOffsetCommitRequest:
+    return gpb.TxnOffsetCommitRequest(
+        transactional_id=tid, group_id=group, producer_id=pid, producer_epoch=epoch, generation_id=generation,
+        member_id=member, topics=[gpb.TxnOffsetCommitRequest.Topic(name=DATA, partitions=[
+            gpb.TxnOffsetCommitRequest.Partition(partition_index=p, committed_offset=1, committed_leader_epoch=-1)
+            for p in partitions])])
+
+
+def fenced(tid: str) -> Callable[[World], tuple[int, int]]:
+    """(producer id, epoch) of a zombie: the id initialized again twice since."""
+    def zombie(w: World) -> tuple[int, int]:
+        first = w.init_transactional(tid)
+        w.init_transactional(tid)
+        w.init_transactional(tid)
+        return first
+    return zombie
+
+
+def committed_once(tid: str) -> Callable[[World], tuple[int, int]]:
+    """(producer id, epoch) of a producer whose transaction (the offsets of a
+    group of its own) was just committed: the epoch that transaction ended."""
+    def ended(w: World) -> tuple[int, int]:
+        pid, epoch = w.init_transactional(tid)
+        added = w.txn_call(tid, ADD_OFFSETS, add_offsets(tid, pid, epoch, group=f"{tid}-group"))
+        assert added.error_code == K.NONE, added
+        answer = w.txn_call(tid, END_TXN, end_txn(tid, pid, epoch, committed=True))
+        assert answer.error_code == K.NONE and answer.producer_epoch == epoch + 1, answer
+        return pid, epoch
+    return ended
+
+
+def offsets_partition_of(w: World, group: str) -> int:
+    answer = w.cluster.metadata(w.A, [CONSUMER_OFFSETS], timeout=10)
+    return partition_for(group, len(answer.topics[0].partitions))
+
+
+TXN_CASES: list[Case] = [
+    # InitProducerId with a transactional id, at the id's coordinator
+    *[Case("KafkaBroker/InitProducerId", f"transaction-timeout-{t}", init_producer("adv-txn-timeouts", timeout_ms=t),
+           codes(K.INVALID_TRANSACTION_TIMEOUT), "txn-coordinator-of:adv-txn-timeouts")
+      for t in (0, -1, 900_001, I32_MAX, I32_MIN)],
+    Case("KafkaBroker/InitProducerId", "keep-prepared-without-2pc", bpb.InitProducerIdRequest(
+        transactional_id="adv-txn-2pc", transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1,
+        keep_prepared_txn=True), codes(K.INVALID_REQUEST), "txn-coordinator-of:adv-txn-2pc"),
+    Case("KafkaBroker/InitProducerId", "transactional-id-40000-chars", init_producer(HUGE_TID),
+         codes(K.INVALID_REQUEST), f"txn-coordinator-of:{HUGE_TID}"),
+    # Kafka reserves no transactional id: odd ones are ids like any other.
+    *[Case("KafkaBroker/InitProducerId", f"transactional-id-{label}", init_producer(tid), codes(K.NONE),
+           f"txn-coordinator-of:{tid}") for label, tid in TXN_TIDS.items()],
+    # Another producer's id and epoch given for the reference id (KIP-360 path): not its producer.
+    *[Case("KafkaBroker/InitProducerId", f"transactional-producer-id-{p}", init_producer(TXN_ID, p, 0),
+           codes(K.INVALID_PRODUCER_EPOCH, K.PRODUCER_FENCED, K.INVALID_PRODUCER_ID_MAPPING, K.INVALID_REQUEST), HERE)
+      for p in (MADE_UP_PID, I64_MAX)],
+
+    # AddPartitionsToTxn
+    Case(ADD_PARTITIONS, "empty-transactional-id", add_partitions(""), codes(K.INVALID_REQUEST)),
+    *[Case(ADD_PARTITIONS, f"transactional-id-{label}", add_partitions(tid), NOT_THE_PRODUCER,
+           f"txn-coordinator-of:{tid}") for label, tid in {**TXN_TIDS, "40000-chars": HUGE_TID}.items()],
+    Case(ADD_PARTITIONS, "not-the-coordinator", lambda w: add_partitions(TXN_ID, w.txn_producer_id, w.txn_epoch),
+         codes(K.NOT_COORDINATOR), f"txn-non-coordinator-of:{TXN_ID}"),
+    *[Case(ADD_PARTITIONS, f"producer-id-{p}", lambda w, p=p: add_partitions(pid=p, epoch=w.txn_epoch),
+           codes(K.INVALID_PRODUCER_ID_MAPPING), HERE) for p in (-1, I64_MAX)],
+    *[Case(ADD_PARTITIONS, f"epoch-{e}", lambda w, e=e: add_partitions(pid=w.txn_producer_id, epoch=e),
+           codes(K.PRODUCER_FENCED, K.INVALID_PRODUCER_EPOCH, K.INVALID_REQUEST, K.INVALID_TXN_STATE), HERE)
+      for e in HOSTILE_EPOCHS],
+    Case(ADD_PARTITIONS, "fenced-producer", lambda w: add_partitions("adv-txn-fenced", *fenced("adv-txn-fenced")(w)),
+         codes(K.PRODUCER_FENCED, K.INVALID_PRODUCER_EPOCH), "txn-coordinator-of:adv-txn-fenced"),
+    # The reference producer and partitions that are not there: refused before anything is added.
+    *[Case(ADD_PARTITIONS, f"topic-{label}", lambda w, t=t, p=p: add_partitions(
+        pid=w.txn_producer_id, epoch=w.txn_epoch, topic=t, partitions=p),
+           codes(K.UNKNOWN_TOPIC_OR_PARTITION, K.INVALID_TOPIC_EXCEPTION, K.OPERATION_NOT_ATTEMPTED), HERE)
+      for label, t, p in (("cluster-metadata", CLUSTER_METADATA, (0,)), ("unknown", UNKNOWN_TOPIC, (0,)),
+                          ("empty-name", "", (0,)), ("partition-minus-1", DATA, (-1,)),
+                          ("partition-max", DATA, (I32_MAX,)), ("one-unknown-of-two", DATA, (0, 99)))],
+    # An internal topic added by a live producer of its own (Kafka checks nothing more here; its
+    # Produce refuses the topic): answered, and the broker goes on serving.
+    *[Case(ADD_PARTITIONS, f"live-producer-{label}", lambda w, t=t: add_partitions(
+        "adv-txn-internal", *w.init_transactional("adv-txn-internal"), topic=t),
+           codes(K.NONE, K.INVALID_TOPIC_EXCEPTION, K.UNKNOWN_TOPIC_OR_PARTITION, K.INVALID_REQUEST),
+           "txn-coordinator-of:adv-txn-internal")
+      for label, t in (("transaction-state", TXN_STATE_TOPIC), ("consumer-offsets", CONSUMER_OFFSETS))],
+    Case(ADD_PARTITIONS, f"{MANY}-partitions", add_partitions(partitions=tuple(range(3)) * (MANY // 3)),
+         codes(K.INVALID_PRODUCER_ID_MAPPING), HERE),
+    # KIP-890's check, asked by a node: nothing open for the reference producer.
+    Case(ADD_PARTITIONS, "verify-only-nothing-open", lambda w: add_partitions(
+        pid=w.txn_producer_id, epoch=w.txn_epoch, verify_only=True), codes(K.INVALID_TXN_STATE), HERE),
+    Case(ADD_PARTITIONS, "verify-only-unknown-producer", add_partitions(verify_only=True), NOT_THE_PRODUCER, HERE),
+    Case(ADD_PARTITIONS, "after-the-commit-with-the-ended-epoch", lambda w: add_partitions(
+        "adv-txn-ended", *committed_once("adv-txn-ended")(w)),
+         codes(K.PRODUCER_FENCED, K.INVALID_PRODUCER_EPOCH, K.TRANSACTION_ABORTABLE, K.INVALID_TXN_STATE),
+         "txn-coordinator-of:adv-txn-ended"),
+
+    # AddOffsetsToTxn
+    Case(ADD_OFFSETS, "empty-group", lambda w: add_offsets(pid=w.txn_producer_id, epoch=w.txn_epoch, group=""),
+         codes(K.INVALID_GROUP_ID), HERE),
+    Case(ADD_OFFSETS, "empty-transactional-id", add_offsets(""), codes(K.INVALID_REQUEST)),
+    Case(ADD_OFFSETS, "unknown-transactional-id", add_offsets("adv-no-such-txn"), NOT_THE_PRODUCER,
+         "txn-coordinator-of:adv-no-such-txn"),
+    *[Case(ADD_OFFSETS, f"producer-id-{p}", lambda w, p=p: add_offsets(pid=p, epoch=w.txn_epoch),
+           codes(K.INVALID_PRODUCER_ID_MAPPING), HERE) for p in (-1, I64_MAX)],
+    *[Case(ADD_OFFSETS, f"epoch-{e}", lambda w, e=e: add_offsets(pid=w.txn_producer_id, epoch=e),
+           codes(K.PRODUCER_FENCED, K.INVALID_PRODUCER_EPOCH, K.INVALID_REQUEST, K.INVALID_TXN_STATE), HERE)
+      for e in HOSTILE_EPOCHS],
+    Case(ADD_OFFSETS, "fenced-producer", lambda w: add_offsets("adv-txn-fenced", *fenced("adv-txn-fenced")(w)),
+         codes(K.PRODUCER_FENCED, K.INVALID_PRODUCER_EPOCH), "txn-coordinator-of:adv-txn-fenced"),
+    Case(ADD_OFFSETS, "not-the-coordinator", lambda w: add_offsets(pid=w.txn_producer_id, epoch=w.txn_epoch),
+         codes(K.NOT_COORDINATOR), f"txn-non-coordinator-of:{TXN_ID}"),
+
+    # EndTxn
+    Case(END_TXN, "empty-transactional-id", end_txn(""), codes(K.INVALID_REQUEST)),
+    Case(END_TXN, "unknown-transactional-id", end_txn("adv-no-such-txn"), codes(K.INVALID_PRODUCER_ID_MAPPING),
+         "txn-coordinator-of:adv-no-such-txn"),
+    Case(END_TXN, "fenced-producer", lambda w: end_txn("adv-txn-fenced", *fenced("adv-txn-fenced")(w),
+                                                       committed=False),
+         codes(K.PRODUCER_FENCED, K.INVALID_PRODUCER_EPOCH), "txn-coordinator-of:adv-txn-fenced"),
+    # The wrong state: a commit with nothing open.
+    Case(END_TXN, "commit-with-nothing-open", lambda w: end_txn(pid=w.txn_producer_id, epoch=w.txn_epoch),
+         codes(K.INVALID_TXN_STATE), HERE),
+    *[Case(END_TXN, f"producer-id-{p}", lambda w, p=p: end_txn(pid=p, epoch=w.txn_epoch),
+           codes(K.INVALID_PRODUCER_ID_MAPPING), HERE) for p in (-1, I64_MAX)],
+    *[Case(END_TXN, f"epoch-{e}", lambda w, e=e: end_txn(pid=w.txn_producer_id, epoch=e, committed=False),
+           codes(K.PRODUCER_FENCED, K.INVALID_PRODUCER_EPOCH, K.INVALID_REQUEST, K.INVALID_TXN_STATE), HERE)
+      for e in HOSTILE_EPOCHS],
+    # A retried EndTxn (the epoch it ended, the same result) is answered as the first; the other result is not.
+    Case(END_TXN, "commit-retried", lambda w: end_txn("adv-txn-retry", *committed_once("adv-txn-retry")(w)),
+         codes(K.NONE), "txn-coordinator-of:adv-txn-retry"),
+    Case(END_TXN, "abort-after-commit", lambda w: end_txn("adv-txn-retry", *committed_once("adv-txn-retry")(w),
+                                                          committed=False),
+         codes(K.INVALID_TXN_STATE), "txn-coordinator-of:adv-txn-retry"),
+    Case(END_TXN, "not-the-coordinator", lambda w: end_txn(pid=w.txn_producer_id, epoch=w.txn_epoch),
+         codes(K.NOT_COORDINATOR), f"txn-non-coordinator-of:{TXN_ID}"),
+
+    # DescribeTransactions, ListTransactions
+    Case(DESCRIBE_TXNS, "reference", tpb.DescribeTransactionsRequest(transactional_ids=[TXN_ID]), codes(K.NONE), HERE),
+    Case(DESCRIBE_TXNS, "empty-and-unknown-ids", tpb.DescribeTransactionsRequest(
+        transactional_ids=["", "adv-no-such-txn", HUGE_TID]),
+         codes(K.INVALID_REQUEST, K.TRANSACTIONAL_ID_NOT_FOUND, K.NOT_COORDINATOR), HERE),
+    Case(DESCRIBE_TXNS, "10000-ids", tpb.DescribeTransactionsRequest(transactional_ids=[TXN_ID] * 10_000),
+         codes(K.NONE), HERE),
+    Case(LIST_TXNS, "unknown-state", tpb.ListTransactionsRequest(state_filters=["adv-no-such-state", ""]),
+         codes(K.NONE)),
+    Case(LIST_TXNS, f"{MANY}-filters", tpb.ListTransactionsRequest(state_filters=["Ongoing"] * MANY,
+                                                                  producer_id_filters=list(range(MANY))),
+         codes(K.NONE)),
+    *[Case(LIST_TXNS, f"duration-{d}", tpb.ListTransactionsRequest(duration_filter_ms=d, producer_id_filters=[p]),
+           codes(K.NONE)) for d, p in ((-1, -1), (I64_MAX, I64_MAX), (I64_MIN, I64_MIN))],
+
+    # Produce with a transactional id: a batch the coordinator did not verify appends nothing.
+    Case(PRODUCE, "transactional-unknown-producer", txn_produce(TXN_ID, MADE_UP_PID, 0), UNVERIFIED, "leader"),
+    Case(PRODUCE, "transactional-partition-never-added",
+         lambda w: txn_produce(TXN_ID, w.txn_producer_id, w.txn_epoch), UNVERIFIED, "leader"),
+    Case(PRODUCE, "transactional-fenced-producer",
+         lambda w: txn_produce("adv-txn-fenced", *fenced("adv-txn-fenced")(w)), UNVERIFIED, "leader"),
+    Case(PRODUCE, "transactional-epoch-32767", txn_produce(TXN_ID, MADE_UP_PID, 32767), UNVERIFIED, "leader"),
+    Case(PRODUCE, "transactional-id-40000-chars", txn_produce(HUGE_TID, MADE_UP_PID, 0),
+         UNVERIFIED | codes(K.INVALID_REQUEST), "leader"),
+    # Kafka refuses transactional records without a transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
+    Case(PRODUCE, "transactional-batch-without-transactional-id", produce(records=txn_batch(MADE_UP_PID, 0)),
+         UNVERIFIED | codes(K.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, K.INVALID_REQUEST), "leader"),
+    *[Case(PRODUCE, f"transactional-{label}", txn_produce(TXN_ID, MADE_UP_PID, 0, topic), codes(K.INVALID_TOPIC_EXCEPTION))
+      for label, topic in (("consumer-offsets", CONSUMER_OFFSETS), ("transaction-state", TXN_STATE_TOPIC),
+                           ("cluster-metadata", CLUSTER_METADATA))],
+
+    # WriteTxnMarkers (a node's call; this cluster has no authorizer): hostile markers refused, and
+    # markers Kafka would append are appended (effect) and then fence what comes after them.
+    Case(MARKERS, "unknown-topic", markers(topic=UNKNOWN_TOPIC), UNKNOWN_PARTITION, "leader"),
+    Case(MARKERS, "cluster-metadata", markers(topic=CLUSTER_METADATA), BAD_TOPIC, "leader"),
+    *[Case(MARKERS, f"partition-{p}", markers(partitions=(p,)), UNKNOWN_PARTITION, "leader")
+      for p in (-1, 3, I32_MAX)],
+    Case(MARKERS, "producer-id-minus-1", markers(pid=-1), codes(K.INVALID_REQUEST), "leader"),
+    *[Case(MARKERS, f"epoch-{e}", markers(epoch=e), codes(K.INVALID_REQUEST), "leader") for e in (-1, 65535, I32_MAX)],
+    Case(MARKERS, "on-a-follower", markers(), codes(K.NOT_LEADER_OR_FOLLOWER), "data-follower"),
+    Case(MARKERS, "on-a-broker-without-the-replica", markers(topic=PAIR), codes(K.NOT_LEADER_OR_FOLLOWER,
+                                                                                K.UNKNOWN_TOPIC_OR_PARTITION),
+         "outsider"),
+    # The ISR (A alone) is below min.insync.replicas=2: refused before anything is appended.
+    Case(MARKERS, "isr-below-min-insync", markers(topic=MIN_ISR), codes(K.NOT_ENOUGH_REPLICAS), "pair-leader"),
+    Case(MARKERS, "no-markers", bpb.WriteTxnMarkersRequest(), codes(K.NONE), "leader"),
+    Case(MARKERS, "10000-markers-unknown-topic", markers(topic=UNKNOWN_TOPIC, copies=10_000), UNKNOWN_PARTITION,
+         "leader"),
+    # A partition the producer never added to a transaction: Kafka's leader appends the marker all the same.
+    Case(MARKERS, "partition-never-added", markers(pid=MADE_UP_PID + 1, epoch=5, topic=PAIR, coordinator_epoch=10),
+         codes(K.NONE), "pair-leader", effect=True),
+    Case(MARKERS, "stale-producer-epoch", markers(pid=MADE_UP_PID + 1, epoch=4, topic=PAIR, coordinator_epoch=10),
+         codes(K.INVALID_PRODUCER_EPOCH), "pair-leader"),
+    Case(MARKERS, "stale-coordinator-epoch", markers(pid=MADE_UP_PID + 1, epoch=6, topic=PAIR, coordinator_epoch=9),
+         codes(K.TRANSACTION_COORDINATOR_FENCED), "pair-leader"),
+    Case(MARKERS, "producer-id-max-epoch-32767", markers(pid=I64_MAX, epoch=32767, topic=PAIR), codes(K.NONE),
+         "pair-leader", effect=True),
+    # A COMMIT at the group's __consumer_offsets partition from a producer with nothing pending
+    # there: appended; the group's committed offsets stay as they were.
+    Case(MARKERS, "commit-for-a-group-without-pending-offsets", lambda w: markers(
+        pid=MADE_UP_PID + 2, topic=CONSUMER_OFFSETS, partitions=(offsets_partition_of(w, GROUP),), committed=True),
+         codes(K.NONE), "coordinator"),
+
+    # DescribeProducers
+    Case(PRODUCERS, "on-the-leader", describe_producers(), codes(K.NONE), "leader"),
+    Case(PRODUCERS, "on-a-follower", describe_producers(), codes(K.NOT_LEADER_OR_FOLLOWER), "data-follower"),
+    Case(PRODUCERS, "on-a-broker-without-the-replica", describe_producers(PAIR),
+         codes(K.NOT_LEADER_OR_FOLLOWER, K.UNKNOWN_TOPIC_OR_PARTITION), "outsider"),
+    *[Case(PRODUCERS, f"topic-{label}", describe_producers(t, p), BAD_TOPIC, "leader")
+      for label, t, p in (("unknown", UNKNOWN_TOPIC, (0,)), ("cluster-metadata", CLUSTER_METADATA, (0,)),
+                          ("empty-name", "", (0,)), ("partition-minus-1", DATA, (-1,)),
+                          ("partition-max", DATA, (I32_MAX,)))],
+    Case(PRODUCERS, f"{MANY}-partitions", describe_producers(partitions=tuple(range(3, 3 + MANY))), UNKNOWN_PARTITION,
+         "leader"),
+
+    # TxnOffsetCommit: the group's partition was never added to the producer's transaction.
+    Case(TXN_COMMIT, "group-not-in-the-transaction", lambda w: txn_offset_commit(
+        pid=w.txn_producer_id, epoch=w.txn_epoch), UNVERIFIED, "coordinator"),
+    Case(TXN_COMMIT, "member-of-another", lambda w: txn_offset_commit(
+        pid=w.txn_producer_id, epoch=w.txn_epoch, member="adv-not-a-member", generation=w.member_epoch),
+         UNVERIFIED | codes(K.UNKNOWN_MEMBER_ID, K.ILLEGAL_GENERATION, K.FENCED_MEMBER_EPOCH), "coordinator"),
+    Case(TXN_COMMIT, "fenced-producer", lambda w: txn_offset_commit("adv-txn-fenced", *fenced("adv-txn-fenced")(w)),
+         UNVERIFIED, "coordinator"),
+    Case(TXN_COMMIT, "empty-transactional-id", txn_offset_commit(""), codes(K.INVALID_REQUEST), "coordinator"),
+    Case(TXN_COMMIT, "empty-group", txn_offset_commit(group=""), codes(K.INVALID_GROUP_ID), "coordinator"),
+    *[Case(TXN_COMMIT, f"producer-id-{p}", txn_offset_commit(pid=p), UNVERIFIED | codes(K.INVALID_REQUEST),
+           "coordinator") for p in (-1, I64_MAX)],
+    *[Case(TXN_COMMIT, f"epoch-{e}", lambda w, e=e: txn_offset_commit(pid=w.txn_producer_id, epoch=e),
+           UNVERIFIED | codes(K.INVALID_REQUEST), "coordinator") for e in HOSTILE_EPOCHS],
+    Case(TXN_COMMIT, "not-the-coordinator", txn_offset_commit(), codes(K.NOT_COORDINATOR), "non-coordinator"),
+    Case(TXN_COMMIT, f"{MANY}-partitions", lambda w: txn_offset_commit(
+        pid=w.txn_producer_id, epoch=w.txn_epoch, partitions=tuple(range(MANY))), UNVERIFIED, "coordinator"),
+
+    # FindCoordinator for transactional ids (key_type 1; other types are with the group cases)
+    Case(FIND, "transaction-empty-key", gpb.FindCoordinatorRequest(key_type=1, keys=[""]), codes(K.INVALID_REQUEST)),
+    Case(FIND, "transaction-10000-keys", gpb.FindCoordinatorRequest(key_type=1, keys=[TXN_ID] * 10_000),
+         codes(K.NONE)),
+]
+
+
 # --- QuorumLog: served by a records-only quorum, refused by a cluster's controllers -------
 
 APPEND_RPC, READ = "QuorumLog/Append", "QuorumLog/ReadCommitted"
@@ -919,7 +1215,8 @@ QUORUM_LOG_CASES: list[Case] = [
 
 # --- framing: every RPC of every service, bytes that are not its request ------------------
 
-TARGET_OF_SERVICE = {"KafkaBroker": "broker", "GroupCoordinator": "broker", "KRaftController": "controller",
+TARGET_OF_SERVICE = {"KafkaBroker": "broker", "GroupCoordinator": "broker", "TransactionCoordinator": "broker",
+                     "KRaftController": "controller",
                      "KRaftQuorum": "quorum-leader", "QuorumLog": "records-quorum"}
 UNDECODABLE = {
     "length-past-the-end": b"\x1a\x40only a few bytes",  # field 3, 64 bytes promised
@@ -943,7 +1240,8 @@ CASES: list[Case] = [*BROKER_CASES, *admin_cases("KafkaBroker", "broker"),
                      *admin_cases("KRaftController", "controller"),
                      *security_cases("KafkaBroker", "broker"), *security_cases("KRaftController", "controller"),
                      *quota_cases("KafkaBroker", "broker"), *quota_cases("KRaftController", "controller"),
-                     *BROKER_SECURITY_CASES, *CONTROLLER_CASES, *QUORUM_CASES, *GROUP_CASES, *QUORUM_LOG_CASES, *framing_cases()]
+                     *BROKER_SECURITY_CASES, *CONTROLLER_CASES, *QUORUM_CASES, *GROUP_CASES, *TXN_CASES, *QUORUM_LOG_CASES,
+                     *framing_cases()]
 
 
 def every_rpc() -> set[str]:

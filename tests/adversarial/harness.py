@@ -32,6 +32,7 @@ from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import groups_pb2 as gpb
 from kraftlog_api import quorum_pb2 as qpb
+from kraftlog_api import transactions_pb2 as tpb
 
 
 # Kafka's protocol error codes by Kafka's names, as the suite's cases write them.
@@ -39,10 +40,10 @@ K = Errors
 
 
 # Every service and where it is served: brokers (KafkaBroker,
-# GroupCoordinator), controllers (KRaftController, KRaftQuorum), and a
+# GroupCoordinator, TransactionCoordinator), controllers (KRaftController, KRaftQuorum), and a
 # records-only quorum (QuorumLog, which controllers of a cluster do not serve).
-MODULES = {"KafkaBroker": bpb, "GroupCoordinator": gpb, "KRaftController": cpb, "KRaftQuorum": qpb,
-           "QuorumLog": qpb}
+MODULES = {"KafkaBroker": bpb, "GroupCoordinator": gpb, "TransactionCoordinator": tpb, "KRaftController": cpb,
+           "KRaftQuorum": qpb, "QuorumLog": qpb}
 FULL_NAMES = {name: module.DESCRIPTOR.services_by_name[name].full_name for name, module in MODULES.items()}
 # Statuses a well-behaved server may end a call with: a request it could not
 # decode or that names nothing it could act on, one over the size limit, a
@@ -74,7 +75,8 @@ Expect = Union[frozenset[int], grpc.StatusCode]
 class Case:
     """One hostile request. `to` names a target World.channel_for resolves
     ("broker", "leader", "pair-leader", "pair-follower", "outsider",
-    "coordinator", "non-coordinator", "coordinator-of:GROUP", "controller",
+    "coordinator", "non-coordinator", "coordinator-of:GROUP", "txn-coordinator-of:ID",
+    "txn-non-coordinator-of:ID", "data-follower", "controller",
     "quorum-leader", "quorum-follower", "records-quorum"); `expect` is the Kafka codes allowed in the answer (a
     set) or the gRPC status it must end with; `effect` allows the request to
     change what the reference snapshot holds; `xfail` marks a known bug

@@ -5,7 +5,9 @@ to start here, against 2.4 s for combined-3, not worth the difference) and
 one single-voter records-only quorum (the only kind of node that serves
 QuorumLog). At the start: records produced to every partition of DATA and
 to PAIR (their bytes as first fetched kept), a consumer group with a live
-member and committed offsets. `snapshot` reads everything a refused request
+member and committed offsets, a transactional producer (TXN_ID, initialized,
+no transaction open: its epoch is what the stale-epoch cases stand on).
+`snapshot` reads everything a refused request
 must leave alone, after every broker has applied every metadata record the
 quorum committed (so a side effect cannot hide behind propagation delay).
 """
@@ -39,6 +41,8 @@ PROPERTIES = {
     "replica.fetch.backoff.ms": 200,
     # The reference member must outlive the suite (stale-epoch cases use it).
     "group.consumer.session.timeout.ms": 600000,
+    # __transaction_state: a few partitions, not Kafka's 50, on two shared cores.
+    "transaction.state.log.num.partitions": 3,
 }
 DATA = "adv-data"      # 3 partitions, RF 3
 PAIR = "adv-pair"      # one partition on A (leader) and B; C holds no replica of it
@@ -48,6 +52,10 @@ MIN_ISR = "adv-min-isr"  # one replica on A, min.insync.replicas=2: an ISR alway
 DATA_PARTITIONS = 3
 BATCHES = 3
 SEED_OFFSETS = {0: 2, 1: 4, 2: 6}  # the group's committed offsets on DATA
+TXN_ID = "adv-txn"     # the reference transactional producer: initialized, nothing open
+TXN_TIMEOUT_MS = 60000
+RETRY_TXN = (K.COORDINATOR_LOAD_IN_PROGRESS, K.COORDINATOR_NOT_AVAILABLE, K.NOT_COORDINATOR,
+             K.CONCURRENT_TRANSACTIONS)
 
 
 def next_offset(records: bytes) -> int:
@@ -75,6 +83,7 @@ class World:
         self.member_id = ""
         self.member_epoch = 0
         self.coordinator = -1
+        self.txn_producer_id, self.txn_epoch = -1, -1
         self._controller: Optional[int] = None
         self.reference: Optional[dict[str, Any]] = None
 
@@ -101,6 +110,7 @@ class World:
                     assert answer.error_code == K.NONE, answer
                 self.data_bytes[(topic, p)] = self.read_all(topic, p)
         self._join_reference_member()
+        self.txn_producer_id, self.txn_epoch = self.init_transactional(TXN_ID)
         self.reference = self.snapshot()
 
     def close(self) -> None:
@@ -131,6 +141,43 @@ class World:
             return response.coordinators[0].node_id
 
         return wait_until(found, 60, f"a coordinator for {group}", interval=0.2)
+
+    def txn_coordinator_of(self, transactional_id: str) -> int:
+        """The transaction coordinator of an id (the first asked creates __transaction_state)."""
+        def found() -> Optional[int]:
+            response = call(self.broker_channel(self.A), "GroupCoordinator/FindCoordinator",
+                            gpb.FindCoordinatorRequest(key_type=1, keys=[transactional_id]))
+            if isinstance(response, grpc.RpcError) or response.coordinators[0].error_code:
+                return None
+            return response.coordinators[0].node_id
+
+        return wait_until(found, 60, f"the transaction coordinator of {transactional_id}", interval=0.2)
+
+    def init_transactional(self, transactional_id: str, **fields: Any) -> tuple[int, int]:
+        """InitProducerId of a transactional id at its coordinator, retried while
+        that is loading or moving: (producer id, epoch)."""
+        def initialized() -> Optional[bpb.InitProducerIdResponse]:
+            answer = call(self.broker_channel(self.txn_coordinator_of(transactional_id)), "KafkaBroker/InitProducerId",
+                          bpb.InitProducerIdRequest(transactional_id=transactional_id, producer_id=-1,
+                                                    producer_epoch=-1, transaction_timeout_ms=TXN_TIMEOUT_MS,
+                                                    **fields))
+            if isinstance(answer, grpc.RpcError) or answer.error_code in RETRY_TXN:
+                return None
+            return answer
+
+        answer = wait_until(initialized, 60, f"InitProducerId of {transactional_id}", interval=0.2)
+        assert answer.error_code == K.NONE, answer
+        return answer.producer_id, answer.producer_epoch
+
+    def txn_call(self, transactional_id: str, rpc: str, request: Any) -> Any:
+        """A TransactionCoordinator call at the id's coordinator, retried while it is loading or moving."""
+        def answered() -> Optional[Any]:
+            answer = call(self.broker_channel(self.txn_coordinator_of(transactional_id)), rpc, request)
+            if isinstance(answer, grpc.RpcError) or answer.error_code in RETRY_TXN:
+                return None
+            return answer
+
+        return wait_until(answered, 60, f"{rpc} of {transactional_id}", interval=0.2)
 
     def _join_reference_member(self) -> None:
         self.coordinator = self.coordinator_of(GROUP)
@@ -172,6 +219,14 @@ class World:
             return self.broker_channel(next(b for b in self.cluster.brokers if b != self.coordinator))
         if to.startswith("coordinator-of:"):
             return self.broker_channel(self.coordinator_of(to.split(":", 1)[1]))
+        if to.startswith("txn-coordinator-of:"):
+            return self.broker_channel(self.txn_coordinator_of(to.split(":", 1)[1]))
+        if to.startswith("txn-non-coordinator-of:"):
+            coordinator = self.txn_coordinator_of(to.split(":", 1)[1])
+            return self.broker_channel(next(b for b in self.cluster.brokers if b != coordinator))
+        if to == "data-follower":  # a broker that holds DATA-0 and does not lead it
+            leader = self.leader(DATA, 0)
+            return self.broker_channel(next(b for b in self.cluster.brokers if b != leader))
         if to == "controller":
             return self.controller_channel(self.active_controller())
         if to == "quorum-leader":

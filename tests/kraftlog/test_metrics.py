@@ -5,7 +5,9 @@ The active controller is the one node with ActiveControllerCount 1; the
 brokers' PartitionCount and LeaderCount match what Metadata says; produce,
 consume and a malformed request move the request counters; a killed broker
 makes its partners' ISRs shrink (UnderReplicatedPartitions, IsrShrinks) and,
-once restarted, grow back (IsrExpands, no under-replicated partition left).
+once restarted, grow back (IsrExpands, no under-replicated partition left);
+a transaction (raw RPCs) shows at its coordinator and its partition's leader
+until it commits, and one left open past its timeout is aborted and counted.
 Plus the metrics listener's configuration and HTTP answers, without a cluster.
 """
 from __future__ import annotations
@@ -34,7 +36,12 @@ from broker.service import SERVICE as BROKER_SERVICE
 from kraftlog_server.metrics.requests import is_consumer_fetch
 from kraftlog_server.server_config import METRICS_LISTENER, ServerConfig
 from kraftlog_api import broker_pb2 as bpb
-from kafka_protocol.errors import InvalidConfigError
+from kraftlog_api import groups_pb2 as gpb
+from kraftlog_api import groups_pb2_grpc as gpb_grpc
+from kraftlog_api import transactions_pb2 as tpb
+from kraftlog_api import transactions_pb2_grpc as tpb_grpc
+from kafka_protocol.errors import Errors, InvalidConfigError
+from kafka_protocol.records import Record, encode_batch
 
 from ..client.produce_consume import consume, produce_values
 
@@ -47,6 +54,8 @@ PROPERTIES = {
     "replica.lag.time.max.ms": 2000,
     "replica.fetch.wait.max.ms": 200,
     "replica.fetch.backoff.ms": 200,
+    "transaction.state.log.num.partitions": 3,
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": 500,
 }
 RM = "kafka_server_replicamanager_"
 KC = "kafka_controller_kafkacontroller_"
@@ -54,6 +63,8 @@ RAFT = "kafka_server_raftmetrics_"
 REQUESTS = "kafka_network_requestmetrics_requests_total"
 ERRORS = "kafka_network_requestmetrics_errors_total"
 LATENCY_COUNT = "kafka_network_requestmetrics_totaltimems_count"
+TXN = "kraftlog_transaction_coordinator_"
+TXN_PARTITION = "kraftlog_transaction_partition_"
 
 Samples = dict[str, list]  # sample name -> prometheus_client Sample(name, labels, value, ...)
 
@@ -200,6 +211,99 @@ def test_request_counters_follow_produce_fetch_and_errors(cluster) -> None:
     assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert value(scrape(cluster.metrics_addresses[broker]), ERRORS, request="Produce",
                  error="INVALID_ARGUMENT") == errors_before + 1
+
+
+# --- transactions, by raw RPCs ------------------------------------------------------------------
+
+RETRY_TXN = {Errors.COORDINATOR_NOT_AVAILABLE, Errors.COORDINATOR_LOAD_IN_PROGRESS, Errors.NOT_COORDINATOR,
+             Errors.CONCURRENT_TRANSACTIONS}
+
+
+def begin_transaction(c: LocalCluster, tid: str, topic: str, timeout_ms: int, values: list[bytes]) -> tuple:
+    """InitProducerId, AddPartitionsToTxn and one transactional batch (acks=all) to
+    `topic`-0: (coordinator id, the coordinator's stub, producer id, epoch, the partition's leader)."""
+    def found() -> Optional[int]:
+        answer = gpb_grpc.GroupCoordinatorStub(c.channel(c.broker_addresses[c.brokers[0]])).FindCoordinator(
+            gpb.FindCoordinatorRequest(key_type=1, keys=[tid]), timeout=30)
+        return None if answer.coordinators[0].error_code else answer.coordinators[0].node_id
+
+    def initialized() -> Optional[bpb.InitProducerIdResponse]:
+        answer = c.broker_stub(wait_until(found, 60, f"the coordinator of {tid}", interval=0.2)).InitProducerId(
+            bpb.InitProducerIdRequest(transactional_id=tid, transaction_timeout_ms=timeout_ms, producer_id=-1,
+                                      producer_epoch=-1), timeout=30)
+        return None if answer.error_code in RETRY_TXN else answer
+
+    init = wait_until(initialized, 60, f"InitProducerId of {tid}", interval=0.2)
+    assert init.error_code == Errors.NONE, init
+    coordinator = wait_until(found, 60, f"the coordinator of {tid}", interval=0.2)
+    txn = tpb_grpc.TransactionCoordinatorStub(c.channel(c.broker_addresses[coordinator]))
+    added = txn.AddPartitionsToTxn(tpb.AddPartitionsToTxnRequest(
+        transactional_id=tid, producer_id=init.producer_id, producer_epoch=init.producer_epoch,
+        topics=[tpb.TxnTopic(name=topic, partitions=[0])]), timeout=30)
+    assert [r.error_code for t in added.results for r in t.results] == [Errors.NONE], added
+    leader = c.metadata(None, [topic]).topics[0].partitions[0].leader_id
+    batch = encode_batch([Record(None, v) for v in values], producer_id=init.producer_id,
+                         producer_epoch=init.producer_epoch, base_sequence=0, transactional=True)
+    produced = c.broker_stub(leader).Produce(bpb.ProduceRequest(acks=-1, timeout_ms=10000, transactional_id=tid,
+                                                                topics=[bpb.ProduceRequest.TopicData(name=topic, partitions=[
+                                                                    bpb.ProduceRequest.PartitionData(
+                                                                        index=0, records=batch)])]), timeout=30)
+    assert produced.responses[0].partitions[0].error_code == Errors.NONE, produced
+    return coordinator, txn, init.producer_id, init.producer_epoch, leader
+
+
+def test_a_transaction_shows_at_its_coordinator_and_partition_until_it_ends(cluster) -> None:
+    cluster.create_topic("txn-metered", partitions=1, replication_factor=3)
+    cluster.wait_for_leaders("txn-metered")
+    coordinator, txn, pid, epoch, leader = begin_transaction(cluster, "metered-txn", "txn-metered", 60000,
+                                                             [b"a", b"b", b"c"])
+    # Open: three records above the last stable offset (the transaction's first offset, 0).
+    at_leader = scrape(cluster.metrics_addresses[leader])
+    assert value(at_leader, TXN_PARTITION + "open_transactions") == 1
+    assert value(at_leader, TXN_PARTITION + "unstable_partitions") == 1
+    assert value(at_leader, TXN_PARTITION + "lso_lag_max") == 3
+    assert value(at_leader, TXN_PARTITION + "lso_lag_sum") == 3
+    at_coordinator = scrape(cluster.metrics_addresses[coordinator])
+    assert value(at_coordinator, TXN + "transactions", state="Ongoing") == 1
+    assert value(at_coordinator, TXN + "completed_total", result="commit") == 0
+
+    ended = txn.EndTxn(tpb.EndTxnRequest(transactional_id="metered-txn", producer_id=pid, producer_epoch=epoch,
+                                         committed=True), timeout=30)
+    assert (ended.error_code, ended.producer_epoch) == (Errors.NONE, epoch + 1), ended
+
+    def completed() -> Optional[tuple[Samples, Samples]]:
+        by_coordinator, by_leader = scrape(cluster.metrics_addresses[coordinator]), \
+            scrape(cluster.metrics_addresses[leader])
+        if value(by_coordinator, TXN + "completed_total", result="commit") != 1 or \
+                value(by_leader, TXN_PARTITION + "open_transactions") != 0:
+            return None
+        return by_coordinator, by_leader
+
+    by_coordinator, by_leader = wait_until(completed, 30, "the commit's markers written", interval=0.2)
+    assert value(by_coordinator, TXN + "pending_markers") == 0
+    assert value(by_coordinator, TXN + "transactions", state="Ongoing") == 0
+    assert value(by_coordinator, TXN + "transactions", state="CompleteCommit") == 1
+    assert value(by_coordinator, TXN + "completed_total", result="abort") == 0
+    assert (value(by_leader, TXN_PARTITION + "lso_lag_max"), value(by_leader, TXN_PARTITION + "unstable_partitions")) \
+        == (0, 0)
+
+
+def test_a_transaction_past_its_timeout_is_aborted_and_counted(cluster) -> None:
+    cluster.create_topic("txn-timed-out", partitions=1, replication_factor=3)
+    cluster.wait_for_leaders("txn-timed-out")
+    before = total(scrape_nodes(cluster, cluster.brokers), TXN + "timed_out_total")
+    coordinator, _, _, _, leader = begin_transaction(cluster, "metered-timeout", "txn-timed-out", 1000, [b"late"])
+
+    def aborted() -> Optional[Samples]:
+        by_coordinator = scrape(cluster.metrics_addresses[coordinator])
+        done = total(scrape_nodes(cluster, cluster.brokers), TXN + "timed_out_total") == before + 1 and \
+            value(by_coordinator, TXN + "transactions", state="CompleteAbort") == 1
+        return by_coordinator if done else None
+
+    by_coordinator = wait_until(aborted, 60, "the coordinator aborting the transaction on its timeout", interval=0.2)
+    assert value(by_coordinator, TXN + "completed_total", result="abort") >= 1
+    wait_until(lambda: value(scrape(cluster.metrics_addresses[leader]), TXN_PARTITION + "open_transactions") == 0,
+               30, "the ABORT marker at the partition", interval=0.2)
 
 
 def test_cluster_status_shows_each_nodes_metrics_address(cluster) -> None:

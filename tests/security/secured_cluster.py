@@ -20,12 +20,14 @@ MECHANISM = "SCRAM-SHA-512"
 
 
 @contextmanager
-def secured_cluster(directory: Path, passwords: Mapping[str, str],
-                    acls: Sequence[AclBinding]) -> Iterator[LocalCluster]:
-    """`passwords`: SCRAM user -> password (`admin` among them is a super user)."""
+def secured_cluster(directory: Path, passwords: Mapping[str, str], acls: Sequence[AclBinding],
+                    properties: Mapping[str, object] = {}) -> Iterator[LocalCluster]:
+    """`passwords`: SCRAM user -> password (`admin` among them is a super user);
+    `properties`: more node settings."""
     with LocalCluster(directory, combined=3, tls=True, client_listener="SASL_SSL",
                       properties={**secured_properties(range(1, 4)),
-                                  "default.replication.factor": 3, "min.insync.replicas": 2}).running() as c:
+                                  "default.replication.factor": 3, "min.insync.replicas": 2,
+                                  **properties}).running() as c:
         with Cluster(c.bootstrap, c.security) as admin:
             alter_user_scram_credentials(admin, [ScramUpsertion(user, ScramMechanism.SCRAM_SHA_512, password, 4096)
                                                  for user, password in passwords.items()])

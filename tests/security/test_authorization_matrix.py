@@ -9,13 +9,15 @@ as the launcher's mTLS admin certificate (CN=admin, the same super user).
 
 The oracle is the hand-written table EXPECTED_ALLOWED below, read from
 Kafka's rules (docs/security.md), not computed by our authorizer. A call is
-"refused" when its answer carries TOPIC_/GROUP_/CLUSTER_AUTHORIZATION_FAILED
-(or, for the node-only services, when the caller is not a node), "allowed"
-otherwise: other errors (an unknown topic, a stale epoch) still mean the
-request got past authorization. The test counts both and asserts that no
-unauthorized call succeeded and no authorized one was refused. Every call is
-harmless when allowed (validate_only, unknown names, wrong cluster ids), so
-the shared cluster is the same after each principal's run.
+"refused" when its answer carries TOPIC_, GROUP_, CLUSTER_ or
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED (or, for the node-only services, when
+the caller is not a node), "allowed" otherwise: other errors (an unknown
+topic, a stale epoch) still mean the request got past authorization. The
+test counts both and asserts that no unauthorized call succeeded and no
+authorized one was refused. Every call is harmless when allowed
+(validate_only, unknown names, wrong cluster ids; the transactional calls
+name a producer id no coordinator handed out, InitProducerId a timeout over
+the maximum), so the shared cluster is the same after each principal's run.
 """
 from __future__ import annotations
 
@@ -43,6 +45,8 @@ from kraftlog_api import groups_pb2 as gpb
 from kraftlog_api import groups_pb2_grpc as gpb_grpc
 from kraftlog_api import quorum_pb2 as qpb
 from kraftlog_api import quorum_pb2_grpc as qpb_grpc
+from kraftlog_api import transactions_pb2 as tpb
+from kraftlog_api import transactions_pb2_grpc as tpb_grpc
 from security import certs
 from security.acl import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
 from security.client_security import ClientSecurity
@@ -53,6 +57,7 @@ from .secured_cluster import user_settings as shared_user_settings
 
 TOPIC = "orders"
 GROUP = "g1"
+TXN = "alice-txn"  # a transactional id: alice may write it, bob may describe it
 PASSWORDS = {"admin": "admin-Secret-1", "alice": "alice-Secret-2", "bob": "bob-Secret-3", "carol": "carol-Secret-4"}
 AUTHORIZATION_ERRORS = {Errors.TOPIC_AUTHORIZATION_FAILED, Errors.GROUP_AUTHORIZATION_FAILED,
                         Errors.CLUSTER_AUTHORIZATION_FAILED, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED}
@@ -75,6 +80,9 @@ ACLS = [
     acl("User:bob", AclOperation.WRITE, ResourceType.TOPIC, TOPIC, permission=AclPermissionType.DENY),
     acl("User:bob", AclOperation.DESCRIBE, ResourceType.CLUSTER, "kafka-cluster"),
     acl("User:bob", AclOperation.DELETE, ResourceType.GROUP, "g", PatternType.PREFIXED),
+    # alice's transactional id is hers to write; bob may only describe ids starting "alice-"
+    acl("User:alice", AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, TXN),
+    acl("User:bob", AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, "alice-", PatternType.PREFIXED),
     # carol: nothing at all
 ]
 
@@ -84,7 +92,7 @@ ACLS = [
 @dataclass(frozen=True)
 class Call:
     name: str
-    service: str  # "broker", "groups" (SASL_SSL listener); "controller", "quorum" (controller listener)
+    service: str  # "broker", "groups", "txn" (broker listeners); "controller", "quorum" (controller listener)
     invoke: Callable[..., Message]
 
 
@@ -93,6 +101,21 @@ def _produce(stub):
     return stub.Produce(bpb.ProduceRequest(acks=1, timeout_ms=5000, topics=[
         bpb.ProduceRequest.TopicData(name=TOPIC, partitions=[bpb.ProduceRequest.PartitionData(index=0,
                                                                                              records=batch)])]))
+
+
+def _produce_transactional(stub):
+    """A transactional batch of a producer id the coordinator never gave TXN:
+    its verification fails (INVALID_TXN_STATE), nothing is appended."""
+    batch = encode_batch([Record(None, b"matrix-txn")], producer_id=MADE_UP_PRODUCER, producer_epoch=0,
+                         base_sequence=0, transactional=True)
+    return stub.Produce(bpb.ProduceRequest(acks=1, timeout_ms=5000, transactional_id=TXN, topics=[
+        bpb.ProduceRequest.TopicData(name=TOPIC, partitions=[bpb.ProduceRequest.PartitionData(index=0,
+                                                                                             records=batch)])]))
+
+
+# A producer id no coordinator handed out: every transactional call naming it is
+# refused after authorization (INVALID_PRODUCER_ID_MAPPING, NOT_COORDINATOR, ...).
+MADE_UP_PRODUCER = 4_000_000_000
 
 
 def _fetch(replica_id: int):
@@ -125,6 +148,13 @@ BROKER_CALLS = [
                 partition=0, current_leader_epoch=-1, leader_epoch=0)])]))),
     Call("InitProducerId", "broker", lambda s: s.InitProducerId(bpb.InitProducerIdRequest(
         transaction_timeout_ms=60000, producer_id=-1, producer_epoch=-1))),
+    # A timeout over transaction.max.timeout.ms: INVALID_TRANSACTION_TIMEOUT (or NOT_COORDINATOR), no id made.
+    Call("InitProducerId(transactional)", "broker", lambda s: s.InitProducerId(bpb.InitProducerIdRequest(
+        transactional_id=TXN, transaction_timeout_ms=2**31 - 1, producer_id=-1, producer_epoch=-1))),
+    Call("Produce(transactional)", "broker", _produce_transactional),
+    Call("DescribeProducers", "broker", lambda s: s.DescribeProducers(bpb.DescribeProducersRequest(topics=[
+        bpb.DescribeProducersRequest.Topic(name=TOPIC, partition_indexes=[0])]))),
+    Call("WriteTxnMarkers", "broker", lambda s: s.WriteTxnMarkers(_ghost_markers())),
     Call("DescribeCluster", "broker", lambda s: s.DescribeCluster(bpb.DescribeClusterRequest())),
     Call("DescribeConfigs", "broker", lambda s: s.DescribeConfigs(bpb.DescribeConfigsRequest(resources=[
         bpb.DescribeConfigsRequest.Resource(resource_type=2, resource_name=TOPIC)]))),
@@ -156,6 +186,12 @@ BROKER_CALLS = [
 ]
 GROUP_CALLS = [
     Call("FindCoordinator", "groups", lambda s: s.FindCoordinator(gpb.FindCoordinatorRequest(keys=[GROUP]))),
+    Call("FindCoordinator(transaction)", "groups", lambda s: s.FindCoordinator(gpb.FindCoordinatorRequest(
+        key_type=1, keys=[TXN]))),
+    Call("TxnOffsetCommit", "groups", lambda s: s.TxnOffsetCommit(gpb.TxnOffsetCommitRequest(
+        transactional_id=TXN, group_id=GROUP, producer_id=MADE_UP_PRODUCER, producer_epoch=0, generation_id=-1,
+        topics=[gpb.TxnOffsetCommitRequest.Topic(name=TOPIC, partitions=[gpb.TxnOffsetCommitRequest.Partition(
+            partition_index=0, committed_offset=0, committed_leader_epoch=-1)])]))),
     Call("ConsumerGroupHeartbeat", "groups", lambda s: s.ConsumerGroupHeartbeat(gpb.ConsumerGroupHeartbeatRequest(
         group_id=GROUP, member_epoch=-1, member_id="nobody-here", rebalance_timeout_ms=30000,
         subscribed_topic_names=gpb.SubscribedTopics(names=[TOPIC])))),
@@ -169,6 +205,32 @@ GROUP_CALLS = [
         gpb.ConsumerGroupDescribeRequest(group_ids=[GROUP]))),
     Call("DeleteGroups", "groups", lambda s: s.DeleteGroups(gpb.DeleteGroupsRequest(group_ids=["g-ghost"]))),
 ]
+
+
+def _ghost_markers() -> bpb.WriteTxnMarkersRequest:
+    """A marker for a topic that does not exist: UNKNOWN_TOPIC_OR_PARTITION once allowed."""
+    return bpb.WriteTxnMarkersRequest(markers=[bpb.WriteTxnMarkersRequest.Marker(
+        producer_id=MADE_UP_PRODUCER, producer_epoch=0, transaction_result=False, coordinator_epoch=0,
+        topics=[bpb.WriteTxnMarkersRequest.Topic(name="orders-ghost", partition_indexes=[0])])])
+
+
+def _add_partitions(verify_only: bool):
+    return lambda s: s.AddPartitionsToTxn(tpb.AddPartitionsToTxnRequest(
+        transactional_id=TXN, producer_id=MADE_UP_PRODUCER, producer_epoch=0, verify_only=verify_only,
+        topics=[tpb.TxnTopic(name=TOPIC, partitions=[0])]))
+
+
+TXN_CALLS = [
+    Call("AddPartitionsToTxn", "txn", _add_partitions(False)),
+    Call("AddOffsetsToTxn", "txn", lambda s: s.AddOffsetsToTxn(tpb.AddOffsetsToTxnRequest(
+        transactional_id=TXN, producer_id=MADE_UP_PRODUCER, producer_epoch=0, group_id=GROUP))),
+    Call("EndTxn", "txn", lambda s: s.EndTxn(tpb.EndTxnRequest(
+        transactional_id=TXN, producer_id=MADE_UP_PRODUCER, producer_epoch=0, committed=False))),
+    Call("DescribeTransactions", "txn", lambda s: s.DescribeTransactions(tpb.DescribeTransactionsRequest(
+        transactional_ids=[TXN]))),
+    Call("ListTransactions", "txn", lambda s: s.ListTransactions(tpb.ListTransactionsRequest())),
+    Call("AddPartitionsToTxn(verify_only)", "txn", _add_partitions(True)),
+]
 # Harmless when allowed: an unknown broker, a wrong cluster id.
 NODE_CALLS = [
     Call("BrokerHeartbeat", "controller", lambda s: s.BrokerHeartbeat(cpb.BrokerHeartbeatRequest(
@@ -178,8 +240,11 @@ NODE_CALLS = [
     Call("Vote", "quorum", lambda s: s.Vote(qpb.VoteRequest(cluster_id="not-this-cluster", candidate_epoch=1,
                                                            candidate_id=99, pre_vote=True))),
     Call("DescribeQuorum", "quorum", lambda s: s.DescribeQuorum(qpb.DescribeQuorumRequest())),
+    # the inter-broker ones, over a broker listener's mTLS (a transaction coordinator's calls)
+    Call("WriteTxnMarkers", "broker", lambda s: s.WriteTxnMarkers(_ghost_markers())),
+    Call("AddPartitionsToTxn(verify_only)", "txn", _add_partitions(True)),
 ]
-CLIENT_CALLS = BROKER_CALLS + GROUP_CALLS
+CLIENT_CALLS = BROKER_CALLS + GROUP_CALLS + TXN_CALLS
 
 # -- the oracle: what Kafka's rules allow each principal, by hand ------------------------------
 
@@ -187,14 +252,22 @@ EVERY_CLIENT_CALL = {c.name for c in CLIENT_CALLS}
 EXPECTED_ALLOWED = {
     "admin": EVERY_CLIENT_CALL,  # a super user
     # Write+Read on orders (Describe implied), Read on g1; InitProducerId by Write on a topic.
+    # Write on TXN (Describe implied): every transactional call but the node-only ones
+    # (WriteTxnMarkers, verify_only: ClusterAction); DescribeProducers by Read on orders.
     "alice": {"Metadata", "Produce", "Fetch", "ListOffsets", "OffsetForLeaderEpoch", "InitProducerId",
-              "FindCoordinator", "ConsumerGroupHeartbeat", "OffsetCommit", "OffsetFetch", "ConsumerGroupDescribe"},
+              "FindCoordinator", "ConsumerGroupHeartbeat", "OffsetCommit", "OffsetFetch", "ConsumerGroupDescribe",
+              "InitProducerId(transactional)", "Produce(transactional)", "DescribeProducers",
+              "FindCoordinator(transaction)", "TxnOffsetCommit", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn",
+              "DescribeTransactions", "ListTransactions"},
     # ALL on prefixed "ord" minus Write on orders; Describe on the cluster; Delete (so Describe) on "g*".
+    # Describe on "alice-*" ids: finds and describes TXN, writes nothing of it; Read on orders: DescribeProducers.
     "bob": {"Metadata", "Fetch", "ListOffsets", "OffsetForLeaderEpoch", "InitProducerId", "DescribeConfigs",
             "CreateTopics", "DeleteTopics", "CreatePartitions", "IncrementalAlterConfigs", "DescribeCluster",
             "DescribeAcls", "DescribeUserScramCredentials", "FindCoordinator", "OffsetFetch",
-            "ConsumerGroupDescribe", "DeleteGroups"},
-    "carol": set(),
+            "ConsumerGroupDescribe", "DeleteGroups", "DescribeProducers", "FindCoordinator(transaction)",
+            "DescribeTransactions", "ListTransactions"},
+    # ListTransactions is never refused: it lists only the ids the caller may describe (none here).
+    "carol": {"ListTransactions"},
 }
 # The node-only services, over the controller listener's mTLS: a node's certificate
 # (a super user) is let through, any other certificate of the same CA is not.
@@ -227,7 +300,9 @@ def outcome(call: Call, stub) -> str:
 
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory):
-    with secured_cluster(tmp_path_factory.mktemp("secured"), PASSWORDS, ACLS) as c:
+    # __transaction_state is created by the first allowed FindCoordinator(1): a few partitions, not 50
+    with secured_cluster(tmp_path_factory.mktemp("secured"), PASSWORDS, ACLS,
+                         {"transaction.state.log.num.partitions": 3}) as c:
         c.create_topic(TOPIC, partitions=1, replication_factor=3)
         c.wait_for_leaders(TOPIC)
         yield c
@@ -245,8 +320,9 @@ def wait_until_every_broker_enforces(cluster: LocalCluster) -> None:
 
 
 def test_a_refused_find_coordinator_creates_nothing(secured):
-    """Finding a group's coordinator creates __consumer_offsets when it is
-    missing: a caller refused the group must not get that far (a Kafka-
+    """Finding a group's (a transactional id's) coordinator creates
+    __consumer_offsets (__transaction_state) when it is missing: a caller
+    refused the group (the id) must not get that far (a Kafka-
     compatible broker once answered FindCoordinator before its ACL check)."""
     wait_until_every_broker_enforces(secured)
     with open_channel(secured.client_bootstrap.split(",")[0], user_security(secured, "carol")) as channel:
@@ -257,7 +333,7 @@ def test_a_refused_find_coordinator_creates_nothing(secured):
             assert [c.error_code for c in answer.coordinators] == [error]
     time.sleep(1)  # a creation the call had set off would be in the metadata by now
     with Cluster(secured.bootstrap, secured.security) as admin:
-        assert "__consumer_offsets" not in {t.name for t in admin.refresh(None).topics}
+        assert not {"__consumer_offsets", "__transaction_state"} & {t.name for t in admin.refresh(None).topics}
         # and the premise: an allowed FindCoordinator does create it
         with open_channel(secured.client_bootstrap.split(",")[0], user_security(secured, "alice")) as channel:
             gpb_grpc.GroupCoordinatorStub(channel).FindCoordinator(gpb.FindCoordinatorRequest(keys=[GROUP]),
@@ -275,7 +351,8 @@ def test_each_principal_may_call_exactly_what_its_acls_allow(secured):
     leader = next(iter(secured.client_addresses.values()))
     for user, expected in EXPECTED_ALLOWED.items():
         with open_channel(leader, user_security(secured, user)) as channel:
-            stubs = {"broker": bpb_grpc.KafkaBrokerStub(channel), "groups": gpb_grpc.GroupCoordinatorStub(channel)}
+            stubs = {"broker": bpb_grpc.KafkaBrokerStub(channel), "groups": gpb_grpc.GroupCoordinatorStub(channel),
+                     "txn": tpb_grpc.TransactionCoordinatorStub(channel)}
             for call in CLIENT_CALLS:
                 got = outcome(call, stubs[call.service])
                 allowed = got == "allowed"
@@ -303,9 +380,13 @@ def test_node_rpcs_need_a_node_certificate(secured, tmp_path):
     counts: Counter[str] = Counter()
     wrong: list[str] = []
     controller = next(iter(secured.controller_addresses.values()))
+    broker = next(iter(secured.broker_addresses.values()))  # the inter-broker listener, mTLS
     for who, security in identities.items():
-        with open_channel(controller, security) as channel:
-            stubs = {"controller": cpb_grpc.KRaftControllerStub(channel), "quorum": qpb_grpc.KRaftQuorumStub(channel)}
+        with open_channel(controller, security) as to_controller, open_channel(broker, security) as to_broker:
+            stubs = {"controller": cpb_grpc.KRaftControllerStub(to_controller),
+                     "quorum": qpb_grpc.KRaftQuorumStub(to_controller),
+                     "broker": bpb_grpc.KafkaBrokerStub(to_broker),
+                     "txn": tpb_grpc.TransactionCoordinatorStub(to_broker)}
             for call in NODE_CALLS:
                 got = outcome(call, stubs[call.service])
                 should = call.name in EXPECTED_NODE_ALLOWED[who]

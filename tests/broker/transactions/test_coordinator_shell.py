@@ -204,7 +204,7 @@ def test_the_timer_aborts_a_timed_out_transaction(tmp_path) -> None:
         assert (await w.end(init.producer_id, 0, True)).error_code == Error.TRANSACTION_ABORTABLE
         abort = await w.end(init.producer_id, 0, False)
         assert (abort.error_code, abort.producer_epoch) == (0, 1)
-    run_world(tmp_path, body, transaction_abort_timed_out_cleanup_interval_ms=50)
+    run_world(tmp_path, body, transaction_abort_timed_out_transaction_cleanup_interval_ms=50)
 
 
 def test_ids_expire(tmp_path) -> None:
@@ -215,7 +215,7 @@ def test_ids_expire(tmp_path) -> None:
         await until(lambda: w.coordinator.shards[0].machine.describe(HERE) is None)
         described = w.coordinator.describe(tpb.DescribeTransactionsRequest(transactional_ids=[HERE]))
         assert described.transaction_states[0].error_code == Error.TRANSACTIONAL_ID_NOT_FOUND
-    run_world(tmp_path, body, transactional_id_expiration_ms=5000, transaction_abort_timed_out_cleanup_interval_ms=50)
+    run_world(tmp_path, body, transactional_id_expiration_ms=5000, transaction_abort_timed_out_transaction_cleanup_interval_ms=50)
 
 
 def test_refusals(tmp_path) -> None:
@@ -358,6 +358,16 @@ def test_the_service_checks_acls_as_kafka(tmp_path) -> None:
                 transactional_ids=["someone-else", HERE]), None)
             assert [(s.transactional_id, s.error_code) for s in described.transaction_states] == [
                 ("someone-else", Error.TRANSACTIONAL_ID_AUTHORIZATION_FAILED), (HERE, Error.NONE)]
+            # A partition of a topic alice may not describe, added by the coordinator itself:
+            # listed to the coordinator, left out of alice's answer (as Kafka's KafkaApis does).
+            assert codes(await w.coordinator.add_partitions(tpb.AddPartitionsToTxnRequest(
+                transactional_id=HERE, producer_id=pid, producer_epoch=0,
+                topics=[tpb.TxnTopic(name=TXN_TOPIC, partitions=[0])]))) == {(TXN_TOPIC, 0): Error.NONE}
+            whole = w.coordinator.describe(tpb.DescribeTransactionsRequest(transactional_ids=[HERE]))
+            assert {t.name for t in whole.transaction_states[0].topics} == {"events", TXN_TOPIC}
+            described = await service.DescribeTransactions(tpb.DescribeTransactionsRequest(
+                transactional_ids=[HERE]), None)
+            assert [t.name for t in described.transaction_states[0].topics] == ["events"]
             assert (await w.init(tid=HIDDEN)).error_code == Error.NONE  # an id alice may not describe
             listed = await service.ListTransactions(tpb.ListTransactionsRequest(), None)
             assert [s.transactional_id for s in listed.transaction_states] == [HERE]
