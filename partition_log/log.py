@@ -511,6 +511,11 @@ class Log:
         """Drop every batch at or after the one holding `offset` (follower
         divergence). Returns the new log end offset."""
         if offset >= self._log_end_offset:
+            # Nothing to drop, but the epoch cache may hold an entry at the log
+            # end: this broker led briefly and recorded its epoch's start without
+            # appending. Kept, the follower would find the same divergence on
+            # every fetch and truncate here forever (Kafka truncates it too).
+            self.leader_epochs.truncate_from_end(self._log_end_offset)
             return self._log_end_offset
         if offset <= self.log_start_offset:
             self.truncate_fully_and_start_at(self.log_start_offset)

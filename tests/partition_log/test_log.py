@@ -175,6 +175,19 @@ def test_truncate_to_divergence_point(log_dir, small_config, clock, make_batch, 
     assert log.truncate_to(10_000) == 151  # beyond the end: nothing to do
 
 
+def test_truncating_at_the_end_forgets_an_epoch_started_there_without_data(log_dir, small_config, clock,
+                                                                          make_batch):
+    # A broker that led epoch 3 briefly recorded its start at its log end and
+    # appended nothing; as a follower it is told to truncate to that end.
+    log = Log(log_dir, small_config, clock=clock)
+    fill(log, make_batch, batches=3, epoch=1)
+    end = log.log_end_offset
+    log.start_leader_epoch(3)
+    assert log.leader_epochs.latest_epoch == 3
+    assert log.truncate_to(end) == end
+    assert [(e.epoch, e.start_offset) for e in log.leader_epochs.entries] == [(1, 0)]
+
+
 def test_truncate_fully_and_start_at(log_dir, small_config, clock, make_batch, read_log):
     log = Log(log_dir, small_config, clock=clock)
     fill(log, make_batch, batches=10)
