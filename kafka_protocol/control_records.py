@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from . import batch as b
-from .errors import CorruptRecordError
+from .errors import CorruptRecordError, KafkaError
 from .records import Record, encode_batch, iter_batches
 
 
@@ -73,7 +73,17 @@ def encode_txn_marker(producer_id: int, producer_epoch: int, committed: bool, co
 
 def decode_txn_marker(batch_bytes: bytes | memoryview) -> Optional[TxnMarker]:
     """The marker a control batch carries; None for a control batch of another
-    type. Raises CorruptRecordError for a marker that does not decode."""
+    type. Raises CorruptRecordError for a marker that does not decode, whatever
+    is wrong with it (an unknown magic or codec included)."""
+    try:
+        return _decode_txn_marker(batch_bytes)
+    except CorruptRecordError:
+        raise
+    except KafkaError as exc:
+        raise CorruptRecordError(f"not a readable transaction marker: {exc}") from None
+
+
+def _decode_txn_marker(batch_bytes: bytes | memoryview) -> Optional[TxnMarker]:
     for parsed in iter_batches(batch_bytes):
         if not parsed.header.is_control:
             raise CorruptRecordError("not a control batch")

@@ -4,7 +4,6 @@ never another exception, never a hang.
 
     broker/transactions/records.py     decode_key, decode_value, decode_record -> SchemaError
     kafka_protocol/control_records.py  decode_txn_marker                        -> CorruptRecordError
-                                       (other damage to the batch: KafkaError)
     partition_log/txn_index.py         decode_entries, TxnIndex reads/check     -> CorruptIndexError
     partition_log/producer_snapshot.py decode_snapshot, read_snapshot           -> CorruptSnapshotError
 
@@ -27,7 +26,7 @@ from broker.transactions.records import TxnState, TxnValue, decode_key, decode_r
     encode_value
 from kafka_protocol.control_records import ControlType, control_key, decode_txn_marker, encode_txn_marker
 from kafka_protocol.batch import ATTRIBUTES_OFFSET, CRC_OFFSET
-from kafka_protocol.errors import CorruptRecordError, KafkaError
+from kafka_protocol.errors import CorruptRecordError
 from kafka_protocol.records import Record, encode_batch
 from kafka_protocol.schema_types import SchemaError
 from partition_log.producer_snapshot import CorruptSnapshotError, SnapshotEntry, decode_snapshot, encode_snapshot, \
@@ -100,10 +99,8 @@ def test_transaction_log_value_counts_that_lie_raise_only_schema_error(tail: byt
 
 
 # -- COMMIT/ABORT markers ---------------------------------------------------------------------
-# decode_txn_marker documents CorruptRecordError, which holds for uncompressed v2
-# batches of any records; other damage raises the batch reader's other KafkaErrors
-# (UNSUPPORTED_FOR_MESSAGE_FORMAT for another magic, UNSUPPORTED_COMPRESSION_TYPE for
-# a codec id that does not exist), as every decoder of test_codec_fuzz.py may.
+# decode_txn_marker raises CorruptRecordError for any damage, the batch reader's other
+# KafkaErrors (another magic, a codec id that does not exist) included.
 
 def marker_or(errors, data: bytes) -> None:
     try:
@@ -114,28 +111,28 @@ def marker_or(errors, data: bytes) -> None:
 
 @FUZZ
 @given(st.binary(max_size=200))
-def test_txn_marker_random_bytes_raise_only_kafka_errors(data: bytes) -> None:
-    marker_or(KafkaError, data)
+def test_txn_marker_random_bytes_raise_only_corrupt_record(data: bytes) -> None:
+    marker_or(CorruptRecordError, data)
 
 
 @FUZZ
 @given(st.data(), st.booleans(), ints(I32))
-def test_txn_marker_damaged_raise_only_kafka_errors(data, committed: bool, coordinator_epoch: int) -> None:
+def test_txn_marker_damaged_raise_only_corrupt_record(data, committed: bool, coordinator_epoch: int) -> None:
     valid = encode_txn_marker(5, 1, committed, coordinator_epoch, 1_700_000_000_000)
     assert decode_txn_marker(valid).committed is committed
-    marker_or(KafkaError, data.draw(damaged(valid)))
+    marker_or(CorruptRecordError, data.draw(damaged(valid)))
 
 
 @FUZZ
 @given(st.data(), st.booleans())
-def test_txn_marker_damaged_behind_a_good_crc_raise_only_kafka_errors(data, committed: bool) -> None:
+def test_txn_marker_damaged_behind_a_good_crc_raise_only_corrupt_record(data, committed: bool) -> None:
     """Attributes..end changed and the CRC-32C recomputed: the marker parser behind
-    the check reached (a codec id changed raises UNSUPPORTED_COMPRESSION_TYPE)."""
+    the check reached (a codec id changed included)."""
     valid = bytearray(encode_txn_marker(5, 1, committed, 3, 1_700_000_000_000))
     at = data.draw(st.integers(ATTRIBUTES_OFFSET, len(valid) - 1))
     valid[at] = data.draw(st.integers(0, 255))
     struct.pack_into(">I", valid, CRC_OFFSET, crc32c.crc32c(bytes(valid[ATTRIBUTES_OFFSET:])))
-    marker_or(KafkaError, bytes(valid))
+    marker_or(CorruptRecordError, bytes(valid))
 
 
 @FUZZ
