@@ -13,13 +13,6 @@ that partition, its timer and marker writing on asyncio.
 - Markers: once a Prepare* record is durable, markers.MarkerWriter writes
   the markers with the shard's leader epoch as coordinator epoch; then the
   Complete* record is appended.
-- AddPartitionsToTxn / AddOffsetsToTxn of an id whose last transaction's
-  markers are being written wait here for them (at most
-  `completion_wait_s`) rather than answer CONCURRENT_TRANSACTIONS at once:
-  that is the next transaction's first request, which a producer would
-  only retry a little later (Kafka's 20 ms), so each transaction would pay
-  that delay on top of the markers. Still not complete then: the same
-  CONCURRENT_TRANSACTIONS.
 - Timer: one task per shard wakes at the next transaction timeout or id
   expiration (at most every transaction.abort.timed.out.transaction.cleanup
   .interval.ms), aborts timed-out transactions (epoch bumped) and tombstones
@@ -51,7 +44,7 @@ from ..partition import Partition
 from ..produce import append
 from ..replica_manager import ReplicaChanges, ReplicaManager
 from ..waiting import Signal
-from .machine import PREPARE, NeedProducerId, TxnConfig, TxnError, TxnMachine
+from .machine import NeedProducerId, TxnConfig, TxnError, TxnMachine
 from .markers import MarkerWriter
 from .records import STATE_BY_NAME, TopicPartition, decode_record, encode_record
 from .records import Record as TxnRecord
@@ -62,7 +55,6 @@ TXN_TOPIC = TRANSACTION_STATE_TOPIC
 LOAD_CHUNK_BYTES = 1 << 20
 RELOAD_PAUSE_S = 0.2
 CREATE_TIMEOUT_S = 10.0
-COMPLETION_WAIT_S = 1.0  # well within a producer's request.timeout.ms (30 s)
 APPENDED_ANYWAY = (Error.REQUEST_TIMED_OUT, Error.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
 NOT_COORDINATOR_ERRORS = (Error.NOT_LEADER_OR_FOLLOWER, Error.KAFKA_STORAGE_ERROR, Error.UNKNOWN_TOPIC_OR_PARTITION)
 
@@ -80,7 +72,6 @@ class Shard:
         self.failed: Optional[str] = None
         self.closed = False
         self.wake = Signal()
-        self.completed = Signal()  # a transaction's Complete* is decided (its markers written)
         self.task: Optional[asyncio.Task[None]] = None
         self.markers: set[asyncio.Task[None]] = set()
 
@@ -105,7 +96,7 @@ class TransactionCoordinator:
     def __init__(self, broker_id: int, replicas: ReplicaManager, controllers: ControllerClient,
                  config: BrokerConfig, *, new_producer_id: Callable[[], Awaitable[int]], markers: MarkerWriter,
                  append_timeout_ms: int = 30000, clock: Callable[[], int] = wall_clock_ms,
-                 create_timeout_s: float = CREATE_TIMEOUT_S, completion_wait_s: float = COMPLETION_WAIT_S) -> None:
+                 create_timeout_s: float = CREATE_TIMEOUT_S) -> None:
         self.broker_id = broker_id
         self.replicas = replicas
         self.controllers = controllers
@@ -114,7 +105,6 @@ class TransactionCoordinator:
         self.markers = markers
         self.append_timeout_ms = append_timeout_ms
         self.clock = clock
-        self.completion_wait_s = completion_wait_s
         self.txn_config = TxnConfig(max_timeout_ms=config.transaction_max_timeout_ms,
                                     id_expiration_ms=config.transactional_id_expiration_ms)
         self.shards: dict[int, Shard] = {}
@@ -139,7 +129,6 @@ class TransactionCoordinator:
         if shard is None:
             return []
         shard.closed = True
-        shard.completed.fire()  # a request parked in _after_completion answers NOT_COORDINATOR now
         log.info("broker %d: no longer the transaction coordinator of %s-%d", self.broker_id, TXN_TOPIC, index)
         return shard.cancel()
 
@@ -256,11 +245,7 @@ class TransactionCoordinator:
     async def _markers(self, shard: Shard, job) -> None:
         try:
             if await self.markers.write(job, shard.leader_epoch, lambda: shard.current):
-                records = shard.machine.complete(job, self.clock())
-                # The requests parked in _after_completion resume once this step yields,
-                # i.e. after _write has put the Complete* record in the log, so theirs follow it.
-                shard.completed.fire()
-                await self._write(shard, records)
+                await self._write(shard, shard.machine.complete(job, self.clock()))
         except asyncio.CancelledError:
             raise
         except Exception:  # noqa: BLE001 - the next load resumes the markers
@@ -287,30 +272,6 @@ class TransactionCoordinator:
         if not shard.loaded:
             raise TxnError(Error.COORDINATOR_LOAD_IN_PROGRESS, f"{TXN_TOPIC}-{shard.index} is loading")
         return shard
-
-    async def _after_completion(self, shard: Shard, tid: str) -> Shard:
-        """Once the last transaction of `tid` is no longer being completed, or
-        `completion_wait_s` has passed: the shard to decide on (TxnError if it moved)."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.completion_wait_s
-        while shard.current and (value := shard.machine.describe(tid)) is not None and value.state in PREPARE:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                break
-            await asyncio.wait([shard.completed.wait()], timeout=remaining)
-        return self.shard_for(tid)
-
-    async def _add(self, tid: str, producer_id: int, producer_epoch: int,
-                   wanted: list[TopicPartition]) -> tuple[Shard, int, str, list[TxnRecord]]:
-        """The machine's AddPartitionsToTxn, waiting out the completion of the id's last transaction."""
-        shard = self.shard_for(tid)
-        code, message, records = shard.machine.add_partitions(tid, producer_id, producer_epoch, wanted,
-                                                              self.clock())
-        if code == Error.CONCURRENT_TRANSACTIONS:
-            shard = await self._after_completion(shard, tid)
-            code, message, records = shard.machine.add_partitions(tid, producer_id, producer_epoch, wanted,
-                                                                  self.clock())
-        return shard, code, message, records
 
     # -- requests --------------------------------------------------------------------------------
     async def init_producer_id(self, request: bpb.InitProducerIdRequest) -> bpb.InitProducerIdResponse:
@@ -348,8 +309,8 @@ class TransactionCoordinator:
             if unknown:
                 return partition_results(wanted, lambda tp: Error.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown
                                           else Error.OPERATION_NOT_ATTEMPTED, "")
-            shard, code, message, records = await self._add(request.transactional_id, request.producer_id,
-                                                            request.producer_epoch, wanted)
+            code, message, records = shard.machine.add_partitions(
+                request.transactional_id, request.producer_id, request.producer_epoch, wanted, self.clock())
             code = await self._write(shard, records) or code
         except TxnError as exc:
             refusal = exc.code
@@ -371,10 +332,12 @@ class TransactionCoordinator:
         index = partition_for(request.group_id, self.partitions_of(GROUP_METADATA_TOPIC,
                                                                    self.config.offsets_topic_num_partitions))
         try:
-            shard, code, message, records = await self._add(request.transactional_id, request.producer_id,
-                                                            request.producer_epoch, [(GROUP_METADATA_TOPIC, index)])
+            shard = self.shard_for(request.transactional_id)
         except TxnError as exc:
             return tpb.AddOffsetsToTxnResponse(error_code=exc.code, error_message=exc.message)
+        code, message, records = shard.machine.add_partitions(
+            request.transactional_id, request.producer_id, request.producer_epoch,
+            [(GROUP_METADATA_TOPIC, index)], self.clock())
         code = await self._write(shard, records) or code
         return tpb.AddOffsetsToTxnResponse(error_code=code, error_message=message)
 

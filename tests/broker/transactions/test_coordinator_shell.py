@@ -62,8 +62,7 @@ class Deliveries:
 
 
 class World:
-    def __init__(self, tmp_path, failures: int = 0, completion_wait_s: float = 10.0, **config) -> None:
-        self.completion_wait_s = completion_wait_s
+    def __init__(self, tmp_path, failures: int = 0, **config) -> None:
         self.cluster = Cluster(tmp_path, (1, 2))
         self.cluster.create_topic("events", {0: [1], 1: [2]})
         self.cluster.create_topic(TXN_TOPIC, {0: [1], 1: [2]})
@@ -85,8 +84,7 @@ class World:
 
         writer = MarkerWriter(1, lambda: self.cluster[1].image, remote, local, backoff_s=0.001)
         return TransactionCoordinator(1, self.cluster[1], None, self.config, new_producer_id=new_id,
-                                      markers=writer, clock=self.cluster.clock, append_timeout_ms=1000,
-                                      completion_wait_s=self.completion_wait_s)
+                                      markers=writer, clock=self.cluster.clock, append_timeout_ms=1000)
 
     async def lead(self) -> None:
         self.coordinator.on_replica_changes(self.leadership)
@@ -166,50 +164,6 @@ def test_markers_are_retried_until_acknowledged(tmp_path) -> None:
         await until(lambda: w.state() == TxnState.COMPLETE_ABORT)
         assert len(w.deliveries.requests) == 4  # three transport failures, then the answer
     run_world(tmp_path, body, failures=3)
-
-
-def test_the_next_transactions_first_add_waits_for_the_markers_of_the_last(tmp_path) -> None:
-    """AddPartitionsToTxn (and AddOffsetsToTxn) right after EndTxn, while the
-    markers are still being retried, is answered once they are written, after
-    the Complete* record in the log, rather than with CONCURRENT_TRANSACTIONS."""
-    async def body(w: World) -> None:
-        init = await w.init()
-        await w.add(init.producer_id, 0, partitions=[0])
-        ended = await w.end(init.producer_id, 0, True)
-        assert w.state() == TxnState.PREPARE_COMMIT
-        added = await w.add(ended.producer_id, ended.producer_epoch, partitions=[1])
-        assert set(codes(added).values()) == {Error.NONE} and w.state() == TxnState.ONGOING
-        assert len(w.deliveries.requests) == 6  # five transport failures, then the markers' answer
-        offsets = await w.coordinator.add_offsets(tpb.AddOffsetsToTxnRequest(
-            transactional_id=HERE, producer_id=ended.producer_id, producer_epoch=ended.producer_epoch,
-            group_id="g"))
-        assert offsets.error_code == Error.NONE
-        # The log holds Complete* before the new transaction: a reload ends in the same state.
-        before = w.coordinator.shards[0].machine.describe(HERE)
-        await w.coordinator.stop()
-        w.coordinator = w.new_coordinator()
-        await w.lead()
-        assert w.coordinator.shards[0].machine.describe(HERE) == before
-    run_world(tmp_path, body, failures=5)
-
-
-def test_an_add_still_waiting_for_markers_after_the_bound_is_told_concurrent_transactions(tmp_path) -> None:
-    async def body(w: World) -> None:
-        init = await w.init()
-        await w.add(init.producer_id, 0, partitions=[0])
-        ended = await w.end(init.producer_id, 0, False)
-        added = await w.add(ended.producer_id, ended.producer_epoch, partitions=[1])
-        assert set(codes(added).values()) == {Error.CONCURRENT_TRANSACTIONS}
-        assert w.state() == TxnState.PREPARE_ABORT
-        # Losing the partition answers a parked request at once, as NOT_COORDINATOR.
-        w.coordinator.completion_wait_s = 30.0
-        parked = asyncio.create_task(w.add(ended.producer_id, ended.producer_epoch, partitions=[1]))
-        await asyncio.sleep(0.05)
-        assert not parked.done()
-        w.coordinator._unload(0)
-        answer = await asyncio.wait_for(parked, 5)
-        assert answer.error_code == Error.NOT_COORDINATOR
-    run_world(tmp_path, body, failures=10 ** 6, completion_wait_s=0.05)
 
 
 def test_a_load_resumes_the_markers_of_a_prepared_transaction(tmp_path) -> None:
