@@ -111,7 +111,7 @@ class TxnProduceJob(kl._ProducerJob):
             sent += size
         errors = producer.metrics()["record-error-total"]
         return {"records": sent - errors, "errors": errors, "undelivered": 0, "committed": committed,
-                "transactions": transactions, "end_ms": {k: round(v * 1000, 2) if isinstance(v, float) else v
+                "transactions": transactions, "commit_ms": {k: round(v * 1000, 2) if isinstance(v, float) else v
                                                          for k, v in summarize(commit_s).items()}}
 
 
@@ -127,7 +127,7 @@ def produce_round(cluster: LocalCluster, kind: str, records: int, seconds: float
               "seconds": round(answer["seconds"], 3), "records_per_s": round(answer["records"] / answer["seconds"]),
               "producer_cpu_s": round(answer["cpu_s"], 3)}
     if "transactions" in answer:
-        result.update(transactions=answer["transactions"], end_ms=answer["end_ms"])
+        result.update(transactions=answer["transactions"], commit_ms=answer["commit_ms"])
     return result
 
 
@@ -180,10 +180,10 @@ def main() -> None:
                 for kind in kinds:
                     result = produce_round(cluster, kind, args.records, args.seconds, round_no)
                     produced[kind].append(result)
-                    end = result.get("end_ms")
+                    commit = result.get("commit_ms")
                     print(f"produce {kind:>10}: {result['records_per_s']:>8} records/s"
-                          + (f", {result['transactions']} transactions, commit p50 {end['p50']:.1f} ms"
-                             if end else ""), flush=True)
+                          + (f", {result['transactions']} transactions, commit p50 {commit['p50']:.1f} ms"
+                             if commit else ""), flush=True)
             mixed = fill_mixed(cluster, args.consume_records, FILL_SECONDS)
             print(f"{MIXED_TOPIC}: {mixed['data_records']} data records, {mixed['committed_records']} committed",
                   flush=True)
