@@ -11,7 +11,7 @@ export GOCACHE := $(CURDIR)/.cache/go-build
 export GOPATH := $(CURDIR)/.cache/go
 export GOPROXY := off
 
-.PHONY: all venv fuzz chaos chaos-tools go-toolchain java-runtime lincheck test pytest go-test demo bench-log bench-quorum bench-metadata bench-security bench bench-quick bench-deps bench-tools sim sim-controller proto clean
+.PHONY: all venv fuzz chaos chaos-tools go-toolchain java-runtime lincheck test pytest go-test demo bench-log bench-quorum bench-metadata bench-security bench-transactions bench bench-quick bench-deps bench-tools sim sim-controller proto clean
 
 all: test
 
@@ -108,6 +108,11 @@ bench-metadata: venv
 # nodes), as a ratio; one SCRAM-SHA-256/512 login's time. A few minutes.
 bench-security: venv
 	$(BIN)/python -m bench.security_cost
+
+# The cost of transactions: transactional produce (RF3 acks=all, 100/1,000/10,000 records a
+# transaction) against the idempotent producer, read_committed against read_uncommitted. A few minutes.
+bench-transactions: venv
+	$(BIN)/python -m bench.transactions
 
 bench-quorum: venv
 	$(BIN)/python -m bench.quorum

@@ -20,7 +20,7 @@ import platform
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Optional
 
 from bench.bench_results import save_results
 from bench.producer import RECORD_BYTES, produce
@@ -28,8 +28,11 @@ from bench.suite import kraftlog_cluster as kl
 from client.consumer import Consumer, TopicPartition
 
 
-def consume(bootstrap: str, topic: str, records: int, seconds: float) -> dict[str, Any]:
-    settings = {"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest", "max.poll.records": 10_000}
+def consume(bootstrap: str, topic: str, records: int, seconds: float,
+            extra: Optional[dict[str, Any]] = None) -> dict[str, Any]:
+    """Read `records` records of every partition of `topic` from the earliest offset; `extra`: more consumer settings."""
+    settings = {"bootstrap.servers": bootstrap, "auto.offset.reset": "earliest", "max.poll.records": 10_000,
+                **(extra or {})}
     with Consumer(settings) as consumer:
         consumer.assign([TopicPartition(topic, p) for p in range(kl.PARTITIONS)])
         read = 0

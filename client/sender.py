@@ -330,7 +330,7 @@ class Sender:
             failed = sorted(tp for tp, c in codes.items() if c)
             self._txn.fail(txn_error(worst, f"AddPartitionsToTxn {failed}", result))
         elif result is not Outcome.OK:
-            await asyncio.sleep(self._backoff_s(1))
+            await asyncio.sleep(self._txn.add_retry_backoff_s(codes, self._backoff_s(1)))
 
     def fail_queued(self, error: KafkaError) -> None:
         """Fail every batch not sent yet (an abort drops them; an abortable error dooms them)."""

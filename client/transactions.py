@@ -28,6 +28,10 @@ from kafka_protocol.errors import Errors, error_message
 from .errors import KafkaErrorInfo, KafkaException
 
 TopicPartition = tuple[str, int]
+# Kafka's TransactionManager.ADD_PARTITIONS_RETRY_BACKOFF_MS: a transaction's
+# first AddPartitionsToTxn, refused with CONCURRENT_TRANSACTIONS, is retried
+# this soon (also for a request-level refusal: client/txn_requests.py).
+ADD_PARTITIONS_RETRY_BACKOFF_S = 0.02
 
 
 class TxnState(enum.Enum):
@@ -270,6 +274,16 @@ class TransactionManager:
                 worst = result
         self.adding = set()
         return worst
+
+    def add_retry_backoff_s(self, results: dict[TopicPartition, int], backoff_s: float) -> float:
+        """How long to wait before adding the partitions an answer left pending:
+        `backoff_s` (retry.backoff.ms), but ADD_PARTITIONS_RETRY_BACKOFF_S, as
+        Kafka's client, when the transaction's first add met CONCURRENT_TRANSACTIONS:
+        the coordinator is still writing the last transaction's markers, usually
+        done well within retry.backoff.ms, and the whole transaction waits for it."""
+        if not self.in_transaction and Errors.CONCURRENT_TRANSACTIONS in results.values():
+            return ADD_PARTITIONS_RETRY_BACKOFF_S
+        return backoff_s
 
     def adding_failed(self) -> None:
         """The AddPartitionsToTxn request itself failed: its partitions wait for the next one."""

@@ -30,13 +30,10 @@ from .coordinator import TRANSACTION, Coordinator, CoordinatorUnavailable
 from .errors import KafkaException, NetworkError
 from .idempotence import IdempotenceState
 from .metadata import Metadata
-from .transactions import Outcome, Request, TransactionManager, outcome, timed_out, txn_error
+from .transactions import (ADD_PARTITIONS_RETRY_BACKOFF_S, Outcome, Request, TransactionManager, outcome, timed_out,
+                           txn_error)
 
 log = logging.getLogger(__name__)
-
-# Kafka retries AddPartitionsToTxn's CONCURRENT_TRANSACTIONS after 20 ms rather
-# than retry.backoff.ms: the previous transaction's markers are usually out by then.
-CONCURRENT_TXN_BACKOFF_S = 0.02
 
 
 class TxnRequests:
@@ -83,7 +80,8 @@ class TxnRequests:
                 if result is Outcome.FIND_COORDINATOR:
                     coordinator.invalidate()
                 if code == Errors.CONCURRENT_TRANSACTIONS:
-                    backoff = CONCURRENT_TXN_BACKOFF_S
+                    # The previous transaction's markers are usually out well within retry.backoff.ms.
+                    backoff = ADD_PARTITIONS_RETRY_BACKOFF_S
                 last = error_name(code)
             log.debug("%s: retrying (%s)", kind.value, last)
             await asyncio.sleep(min(backoff, max(0.0, deadline - time.monotonic())))

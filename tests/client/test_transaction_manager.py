@@ -10,7 +10,7 @@ from client.errors import InvalidConfigError, KafkaErrorInfo, KafkaException
 from client.producer_batch import ProducerBatch
 from client.producer_config import ProducerConfig
 from client.record_future import Settlement, SyncRecordFuture
-from client.transactions import (ENTERED_FROM, Outcome, Request, TransactionManager, TxnState, outcome, state_error,
+from client.transactions import (ADD_PARTITIONS_RETRY_BACKOFF_S, ENTERED_FROM, Outcome, Request, TransactionManager, TxnState, outcome, state_error,
                                  timed_out, txn_error)
 from kafka_protocol.compression import Codec
 from kafka_protocol.errors import Errors
@@ -168,6 +168,8 @@ def test_partitions_are_added_once_before_their_batches_may_go() -> None:
     m.add_partition(("a", 0))  # already being added: not again
     m.add_partition(("b", 0))
     assert m.partitions_added({("a", 0): 0, ("a", 1): int(Errors.CONCURRENT_TRANSACTIONS)}) is Outcome.RETRY
+    # a partition is in: not the transaction's first add any more, retry.backoff.ms
+    assert m.add_retry_backoff_s({("a", 1): int(Errors.CONCURRENT_TRANSACTIONS)}, 0.1) == 0.1
     assert m.may_send(("a", 0)) and not m.may_send(("a", 1)) and m.needs_end_txn
     assert m.partitions_to_add() == [("a", 1), ("b", 0)]
     assert m.partitions_added({("a", 1): 0, ("b", 0): 0}) is Outcome.OK
@@ -268,3 +270,17 @@ def test_the_accumulator_holds_back_partitions_not_yet_in_the_transaction() -> N
     m.partitions_to_add()
     m.partitions_added({("t", 1): 0})
     assert [b.tp for b in acc.drain(frozenset({1}), lambda t, p: 1, 1 << 20, 1.0, m.sendable)[1]] == [("t", 1)]
+
+
+def test_the_first_add_refused_while_the_last_transaction_completes_is_retried_soon() -> None:
+    """As Kafka's client: CONCURRENT_TRANSACTIONS on a transaction's first
+    AddPartitionsToTxn (the last one's markers still being written) is retried
+    after 20 ms, not retry.backoff.ms; any other retry waits the backoff."""
+    m = ready()
+    m.begin_transaction()
+    m.add_partition(("a", 0))
+    assert m.partitions_to_add() == [("a", 0)]
+    concurrent = {("a", 0): int(Errors.CONCURRENT_TRANSACTIONS)}
+    assert m.partitions_added(concurrent) is Outcome.RETRY
+    assert m.add_retry_backoff_s(concurrent, 0.1) == ADD_PARTITIONS_RETRY_BACKOFF_S == 0.02
+    assert m.add_retry_backoff_s({("a", 0): int(Errors.COORDINATOR_LOAD_IN_PROGRESS)}, 0.1) == 0.1
