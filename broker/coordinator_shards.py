@@ -161,6 +161,17 @@ class ShardedCoordinator(Generic[S]):
             if offset == read_from:
                 return  # nothing readable there: a log whose end is past its last batch
 
+    async def wait_replicated(self, shard: S) -> None:
+        """Until the high watermark reaches the log end as it is now: what a
+        load replayed above it (written by an earlier leader, or by this one
+        before an append timed out) may still be lost with this leadership,
+        so it is not served before it is replicated. Returns early when the
+        shard closes (the caller checks)."""
+        partition = shard.partition
+        end = partition.log.log_end_offset
+        while partition.high_watermark < end and shard.current:
+            await partition.changed.wait()
+
     # -- routing and writes ----------------------------------------------------------------------
     def partitions_of(self, topic: str, default: int) -> int:
         """The topic's partition count in the image, `default` (the configured one) before it exists."""
@@ -180,14 +191,18 @@ class ShardedCoordinator(Generic[S]):
 
     async def append(self, shard: S, batches: bytes, timeout_ms: int, what: str, *,
                      origin: AppendOrigin = AppendOrigin.COORDINATOR,
-                     on_refused: Optional[Callable[[], None]] = None) -> ProduceResult:
+                     on_refused: Optional[Callable[[], None]] = None,
+                     reload_when_unreplicated: bool = False) -> ProduceResult:
         """Append with acks=all and wait for the high watermark; on a refusal
-        the shard reloads from the log (`on_refused` runs first)."""
+        the shard reloads from the log (`on_refused` runs first). With
+        `reload_when_unreplicated` also when the records reached the local log
+        but not the ISR in time: the state is then what the log says, served
+        once replicated (`wait_replicated`), never the machine's guess."""
         result = await append(self.replicas, self.topic, shard.index, batches, -1, timeout_ms, origin=origin)
         if result.error == Error.NONE:
             return result
         log.warning("%s-%d: appending %s failed: %s", self.topic, shard.index, what, result.message or result.error)
-        if result.error not in APPENDED_ANYWAY:
+        if result.error not in APPENDED_ANYWAY or reload_when_unreplicated:
             if on_refused is not None:
                 on_refused()
             self.reload(shard)

@@ -66,6 +66,10 @@ class TxnShard(Shard[TxnMachine]):
     def __init__(self, partition: Partition, machine: TxnMachine) -> None:
         super().__init__(partition, machine)
         self.markers: set[asyncio.Task[None]] = set()
+        # Ids whose records are being appended: their new state is the
+        # machine's until the ISR has them, so no request may read or change
+        # it meanwhile (CONCURRENT_TRANSACTIONS, as Kafka's pending transition).
+        self.writing: set[str] = set()
 
     def cancel(self) -> list[asyncio.Task[None]]:
         tasks = super().cancel() + list(self.markers)
@@ -118,6 +122,8 @@ class TransactionCoordinator(ShardedCoordinator[TxnShard]):
             if shard.closed:
                 return
             for tid in shard.machine.timed_out(self.clock()):
+                if tid in shard.writing:
+                    continue  # its write decides first; the next round looks again
                 try:
                     records = await self._with_producer_id(
                         lambda fresh, tid=tid: shard.machine.abort_timed_out(tid, self.clock(),
@@ -149,7 +155,8 @@ class TransactionCoordinator(ShardedCoordinator[TxnShard]):
                     if decoded is not None:
                         shard.machine.replay(decoded)
                         count += 1
-        if shard.closed:
+        await self.wait_replicated(shard)
+        if shard.closed or not shard.current:
             return
         shard.loaded = True
         log.info("broker %d: transaction coordinator of %s-%d loaded in epoch %d: %d records, %d ids, %d ms",
@@ -172,12 +179,21 @@ class TransactionCoordinator(ShardedCoordinator[TxnShard]):
 
     async def _write(self, shard: TxnShard, records: list[TxnRecord]) -> int:
         """Append and wait for the high watermark; the error code for the client.
-        Markers start for every Prepare* record once it is durable."""
+        Markers start for every Prepare* record once it is durable. Any
+        failure reloads the shard from the log (which is then served only
+        once replicated): the machine moved ahead of the log, and a retried
+        request must not be answered from a state the ISR may never get."""
         if not records:
             return Error.NONE
-        now = self.clock()
-        batch = encode_batch([Record(*encode_record(r), timestamp=now) for r in records])
-        result = await self.append(shard, batch, self.append_timeout_ms, f"{len(records)} transaction records")
+        ids = {tid for tid, _ in records}
+        shard.writing |= ids
+        try:
+            now = self.clock()
+            batch = encode_batch([Record(*encode_record(r), timestamp=now) for r in records])
+            result = await self.append(shard, batch, self.append_timeout_ms, f"{len(records)} transaction records",
+                                       reload_when_unreplicated=True)
+        finally:
+            shard.writing -= ids
         if result.error == Error.NONE:
             self._start_markers(shard, records)
             return Error.NONE
@@ -207,10 +223,16 @@ class TransactionCoordinator(ShardedCoordinator[TxnShard]):
         return partition_for(transactional_id, self.partitions_of(
             TXN_TOPIC, self.config.transaction_state_log_num_partitions))
 
-    def shard_for(self, transactional_id: str) -> TxnShard:
+    def shard_for(self, transactional_id: str, *, to_describe: bool = False) -> TxnShard:
+        """The id's shard, loaded and current; unless only to describe it,
+        CONCURRENT_TRANSACTIONS while a write of the id is in flight."""
         if not transactional_id:
             raise TxnError(Error.INVALID_REQUEST, "the transactional id is empty")
-        return self.shard_at(self.coordinator_partition(transactional_id), TxnError)
+        shard = self.shard_at(self.coordinator_partition(transactional_id), TxnError)
+        if transactional_id in shard.writing and not to_describe:
+            raise TxnError(Error.CONCURRENT_TRANSACTIONS,
+                           f"an earlier request of {transactional_id!r} is still being written")
+        return shard
 
     # -- requests --------------------------------------------------------------------------------
     async def init_producer_id(self, request: bpb.InitProducerIdRequest) -> bpb.InitProducerIdResponse:
@@ -302,7 +324,7 @@ class TransactionCoordinator(ShardedCoordinator[TxnShard]):
             out = response.transaction_states.add(transactional_id=tid, producer_id=-1, producer_epoch=-1,
                                                   transaction_start_time_ms=-1, coordinator_id=self.broker_id)
             try:
-                value = self.shard_for(tid).machine.describe(tid)
+                value = self.shard_for(tid, to_describe=True).machine.describe(tid)
             except TxnError as exc:
                 out.error_code = exc.code
                 continue

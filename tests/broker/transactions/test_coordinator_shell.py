@@ -27,7 +27,7 @@ from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import groups_pb2 as gpb
 from kraftlog_api import transactions_pb2 as tpb
 
-from ..helpers import Cluster
+from ..helpers import Cluster, replicate
 
 # Transactional ids on __transaction_state partition 0 (led by broker 1) and 1 (led by broker 2).
 HERE = next(f"tx-{i}" for i in itertools.count() if partition_for(f"tx-{i}", 2) == 0)
@@ -62,10 +62,10 @@ class Deliveries:
 
 
 class World:
-    def __init__(self, tmp_path, failures: int = 0, **config) -> None:
+    def __init__(self, tmp_path, failures: int = 0, txn_replicas: tuple[int, ...] = (1,), **config) -> None:
         self.cluster = Cluster(tmp_path, (1, 2))
         self.cluster.create_topic("events", {0: [1], 1: [2]})
-        self.cluster.create_topic(TXN_TOPIC, {0: [1], 1: [2]})
+        self.cluster.create_topic(TXN_TOPIC, {0: list(txn_replicas), 1: [2]})
         self.leadership = self.cluster.last_changes[1]  # broker 1 leads __transaction_state-0
         self.ids = itertools.count(5000)
         self.deliveries = Deliveries(failures)
@@ -153,6 +153,47 @@ def test_a_transaction_is_written_marked_completed_and_reloaded(tmp_path) -> Non
         await w.lead()
         assert w.coordinator.shards[0].machine.describe(HERE) == before
     run_world(tmp_path, body)
+
+
+def test_an_end_the_isr_did_not_get_in_time_is_served_only_from_the_replicated_log(tmp_path) -> None:
+    """__transaction_state-0 on brokers 1 and 2 (both in the ISR): EndTxn's
+    PrepareCommit reaches broker 1's log but not broker 2 in time. The
+    client is told COORDINATOR_NOT_AVAILABLE; the id is CONCURRENT_TRANSACTIONS
+    while the append is in flight; then the shard reloads from its log and
+    answers nothing (COORDINATOR_LOAD_IN_PROGRESS) until broker 2 has the
+    record - never "committed" from a state the ISR might never get - and once
+    it has, the markers go out and the retried EndTxn is told the commit."""
+    async def body(w: World) -> None:
+        replicating = True
+
+        async def follower() -> None:
+            while True:
+                if replicating:
+                    await replicate(w.cluster, 2)
+                await asyncio.sleep(0.005)
+
+        task = asyncio.create_task(follower())
+        try:
+            init = await w.init()
+            pid = init.producer_id
+            assert set(codes(await w.add(pid, 0)).values()) == {Error.NONE}
+            replicating = False
+            first = asyncio.create_task(w.end(pid, 0, True))
+            await until(lambda: HERE in w.coordinator.shards[0].writing)
+            assert (await w.end(pid, 0, True)).error_code == Error.CONCURRENT_TRANSACTIONS
+            assert (await first).error_code == Error.COORDINATOR_NOT_AVAILABLE  # append_timeout_ms 1000
+            await asyncio.sleep(0.5)  # the reload has replayed the log, and waits for the ISR
+            assert (await w.end(pid, 0, True)).error_code == Error.COORDINATOR_LOAD_IN_PROGRESS
+            assert w.deliveries.requests == []
+            replicating = True
+            await until(lambda: w.coordinator.shards[0].loaded and w.state() == TxnState.COMPLETE_COMMIT
+                        and not w.coordinator.shards[0].writing)  # the CompleteCommit record replicated
+            retried = await w.end(pid, 0, True)
+            assert (retried.error_code, retried.producer_epoch) == (Error.NONE, 1)
+            assert w.deliveries.partitions() == {(1, "events", 0), (2, "events", 1)}
+        finally:
+            task.cancel()
+    run_world(tmp_path, body, txn_replicas=(1, 2))
 
 
 def test_markers_are_retried_until_acknowledged(tmp_path) -> None:
