@@ -18,7 +18,7 @@ from __future__ import annotations
 import itertools
 from collections import deque
 from dataclasses import dataclass
-from typing import Callable, Iterator, Optional
+from typing import Callable, Container, Iterator, Optional
 
 from kafka_protocol.batch import HEADER_SIZE
 
@@ -103,12 +103,15 @@ class RecordAccumulator:
         waited = now - batch.created
         return 0.0 if waited >= self._linger_s else self._linger_s - waited
 
-    def ready(self, now: float, leader_of: LeaderOf) -> ReadyCheck:
+    def ready(self, now: float, leader_of: LeaderOf, allowed: Optional[Container[TopicPartition]] = None,
+              ) -> ReadyCheck:
+        """`allowed`: the only partitions that may be sent now (a transactional
+        producer's partitions already added to its transaction); None: all."""
         nodes: set[int] = set()
         delay = IDLE_DELAY_S
         unknown = False
         for tp, dq in self._queues.items():
-            if not dq:
+            if not dq or allowed is not None and tp not in allowed:
                 continue
             leader = leader_of(*tp)
             if leader is None:
@@ -122,14 +125,14 @@ class RecordAccumulator:
         return ReadyCheck(frozenset(nodes), delay, unknown)
 
     def drain(self, nodes: frozenset[int], leader_of: LeaderOf, max_request_size: int,
-              now: float) -> dict[int, list[ProducerBatch]]:
+              now: float, allowed: Optional[Container[TopicPartition]] = None) -> dict[int, list[ProducerBatch]]:
         """For each ready broker, the first batch of every partition it leads
         that may go now (whatever its linger), up to max.request.size."""
         if not nodes:
             return {}
         out: dict[int, list[ProducerBatch]] = {}
         sizes: dict[int, int] = {}
-        tps = [tp for tp, dq in self._queues.items() if dq]
+        tps = [tp for tp, dq in self._queues.items() if dq and (allowed is None or tp in allowed)]
         # Start where the last drain stopped, so no partition starves behind others.
         self._drain_offset = (self._drain_offset + 1) % max(len(tps), 1)
         for tp in tps[self._drain_offset:] + tps[:self._drain_offset]:

@@ -25,8 +25,11 @@ commits before leaving the group: at-least-once, as Kafka's. Commits are
 sent one at a time, in the order they were made.
 
 Config: see consumer_config.py (Kafka's names and defaults). Callbacks take
-(consumer, partitions), as confluent-kafka's. isolation.level=read_committed
-is accepted and behaves as read_uncommitted until transactions exist.
+(consumer, partitions), as confluent-kafka's. With
+isolation.level=read_committed, poll() returns only records of committed
+transactions (and non-transactional ones), up to the last stable offset
+(fetcher.py, read_committed.py); `group_metadata()` is what a transactional
+producer's send_offsets_to_transaction() takes.
 """
 from __future__ import annotations
 
@@ -40,8 +43,8 @@ from typing import Any, Awaitable, Callable, Iterable, Mapping, Optional, Sequen
 from kafka_protocol.errors import Errors
 
 from .consumer_config import ConsumerConfig
-from .consumer_types import (ConsumerRecord, OffsetAndMetadata, OffsetAndTimestamp, TimestampType,
-                             TopicPartition)
+from .consumer_types import (ConsumerGroupMetadata, ConsumerRecord, OffsetAndMetadata, OffsetAndTimestamp,
+                             TimestampType, TopicPartition)
 from .coordinator import Coordinator
 from .errors import IllegalStateError, KafkaError, NoOffsetForPartitionError, error_for_code
 from .fetcher import Fetcher
@@ -58,7 +61,7 @@ CommitCallback = Callable[[Optional[BaseException], dict[TopicPartition, OffsetA
 Offsets = Mapping[TopicPartition, Union[int, OffsetAndMetadata]]
 T = TypeVar("T")
 
-__all__ = ["Consumer", "ConsumerRecord", "OffsetAndMetadata", "OffsetAndTimestamp", "TimestampType",
+__all__ = ["Consumer", "ConsumerGroupMetadata", "ConsumerRecord", "OffsetAndMetadata", "OffsetAndTimestamp", "TimestampType",
            "TopicPartition"]
 
 
@@ -467,6 +470,17 @@ class Consumer:
             return "", -1
         with self._state.cond:
             return self._membership.member()
+
+    def group_metadata(self) -> ConsumerGroupMetadata:
+        """The group id, member id and member epoch, for a transactional
+        producer's send_offsets_to_transaction() (confluent-kafka's consumer_group_metadata())."""
+        coordinator = self._require_group("group_metadata()")
+        member_id, member_epoch = self._member()
+        if not member_id:
+            member_epoch = -1  # not (yet) a member: nothing for the coordinator to check, as Kafka's generation -1
+        return ConsumerGroupMetadata(coordinator.group_id, member_id, member_epoch, self.config.group_instance_id)
+
+    consumer_group_metadata = group_metadata
 
     def _maybe_auto_commit(self) -> None:
         if not self.config.enable_auto_commit or time.monotonic() < self._next_auto_commit:

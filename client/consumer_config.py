@@ -54,9 +54,8 @@ class ConsumerConfig:
       the coordinator owns the session timeout (its heartbeat request has none).
     - `heartbeat.interval.ms`: used until the coordinator names its own
       interval in a heartbeat response, which then wins (as in KIP-848).
-    - `isolation.level=read_committed` is accepted and sent to the broker, and
-      behaves as read_uncommitted until transactions exist: there are no
-      transactional batches to hold back yet.
+    - `isolation.level=read_committed`: fetches and ListOffsets(latest) read up
+      to the last stable offset, and aborted transactions' records are dropped.
     - `group.protocol`: only `consumer` (KIP-848) exists here.
     """
 

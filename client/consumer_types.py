@@ -1,6 +1,6 @@
 """What a consumer hands to and gets from its application, with the names of
 Kafka's Java consumer: TopicPartition, ConsumerRecord, OffsetAndMetadata,
-OffsetAndTimestamp, TimestampType.
+OffsetAndTimestamp, TimestampType, ConsumerGroupMetadata.
 
 A TopicPartition is only (topic, partition), hashable, so offsets travel as
 mappings TopicPartition -> offset, as in Kafka's Java API.
@@ -66,3 +66,17 @@ class OffsetAndTimestamp:
     offset: int
     timestamp: int
     leader_epoch: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class ConsumerGroupMetadata:
+    """Who a consumer is in its group, as `consumer.group_metadata()` gives it
+    for a transactional producer's send_offsets_to_transaction(): the group
+    coordinator checks member_id and member_epoch (Kafka's generationId) so
+    a member that lost its partitions cannot commit offsets for them (KIP-447).
+    Outside a group's membership (assign()): member "" and epoch -1, not checked."""
+
+    group_id: str
+    member_id: str = ""
+    member_epoch: int = -1
+    group_instance_id: Optional[str] = None

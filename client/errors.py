@@ -9,7 +9,8 @@ from __future__ import annotations
 from kafka_protocol.errors import (Errors, InvalidConfigError, KafkaError, OffsetOutOfRangeError, error_name,
                                    is_retriable)
 
-__all__ = ["IllegalStateError", "InvalidConfigError", "KafkaError", "NetworkError", "NoOffsetForPartitionError",
+__all__ = ["IllegalStateError", "InvalidConfigError", "KafkaError", "KafkaErrorInfo", "KafkaException", "NetworkError",
+           "NoOffsetForPartitionError",
            "NotLeaderOrFollowerError", "OffsetOutOfRangeError", "RequestTimedOutError",
            "error_for_code", "error_name"]
 
@@ -52,3 +53,59 @@ def error_for_code(code: int, detail: str) -> KafkaError:
     error.name, error.code = error_name(code), int(code)
     error.retriable = is_retriable(code)
     return error
+
+
+class KafkaErrorInfo:
+    """confluent-kafka's `KafkaError` object (what `KafkaException.args[0]` is):
+    the code and its name, and what the application should do about it -
+    `retriable()` (call again), `txn_requires_abort()` (abort_transaction(),
+    then start over) or `fatal()` (the producer is unusable: close it). The
+    project's `KafkaError` is an exception class, so confluent's object gets
+    this name here; its methods are confluent's."""
+
+    __slots__ = ("_code", "_name", "_detail", "_retriable", "_fatal", "_txn_requires_abort")
+
+    def __init__(self, code: int, detail: str = "", *, name: str = "", retriable: bool = False,
+                 fatal: bool = False, txn_requires_abort: bool = False) -> None:
+        self._code, self._name, self._detail = int(code), name or error_name(code), detail
+        self._retriable, self._fatal, self._txn_requires_abort = retriable, fatal, txn_requires_abort
+
+    def code(self) -> int:
+        return self._code
+
+    def name(self) -> str:
+        return self._name
+
+    def str(self) -> str:
+        return self._detail or self._name
+
+    def retriable(self) -> bool:
+        return self._retriable
+
+    def fatal(self) -> bool:
+        return self._fatal
+
+    def txn_requires_abort(self) -> bool:
+        return self._txn_requires_abort
+
+    def __repr__(self) -> str:
+        flags = [f for f, on in (("retriable", self._retriable), ("fatal", self._fatal),
+                                 ("txn_requires_abort", self._txn_requires_abort)) if on]
+        return f"KafkaError{{code={self._name},val={self._code},str=\"{self.str()}\"{''.join(',' + f for f in flags)}}}"
+
+
+class KafkaException(KafkaError):
+    """confluent-kafka's KafkaException: `exc.args[0]` is the KafkaErrorInfo.
+    It is also one of the project's KafkaErrors (name, code, retriable), so
+    the CLI reports it as every other: `PRODUCER_FENCED: ...`."""
+
+    def __init__(self, info: KafkaErrorInfo) -> None:
+        super().__init__(info)
+        self.name, self.code, self.retriable = info.name(), info.code(), info.retriable()
+
+    @property
+    def info(self) -> KafkaErrorInfo:
+        return self.args[0]
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.info.str()}"

@@ -39,6 +39,7 @@ from .errors import NoOffsetForPartitionError, OffsetOutOfRangeError, error_for_
 from .io_thread import LoopWorker
 from .metadata import STALE_METADATA_ERRORS, TRANSPORT_FAILURES, Metadata
 from .offsets import list_offsets
+from .read_committed import AbortedTransactions
 from .subscription_state import RESET_TIMESTAMPS, CompletedFetch, SubscriptionState
 
 log = logging.getLogger(__name__)
@@ -48,9 +49,13 @@ IDLE_WAKE_S = 1.0  # a bound on any sleep, so nothing waits on a lost wake-up fo
 CommittedLookup = Callable[[list[TopicPartition]], Awaitable[dict[TopicPartition, Optional[OffsetAndMetadata]]]]
 
 
-def decode_fetched(tp: TopicPartition, position: int, data: bpb.FetchResponse.PartitionData) -> CompletedFetch:
+def decode_fetched(tp: TopicPartition, position: int, data: bpb.FetchResponse.PartitionData,
+                   read_committed: bool = False) -> CompletedFetch:
     """The records of a fetch answer from `position` on, below the high
-    watermark; control batches (transaction markers) are stepped over.
+    watermark (read_committed: the last stable offset); control batches
+    (transaction markers) are stepped over, and with read_committed the
+    batches of aborted transactions too (client/read_committed.py). The
+    position moves past what is dropped.
 
     A batch that does not decode ends the answer there: the records before
     it are returned, and the fetch that starts at it raises, naming the
@@ -61,14 +66,23 @@ def decode_fetched(tp: TopicPartition, position: int, data: bpb.FetchResponse.Pa
     topic, partition = tp.topic, tp.partition
     next_offset = position
     hw = data.high_watermark
+    if read_committed and data.last_stable_offset >= 0:
+        hw = data.last_stable_offset  # nothing at or past the LSO is decided yet
     end = hw if hw >= 0 else _NO_LIMIT  # offsets from here on are not returned
     raw = data.records
+    aborted = AbortedTransactions((a.producer_id, a.first_offset) for a in data.aborted_transactions) \
+        if read_committed else None
     for batch in _batches(tp, raw, position):
         if batch is None:
             break  # a batch that does not decode follows these records: the next fetch starts at it
         h = batch.header
+        if h.base_offset >= end:
+            break  # not stable yet (read_committed) or past the high watermark: fetched again later
         next_offset = max(next_offset, h.next_offset)
-        if h.is_control:
+        if aborted is not None:
+            if not aborted.keep(batch):
+                continue
+        elif h.is_control:
             continue
         # The decoder already gives LogAppendTime batches' records the batch's max timestamp.
         ts_type = TimestampType.LOG_APPEND_TIME if h.is_log_append_time else TimestampType.CREATE_TIME
@@ -215,6 +229,7 @@ class Fetcher(LoopWorker):
             self._throttled_until[leader] = time.monotonic() + response.throttle_time_ms / 1000
             self.max_throttle_time_ms = max(self.max_throttle_time_ms, response.throttle_time_ms)
         positions = {tp: position for tp, position, _ in parts}
+        read_committed = c.isolation_level == 1
         decoded: list[tuple[TopicPartition, int, CompletedFetch | int | KafkaError]] = []
         for topic in response.responses:
             for data in topic.partitions:
@@ -226,7 +241,7 @@ class Fetcher(LoopWorker):
                     decoded.append((tp, position, data.error_code))
                     continue
                 try:
-                    decoded.append((tp, position, decode_fetched(tp, position, data)))
+                    decoded.append((tp, position, decode_fetched(tp, position, data, read_committed)))
                 except KafkaError as exc:  # a corrupt batch: poll() says so
                     decoded.append((tp, position, exc))
         with self._state.cond:

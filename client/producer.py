@@ -19,6 +19,20 @@ metadata)` is called as well, on the producer's event loop (the sync
 producer's I/O thread), in record order per partition: keep it short.
 
 Settings are Kafka's (see ProducerConfig); idempotence is on by default.
+
+Transactions (KIP-98), with confluent-kafka's calls; with `transactional.id` set:
+
+    producer.init_transactions()
+    producer.begin_transaction()
+    producer.produce("out", value)
+    producer.send_offsets_to_transaction(consumer.position_offsets(), consumer.group_metadata())
+    producer.commit_transaction()        # or abort_transaction()
+
+A failing call raises KafkaException; `exc.args[0]` says what to do:
+retriable() (call it again: it resumes), txn_requires_abort() (call
+abort_transaction() and start the transaction over) or fatal() (fenced by a
+newer producer with the same id, or not authorized: close the producer).
+client/transactions.py holds the states, client/txn_requests.py the requests.
 A record larger than max.request.size fails with MESSAGE_TOO_LARGE without
 being sent; a topic unknown for max.block.ms fails its records with
 UNKNOWN_TOPIC_OR_PARTITION.
@@ -26,6 +40,7 @@ UNKNOWN_TOPIC_OR_PARTITION.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
 from collections import deque
@@ -36,7 +51,8 @@ from kafka_protocol.errors import Errors, KafkaError, MessageTooLargeError
 from kafka_protocol.wording import counted
 
 from .accumulator import RecordAccumulator
-from .errors import RequestTimedOutError, error_for_code
+from .consumer_types import ConsumerGroupMetadata, OffsetAndMetadata, TopicPartition
+from .errors import KafkaErrorInfo, KafkaException, RequestTimedOutError, error_for_code
 from .idempotence import IdempotenceState
 from .io_thread import IoThread
 from .metadata import Metadata
@@ -46,6 +62,10 @@ from .producer_batch import RECORD_OVERHEAD_UPPER_BOUND, ProducerRecord, RecordM
 from .producer_config import ProducerConfig
 from .record_future import AsyncRecordFuture, DeliveryCallback, RecordFuture, Settlement, SyncRecordFuture
 from .sender import Sender
+from .transactions import Outcome, TransactionManager, state_error, timed_out, txn_error
+from .txn_requests import TxnRequests
+
+log = logging.getLogger(__name__)
 
 __all__ = ["AsyncProducer", "AsyncRecordFuture", "Producer", "RecordMetadata", "SyncRecordFuture"]
 
@@ -94,8 +114,18 @@ class AsyncProducer:
         self._accumulator = RecordAccumulator(batch_size=c.batch_size, linger_ms=c.linger_ms,
                                               settlement=self._settlement)
         self._max_record_size = min(c.max_request_size, c.buffer_memory) - HEADER_SIZE
-        self._sender = Sender(c, self._metadata, self._accumulator,
-                              IdempotenceState() if c.enable_idempotence else None, self._batch_finished)
+        idempotence = IdempotenceState() if c.enable_idempotence else None
+        self._txn: Optional[TransactionManager] = None
+        self._txn_requests: Optional[TxnRequests] = None
+        if c.transactional_id is not None:
+            assert idempotence is not None  # ProducerConfig makes a transactional producer idempotent
+            self._txn = TransactionManager(c.transactional_id, c.transaction_timeout_ms)
+            self._txn_requests = TxnRequests(self._metadata, self._txn, idempotence,
+                                             request_timeout_s=c.request_timeout_ms / 1000,
+                                             backoff_s=c.retry_backoff_ms / 1000)
+        self._idempotence = idempotence
+        self._sender = Sender(c, self._metadata, self._accumulator, idempotence, self._batch_finished,
+                              txn=self._txn, txn_requests=self._txn_requests)
         self._sticky = StickyPartitioner()
         self._sender_task: Optional[asyncio.Task[None]] = None
         self._waiting: dict[str, list[tuple[Optional[int], ProducerRecord, int, RecordFuture]]] = {}
@@ -170,6 +200,12 @@ class AsyncProducer:
         if self._sender.fatal_error is not None:
             future.fail_unsent(self._sender.fatal_error)
             return
+        if self._txn is not None:
+            try:
+                self._txn.check_send()
+            except KafkaException as exc:
+                future.fail_unsent(exc)
+                return
         value, key = record[1], record[0]
         if record[3] or value is None:
             size = record_size_upper_bound(record)
@@ -225,6 +261,8 @@ class AsyncProducer:
             else:
                 partition = self._sticky.partition(topic, partitions)
                 if accumulator.try_append((topic, partition), record, size, future):
+                    if self._txn is not None:
+                        self._txn.add_partition((topic, partition))
                     return  # the usual case: into the sticky partition's open batch
                 # Its batch is full or gone: a new batch, on the next sticky partition (KIP-480).
                 partition = self._sticky.on_new_batch(topic, partitions, partition)
@@ -233,8 +271,107 @@ class AsyncProducer:
                                               f"partition {partition} of {topic} is not "
                                               f"in the range [0...{len(partitions) - 1}]"))
             return
+        if self._txn is not None:
+            self._txn.add_partition((topic, partition))
         if accumulator.append((topic, partition), record, size, future, time.monotonic()):
             self._sender.wakeup()
+
+    # --- transactions ------------------------------------------------------
+
+    def _transactions(self) -> tuple[TransactionManager, TxnRequests, IdempotenceState]:
+        if self._txn is None or self._txn_requests is None or self._idempotence is None:
+            raise state_error("the transactional API needs transactional.id to be set")
+        if self._closed:
+            raise state_error("the producer is closed")
+        if self._sender_task is None:
+            self.start()
+        return self._txn, self._txn_requests, self._idempotence
+
+    def _deadline(self, timeout: Optional[float]) -> float:
+        """`timeout` seconds from now; None: max.block.ms, as Kafka's transactional calls."""
+        return time.monotonic() + (self.config.max_block_ms / 1000 if timeout is None else timeout)
+
+    async def _guarded(self, txn: TransactionManager, work: Any) -> Any:
+        """Run a request coroutine; an abortable or fatal error is recorded in the state, then raised."""
+        try:
+            return await work
+        except KafkaException as exc:
+            if exc.info.fatal() or exc.info.txn_requires_abort():
+                txn.fail(exc)
+            raise
+        except KafkaError as exc:  # not flagged: e.g. a broker without the API
+            detail = str(exc.args[0]) if exc.args else ""
+            error = txn_error(exc.code if exc.code > 0 else Errors.UNKNOWN_SERVER_ERROR, detail, Outcome.FATAL)
+            txn.fatal(error)
+            raise error from exc
+
+    async def init_transactions(self, timeout: Optional[float] = None) -> None:
+        """Get the producer id and epoch for transactional.id from its coordinator,
+        fencing an older producer with the same id and ending its open transaction."""
+        txn, requests, idempotence = self._transactions()
+        txn.begin_init()
+        producer_id, epoch = await self._guarded(txn, requests.init_producer_id(self._deadline(timeout)))
+        idempotence.set_producer(producer_id, epoch)
+        txn.initialized()
+        log.info("transactional id %s: producer id %d epoch %d", txn.transactional_id, producer_id, epoch)
+
+    def begin_transaction(self) -> None:
+        txn, _, _ = self._transactions()
+        txn.begin_transaction()
+
+    async def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, Union[int, OffsetAndMetadata]],
+                                          group_metadata: ConsumerGroupMetadata,
+                                          timeout: Optional[float] = None) -> None:
+        """Commit the group's offsets (the next record to read per partition) with this
+        transaction: they become the group's committed offsets when it commits."""
+        txn, requests, _ = self._transactions()
+        if not isinstance(group_metadata, ConsumerGroupMetadata):
+            raise TypeError("group_metadata must be consumer.group_metadata()")
+        normalized = {tp: om if isinstance(om, OffsetAndMetadata) else OffsetAndMetadata(int(om))
+                      for tp, om in offsets.items()}
+        txn.check_send_offsets()
+        deadline = self._deadline(timeout)
+        if not txn.offsets_added:
+            await self._guarded(txn, requests.add_offsets(group_metadata.group_id, deadline))
+            txn.offsets_added = True
+        if normalized:
+            await self._guarded(txn, requests.txn_offset_commit(normalized, group_metadata, deadline))
+
+    async def commit_transaction(self, timeout: Optional[float] = None) -> None:
+        """Flush, then commit. After a timeout, calling it again resumes the commit."""
+        txn, requests, _ = self._transactions()
+        deadline = self._deadline(timeout)
+        txn.begin_commit()
+        left = await self.flush(max(0.0, deadline - time.monotonic()))
+        if txn.has_error:
+            assert txn.last_error is not None
+            raise txn.last_error  # a record failed: the transaction can only be aborted
+        if left:
+            raise timed_out(f"commit_transaction: {counted(left, 'record')} not delivered in time")
+        await self._end(txn, requests, True, deadline)
+
+    async def abort_transaction(self, timeout: Optional[float] = None) -> None:
+        """Drop what is not sent yet, wait for what is in flight, then abort."""
+        txn, requests, _ = self._transactions()
+        deadline = self._deadline(timeout)
+        txn.begin_abort()
+        purged = KafkaException(KafkaErrorInfo(-152, "purged: the transaction was aborted", name="_PURGE_QUEUE"))
+        for topic in list(self._waiting):
+            self._fail_waiting(topic, purged)
+        self._sender.fail_queued(purged)
+        await self._sender.wait_for_adds()
+        left = await self.flush(max(0.0, deadline - time.monotonic()))
+        if left:
+            raise timed_out(f"abort_transaction: {counted(left, 'record')} still in flight")
+        await self._end(txn, requests, False, deadline)
+
+    async def _end(self, txn: TransactionManager, requests: TxnRequests, committed: bool, deadline: float) -> None:
+        if txn.needs_end_txn:
+            producer_id, epoch = await self._guarded(txn, requests.end_txn(committed, deadline))
+            assert self._idempotence is not None
+            # KIP-890: each transaction ends with a new epoch (sequences restart at 0).
+            self._idempotence.set_producer(producer_id, epoch)
+        txn.completed()
 
     # --- flush and close ---------------------------------------------------
 
@@ -351,6 +488,9 @@ class Producer:
                 on_delivery: Optional[DeliveryCallback] = None) -> SyncRecordFuture:
         if self._closed:
             raise RuntimeError("cannot send after the producer is closed")
+        txn = self._producer._txn
+        if txn is not None:
+            txn.check_send()  # outside a transaction: raised here, as confluent-kafka's produce() does
         record = make_record(value, key, headers, timestamp)
         self._wait_for_room()
         future = SyncRecordFuture(self._settlement, on_delivery)
@@ -395,7 +535,34 @@ class Producer:
 
     def flush(self, timeout: Optional[float] = None) -> int:
         """As AsyncProducer.flush: records still undelivered after `timeout` seconds (0: all done)."""
+        self._drain_incoming()
         return self._io.call(self._producer.flush(timeout))
+
+    # Transactions: AsyncProducer's, run on the I/O thread (see the module's docstring).
+
+    def _drain_incoming(self) -> None:
+        """What produce() queued joins the producer before a transaction call (it belongs to this transaction)."""
+        if self._incoming:
+            self._io.call(_run(self._hand_over))
+
+    def init_transactions(self, timeout: Optional[float] = None) -> None:
+        self._io.call(self._producer.init_transactions(timeout))
+
+    def begin_transaction(self) -> None:
+        self._io.call(_run(self._producer.begin_transaction))
+
+    def send_offsets_to_transaction(self, offsets: Mapping[TopicPartition, Union[int, OffsetAndMetadata]],
+                                    group_metadata: ConsumerGroupMetadata, timeout: Optional[float] = None) -> None:
+        self._drain_incoming()
+        self._io.call(self._producer.send_offsets_to_transaction(offsets, group_metadata, timeout))
+
+    def commit_transaction(self, timeout: Optional[float] = None) -> None:
+        self._drain_incoming()
+        self._io.call(self._producer.commit_transaction(timeout))
+
+    def abort_transaction(self, timeout: Optional[float] = None) -> None:
+        self._drain_incoming()
+        self._io.call(self._producer.abort_transaction(timeout))
 
     def close(self, timeout: Optional[float] = None) -> None:
         if self._closed:
@@ -405,6 +572,11 @@ class Producer:
             self._io.call(self._producer.close(timeout))
         finally:
             self._io.stop()
+
+
+async def _run(fn: Callable[[], Any]) -> Any:
+    """`fn()` on the I/O thread's loop, its exception raised to the caller."""
+    return fn()
 
 
 async def _started(config: Mapping[str, Any]) -> AsyncProducer:

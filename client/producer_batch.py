@@ -105,11 +105,13 @@ class ProducerBatch:
         records.append(record)
         self.size += size
 
-    def encode(self, codec: Codec) -> bytes:
+    def encode(self, codec: Codec, transactional: bool = False) -> bytes:
+        """The v2 batch; `transactional` sets the attribute bit (a transactional producer's every batch)."""
         identity = (self.producer_id, self.producer_epoch, self.base_sequence)
         if self._encoded is None or identity != self._encoded_for:
             self._encoded = encode_batch(self.records, codec=codec, producer_id=self.producer_id,
-                                         producer_epoch=self.producer_epoch, base_sequence=self.base_sequence)
+                                         producer_epoch=self.producer_epoch, base_sequence=self.base_sequence,
+                                         transactional=transactional)
             self._encoded_for = identity
         return self._encoded
 

@@ -8,6 +8,12 @@ retries > 0 and max.in.flight.requests.per.connection <= 5. When the user did
 not ask for idempotence and sets one of those otherwise, idempotence is
 quietly off (as Kafka does); asking for it explicitly with a conflicting
 setting is an error.
+
+A transactional producer (`transactional.id` set) is idempotent whatever
+else is said, as Kafka's: enable.idempotence=false, or acks, retries or
+max.in.flight settings idempotence cannot live with, are refused naming the
+key. `transaction.timeout.ms` (60000) is what the coordinator lets a
+transaction stay open before it aborts it itself.
 """
 from __future__ import annotations
 
@@ -40,12 +46,14 @@ _INTS: dict[str, tuple[int, int]] = {
     "buffer.memory": (33554432, 1),
     "max.block.ms": (60000, 0),
     "metadata.max.age.ms": (300000, 0),
+    "transaction.timeout.ms": (60000, 1),
 }
 _STRINGS: dict[str, Optional[str]] = {
     "bootstrap.servers": None,
     "client.id": "",
     "acks": "all",
     "compression.type": "none",
+    "transactional.id": None,
 }
 _BOOLS = {"enable.idempotence": True}
 
@@ -70,6 +78,8 @@ class ProducerConfig:
     buffer_memory: int
     max_block_ms: int
     metadata_max_age_ms: int
+    transactional_id: Optional[str] = None  # None: not a transactional producer
+    transaction_timeout_ms: int = 60000
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any]) -> "ProducerConfig":
@@ -83,7 +93,8 @@ class ProducerConfig:
         except UnsupportedCompressionTypeError:
             raise InvalidConfigError(
                 f"compression.type={raw['compression.type']!r}: expected none, gzip, snappy, lz4 or zstd") from None
-        idempotence = _idempotence(raw, acks, ints)
+        transactional_id = strings["transactional.id"] or None
+        idempotence = _idempotence(raw, acks, ints, transactional=transactional_id is not None)
         delivery = ints["delivery.timeout.ms"]
         floor = ints["linger.ms"] + ints["request.timeout.ms"]
         if delivery < floor:
@@ -110,10 +121,12 @@ class ProducerConfig:
             buffer_memory=ints["buffer.memory"],
             max_block_ms=ints["max.block.ms"],
             metadata_max_age_ms=ints["metadata.max.age.ms"],
+            transactional_id=transactional_id,
+            transaction_timeout_ms=ints["transaction.timeout.ms"],
         )
 
 
-def _idempotence(raw: Mapping[str, Any], acks: int, ints: Mapping[str, int]) -> bool:
+def _idempotence(raw: Mapping[str, Any], acks: int, ints: Mapping[str, int], *, transactional: bool) -> bool:
     conflicts = []
     if acks != -1:
         conflicts.append(("acks", "must be all (-1)"))
@@ -122,9 +135,17 @@ def _idempotence(raw: Mapping[str, Any], acks: int, ints: Mapping[str, int]) -> 
     if ints["max.in.flight.requests.per.connection"] > MAX_IN_FLIGHT_WITH_IDEMPOTENCE:
         conflicts.append(("max.in.flight.requests.per.connection",
                           f"must be at most {MAX_IN_FLIGHT_WITH_IDEMPOTENCE}"))
-    if "enable.idempotence" not in raw:
+    wanted = parse_bool("enable.idempotence", raw["enable.idempotence"]) if "enable.idempotence" in raw else None
+    if transactional:
+        if wanted is False:
+            raise InvalidConfigError("enable.idempotence=false: a transactional producer (transactional.id set) "
+                                     "is idempotent; remove the setting or set it to true")
+        if conflicts:
+            key, why = conflicts[0]
+            raise InvalidConfigError(f"{key}={raw.get(key, ints.get(key))!r}: {why} with transactional.id set")
+        return True
+    if wanted is None:
         return not conflicts
-    wanted = parse_bool("enable.idempotence", raw["enable.idempotence"])
     if wanted and conflicts:
         key, why = conflicts[0]
         raise InvalidConfigError(f"{key}={raw.get(key, ints.get(key))!r}: {why} with enable.idempotence=true")

@@ -14,6 +14,15 @@ the next linger or backoff deadline, or until something wakes it.
 A broker that answers with throttle_time_ms (the client is over its
 producer_byte_rate quota) gets no further Produce from this producer until
 that time has passed (Kafka's client behaviour since KIP-219).
+
+A transactional producer's sender (KIP-98) sends a partition's batches only
+once the partition is in the transaction: it sends AddPartitionsToTxn for
+the partitions written to since the last one (one request in flight), and
+until it succeeded leaves their batches queued. Its batches carry the
+transactional bit, its Produce requests the transactional id. A batch that
+fails for good makes the transaction abortable (or the producer fatally
+failed, when fenced), and then every queued batch fails with that error, as
+Kafka's sender does; the epoch is bumped by EndTxn, never by this sender.
 """
 from __future__ import annotations
 
@@ -29,11 +38,13 @@ from kraftlog_api import broker_pb2 as bpb
 from kafka_protocol.errors import Errors, KafkaError
 
 from .accumulator import IDLE_DELAY_S, RecordAccumulator
-from .errors import NetworkError, RequestTimedOutError, error_for_code
+from .errors import KafkaException, NetworkError, RequestTimedOutError, error_for_code
 from .idempotence import IdempotenceState
 from .metadata import Metadata
 from .producer_batch import ProducerBatch
 from .producer_config import ProducerConfig
+from .transactions import Outcome, Request, TransactionManager, outcome, txn_error
+from .txn_requests import TxnRequests
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +56,11 @@ NOT_ENOUGH_REPLICAS_ERRORS = frozenset({Errors.NOT_ENOUGH_REPLICAS, Errors.NOT_E
 def _wake_up(sleeping: "asyncio.Future[None]") -> None:
     if not sleeping.done():
         sleeping.set_result(None)
+
+
+def _detail(error: KafkaError) -> str:
+    """The error's message without its name (a KafkaException puts its own name first)."""
+    return str(error.args[0]) if error.args else error.name
 
 
 def transport_error(exc: grpc.aio.AioRpcError) -> KafkaError:
@@ -62,8 +78,12 @@ def transport_error(exc: grpc.aio.AioRpcError) -> KafkaError:
 class Sender:
     def __init__(self, config: ProducerConfig, metadata: Metadata, accumulator: RecordAccumulator,
                  idempotence: Optional[IdempotenceState], on_batch_finished: Callable[[], None],
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, txn: Optional[TransactionManager] = None,
+                 txn_requests: Optional[TxnRequests] = None) -> None:
         self._config = config
+        self._txn = txn
+        self._txn_requests = txn_requests
+        self._add_task: Optional[asyncio.Task[None]] = None
         self._metadata = metadata
         self._acc = accumulator
         self._idem = idempotence
@@ -137,16 +157,24 @@ class Sender:
             for batch in self._acc.take_all_queued():
                 self._fail(batch, self.fatal_error)
             return IDLE_DELAY_S
-        if self._idem is not None and (not self._idem.has_producer_id or self._idem.bump_needed):
+        allowed = None
+        if self._txn is not None:
+            if self._txn.has_error:
+                # Kafka's abortUndrainedBatches: nothing more of this transaction can commit.
+                assert self._txn.last_error is not None
+                self.fail_queued(self._txn.last_error)
+            self._maybe_add_partitions()
+            allowed = self._txn.sendable
+        elif self._idem is not None and (not self._idem.has_producer_id or self._idem.bump_needed):
             return self._init_producer_id_step(now)
-        check = self._acc.ready(now, self._metadata_leader)
+        check = self._acc.ready(now, self._metadata_leader, allowed)
         if check.unknown_leaders:
             self._metadata.request_update()
         throttled = {n: until for n, until in self._throttled_until.items() if until > now}
         self._throttled_until = throttled
         open_nodes = frozenset(n for n in check.nodes
                                if self._node_in_flight.get(n, 0) < self._config.max_in_flight and n not in throttled)
-        drained = self._acc.drain(open_nodes, self._metadata_leader, self._config.max_request_size, now)
+        drained = self._acc.drain(open_nodes, self._metadata_leader, self._config.max_request_size, now, allowed)
         for node, batches in drained.items():
             self._send(node, batches, now)
         if drained:
@@ -166,6 +194,7 @@ class Sender:
 
     def _send(self, node: int, batches: list[ProducerBatch], now: float) -> None:
         topics: dict[str, list[bpb.ProduceRequest.PartitionData]] = {}
+        transactional = self._txn is not None
         for batch in batches:
             if self._idem is not None:
                 self._idem.stamp(batch)
@@ -174,9 +203,10 @@ class Sender:
             if batch.attempts > 1:
                 self.metrics["record-retry-total"] += batch.record_count
             topics.setdefault(batch.topic, []).append(bpb.ProduceRequest.PartitionData(
-                index=batch.partition, records=batch.encode(self._config.compression)))
+                index=batch.partition, records=batch.encode(self._config.compression, transactional)))
         request = bpb.ProduceRequest(acks=self._config.acks, timeout_ms=self._config.request_timeout_ms, topics=[
-            bpb.ProduceRequest.TopicData(name=name, partitions=parts) for name, parts in topics.items()])
+            bpb.ProduceRequest.TopicData(name=name, partitions=parts) for name, parts in topics.items()],
+            transactional_id=self._txn.transactional_id if self._txn is not None else "")
         self._node_in_flight[node] = self._node_in_flight.get(node, 0) + 1
         self.metrics["request-total"] += 1
         log.debug("Produce to broker %d: %s", node, batches)
@@ -236,6 +266,9 @@ class Sender:
                 # The broker's sequence state and ours differ: start a new epoch (KIP-360).
                 log.info("%s for %s: bumping the producer epoch", error.name, batch)
                 self._idem.request_epoch_bump()
+                if self._txn is not None:  # the epoch moves with the transaction's end: abort it
+                    self._fail(batch, error)
+                    return
             retriable = True
         now = self._clock()
         if retriable and batch.attempts <= self._config.retries and now - batch.created < self._delivery_timeout_s:
@@ -250,6 +283,11 @@ class Sender:
         if self._idem is not None and batch.attempts > 0:
             # Its sequence number may now be a gap the broker waits to see filled.
             self._idem.request_epoch_bump()
+        if self._txn is not None and not self._txn.has_error and isinstance(error, KafkaError):
+            # A record of the transaction is lost: it cannot commit (or the producer is fenced).
+            code = error.code if error.code > 0 else Errors.UNKNOWN_SERVER_ERROR
+            self._txn.fail(txn_error(code, f"{batch.topic}-{batch.partition}: {_detail(error)}",
+                                     outcome(Request.PRODUCE, code)))
         batch.fail(error)
         self.metrics["record-error-total"] += batch.record_count
         self._finished(batch)
@@ -262,6 +300,47 @@ class Sender:
         """retry.backoff.ms doubling per attempt up to retry.backoff.max.ms, with 20% jitter (KIP-580)."""
         base = self._config.retry_backoff_ms * (2 ** max(attempts - 1, 0))
         return min(base, self._config.retry_backoff_max_ms) * random.uniform(0.8, 1.2) / 1000
+
+    # --- transactions -------------------------------------------------------
+
+    def _maybe_add_partitions(self) -> None:
+        if self._add_task is not None and not self._add_task.done():
+            return
+        assert self._txn is not None
+        partitions = self._txn.partitions_to_add()
+        if partitions:
+            self._add_task = asyncio.get_running_loop().create_task(self._add_partitions(partitions))
+            self._add_task.add_done_callback(lambda _: self.wakeup())
+
+    async def _add_partitions(self, partitions: list[tuple[str, int]]) -> None:
+        """AddPartitionsToTxn for these partitions; the ones not added wait for the next try."""
+        assert self._txn is not None and self._txn_requests is not None
+        deadline = self._clock() + self._delivery_timeout_s
+        try:
+            codes = await self._txn_requests.add_partitions(partitions, deadline)
+        except KafkaError as exc:
+            self._txn.adding_failed()
+            if not exc.retriable:
+                self._txn.fail(exc if isinstance(exc, KafkaException) else
+                               txn_error(exc.code, _detail(exc), Outcome.FATAL))
+            return
+        result = self._txn.partitions_added(codes)
+        if result in (Outcome.ABORTABLE, Outcome.FATAL):
+            worst = next(c for c in codes.values() if outcome(Request.ADD_PARTITIONS, c) is result)
+            failed = sorted(tp for tp, c in codes.items() if c)
+            self._txn.fail(txn_error(worst, f"AddPartitionsToTxn {failed}", result))
+        elif result is not Outcome.OK:
+            await asyncio.sleep(self._backoff_s(1))
+
+    def fail_queued(self, error: KafkaError) -> None:
+        """Fail every batch not sent yet (an abort drops them; an abortable error dooms them)."""
+        for batch in self._acc.take_all_queued():
+            self._fail(batch, error)
+
+    async def wait_for_adds(self) -> None:
+        """Until the AddPartitionsToTxn under way (if any) is answered."""
+        if self._add_task is not None and not self._add_task.done():
+            await asyncio.gather(asyncio.shield(self._add_task), return_exceptions=True)
 
     # --- producer id -------------------------------------------------------
 
@@ -340,4 +419,6 @@ class Sender:
         await asyncio.gather(*self._requests, return_exceptions=True)
         if self._init_task is not None:
             self._init_task.cancel()
+        if self._add_task is not None:
+            self._add_task.cancel()
         self.stop()

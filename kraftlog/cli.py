@@ -21,11 +21,11 @@ from spark_jobs import cli as spark  # no pyspark import until a job runs
 
 from .commands import (
     acls, bench, certs, chaos, cluster, configs, console, demo, dump_log, elections, groups, perf, quorum, server,
-    storage, topics,
+    storage, topics, transactions,
 )
 
-COMMAND_GROUPS = (dump_log, server, storage, quorum, cluster, topics, configs, acls, elections, groups, console, perf,
-                  chaos, bench, certs, demo, spark)
+COMMAND_GROUPS = (dump_log, server, storage, quorum, cluster, topics, configs, acls, elections, groups, transactions,
+                  console, perf, chaos, bench, certs, demo, spark)
 
 app = typer.Typer(
     name="kraftlog",

@@ -67,7 +67,7 @@ def test_values_in_kafkas_spellings() -> None:
     ("acks", "2"), ("acks", "none"), ("linger.ms", -1), ("linger.ms", "soon"), ("batch.size", True),
     ("compression.type", "brotli"), ("enable.idempotence", "yes"), ("retries", -1),
     ("max.in.flight.requests.per.connection", 0), ("request.timeout.ms", 0), ("max.request.size", "1MB"),
-    ("bootstrap.servers", "host-without-port"), ("transactional.id", "tx"),
+    ("bootstrap.servers", "host-without-port"), ("transaction.timeout.ms", 0),
 ])
 def test_bad_values_name_their_key(key: str, value: object) -> None:
     with pytest.raises(InvalidConfigError) as raised:
