@@ -16,6 +16,8 @@ The history's ops (chaos/history.py lines):
 - `final-read`: key = partition, invoke value = {"isolation": ...}; ok value
   = [[offset, value], ...], the whole partition after every fault healed
   and every transaction ended.
+- `stable`: ok value = {"topic-partition": [last stable offset, high
+  watermark]} before the final reads (they read up to each).
 - `group-offsets`: ok value = {"topic-partition": offset}, the group's
   committed offsets at the end.
 - `late-end-txn`: a raw EndTxn re-sent with an ended epoch; ok value = the
@@ -52,6 +54,9 @@ offsets-mismatch    a transaction in C whose committed offset is not just
                     past a visible record it did not consume), or the
                     group's final offset differs from the last one committed
 zombie-commit       a transaction of a fenced (replaced) producer committed
+hanging             a partition whose last stable offset stayed below its
+                    high watermark after healing, past every transaction's
+                    timeout (a transaction open there that nobody ends)
 """
 from __future__ import annotations
 
@@ -61,14 +66,14 @@ from typing import Any, Iterable, Optional
 
 from .history import INFO, OK, paired
 
-TXN, POLL, ASSIGN, FINAL_READ, GROUP_OFFSETS, LATE_END_TXN = (
-    "txn", "poll", "assign", "final-read", "group-offsets", "late-end-txn")
+TXN, POLL, ASSIGN, FINAL_READ, STABLE, GROUP_OFFSETS, LATE_END_TXN = (
+    "txn", "poll", "assign", "final-read", "stable", "group-offsets", "late-end-txn")
 READ_COMMITTED, READ_UNCOMMITTED = "read_committed", "read_uncommitted"
 COMMIT, ABORT, UNKNOWN = "commit", "abort", "unknown"
 
 ANOMALY_KINDS = ("aborted-read", "torn", "lost", "skip", "duplicate", "inconsistent-offset", "non-monotonic",
                  "intermediate-read", "unexpected", "g1c", "double-consume", "consume-skip", "offsets-mismatch",
-                 "zombie-commit")
+                 "zombie-commit", "hanging")
 # The listing of each kind keeps this many examples; the counts are exact.
 EXAMPLES = 50
 
@@ -127,6 +132,7 @@ class _Parsed:
     final: dict[str, dict[str, list[tuple[int, str]]]] = field(
         default_factory=lambda: {READ_COMMITTED: {}, READ_UNCOMMITTED: {}})
     group_offsets: Optional[dict[str, int]] = None
+    stable: dict[str, list[int]] = field(default_factory=dict)
     late_end_txn: dict[str, int] = field(default_factory=lambda: defaultdict(int))
 
 
@@ -136,19 +142,22 @@ def _parse(history: Iterable[dict[str, Any]], report: TxnReport) -> _Parsed:
     for call, line in paired(history):
         f = call["f"]
         if line is None:
+            if f == TXN:  # never completed (the run ended first): unknown
+                v = call["value"]
+                parsed.txns[v["id"]] = Txn(v["id"], call["key"], v["writes"],
+                                           {p: [(int(o), val) for o, val in rs]
+                                            for p, rs in v.get("consumed", {}).items()},
+                                           {p: int(o) for p, o in v.get("offsets", {}).items()},
+                                           v.get("intent", COMMIT), call["time"])
             continue
         kind = line["type"]
         if f == TXN:
-            v = call["value"]
-            txn = Txn(v["id"], call["key"], v["writes"], {p: [(int(o), val) for o, val in rs]
-                                                          for p, rs in v.get("consumed", {}).items()},
-                      {p: int(o) for p, o in v.get("offsets", {}).items()}, v.get("intent", COMMIT), call["time"],
-                      end_ns=line.get("end_ns"), zombie=bool(line.get("zombie")))
+            txn = parsed.txns[call["value"]["id"]]
+            txn.end_ns, txn.zombie = line.get("end_ns"), bool(line.get("zombie"))
             if kind == OK:
                 txn.told = line["value"]
             elif kind != INFO:  # fail: it definitely had no effect
                 txn.told = ABORT
-            parsed.txns[txn.id] = txn
         elif f == POLL and kind == OK:
             consumer = call["value"]["consumer"]
             isolation = call["value"].get("isolation", READ_UNCOMMITTED)
@@ -169,6 +178,8 @@ def _parse(history: Iterable[dict[str, Any]], report: TxnReport) -> _Parsed:
             records = [(int(o), v) for o, v in line["value"] or ()]
             report.final_records += len(records)
             parsed.final[isolation][call["key"]] = records
+        elif f == STABLE and kind == OK:
+            parsed.stable = line["value"]
         elif f == GROUP_OFFSETS and kind == OK:
             parsed.group_offsets = {p: int(o) for p, o in line["value"].items()}
         elif f == LATE_END_TXN and kind == OK:
@@ -192,6 +203,9 @@ def analyze(history: Iterable[dict[str, Any]]) -> TxnReport:
     for txn in txns.values():
         if txn.zombie and txn.resolved == COMMIT:
             report.add("zombie-commit", {"txn": txn.id, "tid": txn.tid})
+    for partition, (stable, end) in sorted(parsed.stable.items()):
+        if stable < end:
+            report.add("hanging", {"partition": partition, "last_stable_offset": stable, "high_watermark": end})
     report.late_end_txn = dict(sorted(parsed.late_end_txn.items()))
     return report
 

@@ -190,3 +190,10 @@ def test_a_fenced_zombie_must_not_commit(tmp_path) -> None:
         clean_finals(h, extra_rc={"t-2": [[4, "f1"]]}, extra_ru={"t-2": [[4, "f1"]]})
     report = only(analyze(record(tmp_path, clean, zombie, finals)), "zombie-commit")
     assert report.transactions["zombies"] == 1
+
+
+def test_a_partition_left_unstable_is_a_hanging_transaction(tmp_path) -> None:
+    def unstable(h):
+        h.complete(h.invoke(97, "stable", None), "ok", {"t-0": [4, 4], "t-1": [2, 6]})
+    report = only(analyze(record(tmp_path, clean, unstable, clean_finals)), "hanging")
+    assert report.anomalies["hanging"] == [{"partition": "t-1", "last_stable_offset": 2, "high_watermark": 6}]
