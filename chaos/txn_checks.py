@@ -193,10 +193,14 @@ def analyze(history: Iterable[dict[str, Any]]) -> TxnReport:
     txns = parsed.txns
     writer = {value: txn for txn in txns.values() for value in txn.values}
     committed_final = {v for records in parsed.final[READ_COMMITTED].values() for _, v in records}
-    _resolve(txns, committed_final, report)
     positions = _positions(parsed, report)
-
-    _final_reads(txns, committed_final, report)
+    # A final read_committed read stops at the last stable offset: what lies
+    # beyond it (behind a hanging transaction) it cannot judge.
+    beyond = {v for v, (p, o) in positions.items() if p in parsed.stable and o >= parsed.stable[p][0]}
+    read_committed = committed_final | {v for s in parsed.streams if s.isolation == READ_COMMITTED
+                                        for _, v, _ in s.records}
+    _resolve(txns, committed_final, beyond, read_committed, report)
+    _final_reads(txns, committed_final, beyond, report)
     _reads(parsed, txns, writer, positions, report)
     _consumption(parsed, txns, writer, positions, report)
     _cycles(txns, writer, positions, report)
@@ -210,7 +214,10 @@ def analyze(history: Iterable[dict[str, Any]]) -> TxnReport:
     return report
 
 
-def _resolve(txns: dict[str, Txn], committed_final: set[str], report: TxnReport) -> None:
+def _resolve(txns: dict[str, Txn], committed_final: set[str], beyond: set[str], read_committed: set[str],
+             report: TxnReport) -> None:
+    """An unknown transaction committed if the final read_committed read has a
+    value of it; one wholly beyond that read, if any read_committed reader saw it."""
     told = {COMMIT: 0, ABORT: 0, UNKNOWN: 0}
     unknown_committed = 0
     for txn in txns.values():
@@ -218,7 +225,8 @@ def _resolve(txns: dict[str, Txn], committed_final: set[str], report: TxnReport)
         if txn.told is not None:
             txn.resolved = txn.told
         else:
-            txn.resolved = COMMIT if any(v in committed_final for v in txn.values) else ABORT
+            judged = committed_final if not set(txn.values) <= beyond else read_committed
+            txn.resolved = COMMIT if any(v in judged for v in txn.values) else ABORT
             unknown_committed += txn.resolved == COMMIT
     report.transactions = {"committed": told[COMMIT], "aborted": told[ABORT], "unknown": told[UNKNOWN],
                            "unknown_committed": unknown_committed,
@@ -257,14 +265,15 @@ def _positions(parsed: _Parsed, report: TxnReport) -> dict[str, tuple[str, int]]
     return {value: min(where) for value, where in places.items()}
 
 
-def _final_reads(txns: dict[str, Txn], committed_final: set[str], report: TxnReport) -> None:
+def _final_reads(txns: dict[str, Txn], committed_final: set[str], beyond: set[str], report: TxnReport) -> None:
     for txn in txns.values():
-        if txn.resolved != COMMIT:
+        judged = [v for v in txn.values if v not in beyond]
+        if txn.resolved != COMMIT or not judged:
             continue
         present = [v for v in txn.values if v in committed_final]
-        if not present:
+        if not present and len(judged) == len(txn.values):
             report.add("lost", {"txn": txn.id, "values": txn.values})
-        elif len(present) < len(txn.values):
+        elif len(present) < len(judged):
             report.add("torn", {"txn": txn.id, "reader": "final read_committed",
                                 "missing": sorted(set(txn.values) - set(present))})
 

@@ -197,3 +197,16 @@ def test_a_partition_left_unstable_is_a_hanging_transaction(tmp_path) -> None:
         h.complete(h.invoke(97, "stable", None), "ok", {"t-0": [4, 4], "t-1": [2, 6]})
     report = only(analyze(record(tmp_path, clean, unstable, clean_finals)), "hanging")
     assert report.anomalies["hanging"] == [{"partition": "t-1", "last_stable_offset": 2, "high_watermark": 6}]
+
+
+def test_what_lies_behind_a_hanging_transaction_is_not_called_torn(tmp_path) -> None:
+    """t-1 hangs at 2: the final read_committed read stops there, so T6's
+    value at t-1 offset 6 is unjudged (its t-2 value was read: T6 is not torn)."""
+    def hung(h):
+        txn(h, 3, "w2", "T6", {"t-1": ["f1"], "t-2": ["f2"]})
+        h.complete(h.invoke(97, "stable", None), "ok", {"t-0": [4, 4], "t-1": [2, 7], "t-2": [5, 5]})
+
+    def finals(h):
+        clean_finals(h, extra_rc={"t-2": [[4, "f2"]]}, extra_ru={"t-1": [[6, "f1"]], "t-2": [[4, "f2"]]})
+    report = only(analyze(record(tmp_path, clean, hung, finals)), "hanging")
+    assert report.counts["hanging"] == 1
