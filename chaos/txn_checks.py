@@ -42,7 +42,8 @@ non-monotonic       a consumer's stream of a partition went backwards
 intermediate-read   a read_committed poll returned a value of T before T's
                     commit was asked for (it saw an open transaction)
 unexpected          a value read that no transaction wrote
-g1c                 a cycle of write-write (log order in a partition) and
+g1c                 a cycle of write-write (log order in a partition, between
+                    transactions that did not overlap in time) and
                     write-read (a transaction consumed another's value)
                     dependencies between transactions in C
 double-consume      an input record consumed by two transactions in C
@@ -89,6 +90,7 @@ class Txn:
     invoked_ns: int
     told: Optional[str] = None  # "commit" | "abort" | None (unknown)
     end_ns: Optional[int] = None
+    completed_ns: Optional[int] = None  # when the client heard (None: never)
     zombie: bool = False
     resolved: str = UNKNOWN  # commit | abort, once resolved
 
@@ -153,7 +155,7 @@ def _parse(history: Iterable[dict[str, Any]], report: TxnReport) -> _Parsed:
         kind = line["type"]
         if f == TXN:
             txn = parsed.txns[call["value"]["id"]]
-            txn.end_ns, txn.zombie = line.get("end_ns"), bool(line.get("zombie"))
+            txn.end_ns, txn.zombie, txn.completed_ns = line.get("end_ns"), bool(line.get("zombie")), line["time"]
             if kind == OK:
                 txn.told = line["value"]
             elif kind != INFO:  # fail: it definitely had no effect
@@ -393,8 +395,13 @@ def _consumption(parsed: _Parsed, txns: dict[str, Txn], writer: dict[str, Txn],
 def _cycles(txns: dict[str, Txn], writer: dict[str, Txn], positions: dict[str, tuple[str, int]],
             report: TxnReport) -> None:
     """G1c: strongly connected components of more than one committed
-    transaction in the graph of ww (consecutive transactions in a
-    partition's log) and wr (a transaction consumed another's value) edges."""
+    transaction in the graph of wr edges (a transaction consumed another's
+    value) and ww edges (log order in a partition). Kafka lets concurrent
+    transactions interleave their writes in a partition, so the log orders
+    two transactions only when one had finished before the other began: ww
+    edges join only such pairs (each transaction to the first later one in
+    the partition's log that began after it finished). A cycle then means
+    some transaction consumed a value before its writer committed."""
     edges: dict[str, set[str]] = defaultdict(set)
     kinds: dict[tuple[str, str], str] = {}
     by_partition: dict[str, list[tuple[int, str]]] = defaultdict(list)
@@ -403,11 +410,15 @@ def _cycles(txns: dict[str, Txn], writer: dict[str, Txn], positions: dict[str, t
         if txn is not None and txn.resolved == COMMIT:
             by_partition[partition].append((offset, txn.id))
     for records in by_partition.values():
-        records.sort()
-        for (_, a), (_, b) in zip(records, records[1:]):
-            if a != b:
-                edges[a].add(b)
-                kinds.setdefault((a, b), "ww")
+        order = list(dict.fromkeys(t for _, t in sorted(records)))  # each transaction once, at its first write
+        for i, a in enumerate(order):
+            finished = txns[a].completed_ns
+            if finished is None:
+                continue
+            later = next((b for b in order[i + 1:] if txns[b].invoked_ns > finished), None)
+            if later is not None:
+                edges[a].add(later)
+                kinds.setdefault((a, later), "ww")
     for txn in txns.values():
         if txn.resolved != COMMIT:
             continue
@@ -416,7 +427,7 @@ def _cycles(txns: dict[str, Txn], writer: dict[str, Txn], positions: dict[str, t
                 source = writer.get(value)
                 if source is not None and source.resolved == COMMIT and source.id != txn.id:
                     edges[source.id].add(txn.id)
-                    kinds.setdefault((source.id, txn.id), "wr")
+                    kinds[(source.id, txn.id)] = "wr"
     for component in _strongly_connected(edges):
         if len(component) > 1:
             members = set(component)

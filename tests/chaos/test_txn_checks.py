@@ -148,11 +148,11 @@ def test_intermediate_read_of_an_open_transaction(tmp_path) -> None:
 
 
 def test_write_read_cycle_across_partitions(tmp_path) -> None:
-    """Ta's write precedes Tb's at t-3 (ww Ta -> Tb), and Ta consumed Tb's
-    value from t-4 (wr Tb -> Ta): impossible if each read only committed data."""
+    """Ta finished before Tb began and wrote t-3 before it (ww Ta -> Tb), yet
+    Ta consumed Tb's value from t-4 (wr Tb -> Ta): Ta read the future."""
     def cycle(h):
-        txn(h, 3, "w2", "Tb", {"t-3": ["y2"], "t-4": ["y1"]})
         txn(h, 4, "w3", "Ta", {"t-3": ["x1"]}, consumed={"t-4": [[0, "y1"]]}, offsets={"t-4": 2})
+        txn(h, 3, "w2", "Tb", {"t-3": ["y2"], "t-4": ["y1"]})
 
     def finals(h):
         clean_finals(h, extra_rc={"t-3": [[0, "x1"], [1, "y2"]], "t-4": [[0, "y1"]]},
@@ -160,6 +160,23 @@ def test_write_read_cycle_across_partitions(tmp_path) -> None:
     report = only(analyze(record(tmp_path, clean, cycle, finals)), "g1c")
     [found] = report.anomalies["g1c"]
     assert found["txns"] == ["Ta", "Tb"] and "Ta -ww-> Tb" in found["edges"] and "Tb -wr-> Ta" in found["edges"]
+
+
+def test_concurrent_transactions_may_interleave_their_writes(tmp_path) -> None:
+    """Tc and Td run at once and write t-3 and t-4 in opposite orders; Te,
+    after Tc committed, consumes Tc's value. Kafka allows all of it: no cycle."""
+    def interleaved(h):
+        tc = h.invoke(3, "txn", "w2", {"id": "Tc", "writes": {"t-3": ["m1"], "t-4": ["m2"]}, "intent": "commit"})
+        td = h.invoke(4, "txn", "w3", {"id": "Td", "writes": {"t-3": ["n1"], "t-4": ["n2"]}, "intent": "commit"})
+        h.complete(tc, "ok", "commit", end_ns=h.now_ns())
+        txn(h, 5, "w4", "Te", {"t-4": ["q1"]}, consumed={"t-3": [[0, "m1"]]}, offsets={"t-3": 1})
+        h.complete(td, "ok", "commit", end_ns=h.now_ns())
+
+    def finals(h):
+        logs = {"t-3": [[0, "m1"], [1, "n1"]], "t-4": [[0, "n2"], [1, "m2"], [2, "q1"]]}
+        clean_finals(h, extra_rc=logs, extra_ru=logs, group={"t-3": 1})
+    report = analyze(record(tmp_path, clean, interleaved, finals))
+    assert report.valid, report.anomalies
 
 
 def test_committed_offsets_must_match_what_was_consumed(tmp_path) -> None:
