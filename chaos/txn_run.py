@@ -42,8 +42,8 @@ TOPIC = "txn"
 PARTITIONS = 3
 TXN_STATE_PARTITIONS = 5
 TXN_STATE_TOPIC = "__transaction_state"
-# Up to 300 ms of delay for 30% of marker sends; 30% of acknowledged requests sent again late.
-MARKER_CHAOS = "300,0.3,0.3"
+# Up to 300 ms of delay for 30% of marker sends; half the acknowledged requests sent again late.
+MARKER_CHAOS = "300,0.3,0.5"
 TXN_PROPERTIES = {
     "transaction.state.log.num.partitions": TXN_STATE_PARTITIONS,
     "offsets.topic.num.partitions": 3,

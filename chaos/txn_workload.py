@@ -76,7 +76,7 @@ class TxnWorkload:
     uncommitted_readers: int = 1
     abort_fraction: float = 0.2
     late_end_txn_fraction: float = 0.3
-    hold_s: float = 0.2  # a transaction stays open up to this long before it ends
+    hold_s: float = 0.4  # a transaction stays open up to this long before it ends
     _stop: threading.Event = field(default_factory=threading.Event, init=False)
     _threads: list[threading.Thread] = field(default_factory=list, init=False)
     _processes: "itertools.count[int]" = field(default_factory=itertools.count, init=False)

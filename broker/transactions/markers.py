@@ -19,7 +19,7 @@ Test only: with the environment variable KRAFTLOG_TEST_MARKER_DELAY set to
 "<max delay ms>,<fraction delayed>,<fraction re-sent>" (the chaos testbed's
 transactions scenario sets it; unset, the default, nothing changes), a
 random subset of sends waits up to the delay first, and a random subset of
-acknowledged requests is sent again 0.3-1.5 s later, when the producer is
+acknowledged requests is sent again 0.1-1 s later, when the producer is
 usually inside its next transaction: the delayed commit or abort of
 Jepsen's Bufstream analysis, which the partitions must refuse (KIP-890).
 """
@@ -47,7 +47,7 @@ WriteLocal = Callable[[bpb.WriteTxnMarkersRequest], Awaitable[bpb.WriteTxnMarker
 FENCED = (Error.TRANSACTION_COORDINATOR_FENCED, Error.INVALID_PRODUCER_EPOCH)
 BACKOFF_S, MAX_BACKOFF_S = 0.05, 2.0
 TEST_MARKER_DELAY = "KRAFTLOG_TEST_MARKER_DELAY"
-REPLAY_AFTER_S = (0.3, 1.5)
+REPLAY_AFTER_S = (0.1, 1.0)
 
 
 @dataclass(frozen=True)
