@@ -220,7 +220,7 @@ class TxnWorkload:
             time.sleep(rng.uniform(0, self.hold_s))
             if self._crash[worker].is_set():
                 self._crash[worker].clear()
-                return self._zombie(tid, producer, consumer, source, process, call)
+                return self._zombie(tid, producer, consumer, source, call)
             pid, epoch = _producer_identity(producer)
             end_ns = self.history.now_ns()
             if intent == COMMIT:
@@ -250,7 +250,7 @@ class TxnWorkload:
             _rewind(consumer, source, consumed)
         return producer, (pid, epoch, intent == COMMIT)
 
-    def _zombie(self, tid: str, zombie: Producer, consumer: Consumer, source: TopicPartition, process: int,
+    def _zombie(self, tid: str, zombie: Producer, consumer: Consumer, source: TopicPartition,
                 call: Call) -> tuple[Optional[Producer], None]:
         """A new producer of the id fences `zombie`, whose commit then must fail;
         the replacement goes on (None if the run stopped first)."""
