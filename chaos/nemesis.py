@@ -24,6 +24,13 @@ from .testbed import FaultUnsupported, NetworkTestbed, TestbedError
 PROCESS_FAULTS = ("kill", "pause")
 NETWORK_FAULTS = ("partition-halves", "isolate-leader", "isolate-controller", "bridge", "one-way", "loss", "delay")
 FAULTS = PROCESS_FAULTS + NETWORK_FAULTS
+# The transactions scenario's own targets: the transaction coordinator (the
+# leader of a workload id's __transaction_state partition) and the
+# transactional producers (replaced mid-transaction by a new instance of the
+# same id: chaos/txn_workload.py).
+TRANSACTIONS = "transactions"
+TXN_FAULTS = ("kill", "pause", "kill-coordinator", "pause-coordinator", "isolate-coordinator", "kill-producer",
+              "isolate-leader", "partition-halves")
 
 # scenario -> the faults it draws from (targets: see Nemesis._targets)
 SCENARIOS: dict[str, tuple[str, ...]] = {
@@ -33,6 +40,7 @@ SCENARIOS: dict[str, tuple[str, ...]] = {
     "isolate-controller": ("isolate-controller",),
     "isolate-leader": ("isolate-leader",),
     "mixed": FAULTS,
+    TRANSACTIONS: TXN_FAULTS,
 }
 
 
@@ -85,6 +93,9 @@ class Nemesis:
     # who leads now: a partition of the workload's topic, and the quorum
     partition_leader: Callable[[], Optional[int]] = lambda: None
     active_controller: Callable[[], Optional[int]] = lambda: None
+    # the transactions scenario: a workload id's coordinator, and the workload's producer fault
+    txn_coordinator: Callable[[], Optional[int]] = lambda: None
+    crash_producer: Optional[Callable[[random.Random], dict]] = None
 
     def __post_init__(self) -> None:
         self._undo: Optional[Callable[[], None]] = None
@@ -123,14 +134,14 @@ class Nemesis:
 
     # -- inflicting ---------------------------------------------------------------------------
     def _inflict(self, kind: str, rng: random.Random) -> tuple[dict, Callable[[], None]]:
-        if kind == "kill":
-            node = self._pick_leader_or_any(rng)
-            self.cluster.kill(node)
-            return {"nodes": [node]}, lambda: self.cluster.start(node)
-        if kind == "pause":
-            node = self._pick_leader_or_any(rng)
-            self.cluster.pause(node)
-            return {"nodes": [node]}, lambda: self.cluster.resume(node)
+        if kind in ("kill", "pause"):
+            return self._stop_process(kind, self._pick_leader_or_any(rng))
+        if kind in ("kill-coordinator", "pause-coordinator"):
+            return self._stop_process(kind.split("-")[0], self._target(self.txn_coordinator, "no coordinator"))
+        if kind == "kill-producer":
+            if self.crash_producer is None:
+                raise _NoTarget("no transactional producers in this run")
+            return self.crash_producer(rng), lambda: None  # replaced at once: nothing to undo
         testbed = self._testbed()
         nodes = list(self.nodes)
         if kind == "partition-halves":
@@ -138,10 +149,9 @@ class Nemesis:
             halves = [sorted(nodes[: len(nodes) // 2]), sorted(nodes[len(nodes) // 2:])]
             testbed.partition(halves)
             return {"groups": halves}, testbed.heal
-        if kind in ("isolate-leader", "isolate-controller"):
-            target = self.partition_leader() if kind == "isolate-leader" else self.active_controller()
-            if target is None:
-                raise _NoTarget("nobody leads right now")
+        if kind in ("isolate-leader", "isolate-controller", "isolate-coordinator"):
+            target = self._target({"isolate-leader": self.partition_leader, "isolate-controller": self.active_controller,
+                                   "isolate-coordinator": self.txn_coordinator}[kind], "nobody leads right now")
             rest = sorted(n for n in nodes if n != target)
             testbed.partition([[target], rest])
             return {"groups": [[target], rest]}, testbed.heal
@@ -170,6 +180,21 @@ class Nemesis:
             testbed.delay(node, delay_ms, delay_ms // 5)
             return {"nodes": [node], "delay_ms": delay_ms}, testbed.heal
         raise ValueError(f"unknown fault {kind!r}")
+
+    def _stop_process(self, kind: str, node: int) -> tuple[dict, Callable[[], None]]:
+        """kill -9 (undone by a restart) or SIGSTOP (undone by SIGCONT)."""
+        if kind == "kill":
+            self.cluster.kill(node)
+            return {"nodes": [node]}, lambda: self.cluster.start(node)
+        self.cluster.pause(node)
+        return {"nodes": [node]}, lambda: self.cluster.resume(node)
+
+    @staticmethod
+    def _target(find: Callable[[], Optional[int]], missing: str) -> int:
+        target = find()
+        if target is None:
+            raise _NoTarget(missing)
+        return target
 
     def _pick_leader_or_any(self, rng: random.Random) -> int:
         # Faults on leaders are the ones that test elections; half the time

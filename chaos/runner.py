@@ -19,6 +19,9 @@
    and describes, chaos/metadata_workload.py) its input <model>-history.jsonl,
    <model>-verdict.json and, when the history is illegal, <model>-failure.html.
 
+The `transactions` scenario (chaos/txn_run.py) runs the transactional
+workload and checks instead (chaos/txn_workload.py, chaos/txn_checks.py).
+
 The `unclean-election` scenario is scripted, not random: it drives Kafka's
 classic loss (ISR shrinks to the leader, which acknowledges alone and dies;
 a lagging replica comes back first) with `unclean.leader.election.enable`
@@ -44,7 +47,7 @@ from devcluster.secured import CLIENT_LISTENER, secured_properties
 
 from . import lincheck
 from .history import NEMESIS, HistoryRecorder, read_history
-from .nemesis import SCENARIOS, Nemesis, ScheduledFault, schedule
+from .nemesis import SCENARIOS, TRANSACTIONS, Nemesis, ScheduledFault, schedule
 from .metadata_workload import MetadataWorkload
 from .queue_checks import analyze, model_history, summarize, to_log_model
 from .secure import add_workload_user
@@ -97,6 +100,9 @@ class RunResult:
 def run(settings: RunSettings) -> RunResult:
     if settings.scenario not in ALL_SCENARIOS:
         raise ValueError(f"unknown scenario {settings.scenario!r}; known: {', '.join(ALL_SCENARIOS)}")
+    if settings.scenario == TRANSACTIONS:
+        from .txn_run import run_transactions  # its own workload and checks; it uses this module's helpers
+        return run_transactions(settings)
     results = settings.results
     results.mkdir(parents=True, exist_ok=True)
     node_ids = [1, 2, 3, 4, 5, 6]
@@ -196,13 +202,13 @@ def _active_controller(cluster: LocalCluster) -> Optional[int]:
     return leader if leader is not None and leader >= 0 else None
 
 
-def _recover(cluster: LocalCluster) -> None:
+def _recover(cluster: LocalCluster, topic: str = TOPIC) -> None:
     """Every node running again, every broker unfenced, every partition led."""
     stopped = [n for n in cluster.plans if n not in cluster.pids]
     if stopped:
         cluster.start(*stopped)
     cluster.wait_for_brokers(timeout=RECOVERY_TIMEOUT_S)
-    cluster.wait_for_leaders(TOPIC, timeout=RECOVERY_TIMEOUT_S)
+    cluster.wait_for_leaders(topic, timeout=RECOVERY_TIMEOUT_S)
 
 
 def _unclean_election(cluster: LocalCluster, history: HistoryRecorder, time_limit_s: float) -> list[ScheduledFault]:
@@ -251,6 +257,9 @@ def recheck(history_file: Path) -> dict[str, Any]:
     files written next to it, the summary returned."""
     faults = sum(1 for line in read_history(history_file)
                  if line["process"] == NEMESIS and line["value"].get("phase") == "start")
+    if any(line["f"] == "txn" for line in read_history(history_file)):
+        from .txn_run import check_transactions
+        return check_transactions(history_file.parent, faults, [], history_file)
     return _check(history_file.parent, faults, [], history_file)
 
 

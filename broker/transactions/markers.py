@@ -14,13 +14,24 @@ the transaction, retried with backoff until each partition acknowledged.
   coordinator stops and writes no Complete* record (Kafka's handling).
 - The writing stops too when the coordinator loses its partition
   (`still_current`): the next one resumes from its Prepare* record.
+
+Test only: with the environment variable KRAFTLOG_TEST_MARKER_DELAY set to
+"<max delay ms>,<fraction delayed>,<fraction re-sent>" (the chaos testbed's
+transactions scenario sets it; unset, the default, nothing changes), a
+random subset of sends waits up to the delay first, and a random subset of
+acknowledged requests is sent again 0.1-1 s later, when the producer is
+usually inside its next transaction: the delayed commit or abort of
+Jepsen's Bufstream analysis, which the partitions must refuse (KIP-890).
 """
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import random
 from collections import defaultdict
-from typing import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Awaitable, Callable, Optional
 
 from kraftlog_api import broker_pb2 as bpb
 from metadata_quorum.image import MetadataImage
@@ -35,6 +46,32 @@ SendMarkers = Callable[[int, bpb.WriteTxnMarkersRequest], Awaitable[bpb.WriteTxn
 WriteLocal = Callable[[bpb.WriteTxnMarkersRequest], Awaitable[bpb.WriteTxnMarkersResponse]]
 FENCED = (Error.TRANSACTION_COORDINATOR_FENCED, Error.INVALID_PRODUCER_EPOCH)
 BACKOFF_S, MAX_BACKOFF_S = 0.05, 2.0
+TEST_MARKER_DELAY = "KRAFTLOG_TEST_MARKER_DELAY"
+REPLAY_AFTER_S = (0.1, 1.0)
+
+
+@dataclass(frozen=True)
+class MarkerChaos:
+    """The test-only hook's settings (see the module's docstring)."""
+    max_delay_s: float
+    delay_fraction: float
+    replay_fraction: float
+
+    @classmethod
+    def from_environment(cls) -> Optional["MarkerChaos"]:
+        text = os.environ.get(TEST_MARKER_DELAY, "").strip()
+        if not text:
+            return None
+        try:
+            delay_ms, delayed, replayed = (float(part) for part in text.split(","))
+        except ValueError:
+            raise ValueError(f"{TEST_MARKER_DELAY} must be '<max delay ms>,<fraction>,<fraction>', "
+                             f"not {text!r}") from None
+        if delay_ms < 0 or not (0 <= delayed <= 1 and 0 <= replayed <= 1):
+            raise ValueError(f"{TEST_MARKER_DELAY}: a delay >= 0 and fractions in [0, 1], not {text!r}")
+        log.warning("test hook %s=%s: WriteTxnMarkers sends are delayed and re-sent on purpose",
+                    TEST_MARKER_DELAY, text)
+        return cls(delay_ms / 1000, delayed, replayed)
 
 
 class MarkersFenced(Exception):
@@ -68,6 +105,8 @@ class MarkerWriter:
         self.write_local = write_local
         self.backoff_s = backoff_s
         self.max_backoff_s = max_backoff_s
+        self.chaos = MarkerChaos.from_environment()
+        self._replays: set[asyncio.Task] = set()
 
     async def write(self, job: MarkerJob, coordinator_epoch: int, still_current: Callable[[], bool]) -> bool:
         """True once every partition has its marker (or is gone); False when
@@ -102,10 +141,9 @@ class MarkerWriter:
         """The partitions this leader acknowledged (any failure: none, retried later)."""
         request = marker_request(job, coordinator_epoch, partitions)
         try:
-            if leader == self.broker_id:
-                response = await self.write_local(request)
-            else:
-                response = await self.send_remote(leader, request)
+            if self.chaos is not None and random.random() < self.chaos.delay_fraction:
+                await asyncio.sleep(random.uniform(0, self.chaos.max_delay_s))
+            response = await self._deliver(leader, request)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001 - transport failures are retried
@@ -123,4 +161,26 @@ class MarkerWriter:
                     else:
                         log.debug("marker of %r at %s-%d: %s", job.transactional_id, tp[0], tp[1],
                                   error_name(p.error_code))
+        if done and self.chaos is not None and random.random() < self.chaos.replay_fraction:
+            replay = asyncio.get_running_loop().create_task(self._replay_later(leader, request))
+            self._replays.add(replay)
+            replay.add_done_callback(self._replays.discard)
         return done
+
+    async def _deliver(self, leader: int, request: bpb.WriteTxnMarkersRequest) -> bpb.WriteTxnMarkersResponse:
+        if leader == self.broker_id:
+            return await self.write_local(request)
+        return await self.send_remote(leader, request)
+
+    async def _replay_later(self, leader: int, request: bpb.WriteTxnMarkersRequest) -> None:
+        """The test hook: an acknowledged marker request arrives again, late."""
+        await asyncio.sleep(random.uniform(*REPLAY_AFTER_S))
+        try:
+            response = await self._deliver(leader, request)
+        except Exception as exc:  # noqa: BLE001 - a late copy that got lost is just as good
+            log.info("test hook: late marker copy to broker %d: %s", leader, exc)
+            return
+        marker = request.markers[0]
+        codes = sorted({error_name(p.error_code) for m in response.markers for t in m.topics for p in t.partitions})
+        log.info("test hook: late marker copy (producer %d epoch %d %s) to broker %d: %s", marker.producer_id,
+                 marker.producer_epoch, "COMMIT" if marker.transaction_result else "ABORT", leader, ", ".join(codes))
