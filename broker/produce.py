@@ -28,7 +28,7 @@ from kafka_protocol.batch import NO_PRODUCER_ID, iter_headers
 from kafka_protocol.errors import KafkaError
 from kafka_protocol.internal_topics import is_client_forbidden
 
-from .errors import BrokerError, Error, as_broker_error
+from .errors import BrokerError, Error, as_broker_error, error_name
 from .partition import NO_EPOCH, NO_LEADER, Partition
 from .producer_state import AppendOrigin
 from .replica_manager import ReplicaManager
@@ -114,7 +114,9 @@ async def _verify_transactions(replicas: ReplicaManager, partition: Partition, r
         error = await replicas.txn_verifier.verify(transactional_id, producer_id, producer_epoch,
                                                    partition.topic, partition.index)
         if error != Error.NONE:
-            raise BrokerError(error, f"{partition.topic}-{partition.index} is not in the ongoing transaction of "
+            what = ("is not in the ongoing transaction of" if error == Error.INVALID_TXN_STATE
+                    else f"could not be verified ({error_name(error)}) in the transaction of")
+            raise BrokerError(error, f"{partition.topic}-{partition.index} {what} "
                                      f"{transactional_id!r} (producer {producer_id}, epoch {producer_epoch})")
 
 
