@@ -14,9 +14,12 @@ from pyspark.errors import StreamingQueryException
 from pyspark.sql import functions as F
 from pyspark.sql.types import StringType, StructField, StructType
 
+from client.cluster import Cluster
 from client.errors import KafkaError
 from client.producer import Producer
 from kafka_protocol.records import Record
+from spark_jobs.options import LATEST
+from spark_jobs.topic_offsets import list_offsets
 from spark_jobs.exactly_once_sink import commit_prepared, transactional_id, write_prepared
 from spark_jobs.write_options import parse_write_options
 
@@ -35,10 +38,10 @@ def read_values(spark, cluster, topic: str, isolation: str) -> list[str]:
 def run_copy(spark, cluster, source: str, target: str, checkpoint: str, gates: str):
     """availableNow copy of `source` into `target` with the exactly-once sink.
     Row p0-50 fails its task the first time it is seen, row p1-50 stalls its
-    task for a minute the first time (marker files in `gates`). The query,
+    task for 90 s the first time (marker files in `gates`). The query,
     started."""
 
-    @F.udf(StringType())
+    @F.udf(returnType=StringType())
     def gate(value: str) -> str:
         for row, kind in (("p0-50", "fail"), ("p1-50", "stall")):
             marker = os.path.join(gates, kind)
@@ -46,7 +49,7 @@ def run_copy(spark, cluster, source: str, target: str, checkpoint: str, gates: s
                 open(marker, "w").close()
                 if kind == "fail":
                     raise RuntimeError("injected task failure")
-                time.sleep(60)
+                time.sleep(90)
         return value
 
     stream = (spark.readStream.format("kraftlog").option("kraftlog.bootstrap.servers", bootstrap(cluster))
@@ -76,10 +79,11 @@ def test_a_failed_task_and_a_query_stopped_mid_batch_leave_every_row_once(spark,
     query = run_copy(spark, cluster, source, target, checkpoint, gates)  # the p1 task stalls: stopped mid-batch
     try:
         deadline = time.monotonic() + QUERY_TIMEOUT_S
-        while not os.path.exists(os.path.join(gates, "stall")):
-            assert time.monotonic() < deadline and query.exception() is None, query.exception()
-            time.sleep(0.2)
-        time.sleep(3)  # the p0 task prepares its transaction meanwhile
+        with Cluster(bootstrap(cluster)) as client:
+            # Until the p0 task's rows are in the target (its transaction prepared, not committed).
+            while sum(list_offsets(client, {(target, p): LATEST for p in range(3)}).values()) < PER_PARTITION:
+                assert time.monotonic() < deadline and query.exception() is None, query.exception()
+                time.sleep(0.5)
     finally:
         query.stop()
 
