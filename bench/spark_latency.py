@@ -30,7 +30,6 @@ WARM_UP_S = 5.0
 
 def produce_steadily(cluster: LocalCluster, topic: str, rate: int, seconds: float, stop: threading.Event) -> int:
     stub = cluster.broker_stub(cluster.wait_for_leaders(topic).partitions[0].leader_id)
-    interval = PER_SEND / rate
     sent, started = 0, time.monotonic()
     while not stop.is_set() and time.monotonic() - started < seconds:
         now_ms = int(time.time() * 1000)

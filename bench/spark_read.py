@@ -34,8 +34,7 @@ VALUE_BYTES = 100
 
 def fill(cluster: LocalCluster, topic: str, records: int) -> float:
     """records/s of the load (acks=1, one batch per request)."""
-    leader = cluster.wait_for_leaders(topic).partitions[0].leader_id
-    stub = cluster.broker_stub(leader)
+    leaders = {p.partition_index: p.leader_id for p in cluster.wait_for_leaders(topic).partitions}
     value = b"x" * VALUE_BYTES
     started = time.perf_counter()
     per_partition = records // PARTITIONS
@@ -43,7 +42,7 @@ def fill(cluster: LocalCluster, topic: str, records: int) -> float:
     for p in range(PARTITIONS):
         for start in range(0, per_partition, BATCH_RECORDS):
             data = encode_batch(template[:min(BATCH_RECORDS, per_partition - start)])
-            answer = stub.Produce(bpb.ProduceRequest(acks=1, timeout_ms=30_000, topics=[bpb.ProduceRequest.TopicData(
+            answer = cluster.broker_stub(leaders[p]).Produce(bpb.ProduceRequest(acks=1, timeout_ms=30_000, topics=[bpb.ProduceRequest.TopicData(
                 name=topic, partitions=[bpb.ProduceRequest.PartitionData(index=p, records=data)])]), timeout=60)
             assert answer.responses[0].partitions[0].error_code == 0, answer
     return per_partition * PARTITIONS / (time.perf_counter() - started)

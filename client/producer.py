@@ -33,6 +33,15 @@ retriable() (call it again: it resumes), txn_requires_abort() (call
 abort_transaction() and start the transaction over) or fatal() (fenced by a
 newer producer with the same id, or not authorized: close the producer).
 client/transactions.py holds the states, client/txn_requests.py the requests.
+
+Two-phase commit (KIP-939), with `transaction.two.phase.commit.enable=true`:
+the coordinator never aborts the id's transactions by timeout, and one
+process may prepare a transaction that another completes:
+
+    state = producer.prepare_transaction()   # flushed; the transaction stays open
+    ...ship str(state) to the deciding process, which runs
+    other.init_transactions(keep_prepared_txn=True)   # same transactional.id: keeps it open
+    other.complete_transaction(PreparedTxnState.parse(text))   # commit if it is that one, else abort
 A record larger than max.request.size fails with MESSAGE_TOO_LARGE without
 being sent; a topic unknown for max.block.ms fails its records with
 UNKNOWN_TOPIC_OR_PARTITION.
@@ -62,12 +71,13 @@ from .producer_batch import RECORD_OVERHEAD_UPPER_BOUND, ProducerRecord, RecordM
 from .producer_config import ProducerConfig
 from .record_future import AsyncRecordFuture, DeliveryCallback, RecordFuture, Settlement, SyncRecordFuture
 from .sender import Sender
-from .transactions import Outcome, TransactionManager, state_error, timed_out, txn_error
+from .transactions import Outcome, PreparedTxnState, TransactionManager, TxnState, state_error, timed_out, txn_error
 from .txn_requests import TxnRequests
 
 log = logging.getLogger(__name__)
 
-__all__ = ["AsyncProducer", "AsyncRecordFuture", "Producer", "RecordMetadata", "SyncRecordFuture"]
+__all__ = ["AsyncProducer", "AsyncRecordFuture", "PreparedTxnState", "Producer", "RecordMetadata",
+           "SyncRecordFuture"]
 
 Bytes = Union[bytes, bytearray, memoryview, str]
 HeadersArg = Union[Mapping[str, Optional[Bytes]], Iterable[tuple[str, Optional[Bytes]]], None]
@@ -119,7 +129,7 @@ class AsyncProducer:
         self._txn_requests: Optional[TxnRequests] = None
         if c.transactional_id is not None:
             assert idempotence is not None  # ProducerConfig makes a transactional producer idempotent
-            self._txn = TransactionManager(c.transactional_id, c.transaction_timeout_ms)
+            self._txn = TransactionManager(c.transactional_id, c.transaction_timeout_ms, c.two_phase_commit)
             self._txn_requests = TxnRequests(self._metadata, self._txn, idempotence,
                                              request_timeout_s=c.request_timeout_ms / 1000,
                                              backoff_s=c.retry_backoff_ms / 1000)
@@ -305,15 +315,21 @@ class AsyncProducer:
             txn.fatal(error)
             raise error from exc
 
-    async def init_transactions(self, timeout: Optional[float] = None) -> None:
+    async def init_transactions(self, timeout: Optional[float] = None, keep_prepared_txn: bool = False) -> None:
         """Get the producer id and epoch for transactional.id from its coordinator,
-        fencing an older producer with the same id and ending its open transaction."""
+        fencing an older producer with the same id and ending its open transaction.
+        With keep_prepared_txn (KIP-939, two-phase commit only) an open transaction
+        is kept instead, for this producer to commit, abort or complete_transaction()."""
         txn, requests, idempotence = self._transactions()
+        if keep_prepared_txn:
+            txn.check_two_phase("init_transactions(keep_prepared_txn=True)")
         txn.begin_init()
-        producer_id, epoch = await self._guarded(txn, requests.init_producer_id(self._deadline(timeout)))
+        producer_id, epoch, kept = await self._guarded(
+            txn, requests.init_producer_id(self._deadline(timeout), keep_prepared_txn))
         idempotence.set_producer(producer_id, epoch)
-        txn.initialized()
-        log.info("transactional id %s: producer id %d epoch %d", txn.transactional_id, producer_id, epoch)
+        txn.initialized(kept)
+        log.info("transactional id %s: producer id %d epoch %d%s", txn.transactional_id, producer_id, epoch,
+                 f", prepared transaction {kept} kept" if kept else "")
 
     def begin_transaction(self) -> None:
         txn, _, _ = self._transactions()
@@ -349,6 +365,37 @@ class AsyncProducer:
         if left:
             raise timed_out(f"commit_transaction: {counted(left, 'record')} not delivered in time")
         await self._end(txn, requests, True, deadline)
+
+    async def prepare_transaction(self, timeout: Optional[float] = None) -> PreparedTxnState:
+        """KIP-939's first phase: flush; the transaction stays open (never timed
+        out) for this or another producer of the id to commit or abort."""
+        txn, _, idempotence = self._transactions()
+        txn.check_prepare()
+        left = await self.flush(self._deadline(timeout) - time.monotonic())
+        if txn.has_error:
+            assert txn.last_error is not None
+            raise txn.last_error
+        if left:
+            raise timed_out(f"prepare_transaction: {counted(left, 'record')} not delivered in time")
+        state = PreparedTxnState(idempotence.producer_id, idempotence.producer_epoch)
+        txn.prepared_as(state)
+        return state
+
+    async def complete_transaction(self, prepared_state: PreparedTxnState, timeout: Optional[float] = None) -> bool:
+        """KIP-939's second phase, after init_transactions(keep_prepared_txn=True):
+        commit the open transaction if it is the one `prepared_state` names, else
+        abort it. True: committed; False: aborted, or none was open."""
+        txn, _, _ = self._transactions()
+        txn.check_two_phase("complete_transaction")
+        if txn.state is TxnState.READY:
+            return False
+        if txn.state is not TxnState.PREPARED_TRANSACTION:
+            raise state_error(f"complete_transaction: not allowed in state {txn.state.value}")
+        if txn.prepared == prepared_state:
+            await self.commit_transaction(timeout)
+            return True
+        await self.abort_transaction(timeout)
+        return False
 
     async def abort_transaction(self, timeout: Optional[float] = None) -> None:
         """Drop what is not sent yet, wait for what is in flight, then abort."""
@@ -545,8 +592,8 @@ class Producer:
         if self._incoming:
             self._io.call(_run(self._hand_over))
 
-    def init_transactions(self, timeout: Optional[float] = None) -> None:
-        self._io.call(self._producer.init_transactions(timeout))
+    def init_transactions(self, timeout: Optional[float] = None, keep_prepared_txn: bool = False) -> None:
+        self._io.call(self._producer.init_transactions(timeout, keep_prepared_txn))
 
     def begin_transaction(self) -> None:
         self._io.call(_run(self._producer.begin_transaction))
@@ -559,6 +606,13 @@ class Producer:
     def commit_transaction(self, timeout: Optional[float] = None) -> None:
         self._drain_incoming()
         self._io.call(self._producer.commit_transaction(timeout))
+
+    def prepare_transaction(self, timeout: Optional[float] = None) -> PreparedTxnState:
+        self._drain_incoming()
+        return self._io.call(self._producer.prepare_transaction(timeout))
+
+    def complete_transaction(self, prepared_state: PreparedTxnState, timeout: Optional[float] = None) -> bool:
+        return self._io.call(self._producer.complete_transaction(prepared_state, timeout))
 
     def abort_transaction(self, timeout: Optional[float] = None) -> None:
         self._drain_incoming()

@@ -14,6 +14,9 @@ else is said, as Kafka's: enable.idempotence=false, or acks, retries or
 max.in.flight settings idempotence cannot live with, are refused naming the
 key. `transaction.timeout.ms` (60000) is what the coordinator lets a
 transaction stay open before it aborts it itself.
+`transaction.two.phase.commit.enable` (KIP-939, false) asks the coordinator
+never to abort the id's transactions by timeout, so that one may stay
+prepared until another process completes it; it needs `transactional.id`.
 """
 from __future__ import annotations
 
@@ -55,7 +58,7 @@ _STRINGS: dict[str, Optional[str]] = {
     "compression.type": "none",
     "transactional.id": None,
 }
-_BOOLS = {"enable.idempotence": True}
+_BOOLS = {"enable.idempotence": True, "transaction.two.phase.commit.enable": False}
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,7 @@ class ProducerConfig:
     metadata_max_age_ms: int
     transactional_id: Optional[str] = None  # None: not a transactional producer
     transaction_timeout_ms: int = 60000
+    two_phase_commit: bool = False  # transaction.two.phase.commit.enable (KIP-939)
 
     @classmethod
     def parse(cls, raw: Mapping[str, Any]) -> "ProducerConfig":
@@ -95,6 +99,9 @@ class ProducerConfig:
                 f"compression.type={raw['compression.type']!r}: expected none, gzip, snappy, lz4 or zstd") from None
         transactional_id = strings["transactional.id"] or None
         idempotence = _idempotence(raw, acks, ints, transactional=transactional_id is not None)
+        two_phase_commit = settings.bools["transaction.two.phase.commit.enable"]
+        if two_phase_commit and transactional_id is None:
+            raise InvalidConfigError("transaction.two.phase.commit.enable=true: needs transactional.id")
         delivery = ints["delivery.timeout.ms"]
         floor = ints["linger.ms"] + ints["request.timeout.ms"]
         if delivery < floor:
@@ -123,6 +130,7 @@ class ProducerConfig:
             metadata_max_age_ms=ints["metadata.max.age.ms"],
             transactional_id=transactional_id,
             transaction_timeout_ms=ints["transaction.timeout.ms"],
+            two_phase_commit=two_phase_commit,
         )
 
 

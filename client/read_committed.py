@@ -8,7 +8,9 @@ first offset). Walking the batches in offset order, a producer becomes
 met; its transactional batches are dropped until its ABORT marker, which
 ends the aborted transaction. Control batches (COMMIT/ABORT markers) are
 never records for the application. A producer's committed transactions are
-not listed, so their batches pass. No I/O: the fetcher calls `keep()` per batch.
+not listed, so their batches pass. No I/O: the fetcher calls `keep()` per
+batch; a reader that decodes records its own way (spark_jobs' columnar
+decode) calls `keep_header()` with the batch header alone.
 """
 from __future__ import annotations
 
@@ -36,11 +38,16 @@ class AbortedTransactions:
     def keep(self, batch: DecodedBatch) -> bool:
         """Whether the batch's records go to the application (a control batch never does)."""
         h = batch.header
+        abort_marker = h.is_control and bool(batch.records) and control_type(batch.records[0][0]) == ControlType.ABORT
+        return self.keep_header(h, abort_marker)
+
+    def keep_header(self, h: BatchHeader, abort_marker: bool) -> bool:
+        """keep() from the header and whether the batch is an ABORT marker; batches in offset order."""
         if h.producer_id == NO_PRODUCER_ID or not h.is_transactional:
             return not h.is_control
         self._reach(h)
         if h.is_control:
-            if batch.records and control_type(batch.records[0][0]) == ControlType.ABORT:
+            if abort_marker:
                 self._aborting.discard(h.producer_id)
             return False
         return h.producer_id not in self._aborting

@@ -4,6 +4,10 @@ transaction, and what each error of each transactional request means.
 
     UNINITIALIZED -> INITIALIZING -> READY -> IN_TRANSACTION
         -> COMMITTING_TRANSACTION | ABORTING_TRANSACTION -> READY
+    KIP-939 (two-phase commit): IN_TRANSACTION -> PREPARED_TRANSACTION
+        (prepare_transaction: flushed, still open), and INITIALIZING ->
+        PREPARED_TRANSACTION (init_transactions(keep_prepared_txn=True) found
+        an open transaction); only commit, abort or complete leave it
     any -> ABORTABLE_ERROR (only abort_transaction() leaves it)
     any -> FATAL_ERROR (nothing leaves it: close the producer)
 
@@ -21,6 +25,7 @@ choices said where they differ.
 from __future__ import annotations
 
 import enum
+from dataclasses import dataclass
 from typing import Iterable, Optional
 
 from kafka_protocol.errors import Errors, error_message
@@ -41,6 +46,7 @@ class TxnState(enum.Enum):
     IN_TRANSACTION = "IN_TRANSACTION"
     COMMITTING_TRANSACTION = "COMMITTING_TRANSACTION"
     ABORTING_TRANSACTION = "ABORTING_TRANSACTION"
+    PREPARED_TRANSACTION = "PREPARED_TRANSACTION"
     ABORTABLE_ERROR = "ABORTABLE_ERROR"
     FATAL_ERROR = "FATAL_ERROR"
 
@@ -52,12 +58,37 @@ ENTERED_FROM: dict[TxnState, frozenset[TxnState]] = {
     S.INITIALIZING: frozenset({S.UNINITIALIZED, S.COMMITTING_TRANSACTION, S.ABORTING_TRANSACTION}),
     S.READY: frozenset({S.INITIALIZING, S.COMMITTING_TRANSACTION, S.ABORTING_TRANSACTION}),
     S.IN_TRANSACTION: frozenset({S.READY}),
-    S.COMMITTING_TRANSACTION: frozenset({S.IN_TRANSACTION}),
-    S.ABORTING_TRANSACTION: frozenset({S.IN_TRANSACTION, S.ABORTABLE_ERROR}),
+    S.PREPARED_TRANSACTION: frozenset({S.IN_TRANSACTION, S.INITIALIZING}),
+    S.COMMITTING_TRANSACTION: frozenset({S.IN_TRANSACTION, S.PREPARED_TRANSACTION}),
+    S.ABORTING_TRANSACTION: frozenset({S.IN_TRANSACTION, S.ABORTABLE_ERROR, S.PREPARED_TRANSACTION}),
     S.ABORTABLE_ERROR: frozenset({S.IN_TRANSACTION, S.COMMITTING_TRANSACTION, S.ABORTABLE_ERROR,
                                   S.INITIALIZING}),
     S.FATAL_ERROR: frozenset(TxnState),  # from anywhere
 }
+
+
+@dataclass(frozen=True)
+class PreparedTxnState:
+    """KIP-939's PreparedTxnState: the producer id and epoch of a prepared
+    transaction. Its string form ("producer_id:epoch", as Kafka's) is what
+    goes from the process that prepared it to the one that completes it."""
+
+    producer_id: int
+    epoch: int
+
+    def __str__(self) -> str:
+        return f"{self.producer_id}:{self.epoch}"
+
+    @classmethod
+    def parse(cls, text: str) -> "PreparedTxnState":
+        pid, sep, epoch = str(text).partition(":")
+        try:
+            state = cls(int(pid), int(epoch)) if sep else None
+        except ValueError:
+            state = None
+        if state is None or state.producer_id < 0 or not 0 <= state.epoch <= 32767:
+            raise ValueError(f"{text!r} is not a prepared transaction state (producer_id:epoch)")
+        return state
 
 
 class Outcome(enum.Enum):
@@ -144,9 +175,14 @@ def timed_out(detail: str) -> KafkaException:
 
 
 class TransactionManager:
-    def __init__(self, transactional_id: str, transaction_timeout_ms: int) -> None:
+    def __init__(self, transactional_id: str, transaction_timeout_ms: int, two_phase_commit: bool = False) -> None:
         self.transactional_id = transactional_id
         self.transaction_timeout_ms = transaction_timeout_ms
+        self.two_phase_commit = two_phase_commit  # KIP-939: transaction.two.phase.commit.enable
+        # The open transaction in PREPARED_TRANSACTION: this producer's own after
+        # prepare_transaction(), or the one InitProducerId kept (keep_prepared_txn).
+        self.prepared: Optional[PreparedTxnState] = None
+        self.kept = False  # the open transaction is one InitProducerId kept: it is at the coordinator
         self.state = TxnState.UNINITIALIZED
         self.last_error: Optional[KafkaException] = None
         self.in_transaction: set[TopicPartition] = set()  # added at the coordinator: batches may go
@@ -177,8 +213,26 @@ class TransactionManager:
         self._require("init_transactions", TxnState.UNINITIALIZED)
         self._to(TxnState.INITIALIZING)
 
-    def initialized(self) -> None:
-        self._to(TxnState.READY)
+    def initialized(self, kept: Optional[PreparedTxnState] = None) -> None:
+        """InitProducerId answered; `kept`: the open transaction it kept (KIP-939)."""
+        if kept is None:
+            self._to(TxnState.READY)
+        else:
+            self._to(TxnState.PREPARED_TRANSACTION)
+            self.prepared, self.kept = kept, True
+
+    def check_two_phase(self, call: str) -> None:
+        if not self.two_phase_commit:
+            raise state_error(f"{call}: needs transaction.two.phase.commit.enable=true")
+
+    def check_prepare(self) -> None:
+        self.check_two_phase("prepare_transaction")
+        self._require("prepare_transaction", TxnState.IN_TRANSACTION)
+
+    def prepared_as(self, state: PreparedTxnState) -> None:
+        """prepare_transaction() flushed every record: the transaction stays open, prepared."""
+        self._to(TxnState.PREPARED_TRANSACTION)
+        self.prepared = state
 
     def begin_transaction(self) -> None:
         self._require("begin_transaction", TxnState.READY)
@@ -201,7 +255,7 @@ class TransactionManager:
         """commit_transaction(); False when one is already under way (a retry after a timeout resumes it)."""
         if self.state is TxnState.COMMITTING_TRANSACTION:
             return False
-        self._require("commit_transaction", TxnState.IN_TRANSACTION)
+        self._require("commit_transaction", TxnState.IN_TRANSACTION, TxnState.PREPARED_TRANSACTION)
         self._to(TxnState.COMMITTING_TRANSACTION)
         return True
 
@@ -209,14 +263,15 @@ class TransactionManager:
         """abort_transaction(), also after an abortable error; False when one is already under way."""
         if self.state is TxnState.ABORTING_TRANSACTION:
             return False
-        self._require("abort_transaction", TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR)
+        self._require("abort_transaction", TxnState.IN_TRANSACTION, TxnState.ABORTABLE_ERROR,
+                      TxnState.PREPARED_TRANSACTION)
         self._to(TxnState.ABORTING_TRANSACTION)
         return True
 
     @property
     def needs_end_txn(self) -> bool:
         """Something reached the coordinator in this transaction (else ending it is local, as Kafka's)."""
-        return bool(self.in_transaction or self.adding or self.offsets_added)
+        return bool(self.in_transaction or self.adding or self.offsets_added or self.kept)
 
     def completed(self) -> None:
         """EndTxn answered (or nothing was there to end): ready for the next transaction."""
@@ -301,6 +356,7 @@ class TransactionManager:
         self.in_transaction, self.pending, self.adding = set(), set(), set()
         self.offsets_added = False
         self.last_error = None
+        self.prepared, self.kept = None, False
 
     def forget(self, partitions: Iterable[TopicPartition]) -> None:
         """Partitions whose records were all dropped before being added (an abort)."""

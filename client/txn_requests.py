@@ -30,8 +30,8 @@ from .coordinator import TRANSACTION, Coordinator, CoordinatorUnavailable
 from .errors import KafkaException, NetworkError
 from .idempotence import IdempotenceState
 from .metadata import Metadata
-from .transactions import (ADD_PARTITIONS_RETRY_BACKOFF_S, Outcome, Request, TransactionManager, outcome, timed_out,
-                           txn_error)
+from .transactions import (ADD_PARTITIONS_RETRY_BACKOFF_S, Outcome, PreparedTxnState, Request, TransactionManager,
+                           outcome, timed_out, txn_error)
 
 log = logging.getLogger(__name__)
 
@@ -88,14 +88,21 @@ class TxnRequests:
 
     # --- the transaction coordinator ------------------------------------------------
 
-    async def init_producer_id(self, deadline: float) -> tuple[int, int]:
+    async def init_producer_id(self, deadline: float, keep_prepared_txn: bool = False,
+                               ) -> tuple[int, int, Optional[PreparedTxnState]]:
+        """The producer id and epoch, and (KIP-939) the open transaction the
+        coordinator kept for this producer to end (None: none was open, or not asked)."""
         t = self._txn
         request = bpb.InitProducerIdRequest(transactional_id=t.transactional_id,
                                             transaction_timeout_ms=t.transaction_timeout_ms,
-                                            producer_id=-1, producer_epoch=-1)
+                                            producer_id=-1, producer_epoch=-1, enable_2pc=t.two_phase_commit,
+                                            keep_prepared_txn=keep_prepared_txn)
         response = await self._call(Request.INIT_PRODUCER_ID, self.coordinator, lambda: request,
                                     lambda r: r.error_code, deadline, stub_factory=broker_stub)
-        return response.producer_id, response.producer_epoch
+        kept = None
+        if keep_prepared_txn and response.ongoing_txn_producer_id >= 0:
+            kept = PreparedTxnState(response.ongoing_txn_producer_id, response.ongoing_txn_producer_epoch)
+        return response.producer_id, response.producer_epoch, kept
 
     async def add_partitions(self, partitions: list[tuple[str, int]], deadline: float) -> dict[tuple[str, int], int]:
         """Each partition's error code (a request-level error applies to all)."""

@@ -8,7 +8,8 @@ declared one, so that schema is derived here with Spark's own converter.
 Records, headers too, are decoded column-wise by compiled kernels
 (columnar_records), or one at a time with kafka_protocol.records where
 those cannot vouch for them (anything malformed: the exact decoder names
-the error); control batches (transaction markers) are not rows.
+the error); control batches (transaction markers) are not rows, nor, read
+read_committed, the batches of the fetch's aborted transactions.
 """
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from pyspark.sql.types import (
     ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType, TimestampType,
 )
 
+from client.read_committed import AbortedTransactions
 from kafka_protocol.records import iter_batches
 
 from .columnar_records import decode_columns
@@ -56,7 +58,8 @@ def arrow_schema(include_headers: bool) -> pa.Schema:
 def chunk_to_arrow(chunk: FetchedChunk, topic: str, partition: int,
                    include_headers: bool) -> Optional[pa.RecordBatch]:
     """The records of `chunk` in [position, end) as one record batch (None: none)."""
-    columns = decode_columns(chunk.records, chunk.position, chunk.end, need_headers=include_headers)
+    columns = decode_columns(chunk.records, chunk.position, chunk.end, need_headers=include_headers,
+                             aborted=chunk.aborted)
     if columns is None:
         return _record_at_a_time(chunk, topic, partition, include_headers)
     count = len(columns.offsets)
@@ -87,9 +90,10 @@ def _record_at_a_time(chunk: FetchedChunk, topic: str, partition: int,
     types: list[int] = []
     headers: list[list[dict]] = []
     lo, hi = chunk.position, chunk.end
+    committed = AbortedTransactions(chunk.aborted or ())  # read_uncommitted: only control batches go
     for decoded in iter_batches(chunk.records):
         h = decoded.header
-        if h.is_control or h.last_offset < lo or h.base_offset >= hi:
+        if not committed.keep(decoded) or h.last_offset < lo or h.base_offset >= hi:
             continue
         kind = LOG_APPEND_TIME if h.is_log_append_time else CREATE_TIME
         for r in decoded.records:

@@ -18,7 +18,7 @@ from .topic_offsets import list_offsets, open_cluster, resolve, subscribed_parti
 
 def fetch_settings(options: ReadOptions) -> FetchSettings:
     return FetchSettings(options.bootstrap, options.fail_on_data_loss, options.poll_timeout_ms,
-                         options.fetch_max_bytes, options.security)
+                         options.fetch_max_bytes, options.security, options.isolation_level)
 
 
 def read_range(options: ReadOptions, rng: OffsetRange) -> Iterator[pa.RecordBatch]:
@@ -34,7 +34,7 @@ def plan_batch(options: ReadOptions) -> list[OffsetRange]:
     with open_cluster(options.bootstrap, options.security) as cluster:
         partitions = subscribed_partitions(cluster, options.subscription)
         earliest = list_offsets(cluster, {tp: EARLIEST for tp in partitions})
-        latest = list_offsets(cluster, {tp: LATEST for tp in partitions})
+        latest = list_offsets(cluster, {tp: LATEST for tp in partitions}, options.isolation_level)
         bounds = dict(earliest=earliest, latest=latest, fail_on_data_loss=options.fail_on_data_loss)
         starts = resolve(cluster, options.starting, partitions, **bounds)
         ends = resolve(cluster, options.ending, partitions, **bounds)

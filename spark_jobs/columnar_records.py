@@ -19,12 +19,14 @@ raises the precise CorruptRecordError.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Iterable, Optional
 
 import numpy as np
 import pyarrow as pa
 
-from kafka_protocol.batch import iter_headers
+from client.read_committed import AbortedTransactions
+from kafka_protocol.batch import BatchHeader, iter_headers
+from kafka_protocol.control_records import decode_txn_marker
 from kafka_protocol.errors import KafkaError
 from kafka_protocol.record_check import Bodies, checked_record, compiled, field, varint
 
@@ -43,13 +45,18 @@ class RecordColumns:
     headers: Optional[pa.Array] = None  # HEADERS_TYPE, when asked for
 
 
-def decode_columns(buf, lo: int, hi: int, *, need_headers: bool) -> Optional[RecordColumns]:
+def decode_columns(buf, lo: int, hi: int, *, need_headers: bool,
+                   aborted: Optional[Iterable[tuple[int, int]]] = None) -> Optional[RecordColumns]:
     """The records of the batches in `buf` (any bytes-like) with offsets in
-    [lo, hi), control batches left out; None: decode these with
-    kafka_protocol.records instead."""
+    [lo, hi), control batches left out; with `aborted` (a read_committed
+    fetch's aborted transactions: producer id, first offset) the batches of
+    those transactions too. None: decode these with kafka_protocol.records instead."""
     try:
         view = memoryview(buf).cast("B").toreadonly()
-        batches = Bodies.of(view, [(pos, h) for pos, h in iter_headers(view)
+        headers = list(iter_headers(view))
+        if aborted:
+            headers = committed_batches(view, headers, aborted)
+        batches = Bodies.of(view, [(pos, h) for pos, h in headers
                                    if not (h.is_control or h.last_offset < lo or h.base_offset >= hi)])
     except KafkaError:  # a batch header, CRC or compressed body the exact decoder will name
         return None
@@ -70,6 +77,20 @@ def decode_columns(buf, lo: int, hi: int, *, need_headers: bool) -> Optional[Rec
         if headers is None:
             return None
     return RecordColumns(keys, values, offsets, stamps, appended, headers)
+
+
+def committed_batches(view: memoryview, headers: list[tuple[int, BatchHeader]],
+                      aborted: Iterable[tuple[int, int]]) -> list[tuple[int, BatchHeader]]:
+    """The batches a read_committed reader keeps: the client's filter
+    (client/read_committed.py), one step per batch from its header (a control
+    batch's one record is decoded to tell an ABORT marker); no work per record."""
+    keep = AbortedTransactions(aborted).keep_header
+    return [(pos, h) for pos, h in headers if keep(h, h.is_control and _is_abort(view[pos:pos + h.size]))]
+
+
+def _is_abort(batch: memoryview) -> bool:
+    marker = decode_txn_marker(batch)
+    return marker is not None and not marker.committed
 
 
 @compiled

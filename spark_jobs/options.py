@@ -21,6 +21,7 @@ BOOTSTRAP = "kraftlog.bootstrap.servers"
 # Client settings pass as Spark's Kafka source passes `kafka.<setting>`: kraftlog.security.protocol, ...
 CLIENT_PREFIX = "kraftlog."
 EARLIEST, LATEST = -2, -1  # Kafka's ListOffsets timestamps, and Spark's offsets JSON
+READ_UNCOMMITTED, READ_COMMITTED = 0, 1  # Kafka's isolation_level
 
 TopicPartition = tuple[str, int]
 
@@ -226,6 +227,29 @@ class ReadOptions:
     poll_timeout_ms: int
     fetch_max_bytes: int
     security: ClientSecurity = ClientSecurity()  # its repr hides passwords; shipped to each task
+    read_committed: bool = False  # kafka.isolation.level=read_committed: up to the LSO, aborted records dropped
+
+    @property
+    def isolation_level(self) -> int:
+        """Fetch's and ListOffsets' isolation_level: 1 read_committed, 0 read_uncommitted."""
+        return READ_COMMITTED if self.read_committed else READ_UNCOMMITTED
+
+
+ISOLATION_LEVEL_OPTIONS = ("kafka.isolation.level", CLIENT_PREFIX + "isolation.level")
+
+
+def parse_isolation_level(options: Options) -> bool:
+    """Spark's Kafka source option `kafka.isolation.level` (or kraftlog.isolation.level,
+    as the other client settings): read_uncommitted (default) or read_committed."""
+    given = {name: options.get(name).strip().lower() for name in ISOLATION_LEVEL_OPTIONS  # type: ignore[union-attr]
+             if options.get(name) is not None}
+    if len(set(given.values())) > 1:
+        raise option_error(ISOLATION_LEVEL_OPTIONS[0], f"{ISOLATION_LEVEL_OPTIONS[1]} says otherwise")
+    for name, value in given.items():
+        if value not in ("read_uncommitted", "read_committed"):
+            raise option_error(name, f"{value!r} is not read_uncommitted or read_committed")
+        return value == "read_committed"
+    return False
 
 
 def parse_read_options(raw: Mapping[str, str], *, streaming: bool) -> ReadOptions:
@@ -243,4 +267,5 @@ def parse_read_options(raw: Mapping[str, str], *, streaming: bool) -> ReadOption
         poll_timeout_ms=options.integer("kafkaConsumer.pollTimeoutMs", 120_000, minimum=1) or 120_000,
         fetch_max_bytes=options.integer("fetch.max.bytes", 4 << 20, minimum=1024) or (4 << 20),
         security=parse_security(options.client_security_settings()),
+        read_committed=parse_isolation_level(options),
     )

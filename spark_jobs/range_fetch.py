@@ -3,8 +3,9 @@ offsets [start, end), from its leader, as the broker stores them.
 
 Runs inside an executor's Python worker, which opens its own gRPC channels
 here (a channel cannot be pickled from the driver). Fetch is long-polled
-(max_wait_ms) and the broker only answers below the high watermark, so a
-task waiting for data a new leader has not yet committed does not spin.
+(max_wait_ms) and the broker only answers below the high watermark (the
+last stable offset read_committed), so a task waiting for data a new
+leader has not yet committed does not spin.
 On NOT_LEADER_OR_FOLLOWER, a leader epoch error or a lost connection the
 task refreshes metadata and asks again at the same offset: the new leader
 serves exactly the records the old one had acknowledged.
@@ -28,7 +29,7 @@ from kafka_protocol.batch import end_offset
 from kafka_protocol.errors import Errors
 from security.client_security import ClientSecurity
 
-from .options import EARLIEST, LATEST
+from .options import EARLIEST, LATEST, READ_COMMITTED, READ_UNCOMMITTED
 from .planning import OffsetRange
 from .topic_offsets import RETRY_BACKOFF_S, list_offsets
 
@@ -46,6 +47,7 @@ class FetchSettings:
     poll_timeout_ms: int = 120_000  # Spark's kafkaConsumer.pollTimeoutMs: no progress for this long fails the task
     max_bytes: int = 4 << 20
     security: ClientSecurity = ClientSecurity()  # kraftlog.security.protocol, .ssl.*, .sasl.* (repr hides secrets)
+    isolation_level: int = READ_UNCOMMITTED  # READ_COMMITTED: below the LSO, with the aborted transactions
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,9 @@ class FetchedChunk:
     records: bytes
     position: int
     end: int
+    # read_committed: the answer's aborted transactions, (producer id, first
+    # offset), whose batches the decoder drops (client/read_committed.py); None: read_uncommitted.
+    aborted: Optional[tuple[tuple[int, int], ...]] = None
 
 
 def fetch_range(settings: FetchSettings, rng: OffsetRange) -> Iterator[FetchedChunk]:
@@ -139,7 +144,10 @@ class _RangeFetch:
             if not records:
                 last_problem = f"high watermark {answer.high_watermark}, waiting for offset {position}"
                 continue  # the long poll waited already
-            yield FetchedChunk(records, position, self.rng.end)
+            aborted = None
+            if self.settings.isolation_level == READ_COMMITTED:
+                aborted = tuple((a.producer_id, a.first_offset) for a in answer.aborted_transactions)
+            yield FetchedChunk(records, position, self.rng.end, aborted)
             position = max(position, end_offset(records))
             idle_since = time.monotonic()
 
@@ -149,6 +157,7 @@ class _RangeFetch:
             return "no leader known"
         request = bpb.FetchRequest(
             replica_id=-1, max_wait_ms=MAX_WAIT_MS, min_bytes=1, max_bytes=self.settings.max_bytes,
+            isolation_level=self.settings.isolation_level,
             topics=[bpb.FetchRequest.FetchTopic(topic=self.rng.topic, partitions=[bpb.FetchRequest.FetchPartition(
                 partition=self.rng.partition, current_leader_epoch=-1, fetch_offset=position,
                 last_fetched_epoch=-1, partition_max_bytes=self.settings.max_bytes)])])
@@ -165,7 +174,7 @@ class _RangeFetch:
         Spark's failOnDataLoss decides between failing and skipping ahead."""
         bounds = list_offsets(self._refreshed(), {self.tp: EARLIEST})
         earliest = bounds[self.tp]
-        latest = list_offsets(self.cluster, {self.tp: LATEST})[self.tp]
+        latest = list_offsets(self.cluster, {self.tp: LATEST}, self.settings.isolation_level)[self.tp]
         detail = f"{self.name}: offset {position} is out of range (the log holds {earliest} up to {latest})"
         if earliest <= position <= latest:
             log.info("%s; asking again (the answer came from a stale leader)", detail)

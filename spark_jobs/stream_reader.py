@@ -60,7 +60,7 @@ class KraftlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         partitions = self._partitions()
         cluster = self._connected()
         earliest = list_offsets(cluster, {tp: EARLIEST for tp in partitions})
-        latest = list_offsets(cluster, {tp: LATEST for tp in partitions})
+        latest = list_offsets(cluster, {tp: LATEST for tp in partitions}, self.options.isolation_level)
         return to_offset_json(resolve(cluster, self.options.starting, partitions, earliest=earliest,
                                       latest=latest, fail_on_data_loss=self.options.fail_on_data_loss))
 
@@ -73,7 +73,7 @@ class KraftlogStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _latest(self) -> dict[TopicPartition, int]:
         partitions = self._partitions()
-        return list_offsets(self._connected(), {tp: LATEST for tp in partitions})
+        return list_offsets(self._connected(), {tp: LATEST for tp in partitions}, self.options.isolation_level)
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         starts = from_offset_json(start)

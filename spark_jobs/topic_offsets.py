@@ -20,7 +20,7 @@ from kafka_protocol.errors import Errors
 from kraftlog_api import broker_pb2 as bpb
 from security.client_security import ClientSecurity
 
-from .options import BOOTSTRAP, EARLIEST, LATEST, OffsetSpec, Subscription, TopicPartition, option_error
+from .options import BOOTSTRAP, EARLIEST, LATEST, READ_UNCOMMITTED, OffsetSpec, Subscription, TopicPartition, option_error
 
 log = logging.getLogger(__name__)
 
@@ -65,10 +65,12 @@ def _unknown(option: str, detail: str) -> KafkaError:
     return error_for_code(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"option '{option}': {detail}")
 
 
-def list_offsets(cluster: Cluster, timestamps: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+def list_offsets(cluster: Cluster, timestamps: Mapping[TopicPartition, int],
+                 isolation_level: int = READ_UNCOMMITTED) -> dict[TopicPartition, int]:
     """ListOffsets at each partition's leader: EARLIEST (the log start),
-    LATEST (the high watermark) or the first offset at or after a timestamp
-    (-1 when there is none). Retried through leader changes for 30 s."""
+    LATEST (the high watermark; with isolation_level 1 the last stable
+    offset) or the first offset at or after a timestamp (-1 when there is
+    none). Retried through leader changes for 30 s."""
     pending = dict(timestamps)
     found: dict[TopicPartition, int] = {}
     deadline = time.monotonic() + LIST_OFFSETS_TIMEOUT_S
@@ -81,7 +83,8 @@ def list_offsets(cluster: Cluster, timestamps: Mapping[TopicPartition, int]) -> 
                 by_leader.setdefault(info.leader, []).append(tp)
         for leader, tps in by_leader.items():
             try:
-                response = cluster.broker_stub(leader).ListOffsets(_request(tps, pending), timeout=CALL_TIMEOUT_S)
+                response = cluster.broker_stub(leader).ListOffsets(_request(tps, pending, isolation_level),
+                                                                   timeout=CALL_TIMEOUT_S)
             except grpc.RpcError as exc:
                 last_problem = f"broker {leader}: {exc.code().name}"  # type: ignore[attr-defined]
                 continue
@@ -105,12 +108,13 @@ def list_offsets(cluster: Cluster, timestamps: Mapping[TopicPartition, int]) -> 
     return found
 
 
-def _request(tps: Iterable[TopicPartition], timestamps: Mapping[TopicPartition, int]) -> bpb.ListOffsetsRequest:
+def _request(tps: Iterable[TopicPartition], timestamps: Mapping[TopicPartition, int],
+             isolation_level: int) -> bpb.ListOffsetsRequest:
     by_topic: dict[str, list[bpb.ListOffsetsRequest.ListOffsetsPartition]] = {}
     for topic, partition in tps:
         by_topic.setdefault(topic, []).append(bpb.ListOffsetsRequest.ListOffsetsPartition(
             partition_index=partition, current_leader_epoch=-1, timestamp=timestamps[(topic, partition)]))
-    return bpb.ListOffsetsRequest(replica_id=-1, topics=[
+    return bpb.ListOffsetsRequest(replica_id=-1, isolation_level=isolation_level, topics=[
         bpb.ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=ps) for t, ps in by_topic.items()])
 
 

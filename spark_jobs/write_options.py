@@ -25,7 +25,10 @@ from .options import BOOTSTRAP, CLIENT_PREFIX, Options, option_error, parse_secu
 
 PRODUCER_PREFIX = CLIENT_PREFIX
 # Settings the sink leaves to itself: where to connect comes from kraftlog.bootstrap.servers.
-_NOT_PRODUCER = {"topic", "checkpointlocation", "path", "bootstrap.servers", "writerid", "batchid"}
+_NOT_PRODUCER = {"topic", "checkpointlocation", "path", "bootstrap.servers", "writerid", "batchid",
+                 "sink.exactlyonce"}
+# Streaming writes whose micro-batch is visible atomically (exactly_once_sink); off: the idempotent sink.
+EXACTLY_ONCE = "kraftlog.sink.exactlyOnce"
 _UNDOTTED = {"acks", "retries"}
 # A Spark batch writes a lot at once; Kafka's 16 KiB default batches would mean many small requests.
 SINK_BATCH_SIZE = 256 * 1024
@@ -42,6 +45,7 @@ class WriteOptions:
     writer_id: Optional[str] = None
     batch_id: Optional[int] = None
     security_settings: Mapping[str, str] = field(default_factory=dict, repr=False)  # security.protocol, ssl.*, sasl.*
+    exactly_once: bool = False  # kraftlog.sink.exactlyOnce: one prepared transaction per task (exactly_once_sink)
 
     @property
     def security(self) -> ClientSecurity:
@@ -71,6 +75,12 @@ def parse_write_options(raw: Mapping[str, str], schema: StructType, *, streaming
     if (writer_id is None) != (batch_id is None):
         raise option_error("writerId" if writer_id is None else "batchId",
                            "give both writerId and batchId for an idempotent batch write, or neither")
+    exactly_once = options.boolean(EXACTLY_ONCE, False)
+    if exactly_once and not streaming:
+        raise option_error(EXACTLY_ONCE, "is for streaming writes (writeStream); a batch write is idempotent "
+                                         "with writerId and batchId")
+    if exactly_once and "transactional.id" in producer:
+        raise option_error("transactional.id", f"the sink sets one per task with {EXACTLY_ONCE}=true")
     if streaming or writer_id is not None:
         # A replayed micro-batch is deduplicated by the idempotent producer (see idempotent_sink).
         if producer.get("enable.idempotence", "true").lower() == "false":
@@ -83,7 +93,8 @@ def parse_write_options(raw: Mapping[str, str], schema: StructType, *, streaming
         ProducerConfig.parse({"bootstrap.servers": bootstrap, **producer})
     except InvalidConfigError as exc:
         raise InvalidConfigError(f"producer option {str(exc).split(': ', 1)[-1]}") from None
-    return WriteOptions(bootstrap, topic.strip() if topic else None, producer, columns, writer_id, batch_id, security)
+    return WriteOptions(bootstrap, topic.strip() if topic else None, producer, columns, writer_id, batch_id, security,
+                        exactly_once)
 
 
 _EXPECTED: dict[str, tuple[tuple[type, ...], str]] = {

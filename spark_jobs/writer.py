@@ -4,7 +4,10 @@ Both take Arrow batches of the input (key, value, optional topic, partition,
 headers; see write_options). A batch write sends through the project's
 Producer (batching, retries, idempotence as configured); a streaming write
 goes through idempotent_sink so that a micro-batch Spark replays after a
-failure does not write its records twice. So does a batch write given
+failure does not write its records twice, or, with
+`kraftlog.sink.exactlyOnce=true`, through exactly_once_sink: each
+micro-batch in prepared transactions that the driver's commit commits, so a
+read_committed reader sees all of a batch or none of it. So does a batch write given
 `writerId` and `batchId`: foreachBatch's way to the same guarantee (Python
 streaming sinks have no Update output mode, so aggregations that emit
 changes, like wordcount's, write through foreachBatch). Records carry the time they are
@@ -27,6 +30,7 @@ from client.producer import Producer
 from client.producer_config import ProducerConfig
 from kafka_protocol.records import Record
 
+from .exactly_once_sink import abort_prepared, commit_prepared, transactional_id, write_prepared
 from .idempotent_sink import ReplayableSender, writer_identity
 from .write_options import WriteOptions, parse_write_options, producer_config
 
@@ -108,16 +112,26 @@ class KraftlogStreamWriter(DataSourceStreamArrowWriter):
     def __init__(self, options: WriteOptions) -> None:
         self.options = options
 
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> Written:
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WriterCommitMessage:
         context = TaskContext.get()
-        return write_replayable(self.options, iterator, context.getLocalProperty(QUERY_ID_PROPERTY),
-                                int(context.getLocalProperty(BATCH_ID_PROPERTY)))
+        query_id = context.getLocalProperty(QUERY_ID_PROPERTY)
+        batch_id = int(context.getLocalProperty(BATCH_ID_PROPERTY))
+        if self.options.exactly_once:
+            records = (row for batch in iterator for row in input_records(batch, self.options))
+            return write_prepared(self.options, records, transactional_id(query_id, context.partitionId()), batch_id)
+        return write_replayable(self.options, iterator, query_id, batch_id)
 
     def commit(self, messages: List[Optional[WriterCommitMessage]], batchId: int) -> None:
-        """The records are in the topics once every task returned; nothing more to do."""
+        """Exactly-once: every task's prepared transaction committed. Idempotent: the
+        records are in the topics once every task returned; nothing more to do."""
+        if self.options.exactly_once:
+            commit_prepared(self.options, messages, batchId)
 
     def abort(self, messages: List[Optional[WriterCommitMessage]], batchId: int) -> None:
-        """Records already sent stay (no transactions yet); the replay deduplicates them."""
+        """Exactly-once: the prepared transactions aborted. Idempotent: records already
+        sent stay; the replay deduplicates them."""
+        if self.options.exactly_once:
+            abort_prepared(self.options, messages)
 
 
 def batch_writer(options: dict, schema: StructType) -> KraftlogBatchWriter:

@@ -10,8 +10,8 @@ from client.errors import InvalidConfigError, KafkaErrorInfo, KafkaException
 from client.producer_batch import ProducerBatch
 from client.producer_config import ProducerConfig
 from client.record_future import Settlement, SyncRecordFuture
-from client.transactions import (ADD_PARTITIONS_RETRY_BACKOFF_S, ENTERED_FROM, Outcome, Request, TransactionManager, TxnState, outcome, state_error,
-                                 timed_out, txn_error)
+from client.transactions import (ADD_PARTITIONS_RETRY_BACKOFF_S, ENTERED_FROM, Outcome, PreparedTxnState, Request,
+                                 TransactionManager, TxnState, outcome, state_error, timed_out, txn_error)
 from kafka_protocol.compression import Codec
 from kafka_protocol.errors import Errors
 from kafka_protocol.records import decode_batch
@@ -148,8 +148,9 @@ def test_late_abortable_news_after_the_transaction_ended_is_ignored() -> None:
 
 def test_every_state_has_kafkas_entry_rules() -> None:
     assert set(ENTERED_FROM) == set(TxnState)
-    assert ENTERED_FROM[S.COMMITTING_TRANSACTION] == {S.IN_TRANSACTION}
-    assert ENTERED_FROM[S.ABORTING_TRANSACTION] == {S.IN_TRANSACTION, S.ABORTABLE_ERROR}
+    assert ENTERED_FROM[S.COMMITTING_TRANSACTION] == {S.IN_TRANSACTION, S.PREPARED_TRANSACTION}
+    assert ENTERED_FROM[S.ABORTING_TRANSACTION] == {S.IN_TRANSACTION, S.ABORTABLE_ERROR, S.PREPARED_TRANSACTION}
+    assert ENTERED_FROM[S.PREPARED_TRANSACTION] == {S.IN_TRANSACTION, S.INITIALIZING}  # KIP-939
     assert S.ABORTABLE_ERROR not in ENTERED_FROM[S.COMMITTING_TRANSACTION]
 
 
@@ -284,3 +285,57 @@ def test_the_first_add_refused_while_the_last_transaction_completes_is_retried_s
     assert m.partitions_added(concurrent) is Outcome.RETRY
     assert m.add_retry_backoff_s(concurrent, 0.1) == ADD_PARTITIONS_RETRY_BACKOFF_S == 0.02
     assert m.add_retry_backoff_s({("a", 0): int(Errors.COORDINATOR_LOAD_IN_PROGRESS)}, 0.1) == 0.1
+
+
+# --- KIP-939: two-phase commit ---------------------------------------------------------------
+
+
+def test_two_phase_commit_needs_a_transactional_id_and_is_off_by_default() -> None:
+    assert ProducerConfig.parse({**BOOT, "transactional.id": "t"}).two_phase_commit is False
+    assert ProducerConfig.parse({**BOOT, "transactional.id": "t",
+                                 "transaction.two.phase.commit.enable": "true"}).two_phase_commit is True
+    with pytest.raises(InvalidConfigError, match="transaction.two.phase.commit.enable=true: needs transactional.id"):
+        ProducerConfig.parse({**BOOT, "transaction.two.phase.commit.enable": "true"})
+
+
+def test_prepared_txn_state_round_trips_its_string_and_refuses_others() -> None:
+    state = PreparedTxnState(4711, 12)
+    assert str(state) == "4711:12" and PreparedTxnState.parse("4711:12") == state
+    for bad in ("", "4711", "a:1", "1:b", "-1:0", "1:40000", "1:2:3"):
+        with pytest.raises(ValueError, match="not a prepared transaction state"):
+            PreparedTxnState.parse(bad)
+
+
+def test_prepare_keeps_the_transaction_open_until_commit_or_abort() -> None:
+    m = TransactionManager("t", 1000, two_phase_commit=True)
+    m.begin_init()
+    m.initialized()
+    m.begin_transaction()
+    m.add_partition(("out", 0))
+    m.partitions_to_add()
+    m.partitions_added({("out", 0): Errors.NONE})
+    m.check_prepare()
+    m.prepared_as(PreparedTxnState(7, 3))
+    assert m.state is S.PREPARED_TRANSACTION and m.prepared == PreparedTxnState(7, 3)
+    with pytest.raises(KafkaException, match="not allowed in state PREPARED_TRANSACTION"):
+        m.check_send()  # no more records once prepared
+    assert m.begin_commit() and m.needs_end_txn
+    m.completed()
+    assert (m.state, m.prepared, m.kept) == (S.READY, None, False)
+
+
+def test_a_kept_transaction_is_prepared_from_init_and_needs_end_txn() -> None:
+    m = TransactionManager("t", 1000, two_phase_commit=True)
+    m.begin_init()
+    m.initialized(PreparedTxnState(7, 3))
+    assert m.state is S.PREPARED_TRANSACTION and m.kept and m.needs_end_txn
+    assert m.begin_abort()
+    m.completed()
+    assert m.state is S.READY and not m.needs_end_txn
+
+
+def test_two_phase_calls_without_the_setting_are_state_errors() -> None:
+    m = ready()
+    m.begin_transaction()
+    with pytest.raises(KafkaException, match="prepare_transaction: needs transaction.two.phase.commit.enable=true"):
+        m.check_prepare()

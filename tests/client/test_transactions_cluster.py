@@ -15,7 +15,7 @@ import pytest
 from client.consumer import Consumer
 from client.consumer_types import ConsumerGroupMetadata, TopicPartition
 from client.errors import KafkaException
-from client.producer import Producer
+from client.producer import PreparedTxnState, Producer
 from devcluster.local_cluster import LocalCluster
 
 from .producer_helpers import read_batches
@@ -206,3 +206,42 @@ def _lso_passed(cluster: LocalCluster, name: str) -> bool:
         return consumer.end_offsets([tp])[tp] > 0
     finally:
         consumer.close()
+
+
+def test_a_prepared_transaction_outlives_its_timeout_and_another_producer_completes_it(cluster: LocalCluster) -> None:
+    """KIP-939: a 2PC transaction is never aborted by timeout; a second producer
+    of the id keeps it (keep_prepared_txn) and commits it when the shipped state
+    names it; a state naming another transaction aborts the one open."""
+    name = topic(cluster, "two-phase")
+    two_pc = {"transaction.two.phase.commit.enable": "true", "transaction.timeout.ms": "500"}
+    first = transactional(cluster, "tx-2pc", **two_pc)
+    try:
+        first.begin_transaction()
+        first.produce(name, b"prepared")
+        shipped = str(first.prepare_transaction(WAIT_S))
+    finally:
+        first.close(10)
+    time.sleep(1.5)  # three timeouts, and the coordinator's check runs every 200 ms
+    assert read_all(cluster, name, "read_uncommitted") == [b"prepared"]
+    assert read_all(cluster, name, "read_committed") == []  # still open: not aborted by the timer
+    second = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "tx-2pc", **two_pc})
+    try:
+        second.init_transactions(WAIT_S, keep_prepared_txn=True)
+        assert second.complete_transaction(PreparedTxnState.parse(shipped), WAIT_S) is True
+        assert read_all(cluster, name, "read_committed") == [b"prepared"]
+        assert second.complete_transaction(PreparedTxnState.parse(shipped), WAIT_S) is False  # nothing open
+        second.begin_transaction()
+        second.produce(name, b"wrong-state")
+        second.prepare_transaction(WAIT_S)
+    finally:
+        second.close(10)
+    third = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "tx-2pc", **two_pc})
+    try:
+        third.init_transactions(WAIT_S, keep_prepared_txn=True)
+        assert third.complete_transaction(PreparedTxnState.parse(shipped), WAIT_S) is False  # not that one: aborted
+    finally:
+        third.close(10)
+    assert read_all(cluster, name, "read_committed") == [b"prepared"]
+    with Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "tx-plain"}) as plain:
+        with pytest.raises(KafkaException, match="needs transaction.two.phase.commit.enable=true"):
+            plain.init_transactions(WAIT_S, keep_prepared_txn=True)

@@ -20,9 +20,10 @@ from devcluster.local_cluster import LocalCluster
 from kraftlog_api import broker_pb2 as bpb
 from kafka_protocol.records import Record, encode_batch
 
-# Retention runs every 500 ms, for the data-loss tests' topics (their own retention.ms).
+# Retention runs every 500 ms, for the data-loss tests' topics (their own retention.ms);
+# few __transaction_state partitions, for the exactly-once sink's tests.
 PROPERTIES = {"broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 500,
-              "log.retention.check.interval.ms": 500}
+              "log.retention.check.interval.ms": 500, "transaction.state.log.num.partitions": 5}
 
 
 def pytest_configure(config: pytest.Config) -> None:

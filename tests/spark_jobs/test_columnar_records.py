@@ -270,3 +270,29 @@ def test_chunk_to_arrow_names_the_error_of_a_corrupt_record() -> None:
     data = one_batch(raw(ATTRIBUTES, Z(0), Z(0), Z(-2), Z(1), b"v", Z(0)))
     with pytest.raises(CorruptRecordError, match="negative length -2"):
         chunk_to_arrow(FetchedChunk(data, 0, 1), "t", 0, False)
+
+
+def test_read_committed_drops_aborted_transactions_and_markers_in_both_decoders() -> None:
+    """The columnar decode and the record-at-a-time fallback filter a
+    read_committed chunk alike: producer 7's aborted transaction goes, its
+    committed one, producer 8's open one and plain records stay."""
+    from kafka_protocol.control_records import encode_txn_marker
+    from spark_jobs.range_fetch import FetchedChunk
+
+    def txn(pid: int, values: list[str], base: int) -> bytes:
+        return encode_batch([Record(None, v.encode(), 0) for v in values], base_offset=base, producer_id=pid,
+                            producer_epoch=0, base_sequence=0, transactional=True)
+
+    chunk = b"".join([
+        txn(7, ["a0", "a1"], 0), encode_batch([Record(None, b"plain", 0)], base_offset=2),
+        encode_txn_marker(7, 1, False, 0, 0, base_offset=3),
+        txn(7, ["c0"], 4), txn(8, ["open"], 5), encode_txn_marker(7, 2, True, 0, 0, base_offset=6),
+    ])
+    expected = [b"plain", b"c0", b"open"]
+    columns = decode_columns(chunk, 0, 7, need_headers=False, aborted=[(7, 0)])
+    assert columns is not None and columns.values.to_pylist() == expected
+    assert list(columns.offsets) == [2, 4, 5]
+    slow = _record_at_a_time(FetchedChunk(chunk, 0, 7, ((7, 0),)), "t", 0, False)
+    assert slow is not None and slow.column(1).to_pylist() == expected
+    everything = decode_columns(chunk, 0, 7, need_headers=False)  # read_uncommitted: markers only go
+    assert everything is not None and everything.values.to_pylist() == [b"a0", b"a1", b"plain"] + expected[1:]
