@@ -348,6 +348,7 @@ class AsyncProducer:
         txn.check_send_offsets()
         deadline = self._deadline(timeout)
         if not txn.offsets_added:
+            txn.reached = True
             await self._guarded(txn, requests.add_offsets(group_metadata.group_id, deadline))
             txn.offsets_added = True
         if normalized:

@@ -189,6 +189,9 @@ class TransactionManager:
         self.pending: set[TopicPartition] = set()         # written to, not yet added
         self.adding: set[TopicPartition] = set()          # in the AddPartitionsToTxn under way
         self.offsets_added = False                        # AddOffsetsToTxn done in this transaction
+        # A request of this transaction was sent to the coordinator (its answer may
+        # have been lost): ending it then needs EndTxn, never a local end.
+        self.reached = False
 
     # --- states -------------------------------------------------------------
 
@@ -270,8 +273,13 @@ class TransactionManager:
 
     @property
     def needs_end_txn(self) -> bool:
-        """Something reached the coordinator in this transaction (else ending it is local, as Kafka's)."""
-        return bool(self.in_transaction or self.adding or self.offsets_added or self.kept)
+        """Something was sent to the coordinator in this transaction, whatever its
+        answer (else ending it is local, as Kafka's). An AddPartitionsToTxn that
+        failed may still have opened the transaction there, and every
+        transaction must end with the coordinator's epoch bump (KIP-890): a
+        local end would leave the next transaction on the same epoch, where an
+        EndTxn of this one, late or re-sent, would end that one."""
+        return bool(self.in_transaction or self.adding or self.offsets_added or self.kept or self.reached)
 
     def completed(self) -> None:
         """EndTxn answered (or nothing was there to end): ready for the next transaction."""
@@ -311,6 +319,7 @@ class TransactionManager:
                 self.state not in (TxnState.IN_TRANSACTION, TxnState.COMMITTING_TRANSACTION):
             return []
         self.adding, self.pending = set(self.pending), set()
+        self.reached = True
         return sorted(self.adding)
 
     def partitions_added(self, results: dict[TopicPartition, int]) -> Outcome:
@@ -354,7 +363,7 @@ class TransactionManager:
 
     def _clear(self) -> None:
         self.in_transaction, self.pending, self.adding = set(), set(), set()
-        self.offsets_added = False
+        self.offsets_added = self.reached = False
         self.last_error = None
         self.prepared, self.kept = None, False
 

@@ -339,3 +339,20 @@ def test_two_phase_calls_without_the_setting_are_state_errors() -> None:
     m.begin_transaction()
     with pytest.raises(KafkaException, match="prepare_transaction: needs transaction.two.phase.commit.enable=true"):
         m.check_prepare()
+
+
+def test_a_transaction_whose_add_was_sent_ends_with_end_txn_even_if_the_add_failed() -> None:
+    """The failed AddPartitionsToTxn may have opened the transaction at the
+    coordinator, and the next transaction must not keep this one's epoch: the
+    abort goes to the coordinator (which bumps the epoch even with nothing open)."""
+    m = ready()
+    m.begin_transaction()
+    assert not m.needs_end_txn  # nothing sent yet: ending it is local
+    m.add_partition(("a", 0))
+    assert m.partitions_to_add() == [("a", 0)]
+    m.adding_failed()
+    assert not m.in_transaction and m.needs_end_txn
+    assert m.begin_abort()
+    m.completed()
+    m.begin_transaction()
+    assert not m.needs_end_txn
