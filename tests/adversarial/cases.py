@@ -13,6 +13,7 @@ never UNKNOWN_SERVER_ERROR, never a gRPC status other than those
 """
 from __future__ import annotations
 
+import time
 from typing import Any, Callable
 
 import grpc
@@ -984,7 +985,15 @@ def committed_once(tid: str) -> Callable[[World], tuple[int, int]]:
         assert added.error_code == K.NONE, added
         answer = w.txn_call(tid, END_TXN, end_txn(tid, pid, epoch, committed=True))
         assert answer.error_code == K.NONE and answer.producer_epoch == epoch + 1, answer
-        return pid, epoch
+        # Until the transaction is complete: while its markers or its CompleteCommit record are
+        # being written, the coordinator answers CONCURRENT_TRANSACTIONS to everything of the id.
+        deadline = time.monotonic() + 15
+        while True:
+            again = w.txn_call(tid, END_TXN, end_txn(tid, pid, epoch, committed=True))
+            if again.error_code != K.CONCURRENT_TRANSACTIONS or time.monotonic() > deadline:
+                assert again.error_code == K.NONE, again
+                return pid, epoch
+            time.sleep(0.05)
     return ended
 
 
