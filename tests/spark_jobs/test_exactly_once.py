@@ -27,6 +27,7 @@ from .conftest import bootstrap, make_records, new_topic, produce
 from .test_stream_read import QUERY_TIMEOUT_S
 
 PER_PARTITION = 200
+STALL_S = 15
 
 
 def read_values(spark, cluster, topic: str, isolation: str) -> list[str]:
@@ -38,8 +39,9 @@ def read_values(spark, cluster, topic: str, isolation: str) -> list[str]:
 def run_copy(spark, cluster, source: str, target: str, checkpoint: str, gates: str):
     """availableNow copy of `source` into `target` with the exactly-once sink.
     Row p0-50 fails its task the first time it is seen, row p1-50 stalls its
-    task for 90 s the first time (marker files in `gates`). The query,
-    started."""
+    task for STALL_S the first time (marker files in `gates`), long enough for
+    the query to be stopped while that task is still in its micro-batch (stop()
+    waits for the stalled Python worker, so no longer). The query, started."""
 
     @F.udf(returnType=StringType())
     def gate(value: str) -> str:
@@ -49,7 +51,7 @@ def run_copy(spark, cluster, source: str, target: str, checkpoint: str, gates: s
                 open(marker, "w").close()
                 if kind == "fail":
                     raise RuntimeError("injected task failure")
-                time.sleep(90)
+                time.sleep(STALL_S)
         return value
 
     stream = (spark.readStream.format("kraftlog").option("kraftlog.bootstrap.servers", bootstrap(cluster))
