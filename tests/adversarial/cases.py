@@ -28,7 +28,7 @@ from kafka_protocol.coordinator_placement import partition_for
 from kafka_protocol.records import Record, encode_batch
 
 from . import batches
-from .harness import MODULES, Case, K, codes
+from .harness import MODULES, Case, K, call, codes
 from .world import CLUSTER_ID_WRONG, DATA, GROUP, MIN_ISR, PAIR, TXN_ID, World
 
 I32_MIN, I32_MAX, I64_MIN, I64_MAX = -2**31, 2**31 - 1, -2**63, 2**63 - 1
@@ -985,16 +985,26 @@ def committed_once(tid: str) -> Callable[[World], tuple[int, int]]:
         assert added.error_code == K.NONE, added
         answer = w.txn_call(tid, END_TXN, end_txn(tid, pid, epoch, committed=True))
         assert answer.error_code == K.NONE and answer.producer_epoch == epoch + 1, answer
-        # Until the transaction is complete: while its markers or its CompleteCommit record are
-        # being written, the coordinator answers CONCURRENT_TRANSACTIONS to everything of the id.
-        deadline = time.monotonic() + 15
-        while True:
-            again = w.txn_call(tid, END_TXN, end_txn(tid, pid, epoch, committed=True))
-            if again.error_code != K.CONCURRENT_TRANSACTIONS or time.monotonic() > deadline:
-                assert again.error_code == K.NONE, again
-                return pid, epoch
+        # Until the transaction is complete and written: while its CompleteCommit record is being
+        # appended the coordinator answers CONCURRENT_TRANSACTIONS to anything of the id, which the
+        # case's own request (sent once) must not meet. Its state says CompleteCommit from the start
+        # of that append; a retried EndTxn (txn_call retries CONCURRENT_TRANSACTIONS) is answered
+        # once the append is done.
+        deadline = time.monotonic() + 30
+        while not _completed_commit(w, tid):
+            assert time.monotonic() < deadline, f"{tid}: the commit did not complete"
             time.sleep(0.05)
+        again = w.txn_call(tid, END_TXN, end_txn(tid, pid, epoch, committed=True))
+        assert again.error_code == K.NONE, again
+        return pid, epoch
     return ended
+
+
+def _completed_commit(w: World, tid: str) -> bool:
+    answer = call(w.broker_channel(w.txn_coordinator_of(tid)), DESCRIBE_TXNS,
+                  tpb.DescribeTransactionsRequest(transactional_ids=[tid]))
+    return (not isinstance(answer, grpc.RpcError) and len(answer.transaction_states) == 1
+            and answer.transaction_states[0].transaction_state == "CompleteCommit")
 
 
 def offsets_partition_of(w: World, group: str) -> int:
