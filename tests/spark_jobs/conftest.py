@@ -46,11 +46,23 @@ def spark():
 
     from spark_jobs import register
 
-    session = (SparkSession.builder.master("local[2]").appName("kraftlog-tests")
+    from pyspark.errors import PySparkRuntimeError
+
+    builder = (SparkSession.builder.master("local[2]").appName("kraftlog-tests")
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "2")
-               .config("spark.sql.session.timeZone", "UTC")
-               .getOrCreate())
+               .config("spark.sql.session.timeZone", "UTC"))
+    # pyspark launches its JVM with a fork from this process, where earlier tests' gRPC threads
+    # may be running: gRPC then skips its fork handlers ("Other threads are currently calling
+    # into gRPC") and the launch can die before the gateway answers (JAVA_GATEWAY_EXITED, seen
+    # once in CI, never reproduced alone). Such a launch failure is tried once more.
+    try:
+        session = builder.getOrCreate()
+    except PySparkRuntimeError as exc:
+        if "JAVA_GATEWAY_EXITED" not in str(exc):
+            raise
+        time.sleep(1)
+        session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     register(session)
     try:
