@@ -52,6 +52,7 @@ from kraftlog_api import transactions_pb2_grpc as tpb_grpc
 from .history import FAIL, INFO, OK, Call, HistoryRecorder
 from .txn_checks import (ABORT, ASSIGN, COMMIT, FINAL_READ, GROUP_OFFSETS, LATE_END_TXN, POLL, READ_COMMITTED,
                          READ_UNCOMMITTED, STABLE, TXN)
+from .workload import WorkloadThreads
 
 POLL_TIMEOUT_S = 0.3
 CALL_TIMEOUT_S = 20.0  # each transactional call
@@ -65,7 +66,7 @@ def transactional_id(worker: int) -> str:
 
 
 @dataclass
-class TxnWorkload:
+class TxnWorkload(WorkloadThreads):
     history: HistoryRecorder
     bootstrap: str
     topic: str
@@ -105,24 +106,6 @@ class TxnWorkload:
         for i in range(self.uncommitted_readers):
             self._spawn(f"ru-reader-{i}", self._read, f"ru-{i}", READ_UNCOMMITTED)
 
-    def stop(self, timeout: float = 60.0) -> None:
-        self._stop.set()
-        deadline = time.monotonic() + timeout
-        for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
-        alive = [t.name for t in self._threads if t.is_alive()]
-        if alive:
-            self.errors.append(f"workload threads still running after {timeout:g}s: {alive}")
-
-    def _spawn(self, name: str, target: Any, *args: Any) -> None:
-        def guarded() -> None:
-            try:
-                target(*args)
-            except Exception as exc:  # noqa: BLE001 - recorded in the run's summary, not swallowed
-                self.errors.append(f"{name}: {type(exc).__name__}: {exc}")
-        thread = threading.Thread(target=guarded, name=f"chaos-{name}", daemon=True)
-        self._threads.append(thread)
-        thread.start()
 
     def crash_producer(self, rng: random.Random) -> dict[str, Any]:
         """The nemesis's producer fault: a worker's producer becomes a zombie at

@@ -37,8 +37,36 @@ POLL_TIMEOUT_S = 0.5
 FINAL_READ_TIMEOUT_S = 120.0
 
 
+class WorkloadThreads:
+    """The threads of a workload, each one's failure recorded in `errors`; for
+    a dataclass with the fields `_stop` (an Event), `_threads` and `errors`."""
+
+    _stop: threading.Event
+    _threads: list[threading.Thread]
+    errors: list[str]
+
+    def stop(self, timeout: float = 60.0) -> None:
+        self._stop.set()
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        alive = [t.name for t in self._threads if t.is_alive()]
+        if alive:
+            self.errors.append(f"workload threads still running after {timeout:g}s: {alive}")
+
+    def _spawn(self, name: str, target: Any, *args: Any) -> None:
+        def guarded() -> None:
+            try:
+                target(*args)
+            except Exception as exc:  # noqa: BLE001 - recorded in the run's summary, not swallowed
+                self.errors.append(f"{name}: {type(exc).__name__}: {exc}")
+        thread = threading.Thread(target=guarded, name=f"chaos-{name}", daemon=True)
+        self._threads.append(thread)
+        thread.start()
+
+
 @dataclass
-class QueueWorkload:
+class QueueWorkload(WorkloadThreads):
     history: HistoryRecorder
     bootstrap: str
     topic: str
@@ -73,24 +101,6 @@ class QueueWorkload:
         for i in range(self.group_consumers):
             self._spawn(f"group-{i}", self._consume, f"group-{i}", True)
 
-    def stop(self, timeout: float = 60.0) -> None:
-        self._stop.set()
-        deadline = time.monotonic() + timeout
-        for thread in self._threads:
-            thread.join(max(0.0, deadline - time.monotonic()))
-        alive = [t.name for t in self._threads if t.is_alive()]
-        if alive:
-            self.errors.append(f"workload threads still running after {timeout:g}s: {alive}")
-
-    def _spawn(self, name: str, target: Any, *args: Any) -> None:
-        def guarded() -> None:
-            try:
-                target(*args)
-            except Exception as exc:  # noqa: BLE001 - recorded in the run's summary, not swallowed
-                self.errors.append(f"{name}: {type(exc).__name__}: {exc}")
-        thread = threading.Thread(target=guarded, name=f"chaos-{name}", daemon=True)
-        self._threads.append(thread)
-        thread.start()
 
     def _produce(self, index: int) -> None:
         config = {**self.client_security, "bootstrap.servers": self.bootstrap, "acks": "all", "enable.idempotence": True,
