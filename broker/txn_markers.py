@@ -79,7 +79,14 @@ def _append(replicas: ReplicaManager, marker: bpb.WriteTxnMarkersRequest.Marker,
         info = partition.append_txn_marker(marker.producer_id, marker.producer_epoch, marker.transaction_result,
                                            marker.coordinator_epoch)
     except Exception as exc:  # noqa: BLE001 - every failure is this partition's error code
-        return _Written(topic, index, as_broker_error(exc).error)
+        error = as_broker_error(exc)
+        log.debug("%s-%d: %s marker of producer %d epoch %d (coordinator epoch %d) refused: %s", topic, index,
+                  "COMMIT" if marker.transaction_result else "ABORT", marker.producer_id, marker.producer_epoch,
+                  marker.coordinator_epoch, error.message or error.error)
+        return _Written(topic, index, error.error)
+    log.debug("%s-%d@%d: %s marker of producer %d epoch %d (coordinator epoch %d)", topic, index, info.first_offset,
+              "COMMIT" if marker.transaction_result else "ABORT", marker.producer_id, marker.producer_epoch,
+              marker.coordinator_epoch)
     if topic == GROUP_METADATA_TOPIC:
         for listener in list(replicas.txn_marker_listeners):
             try:

@@ -48,6 +48,9 @@ TXN_PROPERTIES = {
     "transaction.state.log.num.partitions": TXN_STATE_PARTITIONS,
     "offsets.topic.num.partitions": 3,
     "transaction.abort.timed.out.transaction.cleanup.interval.ms": 1000,
+    # Every coordinator decision and every marker, with its cause, in the
+    # nodes' logs: what an anomaly is traced back through.
+    "kraftlog.log.logger.levels": "broker.transactions=DEBUG,broker.txn_markers=DEBUG",
 }
 
 

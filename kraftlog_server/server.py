@@ -81,6 +81,8 @@ def configure_logging(config: ServerConfig) -> None:
         stream=sys.stderr,
         force=True,
     )
+    for name, level in config.logger_levels:
+        logging.getLogger(name).setLevel(getattr(logging, level))
 
 
 def run(config: ServerConfig) -> int:

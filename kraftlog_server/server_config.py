@@ -57,6 +57,10 @@ METADATA_LOG_DIR = "metadata.log.dir"
 MAX_BYTES_BETWEEN_SNAPSHOTS = "metadata.log.max.record.bytes.between.snapshots"
 METADATA_LOG_SEGMENT_BYTES = "metadata.log.segment.bytes"
 LOG_LEVEL = "kraftlog.log.level"
+# Levels for single loggers beside the root's, "NAME=LEVEL,NAME=LEVEL" (as
+# log4j's logger lines in Kafka's log4j.properties): e.g.
+# "broker.transactions=DEBUG" logs every transaction coordinator decision.
+LOGGER_LEVELS = "kraftlog.log.logger.levels"
 ADVERTISED_LISTENERS = "advertised.listeners"
 INTER_BROKER_LISTENER_NAME = "inter.broker.listener.name"
 BROKER_RACK = "broker.rack"
@@ -75,7 +79,7 @@ METRICS_LISTENER = "kraftlog.metrics.listener"
 KNOWN_PROPERTIES = frozenset({
     NODE_ID, PROCESS_ROLES, CLUSTER_ID, VOTERS, LISTENERS, CONTROLLER_LISTENER_NAMES,
     LOG_DIRS, LOG_DIR, METADATA_LOG_DIR, MAX_BYTES_BETWEEN_SNAPSHOTS, METADATA_LOG_SEGMENT_BYTES,
-    LOG_LEVEL, STATE_MACHINE, METRICS_LISTENER, ADVERTISED_LISTENERS, INTER_BROKER_LISTENER_NAME, BROKER_RACK,
+    LOG_LEVEL, LOGGER_LEVELS, STATE_MACHINE, METRICS_LISTENER, ADVERTISED_LISTENERS, INTER_BROKER_LISTENER_NAME, BROKER_RACK,
     LISTENER_SECURITY_PROTOCOL_MAP, *NODE_SECURITY_PROPERTY_NAMES,
     *QUORUM_PROPERTY_NAMES, *CONTROLLER_PROPERTY_NAMES, *BROKER_PROPERTY_NAMES, *LOG_JOB_PROPERTY_NAMES,
 })
@@ -91,6 +95,7 @@ LOG_LEVELS = {"DEBUG": "DEBUG", "INFO": "INFO", "WARN": "WARNING", "WARNING": "W
 WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::"})
 
 _CLUSTER_ID = re.compile(r"[A-Za-z0-9_-]+")
+_LOGGER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _LISTENER_NAME = re.compile(r"[A-Za-z0-9_]+")
 _HOST_PORT = re.compile(r"(?:\[(?P<v6>[^\]]*)\]|(?P<host>[^:\[\]]*)):(?P<port>[^:]*)")
 
@@ -125,6 +130,7 @@ class ServerConfig:
     max_bytes_between_snapshots: int
     metadata_log_segment_bytes: int
     log_level: str  # a `logging` level name
+    logger_levels: tuple[tuple[str, str], ...]  # (logger name, level name) beside the root's
     state_machine: str  # one of STATE_MACHINES
     controller: ControllerConfig  # num.partitions, broker.session.timeout.ms, ...
     broker: BrokerConfig  # min.insync.replicas, replica.*, log.* defaults of partition logs
@@ -181,6 +187,7 @@ class ServerConfig:
             metadata_log_segment_bytes=_int(props, METADATA_LOG_SEGMENT_BYTES, minimum=1,
                                             default=1024 * 1024 * 1024),
             log_level=_log_level(props),
+            logger_levels=_logger_levels(props),
             state_machine=_choice(props, STATE_MACHINE, STATE_MACHINES),
             controller=ControllerConfig.from_properties(props),
             broker=BrokerConfig.from_properties({k: v for k, v in props.items() if k not in TOPIC_LOG_KEYS}),
@@ -575,9 +582,26 @@ def _choice(props: Mapping[str, Any], key: str, choices: tuple[str, ...]) -> str
 
 
 def _log_level(props: Mapping[str, Any]) -> str:
-    value = props.get(LOG_LEVEL, "INFO")
+    return _level_name(LOG_LEVEL, props.get(LOG_LEVEL, "INFO"))
+
+
+def _level_name(key: str, value: Any) -> str:
     level = LOG_LEVELS.get(value.strip().upper()) if isinstance(value, str) else None
     if level is None:
-        raise InvalidConfigError(f"{LOG_LEVEL}: expected one of DEBUG, INFO, WARN, ERROR, CRITICAL, "
-                                 f"got {value!r}")
+        raise InvalidConfigError(f"{key}: expected one of DEBUG, INFO, WARN, ERROR, CRITICAL, got {value!r}")
     return level
+
+
+def _logger_levels(props: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    value = props.get(LOGGER_LEVELS, "")
+    if not isinstance(value, str):
+        raise InvalidConfigError(f"{LOGGER_LEVELS}: expected NAME=LEVEL,..., got {value!r}")
+    levels = []
+    for item in (part.strip() for part in value.split(",")):
+        if not item:
+            continue
+        name, equals, level = item.partition("=")
+        if not equals or not _LOGGER_NAME.fullmatch(name.strip()):
+            raise InvalidConfigError(f"{LOGGER_LEVELS}: expected NAME=LEVEL (a dotted logger name), got {item!r}")
+        levels.append((name.strip(), _level_name(LOGGER_LEVELS, level)))
+    return tuple(levels)

@@ -195,9 +195,24 @@ class TransactionCoordinator(ShardedCoordinator[TxnShard]):
         finally:
             shard.writing -= ids
         if result.error == Error.NONE:
+            if log.isEnabledFor(logging.DEBUG):
+                self._log_decisions(shard, records, result.base_offset)
             self._start_markers(shard, records)
             return Error.NONE
         return client_error(result.error)
+
+    def _log_decisions(self, shard: TxnShard, records: list[TxnRecord], offset: int) -> None:
+        """One line per durable transition, with who caused an end: what a
+        chaos run's anomaly is traced back through (logger broker.transactions
+        at DEBUG, kraftlog.log.logger.levels)."""
+        for tid, value in records:
+            if value is None:
+                log.debug("%s-%d@%d epoch %d: %r expired", TXN_TOPIC, shard.index, offset, shard.leader_epoch, tid)
+                continue
+            txn = shard.machine.txns.get(tid)
+            log.debug("%s-%d@%d epoch %d: %r %s producer %d epoch %d, %d partitions (ended by %s)", TXN_TOPIC,
+                      shard.index, offset, shard.leader_epoch, tid, value.state.kafka_name, value.producer_id,
+                      value.producer_epoch, len(value.partitions), txn.ended_by.value if txn else "-")
 
     def _start_markers(self, shard: TxnShard, records: list[TxnRecord]) -> None:
         for record in records:

@@ -60,12 +60,14 @@ def test_every_setting_can_be_given():
         "metadata.log.max.record.bytes.between.snapshots": 4096,
         "metadata.log.segment.bytes": 1 << 20,
         "kraftlog.log.level": "warn",
+        "kraftlog.log.logger.levels": "broker.transactions=debug, broker.txn_markers=ERROR",
     })
     assert c.metadata_log_dir == "/meta"
     assert c.quorum == QuorumConfig(election_timeout_ms=500, fetch_timeout_ms=900, election_backoff_max_ms=300,
                                     request_timeout_ms=700, append_linger_ms=0, retry_backoff_ms=5)
     assert (c.max_bytes_between_snapshots, c.metadata_log_segment_bytes) == (4096, 1 << 20)
     assert c.log_level == "WARNING"
+    assert c.logger_levels == (("broker.transactions", "DEBUG"), ("broker.txn_markers", "ERROR"))
 
 
 def test_yaml_lists_and_texts_are_accepted_where_kafka_takes_comma_lists():
@@ -153,6 +155,10 @@ BAD = [
     ("metadata.log.segment.bytes", "big", ">= 1"),
     ("kraftlog.log.level", "LOUD", "DEBUG"),
     ("kraftlog.log.level", 10, "DEBUG"),
+    ("kraftlog.log.logger.levels", "broker.transactions", "NAME=LEVEL"),
+    ("kraftlog.log.logger.levels", "broker..x=INFO", "NAME=LEVEL"),
+    ("kraftlog.log.logger.levels", "broker=LOUD", "DEBUG"),
+    ("kraftlog.log.logger.levels", 5, "NAME=LEVEL"),
 ]
 
 
