@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import AsyncIterator, Callable, Generic, Optional, TypeVar
+from typing import AsyncIterator, Awaitable, Callable, Generic, Optional, TypeVar
 
 from kafka_protocol.batch import end_offset
 
 from .errors import Error
 from .partition import Partition
-from .produce import AppendOrigin, ProduceResult, append
+from .produce import AppendOrigin, ProduceResult, start_append
 from .replica_manager import ReplicaChanges, ReplicaManager
 from .waiting import Signal
 
@@ -189,16 +189,26 @@ class ShardedCoordinator(Generic[S]):
             raise error(Error.COORDINATOR_LOAD_IN_PROGRESS, f"{self.topic}-{index} is loading")
         return shard
 
-    async def append(self, shard: S, batches: bytes, timeout_ms: int, what: str, *,
-                     origin: AppendOrigin = AppendOrigin.COORDINATOR,
-                     on_refused: Optional[Callable[[], None]] = None,
-                     reload_when_unreplicated: bool = False) -> ProduceResult:
+    def append(self, shard: S, batches: bytes, timeout_ms: int, what: str, *,
+               origin: AppendOrigin = AppendOrigin.COORDINATOR,
+               on_refused: Optional[Callable[[], None]] = None,
+               reload_when_unreplicated: bool = False) -> Awaitable[ProduceResult]:
         """Append with acks=all and wait for the high watermark; on a refusal
         the shard reloads from the log (`on_refused` runs first). With
         `reload_when_unreplicated` also when the records reached the local log
         but not the ISR in time: the state is then what the log says, served
-        once replicated (`wait_replicated`), never the machine's guess."""
-        result = await append(self.replicas, self.topic, shard.index, batches, -1, timeout_ms, origin=origin)
+        once replicated (`wait_replicated`), never the machine's guess.
+        Runs to its end even when the request that asked for it is cancelled
+        (gRPC cancels a handler at its client's deadline): the machine holds
+        the change already, so a failure must still reload it. The records
+        are in the log when this returns (appended right where the machine
+        made them); the answer is awaited."""
+        answer = start_append(self.replicas, self.topic, shard.index, batches, -1, timeout_ms, origin)
+        return asyncio.shield(self._outcome(shard, answer, what, on_refused, reload_when_unreplicated))
+
+    async def _outcome(self, shard: S, answer: Awaitable[ProduceResult], what: str,
+                       on_refused: Optional[Callable[[], None]], reload_when_unreplicated: bool) -> ProduceResult:
+        result = await answer
         if result.error == Error.NONE:
             return result
         log.warning("%s-%d: appending %s failed: %s", self.topic, shard.index, what, result.message or result.error)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from typing import Optional
 
 from kraftlog_api import broker_pb2 as bpb
 from kafka_protocol.batch import NO_PRODUCER_ID, iter_headers
@@ -33,7 +34,7 @@ from .partition import NO_EPOCH, NO_LEADER, Partition
 from .producer_state import AppendOrigin
 from .replica_manager import ReplicaManager
 
-__all__ = ["ACKS", "AppendOrigin", "ProduceResult", "append", "handle_produce"]
+__all__ = ["ACKS", "AppendOrigin", "ProduceResult", "append", "handle_produce", "start_append"]
 
 ACKS = (0, 1, -1)
 
@@ -57,26 +58,60 @@ async def append(replicas: ReplicaManager, topic: str, index: int, records: byte
     REQUEST_TIMED_OUT after `timeout_ms` (the records stay in the log and
     may still be replicated: the outcome is unknown to the producer).
     A CLIENT's transactional batches are verified first (module docstring)."""
+    if origin is AppendOrigin.CLIENT:
+        partition = None
+        try:
+            partition = replicas.get(topic, index)
+            await _verify_transactions(replicas, partition, records, transactional_id)
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a per-partition error code
+            return _failed(replicas, topic, index, exc, partition)
+    return await start_append(replicas, topic, index, records, acks, timeout_ms, origin)
+
+
+def start_append(replicas: ReplicaManager, topic: str, index: int, records: bytes, acks: int, timeout_ms: int,
+                 origin: AppendOrigin = AppendOrigin.CLIENT) -> asyncio.Future[ProduceResult]:
+    """Append now, in the caller's step (a coordinator's records land in the
+    order its machine decided them), and return the answer to await: done at
+    once for acks 0 and 1 or a refusal; for acks=-1 a task of its own that
+    waits for the high watermark, so it ends (its waiter forgotten on a
+    timeout) whoever still awaits it."""
     partition = None
     try:
         if acks not in ACKS:
             raise BrokerError(Error.INVALID_REQUIRED_ACKS, f"acks={acks}: expected 0, 1 or -1")
         partition = replicas.get(topic, index)
-        if origin is AppendOrigin.CLIENT:
-            await _verify_transactions(replicas, partition, records, transactional_id)
         info = partition.append(records, acks, origin)
-        done = ProduceResult(base_offset=info.first_offset, log_start_offset=partition.log.log_start_offset)
-        if acks != -1:
-            return done
-        await wait_replicated(partition, info.last_offset + 1, timeout_ms)
-        return done
     except Exception as exc:  # noqa: BLE001 - every failure becomes a per-partition error code
-        err = as_broker_error(exc)
-        leader, epoch = NO_LEADER, NO_EPOCH
-        if err.error == Error.NOT_LEADER_OR_FOLLOWER:
-            leader, epoch = replicas.leader_hint(topic, index)
-        return ProduceResult(err.error, err.message, current_leader_id=leader, current_leader_epoch=epoch,
-                             log_start_offset=partition.log.log_start_offset if partition else -1)
+        return _ready(_failed(replicas, topic, index, exc, partition))
+    done = ProduceResult(base_offset=info.first_offset, log_start_offset=partition.log.log_start_offset)
+    if acks != -1:
+        return _ready(done)
+    return asyncio.ensure_future(_replicated(replicas, partition, info.last_offset + 1, timeout_ms, done))
+
+
+async def _replicated(replicas: ReplicaManager, partition: Partition, offset: int, timeout_ms: int,
+                      done: ProduceResult) -> ProduceResult:
+    try:
+        await wait_replicated(partition, offset, timeout_ms)
+    except Exception as exc:  # noqa: BLE001 - every failure becomes a per-partition error code
+        return _failed(replicas, partition.topic, partition.index, exc, partition)
+    return done
+
+
+def _ready(result: ProduceResult) -> asyncio.Future[ProduceResult]:
+    future: asyncio.Future[ProduceResult] = asyncio.get_running_loop().create_future()
+    future.set_result(result)
+    return future
+
+
+def _failed(replicas: ReplicaManager, topic: str, index: int, exc: Exception,
+            partition: Optional[Partition] = None) -> ProduceResult:
+    err = as_broker_error(exc)
+    leader, epoch = NO_LEADER, NO_EPOCH
+    if err.error == Error.NOT_LEADER_OR_FOLLOWER:
+        leader, epoch = replicas.leader_hint(topic, index)
+    return ProduceResult(err.error, err.message, current_leader_id=leader, current_leader_epoch=epoch,
+                         log_start_offset=partition.log.log_start_offset if partition else -1)
 
 
 async def wait_replicated(partition: Partition, offset: int, timeout_ms: int) -> None:

@@ -48,6 +48,17 @@ def client_settings(command_config: Optional[Path]) -> dict[str, str]:
     return security
 
 
+def check_topics(servers: str, settings: dict[str, str], topics: list[str]) -> None:
+    """Before Spark starts (a driver JVM takes seconds to launch): the brokers
+    answer and the input topics exist, so a wrong --bootstrap or topic name
+    fails at once, with the error the job's reader would give later."""
+    from .options import Subscription
+    from .topic_offsets import open_cluster, subscribed_partitions
+
+    with open_cluster(servers, parse_security(settings)) as cluster:
+        subscribed_partitions(cluster, Subscription("subscribe", topics=tuple(dict.fromkeys(topics))))
+
+
 def one_line(exc: BaseException) -> str:
     """The error as one line: Spark reports a data source's exception inside
     its own message, with the Python traceback; the last `SomeError: text`
@@ -74,6 +85,7 @@ def wordcount_command(
     from .jobs import session, word_table, wordcount
 
     servers, settings = bootstrap_from(bootstrap), client_settings(command_config)
+    check_topics(servers, settings, [source])
     spark = session("kraftlog-wordcount", master)
     wordcount(spark, servers, source, table, checkpoint, available_now=available_now, timeout_s=timeout,
               settings=settings)
@@ -94,6 +106,7 @@ def enrich_command(
     from .jobs import enrich, session
 
     servers, settings = bootstrap_from(bootstrap), client_settings(command_config)
+    check_topics(servers, settings, [events, reference])
     enrich(session("kraftlog-enrich", master), servers, events, reference, output, checkpoint,
            available_now=available_now, timeout_s=timeout, settings=settings)
 
@@ -116,6 +129,7 @@ def sql_command(
     from .jobs import session, sql
 
     servers, settings = bootstrap_from(bootstrap), client_settings(command_config)
+    check_topics(servers, settings, [spec.partition("=")[0] for spec in topic])
     result = sql(session("kraftlog-sql", master), servers, statement, topic, stream=stream, output=output,
                  checkpoint=checkpoint, available_now=available_now, timeout_s=timeout, settings=settings)
     if result is not None:

@@ -45,6 +45,7 @@ from ..coordinator_shards import Shard, ShardedCoordinator, client_error
 from ..coordinator_topics import InternalTopicCreator, coordinator_of
 from ..errors import BrokerError, Error
 from ..partition import Partition
+from ..produce import ProduceResult
 from ..replica_manager import ReplicaManager
 from .machine import NeedProducerId, TxnConfig, TxnError, TxnMachine
 from .markers import MarkerWriter
@@ -182,16 +183,29 @@ class TransactionCoordinator(ShardedCoordinator[TxnShard]):
         Markers start for every Prepare* record once it is durable. Any
         failure reloads the shard from the log (which is then served only
         once replicated): the machine moved ahead of the log, and a retried
-        request must not be answered from a state the ISR may never get."""
+        request must not be answered from a state the ISR may never get.
+
+        The write runs to its end even when the request that made it is
+        cancelled (gRPC cancels a handler at its client's deadline): the
+        machine already holds the change, so only the write's outcome may
+        release the ids or reload the shard. Cancelled halfway, the ids were
+        released with the change in the machine and nothing in the ISR, and
+        the client's retry was told "committed" by a coordinator cut off from
+        its followers (chaos seed 6: isolate-coordinator)."""
         if not records:
             return Error.NONE
         ids = {tid for tid, _ in records}
-        shard.writing |= ids
+        shard.writing |= ids  # no other request may read or change these ids until the outcome is known
+        now = self.clock()
+        batch = encode_batch([Record(*encode_record(r), timestamp=now) for r in records])
+        appended = self.append(shard, batch, self.append_timeout_ms, f"{len(records)} transaction records",
+                               reload_when_unreplicated=True)
+        return await asyncio.shield(self._written(shard, records, ids, appended))
+
+    async def _written(self, shard: TxnShard, records: list[TxnRecord], ids: set[str],
+                       appended: Awaitable[ProduceResult]) -> int:
         try:
-            now = self.clock()
-            batch = encode_batch([Record(*encode_record(r), timestamp=now) for r in records])
-            result = await self.append(shard, batch, self.append_timeout_ms, f"{len(records)} transaction records",
-                                       reload_when_unreplicated=True)
+            result = await appended
         finally:
             shard.writing -= ids
         if result.error == Error.NONE:

@@ -196,6 +196,50 @@ def test_an_end_the_isr_did_not_get_in_time_is_served_only_from_the_replicated_l
     run_world(tmp_path, body, txn_replicas=(1, 2))
 
 
+def test_an_end_whose_request_was_cancelled_is_still_decided_by_its_write(tmp_path) -> None:
+    """gRPC cancels a handler at its client's deadline. EndTxn's PrepareCommit
+    is in broker 1's log and the ISR (brokers 1 and 2) does not get it; the
+    handler is cancelled while it waits. The write goes on: the id stays
+    CONCURRENT_TRANSACTIONS until the append times out, then the shard
+    reloads and waits for the ISR - a retried EndTxn is never told
+    "committed" by a state only the machine holds (chaos seed 6, a
+    coordinator isolated from its followers and reached by its client)."""
+    async def body(w: World) -> None:
+        replicating = True
+
+        async def follower() -> None:
+            while True:
+                if replicating:
+                    await replicate(w.cluster, 2)
+                await asyncio.sleep(0.005)
+
+        task = asyncio.create_task(follower())
+        try:
+            pid = (await w.init()).producer_id
+            assert set(codes(await w.add(pid, 0)).values()) == {Error.NONE}
+            replicating = False
+            first = asyncio.create_task(w.end(pid, 0, True))
+            await until(lambda: HERE in w.coordinator.shards[0].writing)
+            first.cancel()  # the client's deadline passed
+            with pytest.raises(asyncio.CancelledError):
+                await first
+            retries = set()
+            for _ in range(40):  # 2 s, past append_timeout_ms (1 s)
+                retries.add((await w.end(pid, 0, True)).error_code)
+                await asyncio.sleep(0.05)
+            assert Error.NONE not in retries and Error.CONCURRENT_TRANSACTIONS in retries, retries
+            assert Error.COORDINATOR_LOAD_IN_PROGRESS in retries, retries  # reloaded, waiting for the ISR
+            assert w.deliveries.requests == []
+            replicating = True
+            await until(lambda: w.coordinator.shards[0].loaded and w.state() == TxnState.COMPLETE_COMMIT
+                        and not w.coordinator.shards[0].writing)
+            retried = await w.end(pid, 0, True)
+            assert (retried.error_code, retried.producer_epoch) == (Error.NONE, 1)
+        finally:
+            task.cancel()
+    run_world(tmp_path, body, txn_replicas=(1, 2))
+
+
 def test_markers_are_retried_until_acknowledged(tmp_path) -> None:
     async def body(w: World) -> None:
         init = await w.init()
