@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from typing import Callable
+from typing import Callable, Optional
 
 import pytest
 
@@ -114,6 +114,36 @@ async def until(condition: Callable[[], bool], timeout_s: float = 10.0) -> None:
     await asyncio.wait_for(wait(), timeout_s)
 
 
+class Follower:
+    """Broker 2 fetching __transaction_state-0 from broker 1 every 5 ms while `replicating`."""
+
+    def __init__(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        self.replicating = True
+        self._task: Optional[asyncio.Task[None]] = None
+
+    async def __aenter__(self) -> "Follower":
+        self._task = asyncio.create_task(self._run())
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+
+    async def _run(self) -> None:
+        while True:
+            if self.replicating:
+                await replicate(self.cluster, 2)
+            await asyncio.sleep(0.005)
+
+
+async def open_transaction(w: "World") -> int:
+    """InitProducerId and both partitions added: the producer id (epoch 0)."""
+    pid = (await w.init()).producer_id
+    assert set(codes(await w.add(pid, 0)).values()) == {Error.NONE}
+    return pid
+
+
 def codes(response: tpb.AddPartitionsToTxnResponse) -> dict[tuple[str, int], int]:
     return {(t.name, p.partition_index): p.error_code for t in response.results for p in t.results}
 
@@ -164,20 +194,9 @@ def test_an_end_the_isr_did_not_get_in_time_is_served_only_from_the_replicated_l
     record - never "committed" from a state the ISR might never get - and once
     it has, the markers go out and the retried EndTxn is told the commit."""
     async def body(w: World) -> None:
-        replicating = True
-
-        async def follower() -> None:
-            while True:
-                if replicating:
-                    await replicate(w.cluster, 2)
-                await asyncio.sleep(0.005)
-
-        task = asyncio.create_task(follower())
-        try:
-            init = await w.init()
-            pid = init.producer_id
-            assert set(codes(await w.add(pid, 0)).values()) == {Error.NONE}
-            replicating = False
+        async with Follower(w.cluster) as follower:
+            pid = await open_transaction(w)
+            follower.replicating = False
             first = asyncio.create_task(w.end(pid, 0, True))
             await until(lambda: HERE in w.coordinator.shards[0].writing)
             assert (await w.end(pid, 0, True)).error_code == Error.CONCURRENT_TRANSACTIONS
@@ -185,14 +204,12 @@ def test_an_end_the_isr_did_not_get_in_time_is_served_only_from_the_replicated_l
             await asyncio.sleep(0.5)  # the reload has replayed the log, and waits for the ISR
             assert (await w.end(pid, 0, True)).error_code == Error.COORDINATOR_LOAD_IN_PROGRESS
             assert w.deliveries.requests == []
-            replicating = True
+            follower.replicating = True
             await until(lambda: w.coordinator.shards[0].loaded and w.state() == TxnState.COMPLETE_COMMIT
                         and not w.coordinator.shards[0].writing)  # the CompleteCommit record replicated
             retried = await w.end(pid, 0, True)
             assert (retried.error_code, retried.producer_epoch) == (Error.NONE, 1)
             assert w.deliveries.partitions() == {(1, "events", 0), (2, "events", 1)}
-        finally:
-            task.cancel()
     run_world(tmp_path, body, txn_replicas=(1, 2))
 
 
@@ -205,19 +222,9 @@ def test_an_end_whose_request_was_cancelled_is_still_decided_by_its_write(tmp_pa
     "committed" by a state only the machine holds (chaos seed 6, a
     coordinator isolated from its followers and reached by its client)."""
     async def body(w: World) -> None:
-        replicating = True
-
-        async def follower() -> None:
-            while True:
-                if replicating:
-                    await replicate(w.cluster, 2)
-                await asyncio.sleep(0.005)
-
-        task = asyncio.create_task(follower())
-        try:
-            pid = (await w.init()).producer_id
-            assert set(codes(await w.add(pid, 0)).values()) == {Error.NONE}
-            replicating = False
+        async with Follower(w.cluster) as follower:
+            pid = await open_transaction(w)
+            follower.replicating = False
             first = asyncio.create_task(w.end(pid, 0, True))
             await until(lambda: HERE in w.coordinator.shards[0].writing)
             first.cancel()  # the client's deadline passed
@@ -230,13 +237,11 @@ def test_an_end_whose_request_was_cancelled_is_still_decided_by_its_write(tmp_pa
             assert Error.NONE not in retries and Error.CONCURRENT_TRANSACTIONS in retries, retries
             assert Error.COORDINATOR_LOAD_IN_PROGRESS in retries, retries  # reloaded, waiting for the ISR
             assert w.deliveries.requests == []
-            replicating = True
+            follower.replicating = True
             await until(lambda: w.coordinator.shards[0].loaded and w.state() == TxnState.COMPLETE_COMMIT
                         and not w.coordinator.shards[0].writing)
             retried = await w.end(pid, 0, True)
             assert (retried.error_code, retried.producer_epoch) == (Error.NONE, 1)
-        finally:
-            task.cancel()
     run_world(tmp_path, body, txn_replicas=(1, 2))
 
 
