@@ -21,13 +21,14 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from typing import Callable, Optional
-
-from cryptography import x509
+from typing import TYPE_CHECKING, Callable, Optional
 
 from kafka_protocol.errors import InvalidConfigError
 
 from .principal import KafkaPrincipal
+
+if TYPE_CHECKING:
+    from cryptography import x509
 
 SSL_PRINCIPAL_MAPPING_RULES = "ssl.principal.mapping.rules"
 DEFAULT_RULES = "DEFAULT"
@@ -162,15 +163,18 @@ def certificate_subject(certificate: x509.Certificate) -> str:
     return ",".join(rdns)
 
 
-_RFC2253_KEYWORDS = {
-    x509.NameOID.COMMON_NAME, x509.NameOID.LOCALITY_NAME, x509.NameOID.STATE_OR_PROVINCE_NAME,
-    x509.NameOID.ORGANIZATION_NAME, x509.NameOID.ORGANIZATIONAL_UNIT_NAME, x509.NameOID.COUNTRY_NAME,
-    x509.NameOID.STREET_ADDRESS, x509.NameOID.DOMAIN_COMPONENT, x509.NameOID.USER_ID,
-}
+@functools.cache
+def _rfc2253_keywords() -> frozenset:
+    # cryptography is imported only where certificates are read: it costs every client process 30 ms.
+    from cryptography import x509
+    oid = x509.NameOID
+    return frozenset({oid.COMMON_NAME, oid.LOCALITY_NAME, oid.STATE_OR_PROVINCE_NAME, oid.ORGANIZATION_NAME,
+                      oid.ORGANIZATIONAL_UNIT_NAME, oid.COUNTRY_NAME, oid.STREET_ADDRESS, oid.DOMAIN_COMPONENT,
+                      oid.USER_ID})
 
 
 def _rfc2253_attribute(attribute: x509.NameAttribute) -> str:
-    if attribute.oid in _RFC2253_KEYWORDS:
+    if attribute.oid in _rfc2253_keywords():
         return attribute.rfc4514_string()
     value = attribute.value if isinstance(attribute.value, bytes) else attribute.value.encode(_encoding(attribute))
     tag = attribute._type.value  # the ASN.1 string type's universal tag
@@ -197,4 +201,5 @@ def principal_from_certificate(pem: bytes, mapper: PrincipalMapper) -> KafkaPrin
     not PEM). Cached: the listener guard asks on every call of an mTLS
     connection (each follower fetch), and the peers' certificates are few;
     a refusal is not cached, it raises."""
+    from cryptography import x509
     return mapper.principal(certificate_subject(x509.load_pem_x509_certificate(pem)))

@@ -41,7 +41,6 @@ from .sasl_protocol import (
     MECHANISM_PLAIN, MECHANISMS, SASL_SERVICE, SESSION_METADATA_KEY, IllegalSaslStateError,
     SaslAuthenticationError, UnsupportedSaslMechanismError, refusal_reason,
 )
-from .scram import ScramClientExchange, plain_message
 from .scram_credentials import ScramMechanism
 
 AUTHENTICATE_TIMEOUT_S = 30.0
@@ -163,6 +162,9 @@ def _conversation(settings: SaslSettings) -> _Conversation:
 
     def authenticate_request(auth_bytes: bytes) -> _Rpc:
         return _Rpc("SaslAuthenticate", spb.SaslAuthenticateRequest(exchange_id=exchange_id, auth_bytes=auth_bytes))
+
+    # Imported here: scramp costs every client process 30 ms, and only SASL needs it.
+    from .scram import ScramClientExchange, plain_message
 
     if settings.mechanism == MECHANISM_PLAIN:
         answer = yield authenticate_request(plain_message(settings.username, settings.password))

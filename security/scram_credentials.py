@@ -12,8 +12,10 @@ import enum
 import hashlib
 import hmac
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import scramp
+if TYPE_CHECKING:
+    import scramp
 
 # Kafka's ScramMechanism bounds (ScramMechanism.minIterations/maxIterations):
 # fewer is too cheap to guess, more lets a hostile peer make the other spin.
@@ -46,6 +48,7 @@ class ScramMechanism(enum.IntEnum):
         raise ValueError(f"unknown SCRAM mechanism {name!r} (expected SCRAM-SHA-256 or SCRAM-SHA-512)")
 
     def scramp(self) -> scramp.ScramMechanism:
+        import scramp  # here: scramp costs every client process 30 ms, and only SCRAM needs it
         return scramp.ScramMechanism(self.mechanism_name)
 
 
@@ -92,5 +95,6 @@ def salted_password(mechanism: ScramMechanism, password: str, salt: bytes, itera
     """Hi(Normalize(password), salt, i) of RFC 5802, PBKDF2-HMAC: what a client
     sends in AlterUserScramCredentials instead of the password."""
     check_iterations(iterations)
+    import scramp.core
     normalized = scramp.core.saslprep(password).encode("utf-8")
     return hashlib.pbkdf2_hmac(mechanism.hash_name, normalized, salt, iterations)

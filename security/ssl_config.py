@@ -20,9 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
-from cryptography import x509
-from cryptography.hazmat.primitives import serialization
-
 from kafka_protocol.errors import InvalidConfigError
 
 from .principal_mapping import SSL_PRINCIPAL_MAPPING_RULES, PrincipalMapper, parse_rules
@@ -131,6 +128,10 @@ def keystore_material(pem: bytes, password: Optional[str], key: str = KEYSTORE_L
     """The key and certificate chain of PEM text holding both (a keystore
     file, or the inline key followed by the chain). An encrypted key is
     decrypted with `password`. Errors name the setting, never the key."""
+    # Imported here: cryptography costs every client process 30 ms, and only TLS needs it.
+    from cryptography import x509
+    from cryptography.hazmat.primitives import serialization
+
     key_blocks = [block for block in _pem_blocks(pem) if b"PRIVATE KEY-----" in block.splitlines()[0]]
     certificates = [block for block in _pem_blocks(pem) if block.startswith(b"-----BEGIN CERTIFICATE-----")]
     if len(key_blocks) != 1:
@@ -164,6 +165,8 @@ def keystore_material(pem: bytes, password: Optional[str], key: str = KEYSTORE_L
 
 def truststore_material(pem: bytes, key: str = TRUSTSTORE_LOCATION) -> bytes:
     """The CA certificates of PEM text (at least one, each readable)."""
+    from cryptography import x509
+
     certificates = [block for block in _pem_blocks(pem) if block.startswith(b"-----BEGIN CERTIFICATE-----")]
     if not certificates:
         raise InvalidConfigError(f"{key}: no PEM certificate")

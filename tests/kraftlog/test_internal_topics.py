@@ -117,11 +117,11 @@ def test_cluster_metadata_is_no_topic(cluster) -> None:
     assert fetch_error(cluster, CLUSTER_METADATA_TOPIC) == Error.UNKNOWN_TOPIC_OR_PARTITION
     fails(cluster, "topics", "create", CLUSTER_METADATA_TOPIC, "--partitions", "1", error="INVALID_REQUEST")
     # For the tools it is no topic at all (the raw requests above show what the broker answers).
-    # The tools wait for a topic they do not know (max.block.ms, default.api.timeout.ms: 60 s each); 5 s will do.
-    fails(cluster, "produce", CLUSTER_METADATA_TOPIC, "--partition", "0", "--producer-property", "max.block.ms=5000",
+    # The tools wait for a topic they do not know (max.block.ms, default.api.timeout.ms: 60 s each); 1.5 s will do.
+    fails(cluster, "produce", CLUSTER_METADATA_TOPIC, "--partition", "0", "--producer-property", "max.block.ms=1500",
           stdin="x\n", error="UNKNOWN_TOPIC_OR_PARTITION")
-    fails(cluster, "consume", CLUSTER_METADATA_TOPIC, "--partition", "0", "--offset", "0", "--timeout-ms", "3000",
-          "--consumer-property", "default.api.timeout.ms=5000", error="UNKNOWN_TOPIC_OR_PARTITION")
+    fails(cluster, "consume", CLUSTER_METADATA_TOPIC, "--partition", "0", "--offset", "0", "--timeout-ms", "1500",
+          "--consumer-property", "default.api.timeout.ms=1500", error="UNKNOWN_TOPIC_OR_PARTITION")
     fails(cluster, "topics", "delete", CLUSTER_METADATA_TOPIC, error="not allowed to be marked for deletion")
     # Nothing changed: no such topic, and every node's quorum log is where it was, none shorter.
     assert CLUSTER_METADATA_TOPIC not in topic_names(cluster)
@@ -153,7 +153,7 @@ def test_the_offsets_topic_is_the_brokers_own(cluster) -> None:
     produced = produce(cluster, GROUP_METADATA_TOPIC)
     assert (produced.error_code, produced.error_message) == (
         Error.INVALID_TOPIC_EXCEPTION, f"Cannot append to internal topic {GROUP_METADATA_TOPIC}")
-    fails(cluster, "produce", GROUP_METADATA_TOPIC, "--producer-property", "max.block.ms=5000", stdin="x\n",
+    fails(cluster, "produce", GROUP_METADATA_TOPIC, "--producer-property", "max.block.ms=1500", stdin="x\n",
           error="INVALID_TOPIC_EXCEPTION")
     fails(cluster, "topics", "delete", GROUP_METADATA_TOPIC,
           error=f"Topic {GROUP_METADATA_TOPIC} is a kafka internal topic and is not allowed to be marked for deletion.")
