@@ -47,7 +47,8 @@ from ..errors import BrokerError, Error
 from ..partition import Partition
 from ..produce import ProduceResult
 from ..replica_manager import ReplicaManager
-from .machine import NeedProducerId, TxnConfig, TxnError, TxnMachine
+from ..waiting import Signal
+from .machine import PREPARE, NeedProducerId, TxnConfig, TxnError, TxnMachine
 from .markers import MarkerWriter
 from .records import STATE_BY_NAME, TopicPartition, decode_record, encode_record
 from .records import Record as TxnRecord
@@ -56,6 +57,12 @@ log = logging.getLogger(__name__)
 
 TXN_TOPIC = TRANSACTION_STATE_TOPIC
 CREATE_TIMEOUT_S = 10.0
+# How long AddPartitionsToTxn and AddOffsetsToTxn wait at the coordinator for
+# the id's last transaction to settle (its markers written, its Complete*
+# record replicated) before answering CONCURRENT_TRANSACTIONS. A producer
+# starts its next transaction while the last one's markers are being
+# written; answered when they are, it saves the client's retry backoff.
+SETTLE_WAIT_S = 0.5
 
 T = TypeVar("T")
 
@@ -71,8 +78,15 @@ class TxnShard(Shard[TxnMachine]):
         # machine's until the ISR has them, so no request may read or change
         # it meanwhile (CONCURRENT_TRANSACTIONS, as Kafka's pending transition).
         self.writing: set[str] = set()
+        self.settled = Signal()  # a write's outcome is known
+
+    def busy(self, transactional_id: str) -> bool:
+        """A write of the id is in flight, or its last transaction is still being completed."""
+        value = self.machine.describe(transactional_id)
+        return transactional_id in self.writing or (value is not None and value.state in PREPARE)
 
     def cancel(self) -> list[asyncio.Task[None]]:
+        self.settled.fire()
         tasks = super().cancel() + list(self.markers)
         for task in self.markers:
             task.cancel()
@@ -208,6 +222,7 @@ class TransactionCoordinator(ShardedCoordinator[TxnShard]):
             result = await appended
         finally:
             shard.writing -= ids
+            shard.settled.fire()
         if result.error == Error.NONE:
             if log.isEnabledFor(logging.DEBUG):
                 self._log_decisions(shard, records, result.base_offset)
@@ -263,6 +278,25 @@ class TransactionCoordinator(ShardedCoordinator[TxnShard]):
                            f"an earlier request of {transactional_id!r} is still being written")
         return shard
 
+    async def settle(self, transactional_id: str) -> None:
+        """Until the id's shard has no write of it in flight and no transaction
+        of it being completed, for at most SETTLE_WAIT_S; then the request is
+        decided as usual (CONCURRENT_TRANSACTIONS if still busy)."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + SETTLE_WAIT_S
+        while True:
+            try:
+                shard = self.shard_at(self.coordinator_partition(transactional_id), TxnError)
+            except TxnError:
+                return  # the request's own routing answers
+            remaining = deadline - loop.time()
+            if not shard.busy(transactional_id) or remaining <= 0:
+                return
+            try:
+                await asyncio.wait_for(asyncio.shield(shard.settled.wait()), remaining)
+            except asyncio.TimeoutError:
+                return
+
     # -- requests --------------------------------------------------------------------------------
     async def init_producer_id(self, request: bpb.InitProducerIdRequest) -> bpb.InitProducerIdResponse:
         tid = request.transactional_id
@@ -291,6 +325,8 @@ class TransactionCoordinator(ShardedCoordinator[TxnShard]):
         image = self.replicas.image
         unknown = {tp for tp in wanted if image.topic(tp[0]) is None or tp[1] not in image.topic(tp[0]).partitions}
         try:
+            if not request.verify_only and request.transactional_id:
+                await self.settle(request.transactional_id)
             shard = self.shard_for(request.transactional_id)
             if request.verify_only:
                 codes = shard.machine.verify(request.transactional_id, request.producer_id, request.producer_epoch,
@@ -322,6 +358,8 @@ class TransactionCoordinator(ShardedCoordinator[TxnShard]):
         index = partition_for(request.group_id, self.partitions_of(GROUP_METADATA_TOPIC,
                                                                    self.config.offsets_topic_num_partitions))
         try:
+            if request.transactional_id:
+                await self.settle(request.transactional_id)
             shard = self.shard_for(request.transactional_id)
         except TxnError as exc:
             return tpb.AddOffsetsToTxnResponse(error_code=exc.code, error_message=exc.message)

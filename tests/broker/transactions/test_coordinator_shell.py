@@ -41,6 +41,7 @@ class Deliveries:
 
     def __init__(self, failures: int = 0) -> None:
         self.failures = failures
+        self.delay_s = 0.0  # each delivery takes this long
         self.requests: list[tuple[int, bpb.WriteTxnMarkersRequest]] = []
 
     def answer(self, broker_id: int, request: bpb.WriteTxnMarkersRequest) -> bpb.WriteTxnMarkersResponse:
@@ -74,9 +75,11 @@ class World:
 
     def new_coordinator(self) -> TransactionCoordinator:
         async def remote(broker_id, request):
+            await asyncio.sleep(self.deliveries.delay_s)
             return self.deliveries.answer(broker_id, request)
 
         async def local(request):
+            await asyncio.sleep(self.deliveries.delay_s)
             return self.deliveries.answer(1, request)
 
         async def new_id() -> int:
@@ -243,6 +246,27 @@ def test_an_end_whose_request_was_cancelled_is_still_decided_by_its_write(tmp_pa
             retried = await w.end(pid, 0, True)
             assert (retried.error_code, retried.producer_epoch) == (Error.NONE, 1)
     run_world(tmp_path, body, txn_replicas=(1, 2))
+
+
+def test_the_next_transaction_waits_for_the_last_ones_markers_then_for_its_retry(tmp_path) -> None:
+    """A producer's next AddPartitionsToTxn usually arrives while the last
+    transaction's markers are still being written: the coordinator answers
+    it once they are (SETTLE_WAIT_S at most), not CONCURRENT_TRANSACTIONS at
+    once; markers slower than that still get CONCURRENT_TRANSACTIONS."""
+    async def body(w: World) -> None:
+        pid = await open_transaction(w)
+        w.deliveries.delay_s = 0.2
+        assert (await w.end(pid, 0, True)).error_code == Error.NONE
+        assert w.state() == TxnState.PREPARE_COMMIT
+        added = await w.add(pid, 1)
+        assert set(codes(added).values()) == {Error.NONE} and w.state() == TxnState.ONGOING
+        w.deliveries.delay_s = 2.0  # past SETTLE_WAIT_S
+        assert (await w.end(pid, 1, False)).error_code == Error.NONE
+        assert set(codes(await w.add(pid, 2)).values()) == {Error.CONCURRENT_TRANSACTIONS}
+        assert (await w.coordinator.add_offsets(tpb.AddOffsetsToTxnRequest(
+            transactional_id=HERE, producer_id=pid, producer_epoch=2, group_id="g"))).error_code \
+            == Error.CONCURRENT_TRANSACTIONS
+    run_world(tmp_path, body)
 
 
 def test_markers_are_retried_until_acknowledged(tmp_path) -> None:
