@@ -7,7 +7,10 @@ heartbeats, and controlled shutdown.
   incarnation's session has not expired yet) resolves itself that way.
 - Heartbeat every `broker.heartbeat.interval.ms`, reporting how far the
   metadata image is applied. The controller unfences us once that reaches
-  our registration; `caught_up` is set at the first such answer (the
+  our registration; until a registration is first unfenced the heartbeats
+  come sooner (STARTING_HEARTBEAT_S, doubling up to the interval), so a
+  starting broker is not left fenced for a whole interval after it caught
+  up; `caught_up` is set at the first such answer (the
   broker publishes its image to the replicas from then on, as Kafka's
   broker waits for its initial catch-up). A STALE_BROKER_EPOCH or
   BROKER_ID_NOT_REGISTERED answer means our registration is gone:
@@ -39,6 +42,7 @@ from .controller_client import ControllerClient, ControllerUnavailable
 log = logging.getLogger(__name__)
 
 SHUTDOWN_HEARTBEAT_S = 0.25  # while a controlled shutdown waits for the controller
+STARTING_HEARTBEAT_S = 0.025  # the first wait while a registration is not yet unfenced
 # No quorum leader for this long (three of Kafka's default election
 # timeouts): no election is under way that could give one.
 NO_QUORUM_GIVE_UP_S = 3.0
@@ -64,6 +68,7 @@ class BrokerLifecycle:
         self.failure: Optional[str] = None
         self.failed = asyncio.Event()
         self._want_shut_down = False
+        self._starting_wait_s: Optional[float] = None  # set from registration until first unfenced
         self._shut_down = asyncio.Event()
         self._wake = asyncio.Event()
         self._stopping = False
@@ -127,8 +132,12 @@ class BrokerLifecycle:
             await self._sleep()
 
     async def _sleep(self) -> None:
-        interval = min(self.heartbeat_interval_s, SHUTDOWN_HEARTBEAT_S) if self._want_shut_down \
-            else self.heartbeat_interval_s
+        interval = self.heartbeat_interval_s
+        if self._want_shut_down:
+            interval = min(interval, SHUTDOWN_HEARTBEAT_S)
+        elif self._starting_wait_s is not None and self.broker_epoch >= 0:
+            interval = min(interval, self._starting_wait_s)
+            self._starting_wait_s *= 2
         self._wake.clear()
         try:
             await asyncio.wait_for(self._wake.wait(), interval)
@@ -149,6 +158,7 @@ class BrokerLifecycle:
             return
         if response.error_code == Error.NONE:
             self.broker_epoch = response.broker_epoch
+            self._starting_wait_s = STARTING_HEARTBEAT_S
             log.info("broker %d registered with controller %d: broker epoch %d, incarnation %s", self.broker_id,
                      response.controller_id, self.broker_epoch, self.incarnation_id)
         elif response.error_code == Error.INCONSISTENT_CLUSTER_ID:
@@ -179,6 +189,8 @@ class BrokerLifecycle:
             log.info("broker %d caught up with the metadata log (offset %d)", self.broker_id,
                      request.current_metadata_offset)
             self.caught_up.set()
+        if not response.is_fenced:
+            self._starting_wait_s = None
         if response.is_fenced != self.fenced:
             self.fenced = response.is_fenced
             log.info("broker %d is %s", self.broker_id, "fenced" if self.fenced else "unfenced")

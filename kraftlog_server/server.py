@@ -30,7 +30,7 @@ import signal
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -38,7 +38,6 @@ from grpc_reflection.v1alpha import reflection
 
 from kraftlog_api import metadata_pb2 as mpb
 
-from broker.server import BrokerServer, BrokerSettings
 from metadata_quorum import controller_service, transport
 from metadata_quorum.controller_service import ActiveController
 from metadata_quorum.image import Endpoint as RegisteredEndpoint
@@ -63,6 +62,9 @@ from security.tls import server_credentials
 from .metrics import NodeMetrics
 from .node_security import SaslServers, follow_acls
 from .server_config import Endpoint, ServerConfig, format_address
+
+if TYPE_CHECKING:  # imported where a broker is made: a controller-only node skips the broker's code (and numba)
+    from broker.server import BrokerServer, BrokerSettings
 
 log = logging.getLogger("kraftlog.server")
 
@@ -131,6 +133,7 @@ def new_listener(endpoint: Endpoint, config: ServerConfig, metrics: Optional[Nod
 
 
 def broker_settings(config: ServerConfig) -> BrokerSettings:
+    from broker.server import BrokerSettings
     return BrokerSettings(
         broker_id=config.node_id,
         cluster_id=config.cluster_id,
@@ -243,6 +246,7 @@ async def serve(config: ServerConfig) -> int:
     broker: Optional[BrokerServer] = None
     if config.is_broker:
         assert metadata is not None and logs is not None  # the config insists on the metadata image
+        from broker.server import BrokerServer
         broker = BrokerServer(broker_settings(config), logs, metadata, node.leader, access)
         if metrics is not None:
             metrics.add_broker(broker)
