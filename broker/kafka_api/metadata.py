@@ -1,0 +1,30 @@
+"""Metadata (v1-v8) through KafkaBrokerService.Metadata. The brokers listed
+are those with an endpoint of this same listener name, as a Kafka broker
+answers per listener (the service was made for this listener)."""
+from __future__ import annotations
+
+from typing import Any
+
+from kraftlog_api import broker_pb2 as bpb
+from kafka_protocol.internal_topics import is_internal
+from kafka_protocol.wire.codec import response_type
+from kafka_protocol.wire.entities import build
+
+from .context import KafkaCallContext
+
+
+async def serve(service: Any, request: Any, context: KafkaCallContext) -> Any:
+    # From v1 on, a null topic list is every topic and an empty one none.
+    every = request.topics is None
+    answer = await service.Metadata(bpb.MetadataRequest(
+        all_topics=every, topics=[] if every else [t.name for t in request.topics]), context)
+    return build(response_type(request), {
+        "throttle_time": 0, "cluster_id": answer.cluster_id, "controller_id": answer.controller_id,
+        "brokers": [{"node_id": b.node_id, "host": b.host, "port": b.port,
+                     "rack": b.rack if b.HasField("rack") else None} for b in answer.brokers],
+        "topics": [{"error_code": t.error_code, "name": t.name, "is_internal": is_internal(t.name),
+                    "partitions": [{"error_code": p.error_code, "partition_index": p.partition_index,
+                                    "leader_id": p.leader_id, "leader_epoch": p.leader_epoch,
+                                    "replica_nodes": tuple(p.replica_nodes), "isr_nodes": tuple(p.isr_nodes),
+                                    "offline_replicas": tuple(p.offline_replicas)} for p in t.partitions]}
+                   for t in answer.topics]})
