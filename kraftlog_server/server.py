@@ -374,7 +374,8 @@ def new_kafka_listener(endpoint: Endpoint, config: ServerConfig, broker: BrokerS
     from broker.kafka_api.apis import KafkaApis
     from broker.kafka_api.listener import KafkaListener
     return KafkaListener(endpoint.name, KafkaApis(broker.broker_service(endpoint.name)),
-                         max_request_bytes=config.socket_request_max_bytes)
+                         max_request_bytes=config.socket_request_max_bytes,
+                         idle_timeout_ms=config.connections_max_idle_ms)
 
 
 async def bind_kafka(endpoint: Endpoint, listener: KafkaListener) -> None:

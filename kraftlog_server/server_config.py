@@ -82,11 +82,15 @@ KAFKA_PROTOCOL_LISTENERS = "kraftlog.kafka.protocol.listeners"
 # The largest request a Kafka-protocol listener reads (Kafka's setting and default).
 SOCKET_REQUEST_MAX_BYTES = "socket.request.max.bytes"
 DEFAULT_SOCKET_REQUEST_MAX_BYTES = 104857600
+# How long a Kafka-protocol connection may send nothing (Kafka's setting and default).
+CONNECTIONS_MAX_IDLE_MS = "connections.max.idle.ms"
+DEFAULT_CONNECTIONS_MAX_IDLE_MS = 600000
 
 KNOWN_PROPERTIES = frozenset({
     NODE_ID, PROCESS_ROLES, CLUSTER_ID, VOTERS, LISTENERS, CONTROLLER_LISTENER_NAMES,
     LOG_DIRS, LOG_DIR, METADATA_LOG_DIR, MAX_BYTES_BETWEEN_SNAPSHOTS, METADATA_LOG_SEGMENT_BYTES,
     LOG_LEVEL, LOGGER_LEVELS, STATE_MACHINE, METRICS_LISTENER, KAFKA_PROTOCOL_LISTENERS, SOCKET_REQUEST_MAX_BYTES,
+    CONNECTIONS_MAX_IDLE_MS,
     ADVERTISED_LISTENERS, INTER_BROKER_LISTENER_NAME, BROKER_RACK,
     LISTENER_SECURITY_PROTOCOL_MAP, *NODE_SECURITY_PROPERTY_NAMES,
     *QUORUM_PROPERTY_NAMES, *CONTROLLER_PROPERTY_NAMES, *BROKER_PROPERTY_NAMES, *LOG_JOB_PROPERTY_NAMES,
@@ -149,6 +153,7 @@ class ServerConfig:
     metrics_listener: Optional[tuple[str, int]]  # (host, port); an empty host: every interface
     kafka_protocol_listeners: tuple[str, ...]  # broker listener names served in Kafka's protocol
     socket_request_max_bytes: int
+    connections_max_idle_ms: int
     # Listener name -> security protocol, for this node's listeners and the
     # ones it connects to (controller.listener.names, inter.broker.listener.name).
     security_protocols: dict[str, SecurityProtocol]
@@ -210,6 +215,8 @@ class ServerConfig:
             kafka_protocol_listeners=tuple(name.upper() for name in parse_list(props, KAFKA_PROTOCOL_LISTENERS)),
             socket_request_max_bytes=_int(props, SOCKET_REQUEST_MAX_BYTES, minimum=1,
                                           default=DEFAULT_SOCKET_REQUEST_MAX_BYTES),
+            connections_max_idle_ms=_int(props, CONNECTIONS_MAX_IDLE_MS, minimum=1,
+                                         default=DEFAULT_CONNECTIONS_MAX_IDLE_MS),
             security_protocols={},  # set below, once the listeners are known to be sound
             listener_ssl={},
             security=NodeSecuritySettings(),

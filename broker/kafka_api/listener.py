@@ -10,8 +10,11 @@ What closes a connection, with one log line, while everyone else is still
 served: a frame over `socket.request.max.bytes` (refused before it is
 read), one that does not decode, an API or version not served (except
 ApiVersions, answered with UNSUPPORTED_VERSION and the versions that are),
-a request the service refuses as a whole (the broker still starting), and
-a client that closes mid-frame.
+a request the service refuses as a whole (the broker still starting), a
+client that closes mid-frame, and one that sends nothing for
+`connections.max.idle.ms` - between requests (Kafka's idle connection) or
+within one (a slowloris: a frame must be whole within that time of its
+size prefix).
 
 The listener binds when the node starts (a taken port fails the start) and
 serves once the broker has caught up with the metadata log, as a Kafka
@@ -36,10 +39,11 @@ log = logging.getLogger("kraftlog.kafka_api")
 
 
 class KafkaListener:
-    def __init__(self, name: str, apis: KafkaApis, *, max_request_bytes: int) -> None:
+    def __init__(self, name: str, apis: KafkaApis, *, max_request_bytes: int, idle_timeout_ms: int) -> None:
         self.name = name
         self.apis = apis
         self.max_request_bytes = max_request_bytes
+        self.idle_timeout_s = idle_timeout_ms / 1000
         self._server: Optional[asyncio.Server] = None
         self._connections: set[asyncio.Task[None]] = set()
 
@@ -92,15 +96,19 @@ class KafkaListener:
         """Serve requests until the connection ends; why it ended, when that is worth a log line."""
         while True:
             try:
-                prefix = await reader.readexactly(SIZE_BYTES)
+                prefix = await asyncio.wait_for(reader.readexactly(SIZE_BYTES), self.idle_timeout_s)
             except asyncio.IncompleteReadError as exc:
                 return f"closed by the client within a frame's size ({len(exc.partial)} bytes)" if exc.partial else ""
+            except asyncio.TimeoutError:
+                return f"idle for connections.max.idle.ms ({self.idle_timeout_s * 1000:.0f} ms)"
             try:
                 size = frame_size(prefix, self.max_request_bytes)
-                frame = await reader.readexactly(size)
+                frame = await asyncio.wait_for(reader.readexactly(size), self.idle_timeout_s)
                 request = decode_request(frame)
             except asyncio.IncompleteReadError as exc:
                 return f"closed by the client {len(exc.partial)} bytes into a frame of {size}"
+            except asyncio.TimeoutError:
+                return f"a frame of {size} bytes not whole within connections.max.idle.ms"
             except UnsupportedRequest as exc:
                 if exc.api_key != API_VERSIONS:
                     return str(exc)

@@ -1,6 +1,10 @@
 """Metadata (v1-v8) through KafkaBrokerService.Metadata. The brokers listed
 are those with an endpoint of this same listener name, as a Kafka broker
-answers per listener (the service was made for this listener)."""
+answers per listener (the service was made for this listener).
+
+The controller id a Kafka client sees is a broker's, as in Kafka's KRaft
+mode: clients send admin requests to "the controller", and only brokers
+are reachable by them (they forward to the active controller)."""
 from __future__ import annotations
 
 from typing import Any
@@ -19,7 +23,7 @@ async def serve(service: Any, request: Any, context: KafkaCallContext) -> Any:
     answer = await service.Metadata(bpb.MetadataRequest(
         all_topics=every, topics=[] if every else [t.name for t in request.topics]), context)
     return build(response_type(request), {
-        "throttle_time": 0, "cluster_id": answer.cluster_id, "controller_id": answer.controller_id,
+        "throttle_time": 0, "cluster_id": answer.cluster_id, "controller_id": client_controller_id(answer),
         "brokers": [{"node_id": b.node_id, "host": b.host, "port": b.port,
                      "rack": b.rack if b.HasField("rack") else None} for b in answer.brokers],
         "topics": [{"error_code": t.error_code, "name": t.name, "is_internal": is_internal(t.name),
@@ -28,3 +32,12 @@ async def serve(service: Any, request: Any, context: KafkaCallContext) -> Any:
                                     "replica_nodes": tuple(p.replica_nodes), "isr_nodes": tuple(p.isr_nodes),
                                     "offline_replicas": tuple(p.offline_replicas)} for p in t.partitions]}
                    for t in answer.topics]})
+
+
+def client_controller_id(answer: bpb.MetadataResponse) -> int:
+    """The active controller when it is a listed broker (combined mode), else
+    the lowest listed broker (Kafka picks a random live one); -1 without any."""
+    listed = sorted(b.node_id for b in answer.brokers)
+    if answer.controller_id in listed:
+        return answer.controller_id
+    return listed[0] if listed else -1

@@ -22,9 +22,11 @@ from kraftlog_api import broker_pb2 as bpb
 from kafka_protocol.records import Record, encode_batch, iter_records
 from kafka_protocol.wire import codec, versions
 from kafka_protocol.wire.entities import build
-from kraftlog_server.server_config import KAFKA_PROTOCOL_LISTENERS, SOCKET_REQUEST_MAX_BYTES
+from kraftlog_server.server_config import (CONNECTIONS_MAX_IDLE_MS, KAFKA_PROTOCOL_LISTENERS,
+                                           SOCKET_REQUEST_MAX_BYTES)
 
 MAX_REQUEST_BYTES = 1 << 20
+IDLE_MS = 3000  # connections.max.idle.ms, short enough for a test to see it and long enough for kafka-python
 IO_TIMEOUT_S = 15  # bounds every socket read; never part of an assert
 IDLE_S = 10.0
 
@@ -34,7 +36,8 @@ def cluster(tmp_path_factory):
     with LocalCluster(tmp_path_factory.mktemp("kafka-listener"), controllers=1, brokers=2,
                       client_listener="PLAINTEXT",
                       properties={KAFKA_PROTOCOL_LISTENERS: "CLIENTS",
-                                  SOCKET_REQUEST_MAX_BYTES: MAX_REQUEST_BYTES}).running() as c:
+                                  SOCKET_REQUEST_MAX_BYTES: MAX_REQUEST_BYTES,
+                                  CONNECTIONS_MAX_IDLE_MS: IDLE_MS}).running() as c:
         yield c
 
 
@@ -231,7 +234,8 @@ def test_list_offsets_earliest_and_latest(cluster, topic):
 # -- acks=0, pipelining ----------------------------------------------------------------------
 
 def produce_request(topic: str, acks: int, values: list[bytes]) -> object:
-    batch = encode_batch([Record(None, v) for v in values])
+    now_ms = int(time.time() * 1000)
+    batch = encode_batch([Record(None, v, now_ms) for v in values])
     return request(versions.PRODUCE, 8, {"transactional_id": None, "acks": acks, "timeout": 10000, "topic_data": [
         {"name": topic, "partition_data": [{"index": 0, "records": batch}]}]})
 
@@ -267,7 +271,7 @@ def still_serving(cluster: LocalCluster) -> None:
     struct.pack(">i", 12) + b"\xff" * 12,                              # a garbage header
     struct.pack(">i", 10) + struct.pack(">hhih", 999, 0, 1, -1),       # an API nobody has
     struct.pack(">i", 10) + struct.pack(">hhih", versions.METADATA, 0, 1, -1),  # a version not served
-    struct.pack(">i", 16) + struct.pack(">hhih", versions.METADATA, 1, 1, -1) + b"\x00\x00",  # a truncated body
+    struct.pack(">i", 12) + struct.pack(">hhih", versions.METADATA, 1, 1, -1) + b"\x00\x00",  # a truncated body
 ], ids=["oversized", "negative-size", "garbage-header", "unknown-api", "unserved-version", "truncated-body"])
 def test_a_bad_frame_closes_only_its_connection(cluster, data):
     with RawKafka(kafka_address(cluster)) as bystander, RawKafka(kafka_address(cluster)) as raw:
@@ -308,3 +312,11 @@ def test_records_written_through_kafka_are_the_batches_sent(cluster):
     # past baseOffset (8) and the length (4), the leader epoch (4) is stamped: the rest is what was sent
     assert len(stored) == len(original) and stored[16:] == original[16:] and stored[8:12] == original[8:12]
     assert [r.value for r in iter_records(stored)] == values
+
+
+def test_a_slowloris_and_an_idle_connection_are_closed(cluster):
+    with RawKafka(kafka_address(cluster)) as idle, RawKafka(kafka_address(cluster)) as slow:
+        slow.send(struct.pack(">i", 100) + b"\x00")  # and never the rest
+        # (a read that outlasts IO_TIMEOUT_S raises instead: the broker must be the one closing)
+        assert slow.closed_by_broker() and idle.closed_by_broker()
+    still_serving(cluster)

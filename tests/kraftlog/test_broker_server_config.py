@@ -159,7 +159,7 @@ def test_kafka_protocol_listeners_name_broker_listeners():
     c = broker(KAFKA_BROKER)
     assert c.kafka_protocol_listeners == ("KAFKA",) and c.warnings == ()
     assert [c.is_kafka_protocol(e) for e in c.broker_listeners()] == [False, True]
-    assert c.socket_request_max_bytes == 104857600
+    assert c.socket_request_max_bytes == 104857600 and c.connections_max_idle_ms == 600000
     assert broker(KAFKA_BROKER, socket__request__max__bytes="1024").socket_request_max_bytes == 1024
     assert broker().kafka_protocol_listeners == ()
 
