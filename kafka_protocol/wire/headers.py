@@ -8,6 +8,10 @@ versions. Which version a request uses follows from its API and version
 client sends, but it reads. A response header is the correlation id (v0),
 then tagged fields (v1), except that ApiVersions always answers with v0 so
 that a client that sent a version the broker does not know can read it.
+
+Request headers are read here rather than by kio's reader: kio 0.6.5 refuses
+a tagged field it does not know, where KIP-482 has the receiver skip it
+(that is how a newer client adds header fields an older broker ignores).
 """
 from __future__ import annotations
 
@@ -16,18 +20,18 @@ import struct
 from dataclasses import dataclass
 from typing import Optional
 
-import kio.schema.request_header.v1 as request_header_v1
-import kio.schema.request_header.v2 as request_header_v2
 import kio.schema.response_header.v0 as response_header_v0
 import kio.schema.response_header.v1 as response_header_v1
-from kio.serial import entity_reader, entity_writer
+from kio.serial import entity_writer
 
+from ..errors import CorruptRecordError
+from ..varint import read_unsigned_varint
 from .errors import WireError
 from .framing import BytesLike
 
 FIXED = struct.Struct(">hhi")  # api key, api version, correlation id: every header starts so
+_STRING_SIZE = struct.Struct(">h")
 
-_REQUEST_HEADERS = {1: request_header_v1.RequestHeader, 2: request_header_v2.RequestHeader}
 _RESPONSE_HEADERS = {0: response_header_v0.ResponseHeader, 1: response_header_v1.ResponseHeader}
 
 
@@ -50,17 +54,47 @@ def peek(frame: BytesLike) -> tuple[int, int, int]:
 
 def decode_request_header(frame: BytesLike, version: int) -> tuple[RequestHeader, int]:
     """The header of `frame` in header `version`, and its size in bytes."""
-    api_key, api_version, correlation_id = peek(frame)
-    if version == 0:
-        return RequestHeader(api_key, api_version, correlation_id, None, 0), FIXED.size
-    kind = _REQUEST_HEADERS.get(version)
-    if kind is None:
+    if version not in (0, 1, 2):
         raise ValueError(f"request header version {version} does not exist")  # our bug, not the client's
+    api_key, api_version, correlation_id = peek(frame)
+    client_id, pos = None, FIXED.size
+    if version >= 1:
+        client_id, pos = _client_id(frame, pos)
+    if version >= 2:
+        pos = _skip_tagged_fields(frame, pos)
+    return RequestHeader(api_key, api_version, correlation_id, client_id, version), pos
+
+
+def _client_id(frame: BytesLike, pos: int) -> tuple[Optional[str], int]:
+    """The nullable int16-length UTF-8 string at `pos`, and the position after it."""
+    if pos + _STRING_SIZE.size > len(frame):
+        raise WireError("request header ends before its client id")
+    (size,) = _STRING_SIZE.unpack_from(frame, pos)
+    pos += _STRING_SIZE.size
+    if size == -1:
+        return None, pos
+    if size < 0 or pos + size > len(frame):
+        raise WireError(f"request header's client id of {size} bytes does not fit its frame")
     try:
-        header, size = entity_reader(kind)(frame, 0)
-    except Exception as exc:  # noqa: BLE001 - kio's reader fails in many ways on hostile bytes
-        raise WireError(f"malformed request header v{version}: {exc}") from None
-    return RequestHeader(api_key, api_version, correlation_id, header.client_id, version), size
+        return bytes(frame[pos:pos + size]).decode("utf-8"), pos + size
+    except UnicodeDecodeError:
+        raise WireError("request header's client id is not UTF-8") from None
+
+
+def _skip_tagged_fields(frame: BytesLike, pos: int) -> int:
+    """Past the tagged fields at `pos` (a count, then tag, size and bytes each):
+    the header has none that a broker reads."""
+    try:
+        count, pos = read_unsigned_varint(frame, pos)
+        for _ in range(count):
+            _, pos = read_unsigned_varint(frame, pos)
+            size, pos = read_unsigned_varint(frame, pos)
+            pos += size
+            if pos > len(frame):
+                raise WireError("a tagged field of the request header runs past its frame")
+    except CorruptRecordError:
+        raise WireError("the request header's tagged fields end too soon") from None
+    return pos
 
 
 def encode_response_header(buffer: io.BytesIO, correlation_id: int, version: int) -> None:

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 from kio.index import load_response_schema
 
+from ..errors import Errors
 from .entities import build
 
 
@@ -39,7 +40,7 @@ ADVERTISED: dict[int, ApiRange] = {
     INIT_PRODUCER_ID: ApiRange("InitProducerId", 0, 1),
 }
 
-UNSUPPORTED_VERSION = 35  # Kafka's error code
+UNSUPPORTED_VERSION = Errors.UNSUPPORTED_VERSION
 
 
 def is_served(api_key: int, api_version: int) -> bool:

@@ -19,6 +19,7 @@ from client.producer import Producer
 from devcluster.local_cluster import LocalCluster
 from devcluster.read_back import read_back
 from kraftlog_api import broker_pb2 as bpb
+from kafka_protocol.batch import iter_headers
 from kafka_protocol.records import Record, encode_batch, iter_records
 from kafka_protocol.wire import codec, versions
 from kafka_protocol.wire.entities import build
@@ -114,8 +115,8 @@ def test_kafka_python_negotiates_and_lists_topics(cluster, topic):
         assert negotiated == {key: (r.min_version, r.max_version) for key, r in versions.ADVERTISED.items()}
         assert topic in admin.list_topics()
         (described,) = admin.describe_topics([topic])
-        assert sorted(p["partition"] for p in described["partitions"]) == [0, 1]
-        assert all(p["leader"] in cluster.brokers for p in described["partitions"])
+        assert sorted(p["partition_index"] for p in described["partitions"]) == [0, 1]
+        assert all(p["leader_id"] in cluster.brokers for p in described["partitions"])
     finally:
         admin.close()
 
@@ -195,14 +196,25 @@ def test_the_grpc_producer_writes_and_kafka_python_reads_the_same_records(cluste
     assert [(m.key, m.value, list(m.headers)) for m in got] == [(k, v, h) for k, v, h in RECORDS]
 
 
-def test_fetch_answers_the_same_batch_bytes_on_both_listeners(cluster, topic):
-    leader = next(p.leader_id for p in cluster.wait_for_leaders(topic).partitions if p.partition_index == 0)
-    grpc_answer = cluster.broker_stub(leader).Fetch(bpb.FetchRequest(
+def grpc_fetch(cluster: LocalCluster, broker_id: int, topic: str, partition: int) -> bytes:
+    answer = cluster.broker_stub(broker_id).Fetch(bpb.FetchRequest(
         replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, topics=[bpb.FetchRequest.FetchTopic(
             topic=topic, partitions=[bpb.FetchRequest.FetchPartition(
-                partition=0, fetch_offset=0, current_leader_epoch=-1, last_fetched_epoch=-1,
+                partition=partition, fetch_offset=0, current_leader_epoch=-1, last_fetched_epoch=-1,
                 partition_max_bytes=1 << 20)])]), timeout=10)
-    grpc_bytes = bytes(grpc_answer.responses[0].partitions[0].records)
+    return bytes(answer.responses[0].partitions[0].records)
+
+
+def test_kafka_pythons_batches_are_idempotent(cluster, topic):
+    """kafka-python 3 is idempotent by default: InitProducerId gave it an id."""
+    leader = next(p.leader_id for p in cluster.wait_for_leaders(topic).partitions if p.partition_index == 0)
+    batches = [h for _, h in iter_headers(grpc_fetch(cluster, leader, topic, 0))]
+    assert batches and all(h.producer_id >= 0 and h.base_sequence >= 0 for h in batches)
+
+
+def test_fetch_answers_the_same_batch_bytes_on_both_listeners(cluster, topic):
+    leader = next(p.leader_id for p in cluster.wait_for_leaders(topic).partitions if p.partition_index == 0)
+    grpc_bytes = grpc_fetch(cluster, leader, topic, 0)
     assert grpc_bytes, "the earlier tests wrote records here"
     with RawKafka(kafka_address(cluster, leader)) as raw:
         for version in (4, 11):
@@ -245,12 +257,13 @@ def test_acks_0_gets_no_answer_and_pipelined_requests_answer_in_order(cluster):
     leader = cluster.wait_for_leaders("acks-zero").partitions[0].leader_id
     with RawKafka(kafka_address(cluster, leader)) as raw:
         # three requests in one write: Produce acks=0, ApiVersions, Produce acks=1
+        acked = produce_request("acks-zero", 1, [b"c"])
         raw.send(codec.encode_request(produce_request("acks-zero", 0, [b"a", b"b"]), 1)
                  + codec.encode_request(api_versions(), 2)
-                 + codec.encode_request(produce_request("acks-zero", 1, [b"c"]), 3))
+                 + codec.encode_request(acked, 3))
         correlation_id, _ = raw.answer(codec.response_type(api_versions()))
         assert correlation_id == 2  # nothing came for 1
-        correlation_id, produced = raw.answer(codec.response_type(produce_request("acks-zero", 1, [])))
+        correlation_id, produced = raw.answer(codec.response_type(acked))
         assert correlation_id == 3
         (partition,) = produced.responses[0].partition_responses
         assert partition.error_code == ErrorCode.none and partition.base_offset == 2  # after the acks=0 batch

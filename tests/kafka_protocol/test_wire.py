@@ -66,6 +66,18 @@ def test_request_header_v2_skips_unknown_tagged_fields():
     assert header == headers.RequestHeader(18, 3, 9, "id", 2) and size == len(frame)
 
 
+@pytest.mark.parametrize("frame", [
+    struct.pack(">hhih", 18, 3, 9, -1),                             # no tagged-field count
+    struct.pack(">hhih", 18, 3, 9, -1) + bytes([1, 5, 9]) + b"zz",  # a tagged field past the frame
+    struct.pack(">hhih", 18, 3, 9, -1) + bytes([0x80]),             # a varint that never ends
+    struct.pack(">hhih", 18, 3, 9, 2) + b"\xff\xfe" + bytes([0]),    # a client id that is not UTF-8
+    struct.pack(">hhih", 18, 3, 9, -2) + bytes([0]),                # a negative client id size
+])
+def test_a_bad_v2_header_is_a_wire_error(frame):
+    with pytest.raises(WireError):
+        headers.decode_request_header(frame, 2)
+
+
 def test_request_header_v0_has_no_client_id():
     header, size = headers.decode_request_header(struct.pack(">hhi", 7, 0, 5) + b"body", 0)
     assert header == headers.RequestHeader(7, 0, 5, None, 0) and size == 8

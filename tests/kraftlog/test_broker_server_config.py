@@ -167,8 +167,8 @@ def test_kafka_protocol_listeners_name_broker_listeners():
 @pytest.mark.parametrize("changes, problem", [
     ({"kraftlog.kafka.protocol.listeners": "NOPE"}, "NOPE is not a broker listener"),
     ({"kraftlog.kafka.protocol.listeners": "PLAINTEXT"}, "PLAINTEXT is inter.broker.listener.name"),
-    ({"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,KAFKA:SSL"},
-     "KAFKA is SSL; Kafka-protocol listeners are PLAINTEXT only"),
+    ({"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,KAFKA:SASL_PLAINTEXT"},
+     "KAFKA is SASL_PLAINTEXT; Kafka-protocol listeners are PLAINTEXT only"),
     ({"socket.request.max.bytes": 0}, "socket.request.max.bytes: expected an integer >= 1"),
 ])
 def test_kafka_protocol_listeners_refused(changes, problem):
@@ -176,7 +176,8 @@ def test_kafka_protocol_listeners_refused(changes, problem):
         broker({**KAFKA_BROKER, **changes})
     message = str(caught.value)
     assert problem in message and "\n" not in message
-    assert message.startswith(("kraftlog.kafka.protocol.listeners: ", "socket.request.max.bytes: "))
+    assert message.startswith(("INVALID_CONFIG: kraftlog.kafka.protocol.listeners: ",
+                               "INVALID_CONFIG: socket.request.max.bytes: "))
 
 
 def test_a_controller_listener_cannot_speak_kafkas_protocol():
