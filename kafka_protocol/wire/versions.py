@@ -4,7 +4,8 @@ A client uses, per API, the highest version both sides know. Up to the last
 version before flexible versions (compact strings, tagged fields) is what
 librdkafka 2.x, kafka-python 2.x/3.x and aiokafka all settle on, so those
 are served first; ApiVersions itself up to v4, as kafka-python 3.x asks for
-it first. The minimums are the first version each client still sends (a
+it first, and Metadata up to v12 (flexible from v9; topic ids from v10),
+which kafka-python 3.x then uses. The minimums are the first version each client still sends (a
 record batch v2 needs Produce >= 3 and Fetch >= 4; librdkafka uses the v2
 format only when those are advertised), and a minimum is never raised later:
 a client that sees its version dropped gives up.
@@ -35,7 +36,7 @@ ADVERTISED: dict[int, ApiRange] = {
     PRODUCE: ApiRange("Produce", 3, 8),
     FETCH: ApiRange("Fetch", 4, 11),
     LIST_OFFSETS: ApiRange("ListOffsets", 1, 5),
-    METADATA: ApiRange("Metadata", 1, 8),
+    METADATA: ApiRange("Metadata", 1, 12),
     API_VERSIONS: ApiRange("ApiVersions", 0, 4),
     INIT_PRODUCER_ID: ApiRange("InitProducerId", 0, 1),
 }

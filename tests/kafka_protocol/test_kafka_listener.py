@@ -9,6 +9,7 @@ from __future__ import annotations
 import socket
 import struct
 import time
+import uuid
 
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
@@ -136,7 +137,7 @@ def test_api_versions_at_every_version_and_past_the_last(cluster):
         assert raw.call(api_versions(0), correlation_id=100).error_code == ErrorCode.none
 
 
-@pytest.mark.parametrize("version", [1, 8])
+@pytest.mark.parametrize("version", [1, 8, 9, 12])
 def test_metadata_lists_every_brokers_kafka_endpoint(cluster, topic, version):
     with RawKafka(kafka_address(cluster)) as raw:
         answer = raw.call(request(versions.METADATA, version, {
@@ -146,6 +147,19 @@ def test_metadata_lists_every_brokers_kafka_endpoint(cluster, topic, version):
     (found,) = [t for t in answer.topics if t.name == topic]
     assert found.error_code == ErrorCode.none and len(found.partitions) == 2
     assert all(len(p.replica_nodes) == 2 for p in found.partitions)
+    if version >= 10:
+        grpc_topic = cluster.metadata(topics=[topic]).topics[0]
+        assert found.topic_id.bytes == grpc_topic.topic_id
+
+
+def test_metadata_by_topic_id_alone_is_unknown_topic_id(cluster):
+    unknown = uuid.UUID(int=12345)
+    with RawKafka(kafka_address(cluster)) as raw:
+        answer = raw.call(request(versions.METADATA, 12, {
+            "topics": [{"topic_id": unknown, "name": None}], "allow_auto_topic_creation": False,
+            "include_topic_authorized_operations": False}))
+    (found,) = answer.topics
+    assert (found.error_code, found.name, found.topic_id) == (ErrorCode.unknown_topic_id, None, unknown)
 
 
 # -- records through one protocol, read through the other ----------------------------------
