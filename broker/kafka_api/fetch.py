@@ -1,4 +1,4 @@
-"""Fetch (v4-v11) through KafkaBrokerService.Fetch. The service answers with
+"""Fetch (v4-v12) through KafkaBrokerService.Fetch. The service answers with
 its protobuf encoding, record batches spliced in; they are taken out as
 views of it (kafka_protocol/fetch_framing.py) and written into the Kafka
 answer without being parsed.
@@ -20,6 +20,7 @@ from .context import KafkaCallContext
 
 READ_COMMITTED = 1
 NO_EPOCH = -1
+NEW_LEADER_ERRORS = (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH)
 
 
 async def serve(service: Any, request: Any, context: KafkaCallContext) -> Any:
@@ -45,5 +46,8 @@ async def serve(service: Any, request: Any, context: KafkaCallContext) -> Any:
              # Kafka's null for read_uncommitted consumers, who have nothing to drop.
              "aborted_transactions": ([{"producer_id": a.producer_id, "first_offset": a.first_offset}
                                        for a in p.aborted_transactions] if committed else None),
-             "preferred_read_replica": -1, "records": p.records}
+             "preferred_read_replica": -1, "records": p.records,
+             # v12 on: who leads now, so the client need not wait for new metadata
+             **({"current_leader": {"leader_id": p.current_leader_id, "leader_epoch": p.current_leader_epoch}}
+                if p.error_code in NEW_LEADER_ERRORS else {})}
             for p in t.partitions]} for t in answer.responses]})

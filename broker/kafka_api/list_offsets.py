@@ -1,4 +1,4 @@
-"""ListOffsets (v1-v5) through KafkaBrokerService.ListOffsets."""
+"""ListOffsets (v1-v6) through KafkaBrokerService.ListOffsets."""
 from __future__ import annotations
 
 from typing import Any

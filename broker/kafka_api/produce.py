@@ -1,4 +1,4 @@
-"""Produce (v3-v8) through KafkaBrokerService.Produce: the record batches
+"""Produce (v3-v9) through KafkaBrokerService.Produce: the record batches
 go to the broker as the client sent them. acks=0 is answered with nothing
 at all, as Kafka does (the client expects no response)."""
 from __future__ import annotations

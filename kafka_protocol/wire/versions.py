@@ -2,15 +2,16 @@
 
 A client uses, per API, the highest version both sides know. Up to the last
 version before flexible versions (compact strings, tagged fields) is what
-librdkafka 2.x, kafka-python 2.x/3.x and aiokafka all settle on, so those
-are served first; ApiVersions itself up to v4, as kafka-python 3.x asks for
-it first, and Metadata up to v12 (flexible from v9; topic ids from v10),
-which kafka-python 3.x then uses. The minimums are the first version each client still sends (a
+librdkafka 2.x, kafka-python 2.x and aiokafka settle on; kafka-python 3.x
+goes further, and each API is served up to the first flexible version(s)
+it asks for: ApiVersions 4, Metadata 12 (flexible from 9, topic ids from
+10), Produce 9, Fetch 12, ListOffsets 6. The minimums are the first version each client still sends (a
 record batch v2 needs Produce >= 3 and Fetch >= 4; librdkafka uses the v2
 format only when those are advertised), and a minimum is never raised later:
 a client that sees its version dropped gives up.
 
-Fetch stops at 11: from 13 on a fetch names topics by id.
+Fetch stops at 12: from 13 on a fetch names topics by id. ListOffsets
+stops at 6: 7 brings the max-timestamp query (-3) the broker does not answer.
 """
 from __future__ import annotations
 
@@ -33,9 +34,9 @@ PRODUCE, FETCH, LIST_OFFSETS, METADATA, API_VERSIONS, INIT_PRODUCER_ID = 0, 1, 2
 # api key -> what is served; an API not here is not advertised and a request
 # of it closes the connection.
 ADVERTISED: dict[int, ApiRange] = {
-    PRODUCE: ApiRange("Produce", 3, 8),
-    FETCH: ApiRange("Fetch", 4, 11),
-    LIST_OFFSETS: ApiRange("ListOffsets", 1, 5),
+    PRODUCE: ApiRange("Produce", 3, 9),
+    FETCH: ApiRange("Fetch", 4, 12),
+    LIST_OFFSETS: ApiRange("ListOffsets", 1, 6),
     METADATA: ApiRange("Metadata", 1, 12),
     API_VERSIONS: ApiRange("ApiVersions", 0, 4),
     INIT_PRODUCER_ID: ApiRange("InitProducerId", 0, 1),

@@ -231,7 +231,7 @@ def test_fetch_answers_the_same_batch_bytes_on_both_listeners(cluster, topic):
     grpc_bytes = grpc_fetch(cluster, leader, topic, 0)
     assert grpc_bytes, "the earlier tests wrote records here"
     with RawKafka(kafka_address(cluster, leader)) as raw:
-        for version in (4, 11):
+        for version in (4, 11, 12):
             answer = raw.call(request(versions.FETCH, version, {
                 "replica_id": -1, "max_wait": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
                 "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
@@ -245,7 +245,7 @@ def test_fetch_answers_the_same_batch_bytes_on_both_listeners(cluster, topic):
 def test_list_offsets_earliest_and_latest(cluster, topic):
     leader = next(p.leader_id for p in cluster.wait_for_leaders(topic).partitions if p.partition_index == 1)
     with RawKafka(kafka_address(cluster, leader)) as raw:
-        for version in (1, 5):
+        for version in (1, 5, 6):
             offsets = []
             for timestamp in (-2, -1):
                 answer = raw.call(request(versions.LIST_OFFSETS, version, {
@@ -259,10 +259,10 @@ def test_list_offsets_earliest_and_latest(cluster, topic):
 
 # -- acks=0, pipelining ----------------------------------------------------------------------
 
-def produce_request(topic: str, acks: int, values: list[bytes]) -> object:
+def produce_request(topic: str, acks: int, values: list[bytes], version: int = 9) -> object:
     now_ms = int(time.time() * 1000)
     batch = encode_batch([Record(None, v, now_ms) for v in values])
-    return request(versions.PRODUCE, 8, {"transactional_id": None, "acks": acks, "timeout": 10000, "topic_data": [
+    return request(versions.PRODUCE, version, {"transactional_id": None, "acks": acks, "timeout": 10000, "topic_data": [
         {"name": topic, "partition_data": [{"index": 0, "records": batch}]}]})
 
 
@@ -324,7 +324,7 @@ def test_records_written_through_kafka_are_the_batches_sent(cluster):
     cluster.create_topic("kafka-bytes", 1, 1)
     leader = cluster.wait_for_leaders("kafka-bytes").partitions[0].leader_id
     values = [b"x" * 10, b"y" * 20]
-    sent = produce_request("kafka-bytes", -1, values)
+    sent = produce_request("kafka-bytes", -1, values, version=3)
     with RawKafka(kafka_address(cluster, leader)) as raw:
         answer = raw.call(sent)
         assert answer.responses[0].partition_responses[0].error_code == ErrorCode.none

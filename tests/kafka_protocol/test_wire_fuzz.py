@@ -24,6 +24,9 @@ SAMPLES = [
         "session_id": 0, "session_epoch": -1, "rack_id": "", "forgotten_topics_data": [], "topics": [
             {"topic": "t", "partitions": [{"partition": 0, "current_leader_epoch": -1, "fetch_offset": 0,
                                            "log_start_offset": -1, "partition_max_bytes": 1 << 20}]}]}), 2)[4:],
+    codec.encode_request(build(codec.request_type(versions.PRODUCE, 9), {  # flexible: compact strings, tags
+        "transactional_id": "txn", "acks": 1, "timeout": 1000, "topic_data": [
+            {"name": "topic", "partition_data": [{"index": 3, "records": b"\x01" * 40}]}]}), 4, "c")[4:],
     codec.encode_request(build(codec.request_type(versions.API_VERSIONS, 3), {
         "client_software_name": "x", "client_software_version": "1"}), 3)[4:],
 ]
