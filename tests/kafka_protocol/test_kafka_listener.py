@@ -347,3 +347,31 @@ def test_a_slowloris_and_an_idle_connection_are_closed(cluster):
         # (a read that outlasts IO_TIMEOUT_S raises instead: the broker must be the one closing)
         assert slow.closed_by_broker() and idle.closed_by_broker()
     still_serving(cluster)
+
+
+# -- requests a client may send but the broker refuses, per partition or per request -----------
+
+def fetch_request(topic: str, session_id: int = 0) -> object:
+    return request(versions.FETCH, 12, {
+        "replica_id": -1, "max_wait": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
+        "session_id": session_id, "session_epoch": 3 if session_id else -1, "forgotten_topics_data": [],
+        "rack_id": "", "topics": [{"topic": topic, "partitions": [{"partition": 0, "current_leader_epoch": -1,
+                                                                   "fetch_offset": 0, "log_start_offset": -1,
+                                                                   "partition_max_bytes": 1 << 20}]}]})
+
+
+def test_refusals_answer_with_kafkas_codes_and_keep_the_connection(cluster):
+    with RawKafka(kafka_address(cluster)) as raw:
+        # a fetch session this broker never made (it keeps none)
+        assert raw.call(fetch_request("kafka-wire", session_id=42)).error_code == ErrorCode.fetch_session_id_not_found
+        # clients may not write to an internal topic
+        produced = raw.call(produce_request("__consumer_offsets", 1, [b"x"]))
+        assert produced.responses[0].partition_responses[0].error_code == ErrorCode.invalid_topic_exception
+        # a topic nobody made
+        fetched = raw.call(fetch_request("no-such-topic"))
+        assert fetched.responses[0].partitions[0].error_code == ErrorCode.unknown_topic_or_partition
+        meta = raw.call(request(versions.METADATA, 12, {"topics": [{"topic_id": None, "name": "no-such-topic"}],
+                                                        "allow_auto_topic_creation": True,
+                                                        "include_topic_authorized_operations": False}))
+        assert [(t.name, t.error_code) for t in meta.topics] == [("no-such-topic", ErrorCode.unknown_topic_or_partition)]
+        assert raw.call(api_versions()).error_code == ErrorCode.none  # still open
