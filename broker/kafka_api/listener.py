@@ -51,11 +51,6 @@ class KafkaListener:
         """Listen on host:port (every interface for an empty host); raises OSError."""
         self._server = await asyncio.start_server(self._connection, host or None, port, start_serving=False)
 
-    @property
-    def port(self) -> int:
-        assert self._server is not None
-        return self._server.sockets[0].getsockname()[1]
-
     async def serve_when(self, ready: asyncio.Event) -> None:
         await ready.wait()
         assert self._server is not None
