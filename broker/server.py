@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Awaitable, Callable, Optional
+from typing import Any, Awaitable, Callable, Optional
 
 import grpc
 
@@ -176,17 +176,27 @@ class BrokerServer:
     async def _write_local_markers(self, request: bpb.WriteTxnMarkersRequest) -> bpb.WriteTxnMarkersResponse:
         return await write_txn_markers(self.replicas, request, self.settings.request_timeout_ms)
 
-    def add_services(self, server: grpc.aio.Server, listener: str) -> tuple[str, ...]:
-        """Serve KafkaBroker, GroupCoordinator and TransactionCoordinator for
-        clients of `listener` on `server`; the service names."""
-        # Every client RPC of both services is measured against request_percentage and held while muted.
-        quota = RequestQuota(self.quotas, lambda: self.replicas.image.client_quotas, self.access)
-        service.add_to_server(server, quota.metered(service.KafkaBrokerService(
+    def _request_quota(self) -> RequestQuota:
+        return RequestQuota(self.quotas, lambda: self.replicas.image.client_quotas, self.access)
+
+    def broker_service(self, listener: str, quota: Optional[RequestQuota] = None) -> Any:
+        """The KafkaBroker service for clients of `listener`, each method
+        measured against request_percentage and held while muted: what a gRPC
+        listener serves, and what a Kafka-protocol listener calls (broker/kafka_api/)."""
+        quota = quota or self._request_quota()
+        return quota.metered(service.KafkaBrokerService(
             self.replicas, self.controllers, cluster_id=self.settings.cluster_id, listener=listener,
             ready=lambda: self.published, controller_id=self.controller_id,
             forward_timeout_s=self.settings.request_timeout_ms / 1000, producer_ids=self.producer_ids,
             access=self.access, quotas=self.quotas, transactions=self.transactions,
-            txn_request_timeout_ms=self.settings.request_timeout_ms), service.SERVICE))
+            txn_request_timeout_ms=self.settings.request_timeout_ms), service.SERVICE)
+
+    def add_services(self, server: grpc.aio.Server, listener: str) -> tuple[str, ...]:
+        """Serve KafkaBroker, GroupCoordinator and TransactionCoordinator for
+        clients of `listener` on `server`; the service names."""
+        # Every client RPC of the services is measured against request_percentage and held while muted.
+        quota = self._request_quota()
+        service.add_to_server(server, self.broker_service(listener, quota))
         group_service.add_to_server(server, quota.metered(group_service.GroupCoordinatorService(
             self.groups, listener=listener, ready=lambda: self.published, access=self.access,
             transactions=self.transactions), group_service.SERVICE))

@@ -349,9 +349,10 @@ def wait_for_leader(plans: tuple[NodePlan, ...], timeout: float) -> dict[str, An
 
 
 def broker_bootstrap(plans: Iterable[NodePlan]) -> str:
-    """HOST:PORT,... of every broker's first advertised listener ("" without brokers)."""
+    """HOST:PORT,... of every broker's first advertised gRPC listener ("" without brokers)."""
     return ",".join(f"{e.host}:{e.port}" for plan in plans if plan.config.is_broker
-                    for e in plan.config.advertised_listeners[:1])
+                    for e in [e for e in plan.config.advertised_listeners
+                              if not plan.config.is_kafka_protocol(e)][:1])
 
 
 def wait_for_brokers(plans: tuple[NodePlan, ...], timeout: float) -> list[int]:

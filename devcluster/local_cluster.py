@@ -53,7 +53,10 @@ class LocalCluster(LocalProcesses):
         between nodes; `client_properties` are the settings a client needs.
         `client_listener` (a security protocol, e.g. SASL_SSL) gives each
         broker a second listener, CLIENTS, for clients only (on its host's
-        address): `client_addresses`, and `client_bootstrap` to reach them."""
+        address): `client_addresses`, and `client_bootstrap` to reach them.
+        With `kraftlog.kafka.protocol.listeners: CLIENTS` in `properties`
+        (and a PLAINTEXT `client_listener`), that listener speaks Kafka's
+        binary protocol, for Kafka's own clients."""
         nodes: list[dict[str, Any]] = []
         self.controller_addresses: dict[int, str] = {}
         self.broker_addresses: dict[int, str] = {}

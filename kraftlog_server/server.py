@@ -9,7 +9,9 @@ metadata log from the voters. Above it, the roles:
   in the records-only test and benchmark mode, the QuorumLog service
   instead (metadata_quorum/records_only/);
 - broker: on each broker listener, the KafkaBroker service, fed by the
-  same node's metadata image (broker/server.py).
+  same node's metadata image (broker/server.py); on the listeners named in
+  `kraftlog.kafka.protocol.listeners`, the same service in Kafka's binary
+  protocol instead of gRPC (an asyncio server, broker/kafka_api/).
 
 Every gRPC server has health checking and reflection (so `grpcurl` works).
 With `kraftlog.metrics.listener` set, the node serves Prometheus metrics
@@ -64,6 +66,7 @@ from .node_security import SaslServers, follow_acls
 from .server_config import Endpoint, ServerConfig, format_address
 
 if TYPE_CHECKING:  # imported where a broker is made: a controller-only node skips the broker's code (and numba)
+    from broker.kafka_api.listener import KafkaListener
     from broker.server import BrokerServer, BrokerSettings
 
 log = logging.getLogger("kraftlog.server")
@@ -244,6 +247,7 @@ async def serve(config: ServerConfig) -> int:
         controller.services = (*transport.SERVICE_NAMES, *app_services)
         listeners.append(controller)
     broker: Optional[BrokerServer] = None
+    kafka_listeners: list[tuple[Endpoint, KafkaListener]] = []
     if config.is_broker:
         assert metadata is not None and logs is not None  # the config insists on the metadata image
         from broker.server import BrokerServer
@@ -251,6 +255,9 @@ async def serve(config: ServerConfig) -> int:
         if metrics is not None:
             metrics.add_broker(broker)
         for endpoint in config.broker_listeners():
+            if config.is_kafka_protocol(endpoint):
+                kafka_listeners.append((endpoint, new_kafka_listener(endpoint, config, broker)))
+                continue
             listener = new_listener(endpoint, config, metrics, sasl)
             listener.services = broker.add_services(listener.server, endpoint.name)
             listener.ready = broker.serving
@@ -262,9 +269,13 @@ async def serve(config: ServerConfig) -> int:
     try:
         for listener in listeners:
             bind(listener)
+        for endpoint, kafka_listener in kafka_listeners:
+            await bind_kafka(endpoint, kafka_listener)
         if metrics is not None:
             await serve_metrics(metrics, config)
     except StartupError:
+        for _, kafka_listener in kafka_listeners:
+            await kafka_listener.close()
         storage.log.close()
         if logs is not None:
             logs.close()
@@ -283,8 +294,12 @@ async def serve(config: ServerConfig) -> int:
     if broker is not None:
         broker.start()
     health_tasks = [asyncio.create_task(report_serving(listener)) for listener in listeners]
+    # Kafka's clients are let in once the broker has caught up (a Kafka broker opens its listeners then).
+    kafka_serving = [asyncio.create_task(kafka_listener.serve_when(broker.serving))
+                     for _, kafka_listener in kafka_listeners if broker is not None]
     log.info("node %d serving on %s (voters %s)", config.node_id,
-             ", ".join(str(listener.endpoint) for listener in listeners), dict(config.voters))
+             ", ".join([*(str(listener.endpoint) for listener in listeners),
+                        *(f"{endpoint} (Kafka protocol)" for endpoint, _ in kafka_listeners)]), dict(config.voters))
 
     waits = [asyncio.create_task(node.stopped.wait()), asyncio.create_task(stop.wait())]
     if broker is not None:
@@ -308,12 +323,14 @@ async def serve(config: ServerConfig) -> int:
     await stop_node(node)
     for listener in listeners:
         await listener.server.stop(grace=0.5)
+    for _, kafka_listener in kafka_listeners:
+        await kafka_listener.close()
     if metrics is not None:
         await metrics.close()
     await peers.close()
     if broker is not None:
         await broker.close()  # the partition logs, once no request can touch them
-    for task in (*waits, *health_tasks):
+    for task in (*waits, *health_tasks, *kafka_serving):
         task.cancel()
     log.info("node %d stopped", config.node_id)
     return 1 if failure else 0
@@ -349,6 +366,24 @@ def bind(listener: Listener) -> None:
         reason = "address in use or not local"
     if not bound:
         raise StartupError(f"cannot listen on {address} ({listener.endpoint.name}): {reason}")
+
+
+def new_kafka_listener(endpoint: Endpoint, config: ServerConfig, broker: BrokerServer) -> KafkaListener:
+    """A Kafka-protocol listener over the broker's KafkaBroker service for
+    this listener name (its Metadata lists this listener's endpoints)."""
+    from broker.kafka_api.apis import KafkaApis
+    from broker.kafka_api.listener import KafkaListener
+    return KafkaListener(endpoint.name, KafkaApis(broker.broker_service(endpoint.name)),
+                         max_request_bytes=config.socket_request_max_bytes,
+                         idle_timeout_ms=config.connections_max_idle_ms)
+
+
+async def bind_kafka(endpoint: Endpoint, listener: KafkaListener) -> None:
+    try:
+        await listener.bind(endpoint.host, endpoint.port)
+    except OSError as exc:
+        raise StartupError(f"cannot listen on {endpoint.address} ({endpoint.name}): "
+                           f"{exc.strerror or exc}") from None
 
 
 async def serve_metrics(metrics: NodeMetrics, config: ServerConfig) -> None:

@@ -75,11 +75,23 @@ STATE_MACHINES = ("metadata", "records")
 # metrics). Kafka has no such setting: it exposes JMX, which the Prometheus
 # JMX exporter agent turns into what this listener serves directly.
 METRICS_LISTENER = "kraftlog.metrics.listener"
+# Broker listeners that speak Kafka's binary protocol instead of gRPC, so that
+# Kafka's own clients and tools reach the broker (broker/kafka_api/). Not a
+# Kafka setting: in Kafka every listener speaks it. PLAINTEXT ones only, for now.
+KAFKA_PROTOCOL_LISTENERS = "kraftlog.kafka.protocol.listeners"
+# The largest request a Kafka-protocol listener reads (Kafka's setting and default).
+SOCKET_REQUEST_MAX_BYTES = "socket.request.max.bytes"
+DEFAULT_SOCKET_REQUEST_MAX_BYTES = 104857600
+# How long a Kafka-protocol connection may send nothing (Kafka's setting and default).
+CONNECTIONS_MAX_IDLE_MS = "connections.max.idle.ms"
+DEFAULT_CONNECTIONS_MAX_IDLE_MS = 600000
 
 KNOWN_PROPERTIES = frozenset({
     NODE_ID, PROCESS_ROLES, CLUSTER_ID, VOTERS, LISTENERS, CONTROLLER_LISTENER_NAMES,
     LOG_DIRS, LOG_DIR, METADATA_LOG_DIR, MAX_BYTES_BETWEEN_SNAPSHOTS, METADATA_LOG_SEGMENT_BYTES,
-    LOG_LEVEL, LOGGER_LEVELS, STATE_MACHINE, METRICS_LISTENER, ADVERTISED_LISTENERS, INTER_BROKER_LISTENER_NAME, BROKER_RACK,
+    LOG_LEVEL, LOGGER_LEVELS, STATE_MACHINE, METRICS_LISTENER, KAFKA_PROTOCOL_LISTENERS, SOCKET_REQUEST_MAX_BYTES,
+    CONNECTIONS_MAX_IDLE_MS,
+    ADVERTISED_LISTENERS, INTER_BROKER_LISTENER_NAME, BROKER_RACK,
     LISTENER_SECURITY_PROTOCOL_MAP, *NODE_SECURITY_PROPERTY_NAMES,
     *QUORUM_PROPERTY_NAMES, *CONTROLLER_PROPERTY_NAMES, *BROKER_PROPERTY_NAMES, *LOG_JOB_PROPERTY_NAMES,
 })
@@ -139,6 +151,9 @@ class ServerConfig:
     inter_broker_listener_name: str
     rack: Optional[str]
     metrics_listener: Optional[tuple[str, int]]  # (host, port); an empty host: every interface
+    kafka_protocol_listeners: tuple[str, ...]  # broker listener names served in Kafka's protocol
+    socket_request_max_bytes: int
+    connections_max_idle_ms: int
     # Listener name -> security protocol, for this node's listeners and the
     # ones it connects to (controller.listener.names, inter.broker.listener.name).
     security_protocols: dict[str, SecurityProtocol]
@@ -197,6 +212,11 @@ class ServerConfig:
             inter_broker_listener_name=inter_broker,
             rack=_optional_text(props, BROKER_RACK),
             metrics_listener=_metrics_listener(props, listeners),
+            kafka_protocol_listeners=tuple(name.upper() for name in parse_list(props, KAFKA_PROTOCOL_LISTENERS)),
+            socket_request_max_bytes=_int(props, SOCKET_REQUEST_MAX_BYTES, minimum=1,
+                                          default=DEFAULT_SOCKET_REQUEST_MAX_BYTES),
+            connections_max_idle_ms=_int(props, CONNECTIONS_MAX_IDLE_MS, minimum=1,
+                                         default=DEFAULT_CONNECTIONS_MAX_IDLE_MS),
             security_protocols={},  # set below, once the listeners are known to be sound
             listener_ssl={},
             security=NodeSecuritySettings(),
@@ -213,6 +233,8 @@ class ServerConfig:
                                      listener_ssl=_listener_ssl(props, listeners, protocols),
                                      security=NodeSecuritySettings.from_properties(props))
         config._check_dialled_listeners()
+        if config.is_broker:
+            config._check_kafka_protocol_listeners()
         return config
 
     @property
@@ -246,6 +268,29 @@ class ServerConfig:
                 raise InvalidConfigError(f"{LISTENER_SECURITY_PROTOCOL_MAP}: {name} is {protocol.value}, but nodes "
                                          "connect to it and authenticate with certificates here: map it to SSL "
                                          "(mTLS) or PLAINTEXT, and give clients a SASL listener of their own")
+
+    def _check_kafka_protocol_listeners(self) -> None:
+        """Each name a broker listener of this node, not the one other brokers
+        replicate from (followers fetch over gRPC), and PLAINTEXT for now.
+        A controller-only node ignores the setting, as it ignores the broker's."""
+        broker_names = [e.name for e in self.broker_listeners()]
+        for name in self.kafka_protocol_listeners:
+            if name in self.controller_listener_names:
+                problem = "is a controller listener: the quorum speaks gRPC only"
+            elif name not in broker_names:
+                problem = f"is not a broker listener in {LISTENERS} ({','.join(broker_names)})"
+            elif name == self.inter_broker_listener_name:
+                problem = f"is {INTER_BROKER_LISTENER_NAME}, which brokers replicate over gRPC"
+            elif self.listener_protocol(name) is not SecurityProtocol.PLAINTEXT:
+                problem = (f"is {self.listener_protocol(name).value}; Kafka-protocol listeners are "
+                           "PLAINTEXT only for now (SSL and SASL come later)")
+            else:
+                continue
+            raise InvalidConfigError(f"{KAFKA_PROTOCOL_LISTENERS}: {name} {problem}")
+
+    def is_kafka_protocol(self, endpoint: Endpoint) -> bool:
+        """Whether `endpoint`, a broker listener, speaks Kafka's protocol rather than gRPC."""
+        return endpoint.name in self.kafka_protocol_listeners
 
     def listener_protocol(self, name: str) -> SecurityProtocol:
         return self.security_protocols[name]

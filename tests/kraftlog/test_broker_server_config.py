@@ -146,3 +146,46 @@ def test_each_bad_broker_property_is_named_in_one_line(base, key, value, words):
     # The message starts with the property at fault, or with the one the value contradicts.
     assert message.startswith(f"INVALID_CONFIG: {key}") or words.startswith("controller.listener.names"), message
     assert words in message and "\n" not in message
+
+
+# -- kraftlog.kafka.protocol.listeners -------------------------------------------------------
+
+KAFKA_BROKER = {**BROKER, "listeners": "PLAINTEXT://127.0.0.1:9092,KAFKA://127.0.0.1:19092",
+                "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,KAFKA:PLAINTEXT",
+                "kraftlog.kafka.protocol.listeners": "kafka"}
+
+
+def test_kafka_protocol_listeners_name_broker_listeners():
+    c = broker(KAFKA_BROKER)
+    assert c.kafka_protocol_listeners == ("KAFKA",) and c.warnings == ()
+    assert [c.is_kafka_protocol(e) for e in c.broker_listeners()] == [False, True]
+    assert c.socket_request_max_bytes == 104857600 and c.connections_max_idle_ms == 600000
+    assert broker(KAFKA_BROKER, socket__request__max__bytes="1024").socket_request_max_bytes == 1024
+    assert broker().kafka_protocol_listeners == ()
+
+
+@pytest.mark.parametrize("changes, problem", [
+    ({"kraftlog.kafka.protocol.listeners": "NOPE"}, "NOPE is not a broker listener"),
+    ({"kraftlog.kafka.protocol.listeners": "PLAINTEXT"}, "PLAINTEXT is inter.broker.listener.name"),
+    ({"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,KAFKA:SASL_PLAINTEXT"},
+     "KAFKA is SASL_PLAINTEXT; Kafka-protocol listeners are PLAINTEXT only"),
+    ({"socket.request.max.bytes": 0}, "socket.request.max.bytes: expected an integer >= 1"),
+])
+def test_kafka_protocol_listeners_refused(changes, problem):
+    with pytest.raises(InvalidConfigError) as caught:
+        broker({**KAFKA_BROKER, **changes})
+    message = str(caught.value)
+    assert problem in message and "\n" not in message
+    assert message.startswith(("INVALID_CONFIG: kraftlog.kafka.protocol.listeners: ",
+                               "INVALID_CONFIG: socket.request.max.bytes: "))
+
+
+def test_a_controller_listener_cannot_speak_kafkas_protocol():
+    with pytest.raises(InvalidConfigError, match="kraftlog.kafka.protocol.listeners: CONTROLLER is a controller"):
+        broker(COMBINED, kraftlog__kafka__protocol__listeners="CONTROLLER")
+
+
+def test_a_controller_only_node_ignores_the_setting():
+    controller = {**BROKER, "node.id": 1, "process.roles": "controller", "listeners": "CONTROLLER://127.0.0.1:9093",
+                  "kraftlog.kafka.protocol.listeners": "KAFKA"}
+    assert ServerConfig.from_mapping(controller).kafka_protocol_listeners == ("KAFKA",)

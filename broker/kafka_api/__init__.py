@@ -1,0 +1,17 @@
+"""Kafka's binary protocol on a broker listener (`kraftlog.kafka.protocol.listeners`),
+in front of the same KafkaBroker service the gRPC listeners serve.
+
+- `listener.py`: the asyncio server: frames in, one request at a time per
+  connection, answers out in request order;
+- `apis.py`: which adapter serves which API;
+- one adapter module per API (`metadata.py`, `produce.py`, `fetch.py`,
+  `list_offsets.py`, `init_producer_id.py`): a kio request becomes the
+  broker's protobuf request, the service method answers it (with its
+  authorization, quotas and readiness check), and the protobuf answer
+  becomes the kio response of the version asked for;
+- `context.py`: what the service reads of a call (peer, client id), for a
+  request that came over a Kafka connection.
+
+The wire format itself (framing, headers, the version table, kio's codecs)
+is kafka_protocol/wire/, without I/O. Record batches pass through as bytes.
+"""

@@ -1,0 +1,37 @@
+"""Which adapter answers which API of a Kafka listener: one per API that
+kafka_protocol/wire/versions.py advertises (ApiVersions is answered from the
+table itself, without the broker)."""
+from __future__ import annotations
+
+from typing import Any, Awaitable, Callable, Optional
+
+from kafka_protocol.wire import versions
+from kafka_protocol.wire.codec import Request
+
+from . import fetch, init_producer_id, list_offsets, metadata, produce
+from .context import KafkaCallContext
+
+Adapter = Callable[[Any, Any, KafkaCallContext], Awaitable[Optional[Any]]]
+
+ADAPTERS: dict[int, Adapter] = {
+    versions.PRODUCE: produce.serve,
+    versions.FETCH: fetch.serve,
+    versions.LIST_OFFSETS: list_offsets.serve,
+    versions.METADATA: metadata.serve,
+    versions.INIT_PRODUCER_ID: init_producer_id.serve,
+}
+
+
+class KafkaApis:
+    """The APIs of one Kafka listener, over `service`: the listener's
+    KafkaBrokerService, as the broker meters it for gRPC (quotas included)."""
+
+    def __init__(self, service: Any) -> None:
+        self.service = service
+
+    async def handle(self, request: Request, context: KafkaCallContext) -> Optional[Any]:
+        """The kio answer to `request`, or None when none is due (acks=0)."""
+        api_key = request.header.api_key
+        if api_key == versions.API_VERSIONS:
+            return versions.api_versions_response(request.header.api_version)
+        return await ADAPTERS[api_key](self.service, request.body, context)

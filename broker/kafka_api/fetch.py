@@ -1,0 +1,53 @@
+"""Fetch (v4-v12) through KafkaBrokerService.Fetch. The service answers with
+its protobuf encoding, record batches spliced in; they are taken out as
+views of it (kafka_protocol/fetch_framing.py) and written into the Kafka
+answer without being parsed.
+
+Fetch sessions (KIP-227) are not kept: every answer has session_id 0, which
+tells the client to send full fetches; a request naming a session gets
+FETCH_SESSION_ID_NOT_FOUND, as from a broker that evicted it."""
+from __future__ import annotations
+
+from typing import Any
+
+from kraftlog_api import broker_pb2 as bpb
+from kafka_protocol.errors import Errors
+from kafka_protocol.fetch_framing import decode_fetch_response
+from kafka_protocol.wire.codec import response_type
+from kafka_protocol.wire.entities import build, millis
+
+from .context import KafkaCallContext
+
+READ_COMMITTED = 1
+NO_EPOCH = -1
+NEW_LEADER_ERRORS = (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH)
+
+
+async def serve(service: Any, request: Any, context: KafkaCallContext) -> Any:
+    if getattr(request, "session_id", 0) != 0:
+        return build(response_type(request), {"throttle_time": 0, "error_code": Errors.FETCH_SESSION_ID_NOT_FOUND,
+                                              "session_id": 0, "responses": ()})
+    isolation = getattr(request, "isolation_level", 0)
+    raw = await service.Fetch(bpb.FetchRequest(
+        replica_id=request.replica_id, replica_epoch=-1, max_wait_ms=millis(request.max_wait),
+        min_bytes=request.min_bytes, max_bytes=request.max_bytes, isolation_level=isolation,
+        topics=[bpb.FetchRequest.FetchTopic(topic=t.topic, partitions=[bpb.FetchRequest.FetchPartition(
+            partition=p.partition, current_leader_epoch=getattr(p, "current_leader_epoch", NO_EPOCH),
+            fetch_offset=p.fetch_offset, last_fetched_epoch=NO_EPOCH,
+            log_start_offset=getattr(p, "log_start_offset", -1), partition_max_bytes=p.partition_max_bytes)
+            for p in t.partitions]) for t in request.topics]), context)
+    answer = decode_fetch_response(raw)
+    committed = isolation == READ_COMMITTED
+    return build(response_type(request), {
+        "throttle_time": answer.throttle_time_ms, "error_code": answer.error_code, "session_id": 0,
+        "responses": [{"topic": t.topic, "partitions": [
+            {"partition_index": p.partition_index, "error_code": p.error_code, "high_watermark": p.high_watermark,
+             "last_stable_offset": p.last_stable_offset, "log_start_offset": p.log_start_offset,
+             # Kafka's null for read_uncommitted consumers, who have nothing to drop.
+             "aborted_transactions": ([{"producer_id": a.producer_id, "first_offset": a.first_offset}
+                                       for a in p.aborted_transactions] if committed else None),
+             "preferred_read_replica": -1, "records": p.records,
+             # v12 on: who leads now, so the client need not wait for new metadata
+             **({"current_leader": {"leader_id": p.current_leader_id, "leader_epoch": p.current_leader_epoch}}
+                if p.error_code in NEW_LEADER_ERRORS else {})}
+            for p in t.partitions]} for t in answer.responses]})

@@ -1,0 +1,111 @@
+"""A request frame to (header, request message); an answer to its frame
+(and the client's side of both, for tests and tools).
+
+Only requests of served APIs and versions (versions.py) are decoded; the
+body must fill the frame exactly. The messages are kio's; the header
+versions follow from them (`__header_schema__`), which also gives
+ApiVersions its v0 response header.
+"""
+from __future__ import annotations
+
+import io
+from functools import lru_cache
+from typing import Any, NamedTuple, Optional
+
+from kio.index import load_request_schema, load_response_schema
+from kio.serial import entity_reader, entity_writer
+
+from .errors import UnsupportedRequest, WireError
+from .framing import SIZE_BYTES, BytesLike, size_prefix
+from .headers import RequestHeader, decode_request_header, encode_response_header, peek
+from .versions import API_VERSIONS, UNSUPPORTED_VERSION, api_versions_response, is_served
+
+
+class Request(NamedTuple):
+    header: RequestHeader
+    body: Any  # the kio request message
+
+
+def decode_request(frame: BytesLike) -> Request:
+    """The request in one frame (its size prefix taken off). Raises
+    UnsupportedRequest for an API or version not served, WireError for
+    anything that does not read as the request it says it is."""
+    api_key, api_version, correlation_id = peek(frame)
+    if not is_served(api_key, api_version):
+        raise UnsupportedRequest(api_key, api_version, correlation_id)
+    kind = request_type(api_key, api_version)
+    header, offset = decode_request_header(frame, kind.__header_schema__.__version__)
+    try:
+        body, size = _reader(kind)(frame, offset)
+    except Exception as exc:  # noqa: BLE001 - kio's reader fails in many ways on hostile bytes
+        raise WireError(f"malformed {kind.__name__} v{api_version}: {exc}") from None
+    if offset + size != len(frame):
+        raise WireError(f"{kind.__name__} v{api_version} leaves {len(frame) - offset - size} bytes of its frame unread")
+    return Request(header, body)
+
+
+def encode_response(correlation_id: int, response: Any) -> bytes:
+    """The frame (size prefix included) of `response`, a kio response message."""
+    buffer = io.BytesIO()
+    buffer.write(bytes(SIZE_BYTES))  # the size, once known
+    encode_response_header(buffer, correlation_id, response.__header_schema__.__version__)
+    entity_writer(type(response))(buffer, response)
+    return _with_size(buffer)
+
+
+def _with_size(buffer: io.BytesIO) -> bytes:
+    """The frame in `buffer`, its size written into the 4 bytes kept for it."""
+    size = buffer.tell() - SIZE_BYTES
+    buffer.seek(0)
+    buffer.write(size_prefix(size))
+    return buffer.getvalue()
+
+
+def encode_request(body: Any, correlation_id: int, client_id: Optional[str] = None) -> bytes:
+    """The client's side: the frame of `body`, a kio request message (tests, tools)."""
+    buffer = io.BytesIO()
+    buffer.write(bytes(SIZE_BYTES))
+    header = body.__header_schema__
+    entity_writer(header)(buffer, header(request_api_key=body.__api_key__, request_api_version=body.__version__,
+                                         correlation_id=correlation_id, client_id=client_id))
+    entity_writer(type(body))(buffer, body)
+    return _with_size(buffer)
+
+
+def decode_response(frame: BytesLike, kind: type) -> tuple[int, Any]:
+    """The client's side: (correlation id, message) of a response frame
+    (its size prefix taken off) holding a `kind` message."""
+    header_kind = kind.__header_schema__
+    try:
+        header, offset = entity_reader(header_kind)(frame, 0)
+        body, size = _reader(kind)(frame, offset)
+    except Exception as exc:  # noqa: BLE001 - kio's reader fails in many ways on bad bytes
+        raise WireError(f"malformed {kind.__name__} v{kind.__version__}: {exc}") from None
+    if offset + size != len(frame):
+        raise WireError(f"{kind.__name__} leaves {len(frame) - offset - size} bytes of its frame unread")
+    return header.correlation_id, body
+
+
+def unsupported_api_versions(correlation_id: int) -> bytes:
+    """The answer to ApiVersions at a version not served: UNSUPPORTED_VERSION,
+    in v0 (which every client reads), with the versions that are."""
+    return encode_response(correlation_id, api_versions_response(0, UNSUPPORTED_VERSION))
+
+
+def response_type(request: Any) -> type:
+    """The kio response class answering `request` (a kio request message)."""
+    return load_response_schema(request.__api_key__, request.__version__)
+
+
+@lru_cache(maxsize=None)
+def request_type(api_key: int, api_version: int) -> type:
+    return load_request_schema(api_key, api_version)
+
+
+@lru_cache(maxsize=None)
+def _reader(kind: type) -> Any:
+    return entity_reader(kind)
+
+
+__all__ = ["API_VERSIONS", "Request", "decode_request", "decode_response", "encode_request", "encode_response",
+           "response_type", "unsupported_api_versions"]

@@ -1,0 +1,377 @@
+"""A Kafka-protocol listener on real brokers (1 controller, 2 brokers, each
+with a gRPC listener and a Kafka one, CLIENTS), driven by kafka-python 3 -
+a client nobody here wrote - and by raw frames for what a client would
+never send: version negotiation, metadata per listener, records written
+through one protocol and read through the other byte for byte, acks=0,
+pipelining, and hostile connections that must leave the broker serving."""
+from __future__ import annotations
+
+import socket
+import struct
+import time
+import uuid
+
+import pytest
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
+from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
+from kio.schema.errors import ErrorCode
+
+from client.producer import Producer
+from devcluster.local_cluster import LocalCluster
+from devcluster.read_back import read_back
+from kraftlog_api import broker_pb2 as bpb
+from kafka_protocol.batch import iter_headers
+from kafka_protocol.records import Record, encode_batch, iter_records
+from kafka_protocol.wire import codec, versions
+from kafka_protocol.wire.entities import build
+from kraftlog_server.server_config import (CONNECTIONS_MAX_IDLE_MS, KAFKA_PROTOCOL_LISTENERS,
+                                           SOCKET_REQUEST_MAX_BYTES)
+
+MAX_REQUEST_BYTES = 1 << 20
+IDLE_MS = 3000  # connections.max.idle.ms, short enough for a test to see it and long enough for kafka-python
+IO_TIMEOUT_S = 15  # bounds every socket read; never part of an assert
+IDLE_S = 10.0
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    with LocalCluster(tmp_path_factory.mktemp("kafka-listener"), controllers=1, brokers=2,
+                      client_listener="PLAINTEXT",
+                      properties={KAFKA_PROTOCOL_LISTENERS: "CLIENTS",
+                                  SOCKET_REQUEST_MAX_BYTES: MAX_REQUEST_BYTES,
+                                  CONNECTIONS_MAX_IDLE_MS: IDLE_MS}).running() as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def topic(cluster) -> str:
+    cluster.create_topic("kafka-wire", 2, 2)
+    cluster.wait_for_leaders("kafka-wire")
+    return "kafka-wire"
+
+
+class RawKafka:
+    """One Kafka-protocol connection, frame by frame."""
+
+    def __init__(self, address: str) -> None:
+        host, port = address.rsplit(":", 1)
+        self.sock = socket.create_connection((host, int(port)), timeout=IO_TIMEOUT_S)
+
+    def __enter__(self) -> "RawKafka":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.sock.close()
+
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def _exactly(self, size: int) -> bytes:
+        data = b""
+        while len(data) < size:
+            chunk = self.sock.recv(size - len(data))
+            if not chunk:
+                raise ConnectionError(f"closed after {len(data)} of {size} bytes")
+            data += chunk
+        return data
+
+    def receive(self) -> bytes:
+        (size,) = struct.unpack(">i", self._exactly(4))
+        return self._exactly(size)
+
+    def answer(self, kind: type) -> tuple[int, object]:
+        return codec.decode_response(self.receive(), kind)
+
+    def call(self, body: object, correlation_id: int = 1) -> object:
+        self.send(codec.encode_request(body, correlation_id, "raw-test"))
+        got, answer = self.answer(codec.response_type(body))
+        assert got == correlation_id
+        return answer
+
+    def closed_by_broker(self) -> bool:
+        try:
+            return self.sock.recv(1) == b""
+        except ConnectionResetError:
+            return True
+
+
+def request(api_key: int, version: int, values: dict) -> object:
+    return build(codec.request_type(api_key, version), values)
+
+
+def api_versions(version: int = 3) -> object:
+    return request(versions.API_VERSIONS, version, {"client_software_name": "raw", "client_software_version": "1"})
+
+
+def kafka_address(cluster: LocalCluster, broker_id: int | None = None) -> str:
+    return cluster.client_addresses[broker_id if broker_id is not None else cluster.brokers[0]]
+
+
+# -- version negotiation and metadata ------------------------------------------------------
+
+def test_kafka_python_negotiates_and_lists_topics(cluster, topic):
+    admin = KafkaAdminClient(bootstrap_servers=cluster.client_bootstrap, request_timeout_ms=10000)
+    try:
+        negotiated = {int(key): value for key, value in admin.api_versions().items()}
+        assert negotiated == {key: (r.min_version, r.max_version) for key, r in versions.ADVERTISED.items()}
+        assert topic in admin.list_topics()
+        (described,) = admin.describe_topics([topic])
+        assert sorted(p["partition_index"] for p in described["partitions"]) == [0, 1]
+        assert all(p["leader_id"] in cluster.brokers for p in described["partitions"])
+    finally:
+        admin.close()
+
+
+def test_api_versions_at_every_version_and_past_the_last(cluster):
+    with RawKafka(kafka_address(cluster)) as raw:
+        for version in range(5):
+            answer = raw.call(api_versions(version), correlation_id=version)
+            assert answer.error_code == ErrorCode.none
+            assert {k.api_key for k in answer.api_keys} == set(versions.ADVERTISED)
+        # v5 does not exist (yet): UNSUPPORTED_VERSION in a v0 body, and the connection stays open
+        frame = struct.pack(">hhih", versions.API_VERSIONS, 5, 99, -1) + b"\x00\x00"
+        raw.send(struct.pack(">i", len(frame)) + frame)
+        correlation_id, refused = raw.answer(ApiVersionsResponseV0)
+        assert correlation_id == 99 and refused.error_code == ErrorCode.unsupported_version
+        assert any(k.api_key == versions.API_VERSIONS and k.max_version == 4 for k in refused.api_keys)
+        assert raw.call(api_versions(0), correlation_id=100).error_code == ErrorCode.none
+
+
+@pytest.mark.parametrize("version", [1, 8, 9, 12])
+def test_metadata_lists_every_brokers_kafka_endpoint(cluster, topic, version):
+    with RawKafka(kafka_address(cluster)) as raw:
+        answer = raw.call(request(versions.METADATA, version, {
+            "topics": None, "allow_auto_topic_creation": False, "include_cluster_authorized_operations": False,
+            "include_topic_authorized_operations": False}))
+    assert {(b.node_id, f"{b.host}:{b.port}") for b in answer.brokers} == set(cluster.client_addresses.items())
+    (found,) = [t for t in answer.topics if t.name == topic]
+    assert found.error_code == ErrorCode.none and len(found.partitions) == 2
+    assert all(len(p.replica_nodes) == 2 for p in found.partitions)
+    if version >= 10:
+        grpc_topic = cluster.metadata(topics=[topic]).topics[0]
+        assert found.topic_id.bytes == grpc_topic.topic_id
+
+
+def test_metadata_by_topic_id_alone_is_unknown_topic_id(cluster):
+    unknown = uuid.UUID(int=12345)
+    with RawKafka(kafka_address(cluster)) as raw:
+        answer = raw.call(request(versions.METADATA, 12, {
+            "topics": [{"topic_id": unknown, "name": None}], "allow_auto_topic_creation": False,
+            "include_topic_authorized_operations": False}))
+    (found,) = answer.topics
+    assert (found.error_code, found.name, found.topic_id) == (ErrorCode.unknown_topic_id, None, unknown)
+
+
+# -- records through one protocol, read through the other ----------------------------------
+
+RECORDS = [(f"key-{i}".encode(), f"value-{i}".encode() * (i % 7 + 1), [("h", str(i).encode())]) for i in range(60)]
+
+
+def test_kafka_python_writes_and_the_grpc_consumer_reads_the_same_records(cluster, topic):
+    producer = KafkaProducer(bootstrap_servers=cluster.client_bootstrap, acks="all", linger_ms=5,
+                             request_timeout_ms=10000)  # idempotent by default: InitProducerId and sequences
+    try:
+        futures = [producer.send(topic, value=value, key=key, headers=headers, partition=i % 2)
+                   for i, (key, value, headers) in enumerate(RECORDS)]
+        producer.flush(timeout=30)
+        sent = [f.get(timeout=30) for f in futures]
+    finally:
+        producer.close(timeout=10)
+    assert {m.partition for m in sent} == {0, 1}
+    got = read_back(cluster.bootstrap, topic, [0, 1], max_messages=len(RECORDS), idle_timeout_s=IDLE_S)
+    by_offset = {(r.partition, r.offset): r for r in got}
+    for (key, value, headers), meta in zip(RECORDS, sent):
+        record = by_offset[(meta.partition, meta.offset)]
+        assert (record.key, record.value, list(record.headers)) == (key, value, headers)
+        assert record.timestamp == meta.timestamp
+
+
+def test_the_grpc_producer_writes_and_kafka_python_reads_the_same_records(cluster):
+    cluster.create_topic("grpc-to-kafka", 1, 2)
+    cluster.wait_for_leaders("grpc-to-kafka")
+    with Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all"}) as producer:
+        futures = [producer.produce("grpc-to-kafka", value, key=key, headers=headers, partition=0)
+                   for key, value, headers in RECORDS]
+        producer.flush()
+        offsets = [f.result(timeout=30).offset for f in futures]
+    consumer = KafkaConsumer(bootstrap_servers=cluster.client_bootstrap, group_id=None, enable_auto_commit=False,
+                             auto_offset_reset="earliest", consumer_timeout_ms=int(IDLE_S * 1000),
+                             request_timeout_ms=10000)
+    try:
+        consumer.assign([TopicPartition("grpc-to-kafka", 0)])
+        got = []
+        for message in consumer:
+            got.append(message)
+            if len(got) == len(RECORDS):
+                break
+    finally:
+        consumer.close()
+    assert [m.offset for m in got] == offsets
+    assert [(m.key, m.value, list(m.headers)) for m in got] == [(k, v, h) for k, v, h in RECORDS]
+
+
+def grpc_fetch(cluster: LocalCluster, broker_id: int, topic: str, partition: int) -> bytes:
+    answer = cluster.broker_stub(broker_id).Fetch(bpb.FetchRequest(
+        replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=1 << 20, topics=[bpb.FetchRequest.FetchTopic(
+            topic=topic, partitions=[bpb.FetchRequest.FetchPartition(
+                partition=partition, fetch_offset=0, current_leader_epoch=-1, last_fetched_epoch=-1,
+                partition_max_bytes=1 << 20)])]), timeout=10)
+    return bytes(answer.responses[0].partitions[0].records)
+
+
+def test_kafka_pythons_batches_are_idempotent(cluster, topic):
+    """kafka-python 3 is idempotent by default: InitProducerId gave it an id."""
+    leader = next(p.leader_id for p in cluster.wait_for_leaders(topic).partitions if p.partition_index == 0)
+    batches = [h for _, h in iter_headers(grpc_fetch(cluster, leader, topic, 0))]
+    assert batches and all(h.producer_id >= 0 and h.base_sequence >= 0 for h in batches)
+
+
+def test_fetch_answers_the_same_batch_bytes_on_both_listeners(cluster, topic):
+    leader = next(p.leader_id for p in cluster.wait_for_leaders(topic).partitions if p.partition_index == 0)
+    grpc_bytes = grpc_fetch(cluster, leader, topic, 0)
+    assert grpc_bytes, "the earlier tests wrote records here"
+    with RawKafka(kafka_address(cluster, leader)) as raw:
+        for version in (4, 11, 12):
+            answer = raw.call(request(versions.FETCH, version, {
+                "replica_id": -1, "max_wait": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
+                "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
+                "topics": [{"topic": topic, "partitions": [{"partition": 0, "current_leader_epoch": -1,
+                                                            "fetch_offset": 0, "log_start_offset": -1,
+                                                            "partition_max_bytes": 1 << 20}]}]}))
+            partition = answer.responses[0].partitions[0]
+            assert partition.error_code == ErrorCode.none and bytes(partition.records) == grpc_bytes
+
+
+def test_list_offsets_earliest_and_latest(cluster, topic):
+    leader = next(p.leader_id for p in cluster.wait_for_leaders(topic).partitions if p.partition_index == 1)
+    with RawKafka(kafka_address(cluster, leader)) as raw:
+        for version in (1, 5, 6):
+            offsets = []
+            for timestamp in (-2, -1):
+                answer = raw.call(request(versions.LIST_OFFSETS, version, {
+                    "replica_id": -1, "isolation_level": 0, "topics": [{"name": topic, "partitions": [
+                        {"partition_index": 1, "current_leader_epoch": -1, "timestamp": timestamp}]}]}))
+                (partition,) = answer.topics[0].partitions
+                assert partition.error_code == ErrorCode.none
+                offsets.append(partition.offset)
+            assert offsets == [0, len(RECORDS) // 2]
+
+
+# -- acks=0, pipelining ----------------------------------------------------------------------
+
+def produce_request(topic: str, acks: int, values: list[bytes], version: int = 9) -> object:
+    now_ms = int(time.time() * 1000)
+    batch = encode_batch([Record(None, v, now_ms) for v in values])
+    return request(versions.PRODUCE, version, {"transactional_id": None, "acks": acks, "timeout": 10000, "topic_data": [
+        {"name": topic, "partition_data": [{"index": 0, "records": batch}]}]})
+
+
+def test_acks_0_gets_no_answer_and_pipelined_requests_answer_in_order(cluster):
+    cluster.create_topic("acks-zero", 1, 1)
+    leader = cluster.wait_for_leaders("acks-zero").partitions[0].leader_id
+    with RawKafka(kafka_address(cluster, leader)) as raw:
+        # three requests in one write: Produce acks=0, ApiVersions, Produce acks=1
+        acked = produce_request("acks-zero", 1, [b"c"])
+        raw.send(codec.encode_request(produce_request("acks-zero", 0, [b"a", b"b"]), 1)
+                 + codec.encode_request(api_versions(), 2)
+                 + codec.encode_request(acked, 3))
+        correlation_id, _ = raw.answer(codec.response_type(api_versions()))
+        assert correlation_id == 2  # nothing came for 1
+        correlation_id, produced = raw.answer(codec.response_type(acked))
+        assert correlation_id == 3
+        (partition,) = produced.responses[0].partition_responses
+        assert partition.error_code == ErrorCode.none and partition.base_offset == 2  # after the acks=0 batch
+    got = read_back(cluster.bootstrap, "acks-zero", [0], max_messages=3, idle_timeout_s=IDLE_S)
+    assert [r.value for r in got] == [b"a", b"b", b"c"]
+
+
+# -- hostile connections ---------------------------------------------------------------------
+
+def still_serving(cluster: LocalCluster) -> None:
+    with RawKafka(kafka_address(cluster)) as raw:
+        assert raw.call(api_versions(), correlation_id=7).error_code == ErrorCode.none
+
+
+@pytest.mark.parametrize("data", [
+    struct.pack(">i", MAX_REQUEST_BYTES + 1) + b"\x00" * 64,        # over socket.request.max.bytes
+    struct.pack(">i", -5),                                             # a negative size
+    struct.pack(">i", 12) + b"\xff" * 12,                              # a garbage header
+    struct.pack(">i", 10) + struct.pack(">hhih", 999, 0, 1, -1),       # an API nobody has
+    struct.pack(">i", 10) + struct.pack(">hhih", versions.METADATA, 0, 1, -1),  # a version not served
+    struct.pack(">i", 12) + struct.pack(">hhih", versions.METADATA, 1, 1, -1) + b"\x00\x00",  # a truncated body
+], ids=["oversized", "negative-size", "garbage-header", "unknown-api", "unserved-version", "truncated-body"])
+def test_a_bad_frame_closes_only_its_connection(cluster, data):
+    with RawKafka(kafka_address(cluster)) as bystander, RawKafka(kafka_address(cluster)) as raw:
+        assert bystander.call(api_versions(), correlation_id=1).error_code == ErrorCode.none
+        raw.send(data)
+        assert raw.closed_by_broker()
+        assert bystander.call(api_versions(), correlation_id=2).error_code == ErrorCode.none
+    still_serving(cluster)
+
+
+@pytest.mark.parametrize("sent", [b"\x00\x00", struct.pack(">i", 100) + b"\x00\x12\x00"])
+def test_half_a_frame_then_close(cluster, sent):
+    for _ in range(3):
+        with RawKafka(kafka_address(cluster)) as raw:
+            raw.send(sent)
+    time.sleep(0.1)  # let the broker notice; the check below does not depend on it
+    still_serving(cluster)
+
+
+def test_records_written_through_kafka_are_the_batches_sent(cluster):
+    """The batch bytes a Kafka client sends are stored as they are (but for
+    the offsets and leader epoch the leader stamps outside the CRC)."""
+    cluster.create_topic("kafka-bytes", 1, 1)
+    leader = cluster.wait_for_leaders("kafka-bytes").partitions[0].leader_id
+    values = [b"x" * 10, b"y" * 20]
+    sent = produce_request("kafka-bytes", -1, values, version=3)
+    with RawKafka(kafka_address(cluster, leader)) as raw:
+        answer = raw.call(sent)
+        assert answer.responses[0].partition_responses[0].error_code == ErrorCode.none
+        fetched = raw.call(request(versions.FETCH, 11, {
+            "replica_id": -1, "max_wait": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
+            "session_id": 0, "session_epoch": -1, "forgotten_topics_data": [], "rack_id": "",
+            "topics": [{"topic": "kafka-bytes", "partitions": [{"partition": 0, "current_leader_epoch": -1,
+                                                                "fetch_offset": 0, "log_start_offset": -1,
+                                                                "partition_max_bytes": 1 << 20}]}]}))
+    stored = bytes(fetched.responses[0].partitions[0].records)
+    original = sent.topic_data[0].partition_data[0].records
+    # past baseOffset (8) and the length (4), the leader epoch (4) is stamped: the rest is what was sent
+    assert len(stored) == len(original) and stored[16:] == original[16:] and stored[8:12] == original[8:12]
+    assert [r.value for r in iter_records(stored)] == values
+
+
+def test_a_slowloris_and_an_idle_connection_are_closed(cluster):
+    with RawKafka(kafka_address(cluster)) as idle, RawKafka(kafka_address(cluster)) as slow:
+        slow.send(struct.pack(">i", 100) + b"\x00")  # and never the rest
+        # (a read that outlasts IO_TIMEOUT_S raises instead: the broker must be the one closing)
+        assert slow.closed_by_broker() and idle.closed_by_broker()
+    still_serving(cluster)
+
+
+# -- requests a client may send but the broker refuses, per partition or per request -----------
+
+def fetch_request(topic: str, session_id: int = 0) -> object:
+    return request(versions.FETCH, 12, {
+        "replica_id": -1, "max_wait": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
+        "session_id": session_id, "session_epoch": 3 if session_id else -1, "forgotten_topics_data": [],
+        "rack_id": "", "topics": [{"topic": topic, "partitions": [{"partition": 0, "current_leader_epoch": -1,
+                                                                   "fetch_offset": 0, "log_start_offset": -1,
+                                                                   "partition_max_bytes": 1 << 20}]}]})
+
+
+def test_refusals_answer_with_kafkas_codes_and_keep_the_connection(cluster):
+    with RawKafka(kafka_address(cluster)) as raw:
+        # a fetch session this broker never made (it keeps none)
+        assert raw.call(fetch_request("kafka-wire", session_id=42)).error_code == ErrorCode.fetch_session_id_not_found
+        # clients may not write to an internal topic
+        produced = raw.call(produce_request("__consumer_offsets", 1, [b"x"]))
+        assert produced.responses[0].partition_responses[0].error_code == ErrorCode.invalid_topic_exception
+        # a topic nobody made
+        fetched = raw.call(fetch_request("no-such-topic"))
+        assert fetched.responses[0].partitions[0].error_code == ErrorCode.unknown_topic_or_partition
+        meta = raw.call(request(versions.METADATA, 12, {"topics": [{"topic_id": None, "name": "no-such-topic"}],
+                                                        "allow_auto_topic_creation": True,
+                                                        "include_topic_authorized_operations": False}))
+        assert [(t.name, t.error_code) for t in meta.topics] == [("no-such-topic", ErrorCode.unknown_topic_or_partition)]
+        assert raw.call(api_versions()).error_code == ErrorCode.none  # still open
