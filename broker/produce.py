@@ -65,16 +65,30 @@ async def append(replicas: ReplicaManager, topic: str, index: int, records: byte
             await _verify_transactions(replicas, partition, records, transactional_id)
         except Exception as exc:  # noqa: BLE001 - every failure becomes a per-partition error code
             return _failed(replicas, topic, index, exc, partition)
-    return await start_append(replicas, topic, index, records, acks, timeout_ms, origin)
+    appended = _append_here(replicas, topic, index, records, acks, origin)
+    if isinstance(appended, ProduceResult):
+        return appended
+    return await _replicated(replicas, *appended, timeout_ms)
 
 
 def start_append(replicas: ReplicaManager, topic: str, index: int, records: bytes, acks: int, timeout_ms: int,
                  origin: AppendOrigin = AppendOrigin.CLIENT) -> asyncio.Future[ProduceResult]:
-    """Append now, in the caller's step (a coordinator's records land in the
-    order its machine decided them), and return the answer to await: done at
-    once for acks 0 and 1 or a refusal; for acks=-1 a task of its own that
-    waits for the high watermark, so it ends (its waiter forgotten on a
-    timeout) whoever still awaits it."""
+    """`append` for a coordinator's own records: appended now, in the
+    caller's step (they land in the order its machine decided them), and the
+    answer to await: done at once for acks 0 and 1 or a refusal; for acks=-1
+    a task of its own that waits for the high watermark, so it ends (its
+    waiter forgotten on a timeout) whoever still awaits it."""
+    appended = _append_here(replicas, topic, index, records, acks, origin)
+    if isinstance(appended, ProduceResult):
+        return _ready(appended)
+    return asyncio.ensure_future(_replicated(replicas, *appended, timeout_ms))
+
+
+def _append_here(replicas: ReplicaManager, topic: str, index: int, records: bytes, acks: int,
+                 origin: AppendOrigin) -> ProduceResult | tuple[Partition, int, ProduceResult]:
+    """The local append: the answer when nothing is left to wait for (acks 0
+    and 1, a refusal), else (the partition, the offset its high watermark
+    must reach, the answer once it has)."""
     partition = None
     try:
         if acks not in ACKS:
@@ -82,15 +96,13 @@ def start_append(replicas: ReplicaManager, topic: str, index: int, records: byte
         partition = replicas.get(topic, index)
         info = partition.append(records, acks, origin)
     except Exception as exc:  # noqa: BLE001 - every failure becomes a per-partition error code
-        return _ready(_failed(replicas, topic, index, exc, partition))
+        return _failed(replicas, topic, index, exc, partition)
     done = ProduceResult(base_offset=info.first_offset, log_start_offset=partition.log.log_start_offset)
-    if acks != -1:
-        return _ready(done)
-    return asyncio.ensure_future(_replicated(replicas, partition, info.last_offset + 1, timeout_ms, done))
+    return done if acks != -1 else (partition, info.last_offset + 1, done)
 
 
-async def _replicated(replicas: ReplicaManager, partition: Partition, offset: int, timeout_ms: int,
-                      done: ProduceResult) -> ProduceResult:
+async def _replicated(replicas: ReplicaManager, partition: Partition, offset: int, done: ProduceResult,
+                      timeout_ms: int) -> ProduceResult:
     try:
         await wait_replicated(partition, offset, timeout_ms)
     except Exception as exc:  # noqa: BLE001 - every failure becomes a per-partition error code
