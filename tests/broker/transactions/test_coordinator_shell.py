@@ -147,6 +147,26 @@ async def open_transaction(w: "World") -> int:
     return pid
 
 
+async def end_unreplicated(w: "World", follower: Follower) -> tuple[int, asyncio.Task]:
+    """A transaction opened, then its EndTxn(commit) sent with the follower
+    stopped: (producer id, the EndTxn's task), once its append is in flight."""
+    pid = await open_transaction(w)
+    follower.replicating = False
+    first = asyncio.create_task(w.end(pid, 0, True))
+    await until(lambda: HERE in w.coordinator.shards[0].writing)
+    return pid, first
+
+
+async def assert_committed_once_replicated(w: "World", follower: Follower, pid: int) -> None:
+    """With the follower fetching again, the shard reloads, the markers go out,
+    the CompleteCommit record is replicated, and a retried EndTxn is told the commit."""
+    follower.replicating = True
+    await until(lambda: w.coordinator.shards[0].loaded and w.state() == TxnState.COMPLETE_COMMIT
+                and not w.coordinator.shards[0].writing)
+    retried = await w.end(pid, 0, True)
+    assert (retried.error_code, retried.producer_epoch) == (Error.NONE, 1)
+
+
 def codes(response: tpb.AddPartitionsToTxnResponse) -> dict[tuple[str, int], int]:
     return {(t.name, p.partition_index): p.error_code for t in response.results for p in t.results}
 
@@ -198,20 +218,13 @@ def test_an_end_the_isr_did_not_get_in_time_is_served_only_from_the_replicated_l
     it has, the markers go out and the retried EndTxn is told the commit."""
     async def body(w: World) -> None:
         async with Follower(w.cluster) as follower:
-            pid = await open_transaction(w)
-            follower.replicating = False
-            first = asyncio.create_task(w.end(pid, 0, True))
-            await until(lambda: HERE in w.coordinator.shards[0].writing)
+            pid, first = await end_unreplicated(w, follower)
             assert (await w.end(pid, 0, True)).error_code == Error.CONCURRENT_TRANSACTIONS
             assert (await first).error_code == Error.COORDINATOR_NOT_AVAILABLE  # append_timeout_ms 1000
             await asyncio.sleep(0.5)  # the reload has replayed the log, and waits for the ISR
             assert (await w.end(pid, 0, True)).error_code == Error.COORDINATOR_LOAD_IN_PROGRESS
             assert w.deliveries.requests == []
-            follower.replicating = True
-            await until(lambda: w.coordinator.shards[0].loaded and w.state() == TxnState.COMPLETE_COMMIT
-                        and not w.coordinator.shards[0].writing)  # the CompleteCommit record replicated
-            retried = await w.end(pid, 0, True)
-            assert (retried.error_code, retried.producer_epoch) == (Error.NONE, 1)
+            await assert_committed_once_replicated(w, follower, pid)
             assert w.deliveries.partitions() == {(1, "events", 0), (2, "events", 1)}
     run_world(tmp_path, body, txn_replicas=(1, 2))
 
@@ -226,10 +239,7 @@ def test_an_end_whose_request_was_cancelled_is_still_decided_by_its_write(tmp_pa
     coordinator isolated from its followers and reached by its client)."""
     async def body(w: World) -> None:
         async with Follower(w.cluster) as follower:
-            pid = await open_transaction(w)
-            follower.replicating = False
-            first = asyncio.create_task(w.end(pid, 0, True))
-            await until(lambda: HERE in w.coordinator.shards[0].writing)
+            pid, first = await end_unreplicated(w, follower)
             first.cancel()  # the client's deadline passed
             with pytest.raises(asyncio.CancelledError):
                 await first
@@ -240,11 +250,7 @@ def test_an_end_whose_request_was_cancelled_is_still_decided_by_its_write(tmp_pa
             assert Error.NONE not in retries and Error.CONCURRENT_TRANSACTIONS in retries, retries
             assert Error.COORDINATOR_LOAD_IN_PROGRESS in retries, retries  # reloaded, waiting for the ISR
             assert w.deliveries.requests == []
-            follower.replicating = True
-            await until(lambda: w.coordinator.shards[0].loaded and w.state() == TxnState.COMPLETE_COMMIT
-                        and not w.coordinator.shards[0].writing)
-            retried = await w.end(pid, 0, True)
-            assert (retried.error_code, retried.producer_epoch) == (Error.NONE, 1)
+            await assert_committed_once_replicated(w, follower, pid)
     run_world(tmp_path, body, txn_replicas=(1, 2))
 
 
