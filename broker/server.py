@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Optional
+from typing import Any, Awaitable, Callable, NamedTuple, Optional
 
 import grpc
 
@@ -123,6 +123,13 @@ def full_delta(image: MetadataImage, previous: Optional[MetadataImage] = None) -
     return delta
 
 
+class ClientServices(NamedTuple):
+    """The gRPC servicers of one client listener: KafkaBroker, GroupCoordinator, TransactionCoordinator."""
+    broker: Any
+    groups: Any
+    transactions: Any
+
+
 class BrokerServer:
     def __init__(self, settings: BrokerSettings, logs: LogManager, metadata: MetadataStateMachine,
                  controller_id: Callable[[], Optional[int]], access: Optional[NodeAuthorizer] = None) -> None:
@@ -179,29 +186,32 @@ class BrokerServer:
     def _request_quota(self) -> RequestQuota:
         return RequestQuota(self.quotas, lambda: self.replicas.image.client_quotas, self.access)
 
-    def broker_service(self, listener: str, quota: Optional[RequestQuota] = None) -> Any:
-        """The KafkaBroker service for clients of `listener`, each method
-        measured against request_percentage and held while muted: what a gRPC
-        listener serves, and what a Kafka-protocol listener calls (broker/kafka_api/)."""
-        quota = quota or self._request_quota()
-        return quota.metered(service.KafkaBrokerService(
-            self.replicas, self.controllers, cluster_id=self.settings.cluster_id, listener=listener,
-            ready=lambda: self.published, controller_id=self.controller_id,
-            forward_timeout_s=self.settings.request_timeout_ms / 1000, producer_ids=self.producer_ids,
-            access=self.access, quotas=self.quotas, transactions=self.transactions,
-            txn_request_timeout_ms=self.settings.request_timeout_ms), service.SERVICE)
+    def client_services(self, listener: str) -> "ClientServices":
+        """The services clients of `listener` are served by, each method
+        measured against request_percentage and held while muted (one quota
+        for the three): what a gRPC listener serves, and what a Kafka-protocol
+        listener calls (broker/kafka_api/)."""
+        quota = self._request_quota()
+        return ClientServices(
+            broker=quota.metered(service.KafkaBrokerService(
+                self.replicas, self.controllers, cluster_id=self.settings.cluster_id, listener=listener,
+                ready=lambda: self.published, controller_id=self.controller_id,
+                forward_timeout_s=self.settings.request_timeout_ms / 1000, producer_ids=self.producer_ids,
+                access=self.access, quotas=self.quotas, transactions=self.transactions,
+                txn_request_timeout_ms=self.settings.request_timeout_ms), service.SERVICE),
+            groups=quota.metered(group_service.GroupCoordinatorService(
+                self.groups, listener=listener, ready=lambda: self.published, access=self.access,
+                transactions=self.transactions), group_service.SERVICE),
+            transactions=quota.metered(txn_service.TransactionCoordinatorService(
+                self.transactions, ready=lambda: self.published, access=self.access), txn_service.SERVICE))
 
     def add_services(self, server: grpc.aio.Server, listener: str) -> tuple[str, ...]:
         """Serve KafkaBroker, GroupCoordinator and TransactionCoordinator for
         clients of `listener` on `server`; the service names."""
-        # Every client RPC of the services is measured against request_percentage and held while muted.
-        quota = self._request_quota()
-        service.add_to_server(server, self.broker_service(listener, quota))
-        group_service.add_to_server(server, quota.metered(group_service.GroupCoordinatorService(
-            self.groups, listener=listener, ready=lambda: self.published, access=self.access,
-            transactions=self.transactions), group_service.SERVICE))
-        txn_service.add_to_server(server, quota.metered(txn_service.TransactionCoordinatorService(
-            self.transactions, ready=lambda: self.published, access=self.access), txn_service.SERVICE))
+        services = self.client_services(listener)
+        service.add_to_server(server, services.broker)
+        group_service.add_to_server(server, services.groups)
+        txn_service.add_to_server(server, services.transactions)
         return (*service.SERVICE_NAMES, *group_service.SERVICE_NAMES, *txn_service.SERVICE_NAMES)
 
     def controller_id(self) -> int:

@@ -369,11 +369,11 @@ def bind(listener: Listener) -> None:
 
 
 def new_kafka_listener(endpoint: Endpoint, config: ServerConfig, broker: BrokerServer) -> KafkaListener:
-    """A Kafka-protocol listener over the broker's KafkaBroker service for
-    this listener name (its Metadata lists this listener's endpoints)."""
+    """A Kafka-protocol listener over the broker's client services for this
+    listener name (its Metadata lists this listener's endpoints)."""
     from broker.kafka_api.apis import KafkaApis
     from broker.kafka_api.listener import KafkaListener
-    return KafkaListener(endpoint.name, KafkaApis(broker.broker_service(endpoint.name)),
+    return KafkaListener(endpoint.name, KafkaApis(broker.client_services(endpoint.name)),
                          max_request_bytes=config.socket_request_max_bytes,
                          idle_timeout_ms=config.connections_max_idle_ms)
 

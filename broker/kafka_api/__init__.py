@@ -1,5 +1,6 @@
 """Kafka's binary protocol on a broker listener (`kraftlog.kafka.protocol.listeners`),
-in front of the same KafkaBroker service the gRPC listeners serve.
+in front of the same services the gRPC listeners serve (KafkaBroker,
+GroupCoordinator, TransactionCoordinator: ClientServices in broker/server.py).
 
 - `listener.py`: the asyncio server: frames in, one request at a time per
   connection, answers out in request order;

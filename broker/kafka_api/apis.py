@@ -11,6 +11,7 @@ from kafka_protocol.wire.codec import Request
 from . import fetch, init_producer_id, list_offsets, metadata, produce
 from .context import KafkaCallContext
 
+# (services, kio request body, context) -> kio response body, or None for none
 Adapter = Callable[[Any, Any, KafkaCallContext], Awaitable[Optional[Any]]]
 
 ADAPTERS: dict[int, Adapter] = {
@@ -23,15 +24,16 @@ ADAPTERS: dict[int, Adapter] = {
 
 
 class KafkaApis:
-    """The APIs of one Kafka listener, over `service`: the listener's
-    KafkaBrokerService, as the broker meters it for gRPC (quotas included)."""
+    """The APIs of one Kafka listener, over `services`: the listener's
+    ClientServices (broker/server.py) - KafkaBroker, GroupCoordinator and
+    TransactionCoordinator, as the broker meters them for gRPC (quotas included)."""
 
-    def __init__(self, service: Any) -> None:
-        self.service = service
+    def __init__(self, services: Any) -> None:
+        self.services = services
 
     async def handle(self, request: Request, context: KafkaCallContext) -> Optional[Any]:
         """The kio answer to `request`, or None when none is due (acks=0)."""
         api_key = request.header.api_key
         if api_key == versions.API_VERSIONS:
             return versions.api_versions_response(request.header.api_version)
-        return await ADAPTERS[api_key](self.service, request.body, context)
+        return await ADAPTERS[api_key](self.services, request.body, context)

@@ -23,12 +23,12 @@ NO_EPOCH = -1
 NEW_LEADER_ERRORS = (Errors.NOT_LEADER_OR_FOLLOWER, Errors.FENCED_LEADER_EPOCH)
 
 
-async def serve(service: Any, request: Any, context: KafkaCallContext) -> Any:
+async def serve(services: Any, request: Any, context: KafkaCallContext) -> Any:
     if getattr(request, "session_id", 0) != 0:
         return build(response_type(request), {"throttle_time": 0, "error_code": Errors.FETCH_SESSION_ID_NOT_FOUND,
                                               "session_id": 0, "responses": ()})
     isolation = getattr(request, "isolation_level", 0)
-    raw = await service.Fetch(bpb.FetchRequest(
+    raw = await services.broker.Fetch(bpb.FetchRequest(
         replica_id=request.replica_id, replica_epoch=-1, max_wait_ms=millis(request.max_wait),
         min_bytes=request.min_bytes, max_bytes=request.max_bytes, isolation_level=isolation,
         topics=[bpb.FetchRequest.FetchTopic(topic=t.topic, partitions=[bpb.FetchRequest.FetchPartition(

@@ -11,8 +11,8 @@ from kafka_protocol.wire.entities import build, millis
 from .context import KafkaCallContext
 
 
-async def serve(service: Any, request: Any, context: KafkaCallContext) -> Any:
-    answer = await service.InitProducerId(bpb.InitProducerIdRequest(
+async def serve(services: Any, request: Any, context: KafkaCallContext) -> Any:
+    answer = await services.broker.InitProducerId(bpb.InitProducerIdRequest(
         transactional_id=request.transactional_id or "",
         transaction_timeout_ms=millis(request.transaction_timeout), producer_id=-1, producer_epoch=-1), context)
     return build(response_type(request), {"throttle_time": 0, "error_code": answer.error_code,

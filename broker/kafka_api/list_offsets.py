@@ -12,8 +12,8 @@ from .context import KafkaCallContext
 NO_EPOCH = -1
 
 
-async def serve(service: Any, request: Any, context: KafkaCallContext) -> Any:
-    answer = await service.ListOffsets(bpb.ListOffsetsRequest(
+async def serve(services: Any, request: Any, context: KafkaCallContext) -> Any:
+    answer = await services.broker.ListOffsets(bpb.ListOffsetsRequest(
         replica_id=request.replica_id, isolation_level=getattr(request, "isolation_level", 0),
         topics=[bpb.ListOffsetsRequest.ListOffsetsTopic(name=t.name, partitions=[
             bpb.ListOffsetsRequest.ListOffsetsPartition(

@@ -24,11 +24,11 @@ from kafka_protocol.wire.entities import build
 from .context import KafkaCallContext
 
 
-async def serve(service: Any, request: Any, context: KafkaCallContext) -> Any:
+async def serve(services: Any, request: Any, context: KafkaCallContext) -> Any:
     # From v1 on, a null topic list is every topic and an empty one none.
     every = request.topics is None
     asked = () if every else request.topics
-    answer = await service.Metadata(bpb.MetadataRequest(
+    answer = await services.broker.Metadata(bpb.MetadataRequest(
         all_topics=every, topics=[t.name for t in asked if t.name is not None]), context)
     by_id_only = [{"error_code": Errors.UNKNOWN_TOPIC_ID, "name": None, "topic_id": t.topic_id, "partitions": ()}
                   for t in asked if t.name is None]

@@ -12,8 +12,8 @@ from kafka_protocol.wire.entities import build, millis
 from .context import KafkaCallContext
 
 
-async def serve(service: Any, request: Any, context: KafkaCallContext) -> Optional[Any]:
-    answer = await service.Produce(bpb.ProduceRequest(
+async def serve(services: Any, request: Any, context: KafkaCallContext) -> Optional[Any]:
+    answer = await services.broker.Produce(bpb.ProduceRequest(
         acks=request.acks, timeout_ms=millis(request.timeout), transactional_id=request.transactional_id or "",
         topics=[bpb.ProduceRequest.TopicData(name=t.name, partitions=[
             bpb.ProduceRequest.PartitionData(index=p.index, records=p.records or b"") for p in t.partition_data])
