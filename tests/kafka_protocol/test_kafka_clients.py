@@ -1,5 +1,5 @@
 """Kafka clients nobody here wrote, against the Kafka-protocol listener of a
-real cluster (1 controller, 2 brokers, one cluster for the module):
+real cluster (two combined nodes, one cluster for the module):
 librdkafka 2.16 through confluent-kafka, kcat (librdkafka 2.0, Debian),
 aiokafka and kafka-python 2.x (in a subprocess: it is the same package
 `kafka` as the venv's 3.x). Every record a Kafka client writes is read back
@@ -49,7 +49,7 @@ KAFKA_PYTHON_2 = Path(os.environ.get("KRAFTLOG_KAFKA_PYTHON_2", Path(sys.prefix)
 def cluster(tmp_path_factory):
     root = tmp_path_factory.mktemp("kafka-clients")
     try:
-        with LocalCluster(root, controllers=1, brokers=2, client_listener="PLAINTEXT",
+        with LocalCluster(root, combined=2, client_listener="PLAINTEXT",
                           properties={KAFKA_PROTOCOL_LISTENERS: "CLIENTS"}).running() as c:
             yield c
     finally:
