@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition as AioTp
 from confluent_kafka import OFFSET_BEGINNING, Consumer as CKConsumer, Producer as CKProducer, TopicPartition as CKTp
 
 from client.producer import Producer
@@ -214,8 +215,6 @@ def test_kcat_consumes_from_a_timestamp(cluster):
 # -- aiokafka -------------------------------------------------------------------------------
 
 def test_aiokafka_produces_and_consumes_from_offsets_and_timestamps(cluster):
-    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition as AioTp
-
     topic = new_topic(cluster, "aiokafka-io")
     written = [record("aio", i) for i in range(12)]
     tp = AioTp(topic, 0)
