@@ -11,7 +11,7 @@ export GOCACHE := $(CURDIR)/.cache/go-build
 export GOPATH := $(CURDIR)/.cache/go
 export GOPROXY := off
 
-.PHONY: all venv fuzz chaos chaos-tools go-toolchain java-runtime lincheck test pytest go-test demo bench-log bench-quorum bench-metadata bench-security bench-transactions bench bench-quick bench-deps bench-tools sim sim-controller proto clean
+.PHONY: all venv fuzz chaos chaos-tools go-toolchain java-runtime kafka-clients lincheck test pytest go-test demo bench-log bench-quorum bench-metadata bench-security bench-transactions bench bench-quick bench-deps bench-tools sim sim-controller proto clean
 
 all: test
 
@@ -37,6 +37,23 @@ chaos-tools:
 java-runtime:
 	@command -v java >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq openjdk-17-jre-headless >/dev/null; }
 
+# The Kafka clients tests/kafka_protocol/ drives beside the venv's
+# confluent-kafka, aiokafka and kafka-python 3: kcat from Debian where missing
+# (its tests skip, saying why, when it cannot be had), and kafka-python 2.x,
+# which negotiates differently from 3.x but is the same package `kafka`, so
+# the two cannot share site-packages: it goes into a directory of its own that
+# the tests put on a subprocess's PYTHONPATH. 2.3.3 is the last 2.x release.
+KAFKA_PYTHON_2_VERSION := 2.3.3
+KAFKA_PYTHON_2_DIR := $(VENV)/kafka-python-2
+KAFKA_PYTHON_2_STAMP := $(KAFKA_PYTHON_2_DIR)/.installed-$(KAFKA_PYTHON_2_VERSION)
+$(KAFKA_PYTHON_2_STAMP): $(STAMP)
+	rm -rf $(KAFKA_PYTHON_2_DIR)
+	$(BIN)/pip install -q --no-deps --target $(KAFKA_PYTHON_2_DIR) 'kafka-python==$(KAFKA_PYTHON_2_VERSION)'
+	touch $@
+
+kafka-clients: $(KAFKA_PYTHON_2_STAMP)
+	@command -v kcat >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq kcat >/dev/null; } || echo "kcat not installed: its tests will be skipped"
+
 go-test: go-toolchain
 	cd $(CHECKER_DIR) && test -z "$$(gofmt -l .)" && go vet ./... && go test ./...
 
@@ -45,7 +62,7 @@ $(CHECKER_DIR)/bin/lincheck: go-toolchain $(shell find $(CHECKER_DIR) -name '*.g
 
 lincheck: $(CHECKER_DIR)/bin/lincheck
 
-pytest: venv chaos-tools java-runtime bench-deps bench-tools
+pytest: venv chaos-tools java-runtime kafka-clients bench-deps bench-tools
 	$(BIN)/pytest -q --durations=25
 
 test: go-test pytest

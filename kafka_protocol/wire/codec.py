@@ -18,6 +18,7 @@ from kio.serial import entity_reader, entity_writer
 from .errors import UnsupportedRequest, WireError
 from .framing import SIZE_BYTES, BytesLike, size_prefix
 from .headers import RequestHeader, decode_request_header, encode_response_header, peek
+from .tagged_fields import drop_unknown_tags
 from .versions import API_VERSIONS, UNSUPPORTED_VERSION, api_versions_response, is_served
 
 
@@ -36,12 +37,27 @@ def decode_request(frame: BytesLike) -> Request:
     kind = request_type(api_key, api_version)
     header, offset = decode_request_header(frame, kind.__header_schema__.__version__)
     try:
-        body, size = _reader(kind)(frame, offset)
+        return Request(header, _whole_body(kind, frame, offset))
+    except WireError:
+        if not kind.__flexible__:
+            raise
+        # kio refuses tagged fields its schema does not declare; KIP-482 skips them
+        # (tagged_fields.py). Only a request kio refused pays for this second walk.
+        known = drop_unknown_tags(kind, frame, offset)
+        if len(known) == len(frame) - offset:
+            raise  # nothing was dropped: the first answer stands
+        return Request(header, _whole_body(kind, known, 0))
+
+
+def _whole_body(kind: type, buf: BytesLike, offset: int) -> Any:
+    """The `kind` message at `offset`, which must fill the rest of `buf`."""
+    try:
+        body, size = _reader(kind)(buf, offset)
     except Exception as exc:  # noqa: BLE001 - kio's reader fails in many ways on hostile bytes
-        raise WireError(f"malformed {kind.__name__} v{api_version}: {exc}") from None
-    if offset + size != len(frame):
-        raise WireError(f"{kind.__name__} v{api_version} leaves {len(frame) - offset - size} bytes of its frame unread")
-    return Request(header, body)
+        raise WireError(f"malformed {kind.__name__} v{kind.__version__}: {exc}") from None
+    if offset + size != len(buf):
+        raise WireError(f"{kind.__name__} v{kind.__version__} leaves {len(buf) - offset - size} bytes of its frame unread")
+    return body
 
 
 def encode_response(correlation_id: int, response: Any) -> bytes:

@@ -3,10 +3,10 @@ with a gRPC listener and a Kafka one, CLIENTS), driven by kafka-python 3 -
 a client nobody here wrote - and by raw frames for what a client would
 never send: version negotiation, metadata per listener, records written
 through one protocol and read through the other byte for byte, acks=0,
-pipelining, and hostile connections that must leave the broker serving."""
+pipelining. Hostile connections, which must leave the broker serving, are
+tests/adversarial/test_hostile_kafka_connections.py."""
 from __future__ import annotations
 
-import socket
 import struct
 import time
 import uuid
@@ -23,13 +23,9 @@ from kraftlog_api import broker_pb2 as bpb
 from kafka_protocol.batch import iter_headers
 from kafka_protocol.records import Record, encode_batch, iter_records
 from kafka_protocol.wire import codec, versions
-from kafka_protocol.wire.entities import build
-from kraftlog_server.server_config import (CONNECTIONS_MAX_IDLE_MS, KAFKA_PROTOCOL_LISTENERS,
-                                           SOCKET_REQUEST_MAX_BYTES)
+from kraftlog_server.server_config import KAFKA_PROTOCOL_LISTENERS
+from tests.adversarial.kafka_wire import RawKafka, api_versions, kafka_address, request
 
-MAX_REQUEST_BYTES = 1 << 20
-IDLE_MS = 3000  # connections.max.idle.ms, short enough for a test to see it and long enough for kafka-python
-IO_TIMEOUT_S = 15  # bounds every socket read; never part of an assert
 IDLE_S = 10.0
 
 
@@ -37,9 +33,7 @@ IDLE_S = 10.0
 def cluster(tmp_path_factory):
     with LocalCluster(tmp_path_factory.mktemp("kafka-listener"), controllers=1, brokers=2,
                       client_listener="PLAINTEXT",
-                      properties={KAFKA_PROTOCOL_LISTENERS: "CLIENTS",
-                                  SOCKET_REQUEST_MAX_BYTES: MAX_REQUEST_BYTES,
-                                  CONNECTIONS_MAX_IDLE_MS: IDLE_MS}).running() as c:
+                      properties={KAFKA_PROTOCOL_LISTENERS: "CLIENTS"}).running() as c:
         yield c
 
 
@@ -48,63 +42,6 @@ def topic(cluster) -> str:
     cluster.create_topic("kafka-wire", 2, 2)
     cluster.wait_for_leaders("kafka-wire")
     return "kafka-wire"
-
-
-class RawKafka:
-    """One Kafka-protocol connection, frame by frame."""
-
-    def __init__(self, address: str) -> None:
-        host, port = address.rsplit(":", 1)
-        self.sock = socket.create_connection((host, int(port)), timeout=IO_TIMEOUT_S)
-
-    def __enter__(self) -> "RawKafka":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.sock.close()
-
-    def send(self, data: bytes) -> None:
-        self.sock.sendall(data)
-
-    def _exactly(self, size: int) -> bytes:
-        data = b""
-        while len(data) < size:
-            chunk = self.sock.recv(size - len(data))
-            if not chunk:
-                raise ConnectionError(f"closed after {len(data)} of {size} bytes")
-            data += chunk
-        return data
-
-    def receive(self) -> bytes:
-        (size,) = struct.unpack(">i", self._exactly(4))
-        return self._exactly(size)
-
-    def answer(self, kind: type) -> tuple[int, object]:
-        return codec.decode_response(self.receive(), kind)
-
-    def call(self, body: object, correlation_id: int = 1) -> object:
-        self.send(codec.encode_request(body, correlation_id, "raw-test"))
-        got, answer = self.answer(codec.response_type(body))
-        assert got == correlation_id
-        return answer
-
-    def closed_by_broker(self) -> bool:
-        try:
-            return self.sock.recv(1) == b""
-        except ConnectionResetError:
-            return True
-
-
-def request(api_key: int, version: int, values: dict) -> object:
-    return build(codec.request_type(api_key, version), values)
-
-
-def api_versions(version: int = 3) -> object:
-    return request(versions.API_VERSIONS, version, {"client_software_name": "raw", "client_software_version": "1"})
-
-
-def kafka_address(cluster: LocalCluster, broker_id: int | None = None) -> str:
-    return cluster.client_addresses[broker_id if broker_id is not None else cluster.brokers[0]]
 
 
 # -- version negotiation and metadata ------------------------------------------------------
@@ -285,39 +222,6 @@ def test_acks_0_gets_no_answer_and_pipelined_requests_answer_in_order(cluster):
     assert [r.value for r in got] == [b"a", b"b", b"c"]
 
 
-# -- hostile connections ---------------------------------------------------------------------
-
-def still_serving(cluster: LocalCluster) -> None:
-    with RawKafka(kafka_address(cluster)) as raw:
-        assert raw.call(api_versions(), correlation_id=7).error_code == ErrorCode.none
-
-
-@pytest.mark.parametrize("data", [
-    struct.pack(">i", MAX_REQUEST_BYTES + 1) + b"\x00" * 64,        # over socket.request.max.bytes
-    struct.pack(">i", -5),                                             # a negative size
-    struct.pack(">i", 12) + b"\xff" * 12,                              # a garbage header
-    struct.pack(">i", 10) + struct.pack(">hhih", 999, 0, 1, -1),       # an API nobody has
-    struct.pack(">i", 10) + struct.pack(">hhih", versions.METADATA, 0, 1, -1),  # a version not served
-    struct.pack(">i", 12) + struct.pack(">hhih", versions.METADATA, 1, 1, -1) + b"\x00\x00",  # a truncated body
-], ids=["oversized", "negative-size", "garbage-header", "unknown-api", "unserved-version", "truncated-body"])
-def test_a_bad_frame_closes_only_its_connection(cluster, data):
-    with RawKafka(kafka_address(cluster)) as bystander, RawKafka(kafka_address(cluster)) as raw:
-        assert bystander.call(api_versions(), correlation_id=1).error_code == ErrorCode.none
-        raw.send(data)
-        assert raw.closed_by_broker()
-        assert bystander.call(api_versions(), correlation_id=2).error_code == ErrorCode.none
-    still_serving(cluster)
-
-
-@pytest.mark.parametrize("sent", [b"\x00\x00", struct.pack(">i", 100) + b"\x00\x12\x00"])
-def test_half_a_frame_then_close(cluster, sent):
-    for _ in range(3):
-        with RawKafka(kafka_address(cluster)) as raw:
-            raw.send(sent)
-    time.sleep(0.1)  # let the broker notice; the check below does not depend on it
-    still_serving(cluster)
-
-
 def test_records_written_through_kafka_are_the_batches_sent(cluster):
     """The batch bytes a Kafka client sends are stored as they are (but for
     the offsets and leader epoch the leader stamps outside the CRC)."""
@@ -339,14 +243,6 @@ def test_records_written_through_kafka_are_the_batches_sent(cluster):
     # past baseOffset (8) and the length (4), the leader epoch (4) is stamped: the rest is what was sent
     assert len(stored) == len(original) and stored[16:] == original[16:] and stored[8:12] == original[8:12]
     assert [r.value for r in iter_records(stored)] == values
-
-
-def test_a_slowloris_and_an_idle_connection_are_closed(cluster):
-    with RawKafka(kafka_address(cluster)) as idle, RawKafka(kafka_address(cluster)) as slow:
-        slow.send(struct.pack(">i", 100) + b"\x00")  # and never the rest
-        # (a read that outlasts IO_TIMEOUT_S raises instead: the broker must be the one closing)
-        assert slow.closed_by_broker() and idle.closed_by_broker()
-    still_serving(cluster)
 
 
 # -- requests a client may send but the broker refuses, per partition or per request -----------

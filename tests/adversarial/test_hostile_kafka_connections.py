@@ -1,0 +1,102 @@
+"""Hostile connections to a Kafka-protocol listener (one combined node, its
+CLIENTS listener speaking Kafka's protocol; one cluster for the module):
+a frame over socket.request.max.bytes, a negative size, a garbage header, an
+API or version not served, a truncated body, half a frame, a slowloris and
+an idle connection. Each closes its own connection and leaves the broker
+serving everyone else; a request carrying tagged fields the broker does not
+know (KIP-482) is answered, not closed."""
+from __future__ import annotations
+
+import shutil
+import struct
+import time
+
+import pytest
+from kio.schema.errors import ErrorCode
+
+from devcluster.local_cluster import LocalCluster
+from kafka_protocol.varint import unsigned_varint_bytes as uvarint
+from kafka_protocol.wire import codec, versions
+from kraftlog_server.server_config import (CONNECTIONS_MAX_IDLE_MS, KAFKA_PROTOCOL_LISTENERS,
+                                           SOCKET_REQUEST_MAX_BYTES)
+
+from .kafka_wire import RawKafka, api_versions, kafka_address
+
+MAX_REQUEST_BYTES = 1 << 20
+IDLE_MS = 3000  # connections.max.idle.ms, short enough for a test to see it close an idle connection
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    root = tmp_path_factory.mktemp("hostile-kafka")
+    try:
+        with LocalCluster(root, combined=1, client_listener="PLAINTEXT",
+                          properties={KAFKA_PROTOCOL_LISTENERS: "CLIENTS",
+                                      SOCKET_REQUEST_MAX_BYTES: MAX_REQUEST_BYTES,
+                                      CONNECTIONS_MAX_IDLE_MS: IDLE_MS}).running() as c:
+            yield c
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def framed(frame: bytes) -> bytes:
+    return struct.pack(">i", len(frame)) + frame
+
+
+# ApiVersions v3 whose body's tagged field says it is 2^31 bytes long
+TAG_PAST_ITS_FRAME = (struct.pack(">hhih", versions.API_VERSIONS, 3, 1, -1) + bytes([0, 2]) + b"c"
+                      + bytes([2]) + b"1" + bytes([1, 9]) + uvarint(2**31))
+
+
+def still_serving(cluster: LocalCluster) -> None:
+    with RawKafka(kafka_address(cluster)) as raw:
+        assert raw.call(api_versions(), correlation_id=7).error_code == ErrorCode.none
+
+
+@pytest.mark.parametrize("data", [
+    struct.pack(">i", MAX_REQUEST_BYTES + 1) + b"\x00" * 64,        # over socket.request.max.bytes
+    struct.pack(">i", -5),                                             # a negative size
+    struct.pack(">i", 12) + b"\xff" * 12,                              # a garbage header
+    struct.pack(">i", 10) + struct.pack(">hhih", 999, 0, 1, -1),       # an API nobody has
+    struct.pack(">i", 10) + struct.pack(">hhih", versions.METADATA, 0, 1, -1),  # a version not served
+    struct.pack(">i", 12) + struct.pack(">hhih", versions.METADATA, 1, 1, -1) + b"\x00\x00",  # a truncated body
+    framed(TAG_PAST_ITS_FRAME),
+], ids=["oversized", "negative-size", "garbage-header", "unknown-api", "unserved-version", "truncated-body",
+        "tagged-field-past-its-frame"])
+def test_a_bad_frame_closes_only_its_connection(cluster, data):
+    with RawKafka(kafka_address(cluster)) as bystander, RawKafka(kafka_address(cluster)) as raw:
+        assert bystander.call(api_versions(), correlation_id=1).error_code == ErrorCode.none
+        raw.send(data)
+        assert raw.closed_by_broker()
+        assert bystander.call(api_versions(), correlation_id=2).error_code == ErrorCode.none
+    still_serving(cluster)
+
+
+@pytest.mark.parametrize("sent", [b"\x00\x00", struct.pack(">i", 100) + b"\x00\x12\x00"])
+def test_half_a_frame_then_close(cluster, sent):
+    for _ in range(3):
+        with RawKafka(kafka_address(cluster)) as raw:
+            raw.send(sent)
+    time.sleep(0.1)  # let the broker notice; the check below does not depend on it
+    still_serving(cluster)
+
+
+def test_a_slowloris_and_an_idle_connection_are_closed(cluster):
+    with RawKafka(kafka_address(cluster)) as idle, RawKafka(kafka_address(cluster)) as slow:
+        slow.send(struct.pack(">i", 100) + b"\x00")  # and never the rest
+        # (a read that outlasts IO_TIMEOUT_S raises instead: the broker must be the one closing)
+        assert slow.closed_by_broker() and idle.closed_by_broker()
+    still_serving(cluster)
+
+
+def test_tagged_fields_the_broker_does_not_know_are_skipped(cluster):
+    """What a newer client may send (KIP-482): the request is answered and
+    the connection stays open."""
+    header = struct.pack(">hhih", versions.API_VERSIONS, 3, 31, 1) + b"c" + bytes([1, 6, 2]) + b"hd"
+    body = bytes([4]) + b"new" + bytes([2]) + b"9" + bytes([2, 3, 0, 77, 1]) + b"x"  # tags 3 (empty) and 77
+    with RawKafka(kafka_address(cluster)) as raw:
+        raw.send(framed(header + body))
+        correlation_id, answer = raw.answer(codec.response_type(api_versions(3)))
+        assert correlation_id == 31 and answer.error_code == ErrorCode.none
+        assert {k.api_key for k in answer.api_keys} == set(versions.ADVERTISED)
+        assert raw.call(api_versions(), correlation_id=32).error_code == ErrorCode.none
