@@ -59,6 +59,7 @@ from security.listener_guard import listener_guard
 from security.listeners import SecurityProtocol
 from security.sasl_protocol import SASL_SERVICE
 from security.ssl_config import SslConfig
+from security.ssl_context import server_ssl_context
 from security.tls import server_credentials
 
 from .metrics import NodeMetrics
@@ -256,7 +257,7 @@ async def serve(config: ServerConfig) -> int:
             metrics.add_broker(broker)
         for endpoint in config.broker_listeners():
             if config.is_kafka_protocol(endpoint):
-                kafka_listeners.append((endpoint, new_kafka_listener(endpoint, config, broker)))
+                kafka_listeners.append((endpoint, new_kafka_listener(endpoint, config, broker, sasl)))
                 continue
             listener = new_listener(endpoint, config, metrics, sasl)
             listener.services = broker.add_services(listener.server, endpoint.name)
@@ -368,14 +369,26 @@ def bind(listener: Listener) -> None:
         raise StartupError(f"cannot listen on {address} ({listener.endpoint.name}): {reason}")
 
 
-def new_kafka_listener(endpoint: Endpoint, config: ServerConfig, broker: BrokerServer) -> KafkaListener:
+def new_kafka_listener(endpoint: Endpoint, config: ServerConfig, broker: BrokerServer,
+                       sasl: SaslServers) -> KafkaListener:
     """A Kafka-protocol listener over the broker's client services for this
-    listener name (its Metadata lists this listener's endpoints)."""
+    listener name (its Metadata lists this listener's endpoints), secured by
+    its protocol as a gRPC listener of that name would be: the same ssl.*
+    settings and the same SASL server (mechanisms, credentials, login metrics)."""
     from broker.kafka_api.apis import KafkaApis
-    from broker.kafka_api.listener import KafkaListener
+    from broker.kafka_api.listener import KafkaListener, ListenerSecurity
+    protocol = config.listener_protocol(endpoint.name)
+    ssl = config.listener_ssl.get(endpoint.name)
+    try:
+        context = server_ssl_context(ssl, endpoint.name) if ssl is not None else None
+    except InvalidConfigError as exc:  # a keystore or truststore that does not read
+        raise StartupError(f"cannot listen on {endpoint.address} ({endpoint.name}): {exc}") from None
+    security = ListenerSecurity(protocol, context, ssl.principal_mapper if ssl is not None else None,
+                                sasl.for_listener(protocol) if protocol.uses_sasl else None,
+                                config.security.max_reauth_ms)
     return KafkaListener(endpoint.name, KafkaApis(broker.client_services(endpoint.name)),
                          max_request_bytes=config.socket_request_max_bytes,
-                         idle_timeout_ms=config.connections_max_idle_ms)
+                         idle_timeout_ms=config.connections_max_idle_ms, security=security)
 
 
 async def bind_kafka(endpoint: Endpoint, listener: KafkaListener) -> None:

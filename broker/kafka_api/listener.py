@@ -16,6 +16,17 @@ client that closes mid-frame, and one that sends nothing for
 within one (a slowloris: a frame must be whole within that time of its
 size prefix).
 
+Security, by the listener's protocol (listener.security.protocol.map):
+SSL and SASL_SSL connections are TLS (asyncio's ssl, with the context
+security/ssl_context.py builds from the listener's ssl.* settings; a TLS
+handshake must end within connections.max.idle.ms). A PLAINTEXT connection
+runs as User:ANONYMOUS, an SSL one as its client certificate's mapped subject
+(ANONYMOUS without one), a SASL one as the user it logged in as (sasl.py
+gates its requests until then; frames are at most sasl.server.max.receive.size
+until then too). The principal is the RequestSession of every request of
+the connection, so the broker's ACL checks decide as on a gRPC listener. A
+refused login is answered after Kafka's connection.failed.authentication.delay.ms.
+
 The listener binds when the node starts (a taken port fails the start) and
 serves once the broker has caught up with the metadata log, as a Kafka
 broker opens its listeners only then.
@@ -24,24 +35,59 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
+from dataclasses import dataclass
 from typing import Optional
 
 from kafka_protocol.wire.codec import decode_request, encode_response, unsupported_api_versions
 from kafka_protocol.wire.errors import UnsupportedRequest, WireError
-from kafka_protocol.wire.framing import SIZE_BYTES, frame_size
+from kafka_protocol.wire.framing import SIZE_BYTES, frame_size, size_prefix
 from kafka_protocol.wire.versions import API_VERSIONS
-from security.request_context import anonymous_session, set_session
+from security.listeners import SecurityProtocol
+from security.principal import ANONYMOUS
+from security.principal_mapping import NoMatchingRule, PrincipalMapper
+from security.request_context import RequestSession, set_session
+from security.sasl_server import SaslServer
+from security.ssl_context import connection_principal
 
 from .apis import KafkaApis
 from .context import CallAborted, KafkaCallContext
+from .sasl import SASL_APIS, ConnectionAuth
 
 log = logging.getLogger("kraftlog.kafka_api")
 
+# Kafka's connection.failed.authentication.delay.ms default: a refused login
+# is answered this much later, which slows a password guesser down.
+FAILED_AUTHENTICATION_DELAY_S = 0.1
+
+
+@dataclass(frozen=True)
+class ListenerSecurity:
+    """How a listener's connections prove who they are."""
+
+    protocol: SecurityProtocol = SecurityProtocol.PLAINTEXT
+    ssl_context: Optional[ssl.SSLContext] = None  # SSL, SASL_SSL
+    principal_mapper: Optional[PrincipalMapper] = None  # SSL: ssl.principal.mapping.rules
+    sasl: Optional[SaslServer] = None  # SASL_PLAINTEXT, SASL_SSL
+    max_reauth_ms: int = 0  # connections.max.reauth.ms
+
+    def __post_init__(self) -> None:
+        if self.protocol.uses_tls != (self.ssl_context is not None):
+            raise ValueError(f"a {self.protocol.value} listener {'needs' if self.protocol.uses_tls else 'takes no'} "
+                             "TLS context")
+        if self.protocol.uses_sasl != (self.sasl is not None):
+            raise ValueError(f"a {self.protocol.value} listener {'needs' if self.protocol.uses_sasl else 'takes no'} "
+                             "SASL server")
+        if self.protocol is SecurityProtocol.SSL and self.principal_mapper is None:
+            raise ValueError("an SSL listener needs its ssl.principal.mapping.rules")
+
 
 class KafkaListener:
-    def __init__(self, name: str, apis: KafkaApis, *, max_request_bytes: int, idle_timeout_ms: int) -> None:
+    def __init__(self, name: str, apis: KafkaApis, *, max_request_bytes: int, idle_timeout_ms: int,
+                 security: ListenerSecurity = ListenerSecurity()) -> None:
         self.name = name
         self.apis = apis
+        self.security = security
         self.max_request_bytes = max_request_bytes
         self.idle_timeout_s = idle_timeout_ms / 1000
         self._server: Optional[asyncio.Server] = None
@@ -49,7 +95,9 @@ class KafkaListener:
 
     async def bind(self, host: str, port: int) -> None:
         """Listen on host:port (every interface for an empty host); raises OSError."""
-        self._server = await asyncio.start_server(self._connection, host or None, port, start_serving=False)
+        tls = self.security.ssl_context
+        self._server = await asyncio.start_server(self._connection, host or None, port, start_serving=False, ssl=tls,
+                                                  ssl_handshake_timeout=self.idle_timeout_s if tls else None)
 
     async def serve_when(self, ready: asyncio.Event) -> None:
         await ready.wait()
@@ -73,10 +121,17 @@ class KafkaListener:
         peername = writer.get_extra_info("peername") or ("", 0)
         host, port = str(peername[0]), peername[1]
         peer = f"{host}:{port}"
-        # PLAINTEXT: everyone is User:ANONYMOUS (SSL and SASL listeners come later).
-        set_session(anonymous_session(self.name, host))
         try:
-            reason = await self._serve(reader, writer, peer)
+            auth = self._authentication(writer, peer)
+        except NoMatchingRule:
+            log.info("%s: closing the Kafka connection from %s: no ssl.principal.mapping.rules rule applies to "
+                     "its certificate", self.name, peer)
+            self._connections.discard(task)
+            writer.close()
+            return
+        self._set_session(auth, host)
+        try:
+            reason = await self._serve(reader, writer, peer, auth, host)
             if reason:
                 log.info("%s: closing the Kafka connection from %s: %s", self.name, peer, reason)
         except (ConnectionError, asyncio.CancelledError):
@@ -87,7 +142,23 @@ class KafkaListener:
             self._connections.discard(task)
             writer.close()
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: str) -> str:
+    def _authentication(self, writer: asyncio.StreamWriter, peer: str) -> ConnectionAuth:
+        """The connection's SASL state; its principal from the start when the listener has no SASL."""
+        security = self.security
+        if security.sasl is not None:
+            return ConnectionAuth(security.sasl, peer, max_reauth_ms=security.max_reauth_ms)
+        principal = ANONYMOUS
+        if security.protocol is SecurityProtocol.SSL:
+            assert security.principal_mapper is not None
+            principal = connection_principal(writer.get_extra_info("ssl_object"), security.principal_mapper)
+        return ConnectionAuth(None, peer, principal=principal)
+
+    def _set_session(self, auth: ConnectionAuth, host: str) -> None:
+        # The connection's task is the only one its requests run in: the contextvar set here is theirs.
+        set_session(RequestSession(auth.principal or ANONYMOUS, host, self.name, self.security.protocol.value))
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer: str,
+                     auth: ConnectionAuth, host: str) -> str:
         """Serve requests until the connection ends; why it ended, when that is worth a log line."""
         while True:
             try:
@@ -96,22 +167,48 @@ class KafkaListener:
                 return f"closed by the client within a frame's size ({len(exc.partial)} bytes)" if exc.partial else ""
             except asyncio.TimeoutError:
                 return f"idle for connections.max.idle.ms ({self.idle_timeout_s * 1000:.0f} ms)"
+            limit = auth.max_frame_bytes
             try:
-                size = frame_size(prefix, self.max_request_bytes)
+                size = (frame_size(prefix, self.max_request_bytes) if limit is None else
+                        frame_size(prefix, min(limit, self.max_request_bytes), "sasl.server.max.receive.size"))
                 frame = await asyncio.wait_for(reader.readexactly(size), self.idle_timeout_s)
+                if auth.expects_raw_token:
+                    outcome = await auth.raw_token(bytes(frame))
+                    if outcome.close:
+                        await asyncio.sleep(FAILED_AUTHENTICATION_DELAY_S)
+                        return outcome.close
+                    writer.write(size_prefix(len(outcome.response)) + outcome.response)
+                    await writer.drain()
+                    if auth.principal is not None:
+                        self._set_session(auth, host)
+                    continue
                 request = decode_request(frame)
             except asyncio.IncompleteReadError as exc:
                 return f"closed by the client {len(exc.partial)} bytes into a frame of {size}"
             except asyncio.TimeoutError:
                 return f"a frame of {size} bytes not whole within connections.max.idle.ms"
             except UnsupportedRequest as exc:
-                if exc.api_key != API_VERSIONS:
+                if exc.api_key != API_VERSIONS or auth.refusal(API_VERSIONS):
                     return str(exc)
                 writer.write(unsupported_api_versions(exc.correlation_id))
                 await writer.drain()
                 continue
             except WireError as exc:
                 return str(exc)
+            api_key = request.header.api_key
+            refusal = auth.refusal(api_key)
+            if refusal:
+                return refusal
+            if api_key in SASL_APIS:
+                outcome = await auth.serve(request)
+                if outcome.failed_login:
+                    await asyncio.sleep(FAILED_AUTHENTICATION_DELAY_S)
+                self._set_session(auth, host)
+                writer.write(encode_response(request.header.correlation_id, outcome.response))
+                await writer.drain()
+                if outcome.close:
+                    return outcome.close
+                continue
             context = KafkaCallContext(peer, request.header.client_id)
             try:
                 response = await self.apis.handle(request, context)
