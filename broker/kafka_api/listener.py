@@ -99,6 +99,12 @@ class KafkaListener:
         self._server = await asyncio.start_server(self._connection, host or None, port, start_serving=False, ssl=tls,
                                                   ssl_handshake_timeout=self.idle_timeout_s if tls else None)
 
+    @property
+    def bound_port(self) -> int:
+        """The port bound (the one the OS chose, for port 0)."""
+        assert self._server is not None and self._server.sockets
+        return self._server.sockets[0].getsockname()[1]
+
     async def serve_when(self, ready: asyncio.Event) -> None:
         await ready.wait()
         assert self._server is not None
