@@ -21,7 +21,8 @@ Once authenticated, the connection is the session: every later request runs
 as its principal. SaslHandshake and SaslAuthenticate are then answered
 ILLEGAL_SASL_STATE, as on a PLAINTEXT or SSL listener - except that with
 `connections.max.reauth.ms` > 0 (KIP-368) a v1 handshake starts a
-re-authentication, which must log in as the same principal; the lifetime is
+re-authentication, which must use the same mechanism and log in as the
+same principal; the lifetime is
 sent in SaslAuthenticate v1+, and a request other than SaslHandshake on a
 connection whose session has expired closes it.
 
@@ -81,6 +82,7 @@ class ConnectionAuth:
         self.state = State.AUTHENTICATED if sasl is None else State.HANDSHAKE
         self._login: Optional[SaslLogin] = None
         self._expires_at: Optional[float] = None
+        self._mechanism = ""  # the one logged in with: a re-authentication must use it again
 
     @property
     def expects_raw_token(self) -> bool:
@@ -115,6 +117,9 @@ class ConnectionAuth:
         if self._sasl is None or (self.state is not State.HANDSHAKE and not reauthenticating):
             return Outcome(_answer(request, error_code=Errors.ILLEGAL_SASL_STATE, mechanisms=()))
         mechanisms = self._sasl.mechanisms
+        if reauthenticating and request.body.mechanism != self._mechanism:
+            return Outcome(_answer(request, error_code=Errors.UNSUPPORTED_SASL_MECHANISM, mechanisms=(self._mechanism,)),
+                           close=f"re-authentication with {request.body.mechanism[:64]!r} after {self._mechanism}")
         try:
             self._login = self._sasl.begin(request.body.mechanism, self._peer)
         except UnsupportedSaslMechanismError:
@@ -158,7 +163,8 @@ class ConnectionAuth:
         if self.principal is not None and principal != self.principal:
             raise SaslAuthenticationError(f"Cannot change principals during re-authentication from "
                                           f"{self.principal}: {principal}")
-        self.principal, self._login, self.state = principal, None, State.AUTHENTICATED
+        self.principal, self._mechanism = principal, self._login.mechanism
+        self._login, self.state = None, State.AUTHENTICATED
         self._expires_at = self._clock() + self._max_reauth_s if self._max_reauth_s > 0 else None
         return answer, True
 

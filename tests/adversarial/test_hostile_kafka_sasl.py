@@ -10,11 +10,13 @@ keeps logging good clients in."""
 from __future__ import annotations
 
 import asyncio
+import datetime
 import logging
 import socket
 import ssl
 import struct
 import threading
+import time
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -57,12 +59,12 @@ def pki(tmp_path_factory):
 
 
 @contextmanager
-def serving(security: ListenerSecurity) -> Iterator[str]:
+def serving(security: ListenerSecurity, idle_ms: int = IDLE_MS) -> Iterator[str]:
     """The listener on 127.0.0.1 (a free port), its loop in a thread; stopped on the way out."""
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="kafka-listener", daemon=True)
     thread.start()
-    listener = KafkaListener("SECURE", KafkaApis(None), max_request_bytes=1 << 20, idle_timeout_ms=IDLE_MS,
+    listener = KafkaListener("SECURE", KafkaApis(None), max_request_bytes=1 << 20, idle_timeout_ms=idle_ms,
                              security=security)
 
     def run(coroutine):
@@ -84,13 +86,18 @@ def serving(security: ListenerSecurity) -> Iterator[str]:
         loop.close()
 
 
-@pytest.fixture(scope="module")
-def sasl_ssl(pki) -> Iterator[str]:
-    credentials = {(ScramMechanism.SCRAM_SHA_256, "alice"): make_credential(ScramMechanism.SCRAM_SHA_256, PASSWORD),
-                   (ScramMechanism.SCRAM_SHA_512, "alice"): make_credential(ScramMechanism.SCRAM_SHA_512, PASSWORD)}
+def sasl_ssl_security(pki, max_reauth_ms: int = 0) -> ListenerSecurity:
+    """SASL_SSL with users alice and bob (same password), every mechanism."""
+    credentials = {(mechanism, user): make_credential(mechanism, PASSWORD)
+                   for mechanism in ScramMechanism for user in ("alice", "bob")}
     sasl = SaslServer(lambda user, mechanism: credentials.get((mechanism, user)), MECHANISMS, tls=True)
     context = server_ssl_context(SslConfig(keystore_location=pki["node"]), "SECURE")
-    with serving(ListenerSecurity(SecurityProtocol.SASL_SSL, context, sasl=sasl)) as address:
+    return ListenerSecurity(SecurityProtocol.SASL_SSL, context, sasl=sasl, max_reauth_ms=max_reauth_ms)
+
+
+@pytest.fixture(scope="module")
+def sasl_ssl(pki) -> Iterator[str]:
+    with serving(sasl_ssl_security(pki)) as address:
         yield address
 
 
@@ -177,12 +184,40 @@ def test_after_login_sasl_requests_are_illegal_but_the_connection_stays(sasl_ssl
         assert conn.call(api_versions()).error_code == 0
 
 
+def test_re_authentication_kip_368(pki):
+    """connections.max.reauth.ms: the lifetime is told in SaslAuthenticate v1+,
+    a v1 handshake re-authenticates with the same mechanism as the same
+    principal (not another), and
+    a connection whose session ran out is closed at its next request."""
+    reauth_ms = 1000
+    with serving(sasl_ssl_security(pki, max_reauth_ms=reauth_ms), idle_ms=20_000) as address:
+        with connect(address, pki) as conn:
+            answer = login(conn, "SCRAM-SHA-512", "alice", PASSWORD)
+            assert answer.error_code == 0 and answer.session_lifetime == datetime.timedelta(milliseconds=reauth_ms)
+            assert login(conn, "SCRAM-SHA-512", "alice", PASSWORD).error_code == 0
+            time.sleep(reauth_ms / 1000 + 0.3)   # the session ends without a re-authentication
+            conn.send(codec_frame(api_versions()))
+            assert wait_closed(conn)
+        with connect(address, pki) as conn:
+            assert login(conn, "SCRAM-SHA-512", "alice", PASSWORD).error_code == 0
+            answer = login(conn, "SCRAM-SHA-512", "bob", PASSWORD)
+            assert answer.error_code == Errors.SASL_AUTHENTICATION_FAILED
+            assert answer.error_message == "Cannot change principals during re-authentication from User:alice: User:bob"
+            assert wait_closed(conn)
+        with connect(address, pki) as conn:
+            assert login(conn, "SCRAM-SHA-512", "alice", PASSWORD).error_code == 0
+            answer = handshake(conn, "PLAIN")   # the mechanism must stay the same
+            assert (answer.error_code, tuple(answer.mechanisms)) == (Errors.UNSUPPORTED_SASL_MECHANISM,
+                                                                     ("SCRAM-SHA-512",))
+            assert wait_closed(conn)
+
+
 # -- refused logins ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_a_wrong_password_and_an_unknown_user_get_kafkas_one_answer_then_close(sasl_ssl, pki, mechanism, caplog):
     caplog.set_level(logging.DEBUG)
-    for user, password in (("alice", "not-her-Pa55word"), ("mallory", PASSWORD)):
+    for user, password in (("alice", "not-her-Pa55word"), ("mallory", PASSWORD)):   # a wrong one, an unknown user
         with connect(sasl_ssl, pki) as conn:
             answer = login(conn, mechanism, user, password)
             assert answer.error_code == Errors.SASL_AUTHENTICATION_FAILED
