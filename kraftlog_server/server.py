@@ -59,7 +59,6 @@ from security.listener_guard import listener_guard
 from security.listeners import SecurityProtocol
 from security.sasl_protocol import SASL_SERVICE
 from security.ssl_config import SslConfig
-from security.ssl_context import server_ssl_context
 from security.tls import server_credentials
 
 from .metrics import NodeMetrics
@@ -378,12 +377,7 @@ def new_kafka_listener(endpoint: Endpoint, config: ServerConfig, broker: BrokerS
     from broker.kafka_api.apis import KafkaApis
     from broker.kafka_api.listener import KafkaListener, ListenerSecurity
     protocol = config.listener_protocol(endpoint.name)
-    ssl = config.listener_ssl.get(endpoint.name)
-    try:
-        context = server_ssl_context(ssl, endpoint.name) if ssl is not None else None
-    except InvalidConfigError as exc:  # a keystore or truststore that does not read
-        raise StartupError(f"cannot listen on {endpoint.address} ({endpoint.name}): {exc}") from None
-    security = ListenerSecurity(protocol, context, ssl.principal_mapper if ssl is not None else None,
+    security = ListenerSecurity(protocol, config.listener_ssl.get(endpoint.name),
                                 sasl.for_listener(protocol) if protocol.uses_sasl else None,
                                 config.security.max_reauth_ms)
     return KafkaListener(endpoint.name, KafkaApis(broker.client_services(endpoint.name)),
@@ -394,6 +388,8 @@ def new_kafka_listener(endpoint: Endpoint, config: ServerConfig, broker: BrokerS
 async def bind_kafka(endpoint: Endpoint, listener: KafkaListener) -> None:
     try:
         await listener.bind(endpoint.host, endpoint.port)
+    except InvalidConfigError as exc:  # a keystore or truststore that does not read
+        raise StartupError(f"cannot listen on {endpoint.address} ({endpoint.name}): {exc}") from None
     except OSError as exc:
         raise StartupError(f"cannot listen on {endpoint.address} ({endpoint.name}): "
                            f"{exc.strerror or exc}") from None

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import ssl
 from dataclasses import dataclass
 from typing import Optional
 
@@ -45,10 +44,11 @@ from kafka_protocol.wire.framing import SIZE_BYTES, frame_size, size_prefix
 from kafka_protocol.wire.versions import API_VERSIONS
 from security.listeners import SecurityProtocol
 from security.principal import ANONYMOUS
-from security.principal_mapping import NoMatchingRule, PrincipalMapper
+from security.principal_mapping import NoMatchingRule
 from security.request_context import RequestSession, set_session
 from security.sasl_server import SaslServer
-from security.ssl_context import connection_principal
+from security.ssl_config import SslConfig
+from security.ssl_context import connection_principal, server_ssl_context
 
 from .apis import KafkaApis
 from .context import CallAborted, KafkaCallContext
@@ -66,20 +66,17 @@ class ListenerSecurity:
     """How a listener's connections prove who they are."""
 
     protocol: SecurityProtocol = SecurityProtocol.PLAINTEXT
-    ssl_context: Optional[ssl.SSLContext] = None  # SSL, SASL_SSL
-    principal_mapper: Optional[PrincipalMapper] = None  # SSL: ssl.principal.mapping.rules
+    ssl: Optional[SslConfig] = None  # SSL, SASL_SSL: the listener's ssl.* (its mapping rules too)
     sasl: Optional[SaslServer] = None  # SASL_PLAINTEXT, SASL_SSL
     max_reauth_ms: int = 0  # connections.max.reauth.ms
 
     def __post_init__(self) -> None:
-        if self.protocol.uses_tls != (self.ssl_context is not None):
+        if self.protocol.uses_tls != (self.ssl is not None):
             raise ValueError(f"a {self.protocol.value} listener {'needs' if self.protocol.uses_tls else 'takes no'} "
-                             "TLS context")
+                             "ssl.* settings")
         if self.protocol.uses_sasl != (self.sasl is not None):
             raise ValueError(f"a {self.protocol.value} listener {'needs' if self.protocol.uses_sasl else 'takes no'} "
                              "SASL server")
-        if self.protocol is SecurityProtocol.SSL and self.principal_mapper is None:
-            raise ValueError("an SSL listener needs its ssl.principal.mapping.rules")
 
 
 class KafkaListener:
@@ -94,8 +91,10 @@ class KafkaListener:
         self._connections: set[asyncio.Task[None]] = set()
 
     async def bind(self, host: str, port: int) -> None:
-        """Listen on host:port (every interface for an empty host); raises OSError."""
-        tls = self.security.ssl_context
+        """Listen on host:port (every interface for an empty host); raises
+        OSError, or InvalidConfigError for a TLS store that does not read."""
+        ssl_config = self.security.ssl
+        tls = server_ssl_context(ssl_config, self.name) if ssl_config is not None else None
         self._server = await asyncio.start_server(self._connection, host or None, port, start_serving=False, ssl=tls,
                                                   ssl_handshake_timeout=self.idle_timeout_s if tls else None)
 
@@ -155,8 +154,8 @@ class KafkaListener:
             return ConnectionAuth(security.sasl, peer, max_reauth_ms=security.max_reauth_ms)
         principal = ANONYMOUS
         if security.protocol is SecurityProtocol.SSL:
-            assert security.principal_mapper is not None
-            principal = connection_principal(writer.get_extra_info("ssl_object"), security.principal_mapper)
+            assert security.ssl is not None
+            principal = connection_principal(writer.get_extra_info("ssl_object"), security.ssl.principal_mapper)
         return ConnectionAuth(None, peer, principal=principal)
 
     def _set_session(self, auth: ConnectionAuth, host: str) -> None:

@@ -34,7 +34,6 @@ from security.sasl_server import MAX_AUTH_BYTES, SaslServer
 from security.scram import plain_message
 from security.scram_credentials import ScramMechanism, make_credential
 from security.ssl_config import SslConfig
-from security.ssl_context import server_ssl_context
 from tests.kafka_protocol.kafka_sasl_helpers import (
     TlsKafka, api_versions, authenticate, handshake, login, raw_login_v0, request,
 )
@@ -91,8 +90,8 @@ def sasl_ssl_security(pki, max_reauth_ms: int = 0) -> ListenerSecurity:
     credentials = {(mechanism, user): make_credential(mechanism, PASSWORD)
                    for mechanism in ScramMechanism for user in ("alice", "bob")}
     sasl = SaslServer(lambda user, mechanism: credentials.get((mechanism, user)), MECHANISMS, tls=True)
-    context = server_ssl_context(SslConfig(keystore_location=pki["node"]), "SECURE")
-    return ListenerSecurity(SecurityProtocol.SASL_SSL, context, sasl=sasl, max_reauth_ms=max_reauth_ms)
+    return ListenerSecurity(SecurityProtocol.SASL_SSL, SslConfig(keystore_location=pki["node"]), sasl=sasl,
+                            max_reauth_ms=max_reauth_ms)
 
 
 @pytest.fixture(scope="module")
@@ -288,8 +287,7 @@ def test_an_mtls_listener_takes_only_certificates_its_ca_signed(pki):
     config = SslConfig.from_properties({"ssl.keystore.location": pki["node"], "ssl.truststore.location": pki["ca"],
                                         "ssl.client.auth": "required",
                                         "ssl.principal.mapping.rules": "RULE:^CN=(alice),.*$/$1/"})
-    security = ListenerSecurity(SecurityProtocol.SSL, server_ssl_context(config, "SECURE"),
-                                principal_mapper=config.principal_mapper)
+    security = ListenerSecurity(SecurityProtocol.SSL, config)
     with serving(security) as address:
         with TlsKafka(address, pki["ca"], pki["alice"]) as conn:
             assert conn.call(api_versions()).error_code == 0
