@@ -35,7 +35,7 @@ from security.scram import plain_message
 from security.scram_credentials import ScramMechanism, make_credential
 from security.ssl_config import SslConfig
 from tests.kafka_protocol.kafka_sasl_helpers import (
-    TlsKafka, api_versions, authenticate, handshake, login, raw_login_v0, request,
+    RawKafka, TlsKafka, api_versions, authenticate, handshake, login, raw_login_v0, request,
 )
 
 IDLE_MS = 1500  # connections.max.idle.ms of these listeners: what ends a stalled client
@@ -249,6 +249,20 @@ def test_handshake_v0_takes_raw_tokens(sasl_ssl, pki):
         with pytest.raises(ConnectionError):   # v0 has no way to say no: the connection closes
             raw_login_v0(conn, "PLAIN", "alice", "wrong-Pa55word")
     still_serves(sasl_ssl, pki)
+
+
+def test_a_sasl_plaintext_listener_offers_no_plain(pki):
+    """Without TLS the password would cross the wire: PLAIN is not enabled there."""
+    credentials = {(ScramMechanism.SCRAM_SHA_256, "alice"): make_credential(ScramMechanism.SCRAM_SHA_256, PASSWORD)}
+    sasl = SaslServer(lambda user, mechanism: credentials.get((mechanism, user)), ("SCRAM-SHA-256",), tls=False)
+    with serving(ListenerSecurity(SecurityProtocol.SASL_PLAINTEXT, sasl=sasl)) as address:
+        with RawKafka(address) as conn:
+            answer = handshake(conn, "PLAIN")
+            assert (answer.error_code, tuple(answer.mechanisms)) == (Errors.UNSUPPORTED_SASL_MECHANISM,
+                                                                     ("SCRAM-SHA-256",))
+        with RawKafka(address) as conn:
+            assert login(conn, "SCRAM-SHA-256", "alice", PASSWORD).error_code == 0
+            assert conn.call(api_versions()).error_code == 0
 
 
 # -- hostile TLS and stalls ------------------------------------------------------------------

@@ -13,7 +13,7 @@ from security.scram import ScramClientExchange, plain_message
 from security.scram_credentials import ScramMechanism
 from tests.kafka_protocol.test_kafka_listener import IO_TIMEOUT_S, RawKafka, api_versions, request
 
-__all__ = ["TlsKafka", "api_versions", "authenticate", "handshake", "login", "raw_login_v0", "request"]
+__all__ = ["RawKafka", "TlsKafka", "api_versions", "authenticate", "handshake", "login", "raw_login_v0", "request"]
 
 
 class TlsKafka(RawKafka):

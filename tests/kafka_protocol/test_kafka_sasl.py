@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+import subprocess
 import time
 import uuid
 
@@ -182,6 +183,24 @@ def test_aiokafka_writes_and_reads_with_scram_sha_256(cluster):
 
     got, offsets = asyncio.run(main())
     assert got == list(zip(offsets, sent))
+
+
+def test_kcat_writes_and_reads_with_plain(cluster, tmp_path):
+    """kcat on Debian's librdkafka 2.0, settings in a file (-F: no password on a command line).
+    PLAIN, not SCRAM: librdkafka before 2.6.1 sends the client nonce twice in
+    its client-final message, which the server refuses, as Kafka 4 does (RFC 5802)."""
+    settings = tmp_path / "kcat.conf"
+    settings.write_text("".join(f"{key}={value}\n" for key, value in {
+        **librdkafka_settings(cluster, ALICE, "PLAIN"), "sasl.mechanisms": "PLAIN"}.items()
+        if key != "sasl.mechanism"))
+    tag = f"kcat-{uuid.uuid4().hex[:6]}"
+    base = ["kcat", "-F", str(settings), "-t", TOPIC, "-p", "0"]
+    wrote = subprocess.run([*base, "-P"], input=f"{tag}-a\n{tag}-b\n", text=True, timeout=WAIT_S,
+                           capture_output=True)
+    assert wrote.returncode == 0, wrote.stderr
+    read = subprocess.run([*base, "-C", "-o", "beginning", "-e", "-q"], text=True, check=True, timeout=WAIT_S,
+                          capture_output=True)
+    assert [line for line in read.stdout.splitlines() if line.startswith(tag)] == [f"{tag}-a", f"{tag}-b"]
 
 
 # -- what the listener refuses ---------------------------------------------------------------
