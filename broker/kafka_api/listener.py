@@ -52,7 +52,7 @@ from security.ssl_context import connection_principal, server_ssl_context
 
 from .apis import KafkaApis
 from .context import CallAborted, KafkaCallContext
-from .sasl import SASL_APIS, ConnectionAuth
+from .sasl import SASL_APIS, ConnectionAuth, Outcome
 
 log = logging.getLogger("kraftlog.kafka_api")
 
@@ -177,15 +177,12 @@ class KafkaListener:
                 size = (frame_size(prefix, self.max_request_bytes) if limit is None else
                         frame_size(prefix, min(limit, self.max_request_bytes), "sasl.server.max.receive.size"))
                 frame = await asyncio.wait_for(reader.readexactly(size), self.idle_timeout_s)
-                if auth.expects_raw_token:
+                if auth.expects_raw_token:   # after a v0 SaslHandshake
                     outcome = await auth.raw_token(bytes(frame))
-                    if outcome.close:
-                        await asyncio.sleep(FAILED_AUTHENTICATION_DELAY_S)
-                        return outcome.close
-                    writer.write(size_prefix(len(outcome.response)) + outcome.response)
-                    await writer.drain()
-                    if auth.principal is not None:
-                        self._set_session(auth, host)
+                    framed = b"" if outcome.close else size_prefix(len(outcome.response)) + outcome.response
+                    closing = await self._answer_login(writer, outcome, auth, host, framed)
+                    if closing:
+                        return closing
                     continue
                 request = decode_request(frame)
             except asyncio.IncompleteReadError as exc:
@@ -206,13 +203,10 @@ class KafkaListener:
                 return refusal
             if api_key in SASL_APIS:
                 outcome = await auth.serve(request)
-                if outcome.failed_login:
-                    await asyncio.sleep(FAILED_AUTHENTICATION_DELAY_S)
-                self._set_session(auth, host)
-                writer.write(encode_response(request.header.correlation_id, outcome.response))
-                await writer.drain()
-                if outcome.close:
-                    return outcome.close
+                closing = await self._answer_login(writer, outcome, auth, host,
+                                                   encode_response(request.header.correlation_id, outcome.response))
+                if closing:
+                    return closing
                 continue
             context = KafkaCallContext(peer, request.header.client_id)
             try:
@@ -222,3 +216,16 @@ class KafkaListener:
             if response is not None:
                 writer.write(encode_response(request.header.correlation_id, response))
                 await writer.drain()
+
+    async def _answer_login(self, writer: asyncio.StreamWriter, outcome: Outcome, auth: ConnectionAuth, host: str,
+                            answer: bytes) -> Optional[str]:
+        """Write a step of the login (`answer`: its bytes, if any), a refusal
+        after Kafka's delay; the connection's session follows its principal.
+        Why the connection closes now, or None."""
+        if outcome.failed_login:
+            await asyncio.sleep(FAILED_AUTHENTICATION_DELAY_S)
+        self._set_session(auth, host)
+        if answer:
+            writer.write(answer)
+            await writer.drain()
+        return outcome.close
