@@ -42,10 +42,11 @@ ADVERTISED: dict[int, ApiRange] = {
     API_VERSIONS: ApiRange("ApiVersions", 0, 4),
     INIT_PRODUCER_ID: ApiRange("InitProducerId", 0, 1),
     # SASL (broker/kafka_api/sasl.py), listed on every listener as Kafka does.
-    # Handshake v0 is followed by raw length-prefixed tokens (kafka-python 2
-    # against old brokers), v1 by SaslAuthenticate frames (librdkafka,
-    # kafka-python 3, aiokafka); SaslAuthenticate v1 adds KIP-368's session
-    # lifetime, v2 is its flexible form (librdkafka 2.x asks for up to 2).
+    # Handshake v0 is followed by raw length-prefixed tokens (kafka-python
+    # against brokers older than 1.0), v1 by SaslAuthenticate frames
+    # (librdkafka, kafka-python 3, aiokafka). SaslAuthenticate: librdkafka
+    # sends v0; v1 adds KIP-368's session lifetime; v2, its flexible form,
+    # is what kafka-python 3 negotiates.
     SASL_HANDSHAKE: ApiRange("SaslHandshake", 0, 1),
     SASL_AUTHENTICATE: ApiRange("SaslAuthenticate", 0, 2),
 }
