@@ -19,7 +19,8 @@ size prefix).
 Security, by the listener's protocol (listener.security.protocol.map):
 SSL and SASL_SSL connections are TLS (asyncio's ssl, with the context
 security/ssl_context.py builds from the listener's ssl.* settings; a TLS
-handshake must end within connections.max.idle.ms). A PLAINTEXT connection
+handshake, and the TLS shutdown of a closing connection, must end within
+connections.max.idle.ms). A PLAINTEXT connection
 runs as User:ANONYMOUS, an SSL one as its client certificate's mapped subject
 (ANONYMOUS without one), a SASL one as the user it logged in as (sasl.py
 gates its requests until then; frames are at most sasl.server.max.receive.size
@@ -95,8 +96,9 @@ class KafkaListener:
         OSError, or InvalidConfigError for a TLS store that does not read."""
         ssl_config = self.security.ssl
         tls = server_ssl_context(ssl_config, self.name) if ssl_config is not None else None
+        timeouts = {"ssl_handshake_timeout": self.idle_timeout_s, "ssl_shutdown_timeout": self.idle_timeout_s}
         self._server = await asyncio.start_server(self._connection, host or None, port, start_serving=False, ssl=tls,
-                                                  ssl_handshake_timeout=self.idle_timeout_s if tls else None)
+                                                  **(timeouts if tls else {}))
 
     @property
     def bound_port(self) -> int:
