@@ -54,9 +54,9 @@ class LocalCluster(LocalProcesses):
         `client_listener` (a security protocol, e.g. SASL_SSL) gives each
         broker a second listener, CLIENTS, for clients only (on its host's
         address): `client_addresses`, and `client_bootstrap` to reach them.
-        With `kraftlog.kafka.protocol.listeners: CLIENTS` in `properties`
-        (and a PLAINTEXT `client_listener`), that listener speaks Kafka's
-        binary protocol, for Kafka's own clients."""
+        With `kraftlog.kafka.protocol.listeners: CLIENTS` in `properties`,
+        that listener speaks Kafka's binary protocol, for Kafka's own
+        clients (SASL_SSL with `tls`: tests/kafka_protocol/test_kafka_sasl.py)."""
         nodes: list[dict[str, Any]] = []
         self.controller_addresses: dict[int, str] = {}
         self.broker_addresses: dict[int, str] = {}

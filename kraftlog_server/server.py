@@ -256,7 +256,7 @@ async def serve(config: ServerConfig) -> int:
             metrics.add_broker(broker)
         for endpoint in config.broker_listeners():
             if config.is_kafka_protocol(endpoint):
-                kafka_listeners.append((endpoint, new_kafka_listener(endpoint, config, broker)))
+                kafka_listeners.append((endpoint, new_kafka_listener(endpoint, config, broker, sasl)))
                 continue
             listener = new_listener(endpoint, config, metrics, sasl)
             listener.services = broker.add_services(listener.server, endpoint.name)
@@ -368,19 +368,28 @@ def bind(listener: Listener) -> None:
         raise StartupError(f"cannot listen on {address} ({listener.endpoint.name}): {reason}")
 
 
-def new_kafka_listener(endpoint: Endpoint, config: ServerConfig, broker: BrokerServer) -> KafkaListener:
+def new_kafka_listener(endpoint: Endpoint, config: ServerConfig, broker: BrokerServer,
+                       sasl: SaslServers) -> KafkaListener:
     """A Kafka-protocol listener over the broker's client services for this
-    listener name (its Metadata lists this listener's endpoints)."""
+    listener name (its Metadata lists this listener's endpoints), secured by
+    its protocol as a gRPC listener of that name would be: the same ssl.*
+    settings and the same SASL server (mechanisms, credentials, login metrics)."""
     from broker.kafka_api.apis import KafkaApis
-    from broker.kafka_api.listener import KafkaListener
+    from broker.kafka_api.listener import KafkaListener, ListenerSecurity
+    protocol = config.listener_protocol(endpoint.name)
+    security = ListenerSecurity(protocol, config.listener_ssl.get(endpoint.name),
+                                sasl.for_listener(protocol) if protocol.uses_sasl else None,
+                                config.security.max_reauth_ms)
     return KafkaListener(endpoint.name, KafkaApis(broker.client_services(endpoint.name)),
                          max_request_bytes=config.socket_request_max_bytes,
-                         idle_timeout_ms=config.connections_max_idle_ms)
+                         idle_timeout_ms=config.connections_max_idle_ms, security=security)
 
 
 async def bind_kafka(endpoint: Endpoint, listener: KafkaListener) -> None:
     try:
         await listener.bind(endpoint.host, endpoint.port)
+    except InvalidConfigError as exc:  # a keystore or truststore that does not read
+        raise StartupError(f"cannot listen on {endpoint.address} ({endpoint.name}): {exc}") from None
     except OSError as exc:
         raise StartupError(f"cannot listen on {endpoint.address} ({endpoint.name}): "
                            f"{exc.strerror or exc}") from None

@@ -271,7 +271,7 @@ class ServerConfig:
 
     def _check_kafka_protocol_listeners(self) -> None:
         """Each name a broker listener of this node, not the one other brokers
-        replicate from (followers fetch over gRPC), and PLAINTEXT for now.
+        replicate from (followers fetch over gRPC); any security protocol.
         A controller-only node ignores the setting, as it ignores the broker's."""
         broker_names = [e.name for e in self.broker_listeners()]
         for name in self.kafka_protocol_listeners:
@@ -281,9 +281,6 @@ class ServerConfig:
                 problem = f"is not a broker listener in {LISTENERS} ({','.join(broker_names)})"
             elif name == self.inter_broker_listener_name:
                 problem = f"is {INTER_BROKER_LISTENER_NAME}, which brokers replicate over gRPC"
-            elif self.listener_protocol(name) is not SecurityProtocol.PLAINTEXT:
-                problem = (f"is {self.listener_protocol(name).value}; Kafka-protocol listeners are "
-                           "PLAINTEXT only for now (SSL and SASL come later)")
             else:
                 continue
             raise InvalidConfigError(f"{KAFKA_PROTOCOL_LISTENERS}: {name} {problem}")

@@ -23,6 +23,10 @@ connection close, so with 0 a session lasts DEFAULT_SESSION_LIFETIME_MS (one
 hour) instead and the client re-authenticates transparently before then.
 The answer's `session_lifetime_ms` is always the lifetime enforced.
 
+`begin` and `step` are one login without the RPCs around it: the Kafka
+listener (broker/kafka_api/sasl.py) runs them on its own connection, where
+the connection itself is the session and no credential is minted.
+
 Log lines name the mechanism, the principal, the peer and the outcome, never
 a password, proof, nonce, salt or credential.
 """
@@ -47,9 +51,9 @@ from .expiring_table import ExpiringTable
 from .principal import KafkaPrincipal
 from .request_context import peer_host
 from .sasl_protocol import (
-    MECHANISM_PLAIN, MECHANISMS, SESSION_CREDENTIAL_BYTES, SESSION_METADATA_KEY, SessionExpiredError,
-    SessionMissingError, SessionOtherConnectionError, SessionRefusedError, SessionUnknownError,
-    invalid_credentials_message, unauthenticated_details,
+    MECHANISM_PLAIN, MECHANISMS, SESSION_CREDENTIAL_BYTES, SESSION_METADATA_KEY, SaslAuthenticationError,
+    SessionExpiredError, SessionMissingError, SessionOtherConnectionError, SessionRefusedError, SessionUnknownError,
+    UnsupportedSaslMechanismError, invalid_credentials_message, unauthenticated_details,
 )
 from .scram import (
     AuthenticationFailure, CredentialLookup, ScramServerExchange, UnknownUserCredentials, check_plain,
@@ -74,7 +78,10 @@ Metadata = Optional[Sequence[tuple[str, Union[str, bytes]]]]
 
 
 @dataclass(frozen=True)
-class _Exchange:
+class SaslLogin:
+    """One login in progress: its mechanism, the client (for log lines and,
+    over gRPC, the connection its exchange is bound to) and SCRAM's state."""
+
     mechanism: str
     peer: str
     scram: Optional[ScramServerExchange]   # None for PLAIN, which is one message
@@ -111,7 +118,7 @@ class SaslServer:
         self._on_outcome = on_outcome or (lambda mechanism, succeeded: None)
         self._unknown_users = unknown_users or UnknownUserCredentials()
         self._exchange_timeout_s = exchange_timeout_ms / 1000
-        self._exchanges: ExpiringTable[_Exchange] = ExpiringTable(
+        self._exchanges: ExpiringTable[SaslLogin] = ExpiringTable(
             per_owner=max_exchanges_per_host, total=max_exchanges, evict=False)
         self._sessions: ExpiringTable[_Session] = ExpiringTable(
             per_owner=max_sessions_per_host, total=max_sessions, evict=True)
@@ -120,18 +127,15 @@ class SaslServer:
 
     async def SaslHandshake(self, request: spb.SaslHandshakeRequest,
                             context: grpc.aio.ServicerContext) -> spb.SaslHandshakeResponse:
-        mechanism = request.mechanism
-        if mechanism not in self.mechanisms:
+        peer = context.peer()
+        try:
+            login = self.begin(request.mechanism, peer)
+        except UnsupportedSaslMechanismError:
             return spb.SaslHandshakeResponse(error_code=Errors.UNSUPPORTED_SASL_MECHANISM,
                                              mechanisms=self.mechanisms)
-        peer = context.peer()
-        scram = None
-        if mechanism != MECHANISM_PLAIN:
-            scram = ScramServerExchange(ScramMechanism.from_name(mechanism), self._lookup, self._unknown_users)
         exchange_id = secrets.token_bytes(16)
         now = self._clock()
-        if not self._exchanges.add(exchange_id, peer_host(peer), _Exchange(mechanism, peer, scram),
-                                   now + self._exchange_timeout_s, now):
+        if not self._exchanges.add(exchange_id, peer_host(peer), login, now + self._exchange_timeout_s, now):
             log.warning("SASL handshake from %s refused: too many exchanges in progress", peer)
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
                                 "too many SASL exchanges in progress; try again later")
@@ -146,39 +150,65 @@ class SaslServer:
         if entry.expired(self._clock()):
             self._exchanges.pop(request.exchange_id)
             return _illegal_state()
-        exchange = entry.value
+        login = entry.value
+        if login.scram is None:
+            self._exchanges.pop(request.exchange_id)   # PLAIN is one message: closed before step's await
         try:
-            if len(request.auth_bytes) > MAX_AUTH_BYTES:
-                raise AuthenticationFailure("oversized")
-            if exchange.scram is None:
-                self._exchanges.pop(request.exchange_id)   # one message: closed before the await
-                username = await asyncio.to_thread(check_plain, request.auth_bytes, self._lookup,
-                                                   self._unknown_users)
-                answer = b""
-            else:
-                answer = exchange.scram.step(request.auth_bytes)   # no await: steps cannot interleave
-                if not exchange.scram.complete:
-                    return spb.SaslAuthenticateResponse(auth_bytes=answer)
-                self._exchanges.pop(request.exchange_id)
-                username = exchange.scram.username or ""
-        except Exception as exc:   # any refusal, and any surprise in parsing hostile bytes, fails the login
+            answer, principal = await self.step(login, request.auth_bytes)
+        except SaslAuthenticationError as failed:
             self._exchanges.pop(request.exchange_id)
-            return self._failed(exchange, peer, exc)
-        principal = KafkaPrincipal.user(username)
+            return spb.SaslAuthenticateResponse(error_code=Errors.SASL_AUTHENTICATION_FAILED,
+                                                error_message=failed.args[0])
+        if principal is None:
+            return spb.SaslAuthenticateResponse(auth_bytes=answer)
+        self._exchanges.pop(request.exchange_id)
         credential = self._open_session(principal, peer)
-        log.info("SASL %s authentication of %s from %s succeeded", exchange.mechanism, principal, peer)
-        self._on_outcome(exchange.mechanism, True)
         return spb.SaslAuthenticateResponse(auth_bytes=answer, session_lifetime_ms=self.session_lifetime_ms,
                                             session_credential=credential)
 
-    def _failed(self, exchange: _Exchange, peer: str, exc: Exception) -> spb.SaslAuthenticateResponse:
+    # --- one login, whatever carries it (these RPCs, or a Kafka connection) ---
+
+    def begin(self, mechanism: str, peer: str) -> SaslLogin:
+        """A login with `mechanism` for the client at `peer` (for log lines);
+        UnsupportedSaslMechanismError when this listener does not offer it."""
+        if mechanism not in self.mechanisms:
+            raise UnsupportedSaslMechanismError(f"unsupported SASL mechanism {mechanism[:64]!r}")
+        scram = None
+        if mechanism != MECHANISM_PLAIN:
+            scram = ScramServerExchange(ScramMechanism.from_name(mechanism), self._lookup, self._unknown_users)
+        return SaslLogin(mechanism, peer, scram)
+
+    async def step(self, login: SaslLogin, token: bytes) -> tuple[bytes, Optional[KafkaPrincipal]]:
+        """The server's answer to the client's next message, and the
+        principal once the login succeeded (None while it goes on). A refusal
+        is logged, counted and raised as SaslAuthenticationError with Kafka's
+        one text (nothing in it tells a wrong password from an unknown user);
+        the login is then over."""
+        try:
+            if len(token) > MAX_AUTH_BYTES:
+                raise AuthenticationFailure("oversized")
+            if login.scram is None:
+                username = await asyncio.to_thread(check_plain, token, self._lookup, self._unknown_users)
+                answer = b""
+            else:
+                answer = login.scram.step(token)   # no await: steps cannot interleave
+                if not login.scram.complete:
+                    return answer, None
+                username = login.scram.username or ""
+        except Exception as exc:   # any refusal, and any surprise in parsing hostile bytes, fails the login
+            self._failed(login, exc)
+            raise SaslAuthenticationError(invalid_credentials_message(login.mechanism)) from None
+        principal = KafkaPrincipal.user(username)
+        log.info("SASL %s authentication of %s from %s succeeded", login.mechanism, principal, login.peer)
+        self._on_outcome(login.mechanism, True)
+        return answer, principal
+
+    def _failed(self, login: SaslLogin, exc: Exception) -> None:
         reason = exc.reason if isinstance(exc, AuthenticationFailure) else f"unexpected {type(exc).__name__}"
-        user = exchange.scram.username if exchange.scram is not None else None
+        user = login.scram.username if login.scram is not None else None
         who = KafkaPrincipal.user(user) if user else "an unnamed user"
-        log.info("SASL %s authentication of %s from %s failed (%s)", exchange.mechanism, who, peer, reason)
-        self._on_outcome(exchange.mechanism, False)
-        return spb.SaslAuthenticateResponse(error_code=Errors.SASL_AUTHENTICATION_FAILED,
-                                            error_message=invalid_credentials_message(exchange.mechanism))
+        log.info("SASL %s authentication of %s from %s failed (%s)", login.mechanism, who, login.peer, reason)
+        self._on_outcome(login.mechanism, False)
 
     def _open_session(self, principal: KafkaPrincipal, peer: str) -> bytes:
         credential = secrets.token_bytes(SESSION_CREDENTIAL_BYTES)

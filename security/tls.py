@@ -37,7 +37,7 @@ import logging
 import os
 import stat
 import threading
-from typing import Optional, Sequence
+from typing import Callable, Generic, Optional, Sequence, TypeVar
 
 import grpc
 
@@ -49,6 +49,7 @@ from .ssl_config import (ENDPOINT_IDENTIFICATION_ALGORITHM, KEYSTORE_KEY, KEYSTO
                          TRUSTSTORE_LOCATION, KeyMaterial, SslConfig, keystore_material, truststore_material)
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 PEER_CERTIFICATE = "x509_pem_cert"
 # A PEM key store or trust store is a few KiB; anything over this (or not a
@@ -89,11 +90,23 @@ def _read(path: str, key: str) -> bytes:
     return data
 
 
-class CertificateReloader:
-    """The fetcher gRPC calls before each handshake (see the module doc)."""
+def grpc_certificate_configuration(ssl: SslConfig) -> grpc.ServerCertificateConfiguration:
+    """What gRPC's server credentials take: the keystore and the truststore."""
+    key = read_keystore(ssl)
+    return grpc.ssl_server_certificate_configuration(
+        [(key.private_key, key.certificate_chain)], root_certificates=read_truststore(ssl))
 
-    def __init__(self, ssl: SslConfig) -> None:
+
+class CertificateReloader(Generic[T]):
+    """The fetcher gRPC calls before each handshake (see the module doc):
+    None while the store files are unchanged, else `build(ssl)` afresh. The
+    Kafka listener's TLS (security/ssl_context.py) calls it the same way,
+    with a `build` that makes an ssl.SSLContext."""
+
+    def __init__(self, ssl: SslConfig,
+                 build: Callable[[SslConfig], T] = grpc_certificate_configuration) -> None:  # type: ignore[assignment]
         self._ssl = ssl
+        self._build = build
         self._lock = threading.Lock()
         self._stamp = self._file_stamp()
         self._tried = self._stamp
@@ -113,12 +126,10 @@ class CertificateReloader:
                 stamps.append(None)
         return tuple(stamps)
 
-    def _configuration(self) -> grpc.ServerCertificateConfiguration:
-        key = read_keystore(self._ssl)
-        return grpc.ssl_server_certificate_configuration(
-            [(key.private_key, key.certificate_chain)], root_certificates=read_truststore(self._ssl))
+    def _configuration(self) -> T:
+        return self._build(self._ssl)
 
-    def __call__(self) -> Optional[grpc.ServerCertificateConfiguration]:
+    def __call__(self) -> Optional[T]:
         # Never raise into gRPC core: a failure keeps the configuration in use.
         try:
             with self._lock:
@@ -140,14 +151,19 @@ class CertificateReloader:
             return None
 
 
-def server_credentials(ssl: SslConfig, listener: str = "") -> grpc.ServerCredentials:
-    """Credentials for an SSL/SASL_SSL listener, reloading changed files."""
+def check_server_stores(ssl: SslConfig, listener: str) -> None:
+    """What a TLS listener cannot start without, gRPC or Kafka protocol alike."""
     if not ssl.has_keystore:
         raise InvalidConfigError(f"{KEYSTORE_LOCATION}: is required on the {listener or 'TLS'} listener "
                                  "(a PEM file with the key and certificate chain)")
     if ssl.client_auth == "required" and not ssl.has_truststore:
         raise InvalidConfigError(f"{TRUSTSTORE_LOCATION}: is required with ssl.client.auth=required on the "
                                  f"{listener or 'TLS'} listener (the CAs that sign client certificates)")
+
+
+def server_credentials(ssl: SslConfig, listener: str = "") -> grpc.ServerCredentials:
+    """Credentials for an SSL/SASL_SSL listener, reloading changed files."""
+    check_server_stores(ssl, listener)
     if ssl.client_auth == "requested":
         log.warning("%s: ssl.client.auth=requested acts as none with gRPC (no client certificate is asked for)",
                     listener or "TLS listener")

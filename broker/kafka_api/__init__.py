@@ -11,7 +11,10 @@ GroupCoordinator, TransactionCoordinator: ClientServices in broker/server.py).
   authorization, quotas and readiness check), and the protobuf answer
   becomes the kio response of the version asked for;
 - `context.py`: what the service reads of a call (peer, client id), for a
-  request that came over a Kafka connection.
+  request that came over a Kafka connection;
+- `sasl.py`: SaslHandshake/SaslAuthenticate and which requests a connection
+  may send before and after its login (the listener's TLS comes from
+  security/ssl_context.py).
 
 The wire format itself (framing, headers, the version table, kio's codecs)
 is kafka_protocol/wire/, without I/O. Record batches pass through as bytes.

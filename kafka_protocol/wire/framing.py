@@ -16,16 +16,16 @@ _SIZE = struct.Struct(">i")
 BytesLike = Union[bytes, bytearray, memoryview]
 
 
-def frame_size(prefix: BytesLike, max_bytes: int) -> int:
+def frame_size(prefix: BytesLike, max_bytes: int, setting: str = "socket.request.max.bytes") -> int:
     """The size a frame's 4-byte prefix announces; WireError when it is
-    negative, empty or over `max_bytes`."""
+    negative, empty or over `max_bytes` (the value of `setting`)."""
     if len(prefix) != SIZE_BYTES:
         raise WireError(f"a frame starts with {SIZE_BYTES} size bytes, got {len(prefix)}")
     (size,) = _SIZE.unpack(prefix)
     if size <= 0:
         raise WireError(f"invalid frame size {size}")
     if size > max_bytes:
-        raise WireError(f"frame of {size} bytes is larger than socket.request.max.bytes ({max_bytes})")
+        raise WireError(f"frame of {size} bytes is larger than {setting} ({max_bytes})")
     return size
 
 

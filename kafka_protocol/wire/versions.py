@@ -30,6 +30,7 @@ class ApiRange(NamedTuple):
 
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, API_VERSIONS, INIT_PRODUCER_ID = 0, 1, 2, 3, 18, 22
+SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 
 # api key -> what is served; an API not here is not advertised and a request
 # of it closes the connection.
@@ -40,6 +41,14 @@ ADVERTISED: dict[int, ApiRange] = {
     METADATA: ApiRange("Metadata", 1, 12),
     API_VERSIONS: ApiRange("ApiVersions", 0, 4),
     INIT_PRODUCER_ID: ApiRange("InitProducerId", 0, 1),
+    # SASL (broker/kafka_api/sasl.py), listed on every listener as Kafka does.
+    # Handshake v0 is followed by raw length-prefixed tokens (kafka-python
+    # against brokers older than 1.0), v1 by SaslAuthenticate frames
+    # (librdkafka, kafka-python 3, aiokafka). SaslAuthenticate: librdkafka
+    # sends v0; v1 adds KIP-368's session lifetime; v2, its flexible form,
+    # is what kafka-python 3 negotiates.
+    SASL_HANDSHAKE: ApiRange("SaslHandshake", 0, 1),
+    SASL_AUTHENTICATE: ApiRange("SaslAuthenticate", 0, 2),
 }
 
 UNSUPPORTED_VERSION = Errors.UNSUPPORTED_VERSION

@@ -103,6 +103,7 @@ def test_response_headers():
 # The first flexible version of each served API that has one (Kafka's message definitions).
 FLEXIBLE_FROM = {versions.API_VERSIONS: 3, versions.METADATA: 9, versions.PRODUCE: 9, versions.FETCH: 12,
                  versions.LIST_OFFSETS: 6}
+FLEXIBLE_FROM[versions.SASL_AUTHENTICATE] = 2   # SaslHandshake has no flexible version
 
 
 def test_the_table_starts_where_record_batch_v2_does_and_kio_has_every_version():

@@ -167,8 +167,6 @@ def test_kafka_protocol_listeners_name_broker_listeners():
 @pytest.mark.parametrize("changes, problem", [
     ({"kraftlog.kafka.protocol.listeners": "NOPE"}, "NOPE is not a broker listener"),
     ({"kraftlog.kafka.protocol.listeners": "PLAINTEXT"}, "PLAINTEXT is inter.broker.listener.name"),
-    ({"listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,KAFKA:SASL_PLAINTEXT"},
-     "KAFKA is SASL_PLAINTEXT; Kafka-protocol listeners are PLAINTEXT only"),
     ({"socket.request.max.bytes": 0}, "socket.request.max.bytes: expected an integer >= 1"),
 ])
 def test_kafka_protocol_listeners_refused(changes, problem):
@@ -178,6 +176,17 @@ def test_kafka_protocol_listeners_refused(changes, problem):
     assert problem in message and "\n" not in message
     assert message.startswith(("INVALID_CONFIG: kraftlog.kafka.protocol.listeners: ",
                                "INVALID_CONFIG: socket.request.max.bytes: "))
+
+
+@pytest.mark.parametrize("protocol", ["SSL", "SASL_PLAINTEXT", "SASL_SSL"])
+def test_a_kafka_protocol_listener_may_be_secured(protocol, tmp_path):
+    keystore = tmp_path / "k.pem"   # named, not read: the listener reads it when it binds
+    c = broker({**KAFKA_BROKER, "listener.security.protocol.map":
+                f"PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,KAFKA:{protocol}",
+                "listener.name.kafka.ssl.keystore.location": str(keystore)})
+    assert c.listener_protocol("KAFKA").value == protocol
+    ssl = c.listener_ssl.get("KAFKA")
+    assert (ssl.keystore_location if ssl else None) == (str(keystore) if protocol != "SASL_PLAINTEXT" else None)
 
 
 def test_a_controller_listener_cannot_speak_kafkas_protocol():
