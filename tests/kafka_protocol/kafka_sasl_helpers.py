@@ -11,11 +11,7 @@ from typing import Optional
 from kafka_protocol.wire import versions
 from security.scram import ScramClientExchange, plain_message
 from security.scram_credentials import ScramMechanism
-# RawKafka and its request builders live beside the listener's tests (main
-# moves them to tests/adversarial/kafka_wire.py; test_kafka_listener imports them from there).
-from tests.kafka_protocol.test_kafka_listener import RawKafka, api_versions, request
-
-IO_TIMEOUT_S = 15  # bounds every socket read; never part of an assert
+from tests.adversarial.kafka_wire import IO_TIMEOUT_S, RawKafka, api_versions, request
 
 __all__ = ["RawKafka", "TlsKafka", "api_versions", "authenticate", "handshake", "login", "raw_login_v0", "request"]
 
