@@ -9,6 +9,7 @@ from kafka_protocol.wire import versions
 from kafka_protocol.wire.codec import Request
 
 from . import fetch, init_producer_id, list_offsets, metadata, produce
+from . import cluster, configs, topics_admin
 from .context import KafkaCallContext
 
 # (services, kio request body, context) -> kio response body, or None for none
@@ -20,6 +21,14 @@ ADAPTERS: dict[int, Adapter] = {
     versions.LIST_OFFSETS: list_offsets.serve,
     versions.METADATA: metadata.serve,
     versions.INIT_PRODUCER_ID: init_producer_id.serve,
+    versions.CREATE_TOPICS: topics_admin.create_topics,
+    versions.DELETE_TOPICS: topics_admin.delete_topics,
+    versions.CREATE_PARTITIONS: topics_admin.create_partitions,
+    versions.DESCRIBE_CONFIGS: configs.describe_configs,
+    versions.INCREMENTAL_ALTER_CONFIGS: configs.incremental_alter_configs,
+    versions.DESCRIBE_CLUSTER: cluster.describe_cluster,
+    versions.OFFSET_FOR_LEADER_EPOCH: cluster.offset_for_leader_epoch,
+    versions.ELECT_LEADERS: cluster.elect_leaders,
 }
 
 

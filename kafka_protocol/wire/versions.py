@@ -30,6 +30,10 @@ class ApiRange(NamedTuple):
 
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, API_VERSIONS, INIT_PRODUCER_ID = 0, 1, 2, 3, 18, 22
+# Admin APIs (broker/kafka_api/topics_admin.py, configs.py, cluster.py).
+CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
+DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 44
+DESCRIBE_CLUSTER, OFFSET_FOR_LEADER_EPOCH, ELECT_LEADERS = 60, 23, 43
 
 # api key -> what is served; an API not here is not advertised and a request
 # of it closes the connection.
@@ -40,6 +44,23 @@ ADVERTISED: dict[int, ApiRange] = {
     METADATA: ApiRange("Metadata", 1, 12),
     API_VERSIONS: ApiRange("ApiVersions", 0, 4),
     INIT_PRODUCER_ID: ApiRange("InitProducerId", 0, 1),
+    # Admin: the minimums are Kafka 4's (KIP-896), which every client here
+    # still reaches (librdkafka 2.x asks up to CreateTopics 4, DeleteTopics 4,
+    # CreatePartitions 2, DescribeConfigs 1, IncrementalAlterConfigs 1,
+    # ElectLeaders 2, OffsetForLeaderEpoch 2; kafka-python 3 sends from
+    # CreateTopics 2, DeleteTopics 1, DescribeConfigs 1, OffsetForLeaderEpoch 2);
+    # the maximums are the newest each message has (kafka-python 3 asks for them).
+    # DeleteTopics 6 names topics by id (resolved from the broker's metadata);
+    # DescribeConfigs 4 adds only flexible encoding to 3's types and documentation.
+    CREATE_TOPICS: ApiRange("CreateTopics", 2, 7),
+    DELETE_TOPICS: ApiRange("DeleteTopics", 1, 6),
+    CREATE_PARTITIONS: ApiRange("CreatePartitions", 0, 3),
+    DESCRIBE_CONFIGS: ApiRange("DescribeConfigs", 1, 4),
+    INCREMENTAL_ALTER_CONFIGS: ApiRange("IncrementalAlterConfigs", 0, 1),
+    # DescribeCluster 1 adds the endpoint type, 2 fenced brokers (KIP-1073).
+    DESCRIBE_CLUSTER: ApiRange("DescribeCluster", 0, 2),
+    OFFSET_FOR_LEADER_EPOCH: ApiRange("OffsetForLeaderEpoch", 2, 4),
+    ELECT_LEADERS: ApiRange("ElectLeaders", 0, 2),
 }
 
 UNSUPPORTED_VERSION = Errors.UNSUPPORTED_VERSION

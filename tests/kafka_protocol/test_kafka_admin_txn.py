@@ -1,0 +1,226 @@
+"""Admin and transaction APIs over the Kafka listener, driven by clients
+nobody here wrote: confluent-kafka's AdminClient (librdkafka) and
+kafka-python 3's KafkaAdminClient against one cluster (1 controller, 2
+brokers, each with a gRPC listener and a Kafka one), plus raw frames for
+what a client would not send."""
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions,
+                                   NewTopic)
+from kafka import KafkaAdminClient
+from kafka.admin import ConfigResource as KpConfigResource
+from kafka.admin import ConfigResourceType
+from kafka.admin import NewPartitions as KpNewPartitions
+from kafka.admin import NewTopic as KpNewTopic
+from kio.schema.errors import ErrorCode
+
+from devcluster.local_cluster import LocalCluster
+from kafka_protocol.wire import versions
+from kraftlog_server.server_config import KAFKA_PROTOCOL_LISTENERS
+from tests.kafka_protocol.test_kafka_listener import RawKafka, kafka_address, request
+
+WAIT_S = 30.0  # bounds every client call; never part of an assert
+PROPERTIES = {KAFKA_PROTOCOL_LISTENERS: "CLIENTS", "num.partitions": 3, "default.replication.factor": 2,
+              "transaction.state.log.num.partitions": 3, "transaction.state.log.replication.factor": 2,
+              "transaction.state.log.min.isr": 1}
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    with LocalCluster(tmp_path_factory.mktemp("kafka-admin"), controllers=1, brokers=2,
+                      client_listener="PLAINTEXT", properties=PROPERTIES).running() as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def admin(cluster) -> AdminClient:
+    return AdminClient({"bootstrap.servers": cluster.client_bootstrap, "socket.timeout.ms": 10000})
+
+
+def outcome(future) -> int:
+    """The Kafka error code a confluent-kafka admin future ended with (0: done)."""
+    try:
+        future.result(timeout=WAIT_S)
+        return 0
+    except KafkaException as exc:
+        return exc.args[0].code()
+
+
+def partitions_of(cluster: LocalCluster, topic: str, count: int) -> int:
+    """The partition count once it reaches `count` (bounded wait); what it is then."""
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        found = cluster.metadata(topics=[topic]).topics[0]
+        if len(found.partitions) >= count or time.monotonic() > deadline:
+            return len(found.partitions)
+        time.sleep(0.1)
+
+
+# -- confluent-kafka's AdminClient -------------------------------------------------------------
+
+def test_create_topics_with_defaults_assignments_configs_and_validate_only(cluster, admin):
+    futures = admin.create_topics([
+        NewTopic("ck-defaults"),  # -1 / -1: num.partitions and default.replication.factor
+        NewTopic("ck-placed", 2, replica_assignment=[[cluster.brokers[1], cluster.brokers[0]],
+                                                [cluster.brokers[0], cluster.brokers[1]]]),
+        NewTopic("ck-configured", 2, 2, config={"retention.ms": "3600000", "cleanup.policy": "compact"}),
+    ], operation_timeout=10)
+    assert {name: outcome(f) for name, f in futures.items()} == {"ck-defaults": 0, "ck-placed": 0,
+                                                                 "ck-configured": 0}
+    defaults = cluster.wait_for_leaders("ck-defaults")
+    assert len(defaults.partitions) == 3 and all(len(p.replica_nodes) == 2 for p in defaults.partitions)
+    placed = {p.partition_index: list(p.replica_nodes) for p in cluster.wait_for_leaders("ck-placed").partitions}
+    assert placed == {0: [cluster.brokers[1], cluster.brokers[0]], 1: [cluster.brokers[0], cluster.brokers[1]]}
+    checked = admin.create_topics([NewTopic("ck-validated", 1, 1)], validate_only=True)
+    assert outcome(checked["ck-validated"]) == 0
+    assert cluster.metadata(topics=["ck-validated"]).topics[0].error_code == KafkaError.UNKNOWN_TOPIC_OR_PART
+
+
+@pytest.mark.parametrize("name, partitions, factor, code", [
+    ("__cluster_metadata", 1, 1, KafkaError.INVALID_REQUEST),       # reserved: refused by the broker
+    ("__consumer_offsets", 1, 1, KafkaError.INVALID_REQUEST),       # the brokers' own topic
+    ("bad name!", 1, 1, KafkaError.TOPIC_EXCEPTION),                # not a legal topic name
+    ("x" * 250, 1, 1, KafkaError.TOPIC_EXCEPTION),                  # too long
+    ("ck-too-many-replicas", 1, 5, KafkaError.INVALID_REPLICATION_FACTOR),
+    ("ck-zero-partitions", 0, 1, KafkaError.INVALID_PARTITIONS),
+])
+def test_create_topics_refusals(admin, name, partitions, factor, code):
+    (future,) = admin.create_topics([NewTopic(name, partitions, factor)], operation_timeout=10).values()
+    assert outcome(future) == code
+
+
+def test_create_topics_refuses_a_huge_or_unknown_config(admin):
+    futures = admin.create_topics([NewTopic("ck-huge-config", 1, 1, config={"retention.ms": "9" * 100}),
+                                   NewTopic("ck-unknown-config", 1, 1, config={"no.such.setting": "1"})])
+    assert {name: outcome(f) for name, f in futures.items()} == {
+        "ck-huge-config": KafkaError.INVALID_CONFIG, "ck-unknown-config": KafkaError.INVALID_CONFIG}
+
+
+def test_create_partitions_and_its_refusals(cluster, admin):
+    cluster.create_topic("ck-grow", 1, 2)
+    futures = admin.create_partitions([NewPartitions("ck-grow", 3)])
+    assert outcome(futures["ck-grow"]) == 0
+    assert partitions_of(cluster, "ck-grow", 3) == 3
+    placed = admin.create_partitions([NewPartitions("ck-grow", 4, replica_assignment=[
+        [cluster.brokers[1], cluster.brokers[0]]])])
+    assert outcome(placed["ck-grow"]) == 0
+    assert partitions_of(cluster, "ck-grow", 4) == 4
+    grown = {p.partition_index: list(p.replica_nodes) for p in cluster.wait_for_leaders("ck-grow").partitions}
+    assert grown[3] == [cluster.brokers[1], cluster.brokers[0]]
+    refused = admin.create_partitions([NewPartitions("ck-grow", 2), NewPartitions("ck-no-such-topic", 2)])
+    assert {name: outcome(f) for name, f in refused.items()} == {
+        "ck-grow": KafkaError.INVALID_PARTITIONS, "ck-no-such-topic": KafkaError.UNKNOWN_TOPIC_OR_PART}
+
+
+def test_describe_and_incrementally_alter_topic_configs(cluster, admin):
+    cluster.create_topic("ck-configs", 1, 1)
+    cluster.wait_for_leaders("ck-configs")
+    resource = ConfigResource(ConfigResource.Type.TOPIC, "ck-configs")
+    before = admin.describe_configs([resource])[resource].result(timeout=WAIT_S)
+    assert before["retention.ms"].value == "604800000" and before["retention.ms"].is_default
+    altered = admin.incremental_alter_configs([ConfigResource(ConfigResource.Type.TOPIC, "ck-configs",
+                                                              incremental_configs=[
+        ConfigEntry("retention.ms", "12345", incremental_operation=AlterConfigOpType.SET)])])
+    assert outcome(next(iter(altered.values()))) == 0
+    deadline = time.monotonic() + WAIT_S
+    while True:  # the broker answers from its metadata image, which follows the controller
+        after = admin.describe_configs([resource])[resource].result(timeout=WAIT_S)
+        if after["retention.ms"].value == "12345" or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert after["retention.ms"].value == "12345"
+    assert after["retention.ms"].source == ConfigResource.Type.TOPIC.value - 1  # DYNAMIC_TOPIC_CONFIG (1)
+    assert not after["retention.ms"].is_default
+    bad = admin.incremental_alter_configs([ConfigResource(ConfigResource.Type.TOPIC, "ck-configs",
+                                                          incremental_configs=[
+        ConfigEntry("retention.ms", "not-a-number", incremental_operation=AlterConfigOpType.SET)])])
+    assert outcome(next(iter(bad.values()))) == KafkaError.INVALID_CONFIG
+
+
+def test_describe_broker_configs(cluster, admin):
+    broker = cluster.brokers[0]
+    resource = ConfigResource(ConfigResource.Type.BROKER, str(broker))
+    configs = admin.describe_configs([resource])[resource].result(timeout=WAIT_S)
+    assert configs["transaction.state.log.num.partitions"].value == "3"
+    assert configs["log.retention.ms"].value is not None
+
+
+def test_describe_configs_of_a_missing_topic_or_unknown_resource_type(admin):
+    missing = ConfigResource(ConfigResource.Type.TOPIC, "ck-no-such-topic")
+    assert outcome(admin.describe_configs([missing])[missing]) == KafkaError.UNKNOWN_TOPIC_OR_PART
+    group = ConfigResource(ConfigResource.Type.GROUP, "some-group")
+    assert outcome(admin.describe_configs([group])[group]) == KafkaError.INVALID_REQUEST
+
+
+def test_describe_cluster(cluster, admin):
+    described = admin.describe_cluster(request_timeout=WAIT_S).result(timeout=WAIT_S)
+    assert described.cluster_id == cluster.metadata().cluster_id
+    assert {(n.id, f"{n.host}:{n.port}") for n in described.nodes} == set(cluster.client_addresses.items())
+    assert described.controller.id in cluster.brokers
+
+
+def test_delete_topics(cluster, admin):
+    cluster.create_topic("ck-doomed", 1, 1)
+    futures = admin.delete_topics(["ck-doomed", "ck-never-was", "__cluster_metadata"], operation_timeout=10)
+    codes = {name: outcome(f) for name, f in futures.items()}
+    assert codes["ck-doomed"] == 0 and codes["ck-never-was"] == KafkaError.UNKNOWN_TOPIC_OR_PART
+    assert codes["__cluster_metadata"] != 0
+
+
+# -- kafka-python 3's KafkaAdminClient (the newest versions of each message) -------------------
+
+def test_kafka_python_creates_grows_describes_and_deletes(cluster):
+    admin = KafkaAdminClient(bootstrap_servers=cluster.client_bootstrap, request_timeout_ms=10000)
+    try:
+        admin.create_topics([KpNewTopic("kp-topic", 2, 2, topic_configs={"retention.ms": "7200000"})])
+        assert len(cluster.wait_for_leaders("kp-topic").partitions) == 2
+        admin.create_partitions({"kp-topic": KpNewPartitions(3)})
+        assert partitions_of(cluster, "kp-topic", 3) == 3
+        described = admin.describe_configs([KpConfigResource(ConfigResourceType.TOPIC, "kp-topic")])
+        assert described["topic"]["kp-topic"]["retention.ms"]["value"] == "7200000"
+        cluster_info = admin.describe_cluster()
+        assert {b["broker_id"] for b in cluster_info["brokers"]} == set(cluster.brokers)
+        admin.delete_topics(["kp-topic"])
+    finally:
+        admin.close()
+    deadline = time.monotonic() + WAIT_S
+    while cluster.metadata(topics=["kp-topic"]).topics[0].error_code == 0 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert cluster.metadata(topics=["kp-topic"]).topics[0].error_code != 0
+
+
+# -- raw frames ------------------------------------------------------------------------------
+
+def test_delete_topics_v6_by_id_and_by_unknown_id(cluster):
+    cluster.create_topic("raw-by-id", 1, 1)
+    topic_id = uuid.UUID(bytes=cluster.wait_for_leaders("raw-by-id").topic_id)
+    unknown = uuid.UUID(int=4242)
+    with RawKafka(kafka_address(cluster)) as raw:
+        answer = raw.call(request(versions.DELETE_TOPICS, 6, {"timeout": 10000, "topics": [
+            {"name": None, "topic_id": topic_id}, {"name": None, "topic_id": unknown}]}))
+    assert [(r.name, r.error_code) for r in answer.responses] == [
+        ("raw-by-id", ErrorCode.none), (None, ErrorCode.unknown_topic_id)]
+
+
+def test_offset_for_leader_epoch(cluster):
+    cluster.create_topic("raw-epochs", 1, 2)
+    leader = cluster.wait_for_leaders("raw-epochs").partitions[0]
+    with RawKafka(kafka_address(cluster, leader.leader_id)) as raw:
+        answer = raw.call(request(versions.OFFSET_FOR_LEADER_EPOCH, 4, {"replica_id": -1, "topics": [
+            {"topic": "raw-epochs", "partitions": [{"partition": 0, "current_leader_epoch": -1,
+                                                    "leader_epoch": leader.leader_epoch}]}]}))
+    (partition,) = answer.topics[0].partitions
+    assert partition.error_code == ErrorCode.none and partition.end_offset == 0
+    assert partition.leader_epoch == leader.leader_epoch
+
+
+def test_describe_cluster_of_controllers_is_unsupported(cluster):
+    with RawKafka(kafka_address(cluster)) as raw:
+        answer = raw.call(request(versions.DESCRIBE_CLUSTER, 1, {"include_cluster_authorized_operations": False,
+                                                                "endpoint_type": 2}))
+    assert answer.error_code == ErrorCode.unsupported_endpoint_type and answer.brokers == ()
