@@ -222,18 +222,19 @@ class Partition:
         return info
 
     def append_txn_marker(self, producer_id: int, producer_epoch: int, committed: bool,
-                          coordinator_epoch: int) -> AppendInfo:
+                          coordinator_epoch: int, *, keep_epoch: bool = False) -> AppendInfo:
         """A transaction coordinator's COMMIT or ABORT marker for the
         producer, appended as the leader (acks=all: the ISR must be at least
         min.insync.replicas). Refused, with nothing appended, when it comes
-        from a deposed coordinator or an older producer epoch."""
+        from a deposed coordinator or an older producer epoch (keep_epoch:
+        a transaction version 1 marker, producer_state.check_marker)."""
         if producer_id < 0 or not 0 <= producer_epoch <= MAX_EPOCH:
             raise BrokerError(Error.INVALID_REQUEST, f"a marker needs a producer id and epoch, not "
                                                      f"{producer_id} and {producer_epoch}")
         self.leader()
         self._check_min_isr(-1)
         now = self.clock()
-        self.producers.check_marker(producer_id, producer_epoch, coordinator_epoch, now)
+        self.producers.check_marker(producer_id, producer_epoch, coordinator_epoch, now, keep_epoch=keep_epoch)
         batch = encode_txn_marker(producer_id, producer_epoch, committed, coordinator_epoch, now)
         info = self.log.append_as_leader(batch, self.leader_epoch)
         stored = replace(parse_header(batch), base_offset=info.first_offset)
