@@ -10,6 +10,7 @@ from kafka_protocol.wire.codec import Request
 
 from . import fetch, init_producer_id, list_offsets, metadata, produce
 from . import cluster, configs, topics_admin
+from . import find_coordinator, transactions
 from .context import KafkaCallContext
 
 # (services, kio request body, context) -> kio response body, or None for none
@@ -29,6 +30,13 @@ ADAPTERS: dict[int, Adapter] = {
     versions.DESCRIBE_CLUSTER: cluster.describe_cluster,
     versions.OFFSET_FOR_LEADER_EPOCH: cluster.offset_for_leader_epoch,
     versions.ELECT_LEADERS: cluster.elect_leaders,
+    versions.FIND_COORDINATOR: find_coordinator.serve,
+    versions.ADD_PARTITIONS_TO_TXN: transactions.add_partitions_to_txn,
+    versions.ADD_OFFSETS_TO_TXN: transactions.add_offsets_to_txn,
+    versions.END_TXN: transactions.end_txn,
+    versions.DESCRIBE_TRANSACTIONS: transactions.describe_transactions,
+    versions.LIST_TRANSACTIONS: transactions.list_transactions,
+    versions.DESCRIBE_PRODUCERS: transactions.describe_producers,
 }
 
 

@@ -34,6 +34,10 @@ PRODUCE, FETCH, LIST_OFFSETS, METADATA, API_VERSIONS, INIT_PRODUCER_ID = 0, 1, 2
 CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
 DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 44
 DESCRIBE_CLUSTER, OFFSET_FOR_LEADER_EPOCH, ELECT_LEADERS = 60, 23, 43
+# Transactions (broker/kafka_api/transactions.py, find_coordinator.py).
+FIND_COORDINATOR = 10
+ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN = 24, 25, 26
+DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS, DESCRIBE_PRODUCERS = 65, 66, 61
 
 # api key -> what is served; an API not here is not advertised and a request
 # of it closes the connection.
@@ -61,6 +65,21 @@ ADVERTISED: dict[int, ApiRange] = {
     DESCRIBE_CLUSTER: ApiRange("DescribeCluster", 0, 2),
     OFFSET_FOR_LEADER_EPOCH: ApiRange("OffsetForLeaderEpoch", 2, 4),
     ELECT_LEADERS: ApiRange("ElectLeaders", 0, 2),
+    # FindCoordinator: librdkafka asks 0-2, kafka-python 3 up to 6; 4 batches
+    # keys (KIP-699); 5 only adds TRANSACTION_ABORTABLE, 6 share groups.
+    FIND_COORDINATOR: ApiRange("FindCoordinator", 0, 4),
+    # Transactions as Kafka clients run them (transaction version 1):
+    # librdkafka sends AddPartitionsToTxn 0, AddOffsetsToTxn 0, EndTxn 0-1;
+    # kafka-python 3 caps all three at 3. AddPartitionsToTxn 4+ is the
+    # brokers' batched verification, 4/5 of the others bring KIP-890's
+    # TRANSACTION_ABORTABLE and transaction version 2: not served.
+    ADD_PARTITIONS_TO_TXN: ApiRange("AddPartitionsToTxn", 0, 3),
+    ADD_OFFSETS_TO_TXN: ApiRange("AddOffsetsToTxn", 0, 3),
+    END_TXN: ApiRange("EndTxn", 0, 3),
+    DESCRIBE_TRANSACTIONS: ApiRange("DescribeTransactions", 0, 0),
+    # ListTransactions 2 filters by a transactional id pattern, which the coordinator has not.
+    LIST_TRANSACTIONS: ApiRange("ListTransactions", 0, 1),
+    DESCRIBE_PRODUCERS: ApiRange("DescribeProducers", 0, 0),
 }
 
 UNSUPPORTED_VERSION = Errors.UNSUPPORTED_VERSION

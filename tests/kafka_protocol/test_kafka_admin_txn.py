@@ -9,7 +9,9 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import KafkaError, KafkaException
+from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException
+from confluent_kafka import Producer as ConfluentProducer
+from confluent_kafka import TopicPartition as ConfluentTopicPartition
 from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions,
                                    NewTopic)
 from kafka import KafkaAdminClient
@@ -20,6 +22,7 @@ from kafka.admin import NewTopic as KpNewTopic
 from kio.schema.errors import ErrorCode
 
 from devcluster.local_cluster import LocalCluster
+from devcluster.read_back import read_back
 from kafka_protocol.wire import versions
 from kraftlog_server.server_config import KAFKA_PROTOCOL_LISTENERS
 from tests.kafka_protocol.test_kafka_listener import RawKafka, kafka_address, request
@@ -224,3 +227,99 @@ def test_describe_cluster_of_controllers_is_unsupported(cluster):
         answer = raw.call(request(versions.DESCRIBE_CLUSTER, 1, {"include_cluster_authorized_operations": False,
                                                                 "endpoint_type": 2}))
     assert answer.error_code == ErrorCode.unsupported_endpoint_type and answer.brokers == ()
+
+
+# -- transactions: librdkafka's transactional producer, read_committed readers ---------------
+
+TXN_RECORDS = 5
+
+
+def consume_committed(cluster: LocalCluster, topic: str, expected: int) -> list[bytes]:
+    """Every value an assign()-based read_committed confluent-kafka consumer sees (bounded)."""
+    consumer = Consumer({"bootstrap.servers": cluster.client_bootstrap, "group.id": "ck-txn-reader",
+                         "isolation.level": "read_committed", "enable.auto.commit": False,
+                         "enable.partition.eof": True})
+    values: list[bytes] = []
+    try:
+        consumer.assign([ConfluentTopicPartition(topic, 0, OFFSET_BEGINNING)])
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            if message.error():
+                if message.error().code() == KafkaError._PARTITION_EOF and len(values) >= expected:
+                    break
+                continue
+            values.append(message.value())
+    finally:
+        consumer.close()
+    return values
+
+
+def test_a_committed_and_an_aborted_transaction_read_committed(cluster):
+    cluster.create_topic("ck-txn", 1, 2)
+    cluster.wait_for_leaders("ck-txn")
+    producer = ConfluentProducer({"bootstrap.servers": cluster.client_bootstrap, "transactional.id": "ck-txn-id",
+                                  "transaction.timeout.ms": 30000})
+    producer.init_transactions(WAIT_S)
+    for outcome_name in ("commit", "abort", "commit"):
+        producer.begin_transaction()
+        for i in range(TXN_RECORDS):
+            producer.produce("ck-txn", f"{outcome_name}-{i}".encode(), partition=0)
+        producer.flush(WAIT_S)
+        if outcome_name == "commit":
+            producer.commit_transaction(WAIT_S)
+        else:
+            producer.abort_transaction(WAIT_S)
+    expected = [f"commit-{i}".encode() for i in range(TXN_RECORDS)] * 2
+    assert consume_committed(cluster, "ck-txn", len(expected)) == expected
+    grpc_read = read_back(cluster.bootstrap, "ck-txn", [0], max_messages=len(expected), idle_timeout_s=5.0,
+                          settings={"isolation.level": "read_committed"})
+    assert [r.value for r in grpc_read] == expected
+
+
+def find_txn_coordinator(cluster: LocalCluster, transactional_id: str):
+    """FindCoordinator v3 until the coordinator is known (the first call creates __transaction_state)."""
+    deadline = time.monotonic() + WAIT_S
+    with RawKafka(kafka_address(cluster)) as raw:
+        while True:
+            found = raw.call(request(versions.FIND_COORDINATOR, 3, {"key": transactional_id, "key_type": 1}))
+            if found.error_code != ErrorCode.coordinator_not_available or time.monotonic() > deadline:
+                assert found.error_code == ErrorCode.none
+                return found
+            time.sleep(0.2)
+
+
+def test_end_txn_in_the_wrong_state_and_an_unknown_producer(cluster):
+    found = find_txn_coordinator(cluster, "raw-txn")
+    with RawKafka(f"{found.host}:{found.port}") as raw:
+        init = raw.call(request(versions.INIT_PRODUCER_ID, 1, {"transactional_id": "raw-txn",
+                                                               "transaction_timeout": 30000}))
+        assert init.error_code == ErrorCode.none
+        ids = {"transactional_id": "raw-txn", "producer_id": init.producer_id, "producer_epoch": init.producer_epoch}
+        # nothing open: EndTxn(commit) and EndTxn(abort) are INVALID_TXN_STATE (transaction version 1)
+        for committed in (True, False):
+            ended = raw.call(request(versions.END_TXN, 3, {**ids, "committed": committed}))
+            assert ended.error_code == ErrorCode.invalid_txn_state
+        stranger = raw.call(request(versions.END_TXN, 3, {**ids, "producer_id": init.producer_id + 999,
+                                                          "committed": True}))
+        assert stranger.error_code == ErrorCode.invalid_producer_id_mapping
+        # a second InitProducerId bumps the epoch: the first one is fenced, in each version's words
+        again = raw.call(request(versions.INIT_PRODUCER_ID, 1, {"transactional_id": "raw-txn",
+                                                                "transaction_timeout": 30000}))
+        assert (again.producer_id, again.producer_epoch) == (init.producer_id, init.producer_epoch + 1)
+        for version, code in ((1, ErrorCode.invalid_producer_epoch), (3, ErrorCode.producer_fenced)):
+            stale = raw.call(request(versions.END_TXN, version, {**ids, "committed": False}))
+            assert stale.error_code == code
+        ids["producer_epoch"] = again.producer_epoch
+        added = raw.call(request(versions.ADD_PARTITIONS_TO_TXN, 3, {
+            "v3_and_below_transactional_id": "raw-txn", "v3_and_below_producer_id": init.producer_id,
+            "v3_and_below_producer_epoch": init.producer_epoch,
+            "v3_and_below_topics": [{"name": "__cluster_metadata", "partitions": [0]},
+                                    {"name": "raw-no-such-topic", "partitions": [0]}]}))
+        codes = {t.name: t.results_by_partition[0].partition_error_code for t in added.results_by_topic_v3_and_below}
+        assert codes["__cluster_metadata"] != ErrorCode.none and codes["raw-no-such-topic"] != ErrorCode.none
+        listed = raw.call(request(versions.LIST_TRANSACTIONS, 1, {"state_filters": ["NoSuchState"],
+                                                                 "producer_id_filters": [], "duration_filter": -1}))
+        assert listed.unknown_state_filters == ("NoSuchState",)
