@@ -11,6 +11,7 @@ from kafka_protocol.wire.codec import Request
 from . import fetch, init_producer_id, list_offsets, metadata, produce
 from . import cluster, configs, topics_admin
 from . import find_coordinator, transactions
+from . import acls, user_admin
 from .context import KafkaCallContext
 
 # (services, kio request body, context) -> kio response body, or None for none
@@ -37,6 +38,13 @@ ADAPTERS: dict[int, Adapter] = {
     versions.DESCRIBE_TRANSACTIONS: transactions.describe_transactions,
     versions.LIST_TRANSACTIONS: transactions.list_transactions,
     versions.DESCRIBE_PRODUCERS: transactions.describe_producers,
+    versions.DESCRIBE_ACLS: acls.describe_acls,
+    versions.CREATE_ACLS: acls.create_acls,
+    versions.DELETE_ACLS: acls.delete_acls,
+    versions.DESCRIBE_USER_SCRAM_CREDENTIALS: user_admin.describe_user_scram_credentials,
+    versions.ALTER_USER_SCRAM_CREDENTIALS: user_admin.alter_user_scram_credentials,
+    versions.DESCRIBE_CLIENT_QUOTAS: user_admin.describe_client_quotas,
+    versions.ALTER_CLIENT_QUOTAS: user_admin.alter_client_quotas,
 }
 
 

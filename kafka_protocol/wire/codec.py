@@ -39,9 +39,22 @@ def decode_request(frame: BytesLike) -> Request:
         body, size = _reader(kind)(frame, offset)
     except Exception as exc:  # noqa: BLE001 - kio's reader fails in many ways on hostile bytes
         raise WireError(f"malformed {kind.__name__} v{api_version}: {exc}") from None
-    if offset + size != len(frame):
+    if offset + size != len(frame) and not _known_quirk(api_key, api_version, frame[offset + size:]):
         raise WireError(f"{kind.__name__} v{api_version} leaves {len(frame) - offset - size} bytes of its frame unread")
     return Request(header, body)
+
+
+# (api key, version) -> the bytes a client nobody here wrote leaves after a
+# request of that version, accepted (Kafka's broker ignores what follows a
+# request in its frame). librdkafka (2.x, up to 2.16) ends its
+# AlterUserScramCredentials v0 with a second empty tagged-field buffer.
+KNOWN_TRAILERS: dict[tuple[int, int], bytes] = {
+    (51, 0): b"\x00",  # AlterUserScramCredentials
+}
+
+
+def _known_quirk(api_key: int, api_version: int, rest: BytesLike) -> bool:
+    return KNOWN_TRAILERS.get((api_key, api_version)) == bytes(rest)
 
 
 def encode_response(correlation_id: int, response: Any) -> bytes:

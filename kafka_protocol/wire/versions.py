@@ -38,6 +38,10 @@ DESCRIBE_CLUSTER, OFFSET_FOR_LEADER_EPOCH, ELECT_LEADERS = 60, 23, 43
 FIND_COORDINATOR = 10
 ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN = 24, 25, 26
 DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS, DESCRIBE_PRODUCERS = 65, 66, 61
+# Security admin (broker/kafka_api/acls.py, user_admin.py).
+DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
+DESCRIBE_USER_SCRAM_CREDENTIALS, ALTER_USER_SCRAM_CREDENTIALS = 50, 51
+DESCRIBE_CLIENT_QUOTAS, ALTER_CLIENT_QUOTAS = 48, 49
 
 # api key -> what is served; an API not here is not advertised and a request
 # of it closes the connection.
@@ -80,6 +84,15 @@ ADVERTISED: dict[int, ApiRange] = {
     # ListTransactions 2 filters by a transactional id pattern, which the coordinator has not.
     LIST_TRANSACTIONS: ApiRange("ListTransactions", 0, 1),
     DESCRIBE_PRODUCERS: ApiRange("DescribeProducers", 0, 0),
+    # ACLs from 1 (pattern types, KIP-290; Kafka 4's minimum): librdkafka
+    # asks 0-2, kafka-python 3 1-3. SCRAM credentials and client quotas: every version there is.
+    DESCRIBE_ACLS: ApiRange("DescribeAcls", 1, 3),
+    CREATE_ACLS: ApiRange("CreateAcls", 1, 3),
+    DELETE_ACLS: ApiRange("DeleteAcls", 1, 3),
+    DESCRIBE_USER_SCRAM_CREDENTIALS: ApiRange("DescribeUserScramCredentials", 0, 0),
+    ALTER_USER_SCRAM_CREDENTIALS: ApiRange("AlterUserScramCredentials", 0, 0),
+    DESCRIBE_CLIENT_QUOTAS: ApiRange("DescribeClientQuotas", 0, 1),
+    ALTER_CLIENT_QUOTAS: ApiRange("AlterClientQuotas", 0, 1),
 }
 
 UNSUPPORTED_VERSION = Errors.UNSUPPORTED_VERSION

@@ -144,3 +144,34 @@ def test_a_setting_past_a_java_long_is_invalid():
     assert parse_int("retention.ms", str(2**63 - 1)) == 2**63 - 1
     with pytest.raises(InvalidConfigError):
         parse_int("retention.ms", "9" * 100)
+
+
+def test_a_refused_create_acls_or_alter_client_quotas_is_every_items_error():
+    from broker.kafka_api import acls, user_admin
+    broker = Service(CreateAcls=cpb.CreateAclsResponse(error_code=Errors.CLUSTER_AUTHORIZATION_FAILED),
+                     AlterClientQuotas=cpb.AlterClientQuotasResponse(error_code=Errors.REQUEST_TIMED_OUT))
+    creation = {"resource_type": 2, "resource_name": "t", "resource_pattern_type": 3, "principal": "User:a",
+                "host": "*", "operation": 3, "permission_type": 3}
+    created = serve(acls.create_acls, Services(broker), versions.CREATE_ACLS, 1, {"creations": [creation] * 2})
+    assert [r.error_code for r in created.results] == [Errors.CLUSTER_AUTHORIZATION_FAILED] * 2
+    altered = serve(user_admin.alter_client_quotas, Services(broker), versions.ALTER_CLIENT_QUOTAS, 1, {
+        "validate_only": False, "entries": [{"entity": [{"entity_type": "user", "entity_name": None}],
+                                             "ops": [{"key": "producer_byte_rate", "value": 1.0, "remove": False}]}]})
+    (entry,) = altered.entries
+    assert entry.error_code == Errors.REQUEST_TIMED_OUT and entry.entity[0].entity_name is None
+    (sent,) = broker.sent["AlterClientQuotas"][0].entries
+    assert not sent.entity[0].HasField("entity_name")  # the default user, not a user named ""
+
+
+def test_describe_acls_groups_bindings_by_resource_and_passes_null_filters_as_absent():
+    from broker.kafka_api import acls
+    binding = dict(resource_type=2, resource_name="t", pattern_type=3, host="*", operation=3, permission_type=3)
+    broker = Service(DescribeAcls=bpb.DescribeAclsResponse(acls=[
+        cpb.AclBinding(principal="User:a", **binding), cpb.AclBinding(principal="User:b", **binding)]))
+    answer = serve(acls.describe_acls, Services(broker), versions.DESCRIBE_ACLS, 3, {
+        "resource_type_filter": 1, "resource_name_filter": None, "pattern_type_filter": 1,
+        "principal_filter": None, "host_filter": "*", "operation": 1, "permission_type": 1})
+    sent = broker.sent["DescribeAcls"][0].filter
+    assert not sent.HasField("resource_name") and not sent.HasField("principal") and sent.host == "*"
+    (resource,) = answer.resources
+    assert [a.principal for a in resource.acls] == ["User:a", "User:b"]

@@ -12,8 +12,10 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, KafkaException
 from confluent_kafka import Producer as ConfluentProducer
 from confluent_kafka import TopicPartition as ConfluentTopicPartition
-from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions,
-                                   NewTopic)
+from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, AclPermissionType, AdminClient,
+                                   AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions, NewTopic,
+                                   ResourcePatternType, ResourceType, ScramCredentialInfo, ScramMechanism,
+                                   UserScramCredentialUpsertion)
 from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource as KpConfigResource
 from kafka.admin import ConfigResourceType
@@ -323,3 +325,82 @@ def test_end_txn_in_the_wrong_state_and_an_unknown_producer(cluster):
         listed = raw.call(request(versions.LIST_TRANSACTIONS, 1, {"state_filters": ["NoSuchState"],
                                                                  "producer_id_filters": [], "duration_filter": -1}))
         assert listed.unknown_state_filters == ("NoSuchState",)
+
+
+# -- ACLs, SCRAM credentials, client quotas ----------------------------------------------------
+
+def test_acls_created_described_and_deleted(admin):
+    binding = AclBinding(ResourceType.TOPIC, "ck-acl", ResourcePatternType.LITERAL, "User:alice", "*",
+                         AclOperation.READ, AclPermissionType.ALLOW)
+    prefixed = AclBinding(ResourceType.GROUP, "ck-", ResourcePatternType.PREFIXED, "User:bob", "*",
+                          AclOperation.DESCRIBE, AclPermissionType.DENY)
+    created = admin.create_acls([binding, prefixed], request_timeout=WAIT_S)
+    assert [outcome(created[b]) for b in (binding, prefixed)] == [0, 0]
+    everything = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
+                                  AclPermissionType.ANY)
+    deadline = time.monotonic() + WAIT_S
+    while True:  # DescribeAcls answers from the broker's image, which follows the controller
+        described = admin.describe_acls(everything, request_timeout=WAIT_S).result(timeout=WAIT_S)
+        if len(described) >= 2 or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert set(described) == {binding, prefixed}
+    only_alice = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, "User:alice", None,
+                                  AclOperation.ANY, AclPermissionType.ANY)
+    deleted = admin.delete_acls([only_alice], request_timeout=WAIT_S)[only_alice].result(timeout=WAIT_S)
+    assert deleted == [binding]
+
+
+def test_a_hostile_acl_is_refused(cluster):
+    with RawKafka(kafka_address(cluster)) as raw:
+        answer = raw.call(request(versions.CREATE_ACLS, 3, {"creations": [
+            # ANY is a filter's, not an ACL's; a principal without its type; an unknown operation
+            {"resource_type": 1, "resource_name": "x", "resource_pattern_type": 3, "principal": "User:a",
+             "host": "*", "operation": 3, "permission_type": 3},
+            {"resource_type": 2, "resource_name": "x", "resource_pattern_type": 3, "principal": "alice",
+             "host": "*", "operation": 3, "permission_type": 3},
+            {"resource_type": 2, "resource_name": "x", "resource_pattern_type": 3, "principal": "User:a",
+             "host": "*", "operation": 99, "permission_type": 3}]}))
+    assert [r.error_code for r in answer.results] == [ErrorCode.invalid_request] * 3
+
+
+def test_scram_credentials_upserted_described_and_refused(admin):
+    upsert = UserScramCredentialUpsertion("ck-alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192),
+                                          b"secret", b"salt-salt-salt")
+    assert outcome(admin.alter_user_scram_credentials([upsert])["ck-alice"]) == 0
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        found = admin.describe_user_scram_credentials(["ck-alice"])["ck-alice"]
+        try:
+            described = found.result(timeout=WAIT_S)
+            break
+        except KafkaException:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+    assert [(i.mechanism, i.iterations) for i in described.scram_credential_infos] == [
+        (ScramMechanism.SCRAM_SHA_256, 8192)]
+    too_few = UserScramCredentialUpsertion("ck-bob", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 10),
+                                           b"secret")
+    assert outcome(admin.alter_user_scram_credentials([too_few])["ck-bob"]) == KafkaError.UNACCEPTABLE_CREDENTIAL
+    missing = admin.describe_user_scram_credentials(["ck-nobody"])["ck-nobody"]
+    assert outcome(missing) == KafkaError.RESOURCE_NOT_FOUND
+
+
+def test_client_quotas_altered_and_described(cluster):
+    entity = [{"entity_type": "user", "entity_name": "ck-quota-user"}]
+    with RawKafka(kafka_address(cluster)) as raw:
+        for key, code in (("no_such_quota", ErrorCode.invalid_request), ("producer_byte_rate", ErrorCode.none)):
+            altered = raw.call(request(versions.ALTER_CLIENT_QUOTAS, 1, {"validate_only": False, "entries": [
+                {"entity": entity, "ops": [{"key": key, "value": 1048576.0, "remove": False}]}]}))
+            assert [e.error_code for e in altered.entries] == [code]
+        deadline = time.monotonic() + WAIT_S
+        while True:
+            described = raw.call(request(versions.DESCRIBE_CLIENT_QUOTAS, 1, {"strict": False, "components": [
+                {"entity_type": "user", "match_type": 0, "match": "ck-quota-user"}]}))
+            if described.entries or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+    assert described.error_code == ErrorCode.none
+    (entry,) = described.entries
+    assert [(v.key, v.value) for v in entry.values] == [("producer_byte_rate", 1048576.0)]
