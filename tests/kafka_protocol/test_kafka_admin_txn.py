@@ -332,12 +332,12 @@ def test_end_txn_in_the_wrong_state_and_an_unknown_producer(cluster):
 def test_acls_created_described_and_deleted(admin):
     binding = AclBinding(ResourceType.TOPIC, "ck-acl", ResourcePatternType.LITERAL, "User:alice", "*",
                          AclOperation.READ, AclPermissionType.ALLOW)
-    prefixed = AclBinding(ResourceType.GROUP, "ck-", ResourcePatternType.PREFIXED, "User:bob", "*",
+    prefixed = AclBinding(ResourceType.GROUP, "ck-acl-", ResourcePatternType.PREFIXED, "User:bob", "*",
                           AclOperation.DESCRIBE, AclPermissionType.DENY)
     created = admin.create_acls([binding, prefixed], request_timeout=WAIT_S)
     assert [outcome(created[b]) for b in (binding, prefixed)] == [0, 0]
-    everything = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None, AclOperation.ANY,
-                                  AclPermissionType.ANY)
+    everything = AclBindingFilter(ResourceType.ANY, None, ResourcePatternType.ANY, None, None,
+                                  AclOperation.ANY, AclPermissionType.ANY)
     deadline = time.monotonic() + WAIT_S
     while True:  # DescribeAcls answers from the broker's image, which follows the controller
         described = admin.describe_acls(everything, request_timeout=WAIT_S).result(timeout=WAIT_S)
@@ -404,3 +404,4 @@ def test_client_quotas_altered_and_described(cluster):
     assert described.error_code == ErrorCode.none
     (entry,) = described.entries
     assert [(v.key, v.value) for v in entry.values] == [("producer_byte_rate", 1048576.0)]
+
