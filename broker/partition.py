@@ -303,19 +303,33 @@ class Partition:
             return epoch, end
         return None
 
-    def record_follower_fetch(self, replica_id: int, fetch_offset: int, broker_epoch: int = -1) -> bool:
+    def record_follower_fetch(self, replica_id: int, fetch_offset: int, broker_epoch: int = -1,
+                              log_start_offset: int = -1) -> bool:
         """A follower (of `broker_epoch`, -1 if unknown) fetched at `fetch_offset`:
-        it holds everything below. Returns True when it may now join the ISR
-        (the caller asks for an AlterPartition)."""
+        it holds everything below (and nothing below `log_start_offset`).
+        Returns True when it may now join the ISR (the caller asks for an
+        AlterPartition)."""
         lead = self.leader()
         follower = lead.followers.get(replica_id)
         if follower is None:
             raise BrokerError(Error.NOT_LEADER_OR_FOLLOWER,
                               f"broker {replica_id} is not a replica of {self.topic}-{self.index}")
-        follower.record_fetch(fetch_offset, self.log.log_end_offset, self.clock(), broker_epoch)
+        start_moved = log_start_offset != follower.log_start_offset
+        follower.record_fetch(fetch_offset, self.log.log_end_offset, self.clock(), broker_epoch, log_start_offset)
+        if start_moved:
+            self.changed.fire()  # DeleteRecords waits on the low watermark
         self.maybe_advance_high_watermark()
         return (replica_id not in self.maximal_isr
                 and isr_rules.can_join(follower, self.high_watermark, lead.epoch_start_offset))
+
+    def low_watermark(self) -> int:
+        """Leader: the lowest log start offset of this replica and the in-sync
+        followers (-1 for one that has not said yet): where DeleteRecords has
+        taken effect on every replica that counts."""
+        lead = self.leader()
+        starts = [self.log.log_start_offset]
+        starts += [lead.followers[b].log_start_offset for b in self.isr if b in lead.followers]
+        return min(starts)
 
     # -- ISR changes ---------------------------------------------------------
     def propose_isr(self, lag_max_ms: int, eligible: Callable[[int, int], bool]) -> None:

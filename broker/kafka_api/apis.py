@@ -12,6 +12,7 @@ from . import fetch, init_producer_id, list_offsets, metadata, produce
 from . import cluster, configs, topics_admin
 from . import find_coordinator, transactions
 from . import acls, user_admin
+from . import delete_records
 from .context import KafkaCallContext
 
 # (services, kio request body, context) -> kio response body, or None for none
@@ -31,6 +32,7 @@ ADAPTERS: dict[int, Adapter] = {
     versions.DESCRIBE_CLUSTER: cluster.describe_cluster,
     versions.OFFSET_FOR_LEADER_EPOCH: cluster.offset_for_leader_epoch,
     versions.ELECT_LEADERS: cluster.elect_leaders,
+    versions.DELETE_RECORDS: delete_records.serve,
     versions.FIND_COORDINATOR: find_coordinator.serve,
     versions.ADD_PARTITIONS_TO_TXN: transactions.add_partitions_to_txn,
     versions.ADD_OFFSETS_TO_TXN: transactions.add_offsets_to_txn,

@@ -34,6 +34,7 @@ PRODUCE, FETCH, LIST_OFFSETS, METADATA, API_VERSIONS, INIT_PRODUCER_ID = 0, 1, 2
 CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
 DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 44
 DESCRIBE_CLUSTER, OFFSET_FOR_LEADER_EPOCH, ELECT_LEADERS = 60, 23, 43
+DELETE_RECORDS = 21
 # Transactions (broker/kafka_api/transactions.py, find_coordinator.py).
 FIND_COORDINATOR = 10
 ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN = 24, 25, 26
@@ -69,6 +70,8 @@ ADVERTISED: dict[int, ApiRange] = {
     DESCRIBE_CLUSTER: ApiRange("DescribeCluster", 0, 2),
     OFFSET_FOR_LEADER_EPOCH: ApiRange("OffsetForLeaderEpoch", 2, 4),
     ELECT_LEADERS: ApiRange("ElectLeaders", 0, 2),
+    # DeleteRecords: librdkafka asks 0-2, kafka-python 3 0-2 (Kafka 4 serves 0-2 too).
+    DELETE_RECORDS: ApiRange("DeleteRecords", 0, 2),
     # FindCoordinator: librdkafka asks 0-2, kafka-python 3 up to 6; 4 batches
     # keys (KIP-699); 5 only adds TRANSACTION_ABORTABLE, 6 share groups.
     FIND_COORDINATOR: ApiRange("FindCoordinator", 0, 4),

@@ -405,3 +405,32 @@ def test_client_quotas_altered_and_described(cluster):
     (entry,) = described.entries
     assert [(v.key, v.value) for v in entry.values] == [("producer_byte_rate", 1048576.0)]
 
+
+
+# -- DeleteRecords -----------------------------------------------------------------------------
+
+def test_delete_records_moves_every_in_sync_replicas_log_start(cluster, admin):
+    cluster.create_topic("ck-trim", 1, 2)
+    cluster.wait_for_leaders("ck-trim")
+    producer = ConfluentProducer({"bootstrap.servers": cluster.client_bootstrap, "acks": "all"})
+    for i in range(10):
+        producer.produce("ck-trim", f"r{i}".encode(), partition=0)
+    assert producer.flush(WAIT_S) == 0
+    trimmed = admin.delete_records([ConfluentTopicPartition("ck-trim", 0, 4)], operation_timeout=WAIT_S)
+    (future,) = trimmed.values()
+    # the low watermark counts the follower too: both replicas start at 4
+    assert future.result(timeout=WAIT_S).low_watermark == 4
+    low, high = admin_watermarks(cluster, "ck-trim")
+    assert (low, high) == (4, 10)
+    refused = admin.delete_records([ConfluentTopicPartition("ck-trim", 0, 11)], operation_timeout=WAIT_S)
+    assert outcome(next(iter(refused.values()))) == KafkaError.OFFSET_OUT_OF_RANGE
+    internal = admin.delete_records([ConfluentTopicPartition("__consumer_offsets", 0, 0)], operation_timeout=5)
+    assert outcome(next(iter(internal.values()))) != 0
+
+
+def admin_watermarks(cluster: LocalCluster, topic: str) -> tuple[int, int]:
+    consumer = Consumer({"bootstrap.servers": cluster.client_bootstrap, "group.id": "ck-watermarks"})
+    try:
+        return consumer.get_watermark_offsets(ConfluentTopicPartition(topic, 0), timeout=WAIT_S)
+    finally:
+        consumer.close()

@@ -106,7 +106,7 @@ FLEXIBLE_FROM = {versions.API_VERSIONS: 3, versions.METADATA: 9, versions.PRODUC
                  # admin (kafka-python 3's schemas agree)
                  versions.CREATE_TOPICS: 5, versions.DELETE_TOPICS: 4, versions.CREATE_PARTITIONS: 2,
                  versions.DESCRIBE_CONFIGS: 4, versions.INCREMENTAL_ALTER_CONFIGS: 1, versions.DESCRIBE_CLUSTER: 0,
-                 versions.OFFSET_FOR_LEADER_EPOCH: 4, versions.ELECT_LEADERS: 2,
+                 versions.OFFSET_FOR_LEADER_EPOCH: 4, versions.ELECT_LEADERS: 2, versions.DELETE_RECORDS: 2,
                  # transactions
                  versions.FIND_COORDINATOR: 3, versions.ADD_PARTITIONS_TO_TXN: 3, versions.ADD_OFFSETS_TO_TXN: 3,
                  versions.END_TXN: 3, versions.DESCRIBE_TRANSACTIONS: 0, versions.LIST_TRANSACTIONS: 0,
