@@ -224,6 +224,47 @@ def test_offset_for_leader_epoch(cluster):
     assert partition.leader_epoch == leader.leader_epoch
 
 
+def test_hostile_admin_requests(cluster):
+    """What librdkafka's own checks would stop before sending: answered per item, the connection kept."""
+    topic = {"assignments": (), "configs": ()}
+    with RawKafka(kafka_address(cluster)) as raw:
+        created = raw.call(request(versions.CREATE_TOPICS, 4, {"timeout": 5000, "validate_only": False, "topics": [
+            {**topic, "name": "raw-neg-partitions", "num_partitions": -5, "replication_factor": 1},
+            {**topic, "name": "raw-neg-factor", "num_partitions": 1, "replication_factor": -5},
+            {**topic, "name": "raw-twice", "num_partitions": 1, "replication_factor": 1},
+            {**topic, "name": "raw-twice", "num_partitions": 1, "replication_factor": 1},
+            {"name": "raw-huge-config", "num_partitions": 1, "replication_factor": 1, "assignments": (),
+             "configs": [{"name": "cleanup.policy", "value": "x" * 30_000}]}]}))
+        assert [(t.name, t.error_code) for t in created.topics] == [
+            ("raw-neg-partitions", ErrorCode.invalid_partitions),
+            ("raw-neg-factor", ErrorCode.invalid_replication_factor),
+            ("raw-twice", ErrorCode.invalid_request), ("raw-twice", ErrorCode.invalid_request),
+            ("raw-huge-config", ErrorCode.invalid_config)]
+        grown = raw.call(request(versions.CREATE_PARTITIONS, 1, {"timeout": 5000, "validate_only": False, "topics": [
+            {"name": "__consumer_offsets", "count": 100, "assignments": None},
+            {"name": "raw-nowhere", "count": -1, "assignments": None}]}))
+        assert [r.error_code for r in grown.results][1] in (ErrorCode.unknown_topic_or_partition,
+                                                             ErrorCode.invalid_partitions)
+        assert grown.results[0].error_code != ErrorCode.none
+        altered = raw.call(request(versions.INCREMENTAL_ALTER_CONFIGS, 1, {"validate_only": False, "resources": [
+            {"resource_type": 99, "resource_name": "x", "configs": [
+                {"name": "retention.ms", "config_operation": 0, "value": "1"}]},
+            {"resource_type": 2, "resource_name": "__cluster_metadata", "configs": [
+                {"name": "retention.ms", "config_operation": 0, "value": "1"}]},
+            {"resource_type": 4, "resource_name": "", "configs": [
+                {"name": "log.retention.ms", "config_operation": 9, "value": "1"}]}]}))
+        assert all(r.error_code != ErrorCode.none for r in altered.responses)
+        assert altered.responses[0].error_code == ErrorCode.invalid_request
+        described = raw.call(request(versions.DESCRIBE_CONFIGS, 4, {"include_synonyms": True,
+                                                                    "include_documentation": True, "resources": [
+            {"resource_type": 4, "resource_name": "999", "configuration_keys": None},
+            {"resource_type": 2, "resource_name": "__cluster_metadata", "configuration_keys": None}]}))
+        assert [r.error_code for r in described.results] == [ErrorCode.invalid_request,
+                                                              ErrorCode.unknown_topic_or_partition]
+        assert raw.call(request(versions.DESCRIBE_CLUSTER, 0, {"include_cluster_authorized_operations": True}
+                                )).error_code == ErrorCode.none  # still open
+
+
 def test_describe_cluster_of_controllers_is_unsupported(cluster):
     with RawKafka(kafka_address(cluster)) as raw:
         answer = raw.call(request(versions.DESCRIBE_CLUSTER, 1, {"include_cluster_authorized_operations": False,
@@ -291,6 +332,37 @@ def find_txn_coordinator(cluster: LocalCluster, transactional_id: str):
                 assert found.error_code == ErrorCode.none
                 return found
             time.sleep(0.2)
+
+
+def test_an_open_transaction_described_listed_and_its_producer_seen(cluster):
+    topic = "ck-txn-open"
+    cluster.create_topic(topic, 1, 2)
+    leader = cluster.wait_for_leaders(topic).partitions[0].leader_id
+    producer = ConfluentProducer({"bootstrap.servers": cluster.client_bootstrap, "transactional.id": "ck-open-txn"})
+    producer.init_transactions(WAIT_S)
+    producer.begin_transaction()
+    producer.produce(topic, b"pending", partition=0)
+    assert producer.flush(WAIT_S) == 0
+    try:
+        found = find_txn_coordinator(cluster, "ck-open-txn")
+        with RawKafka(f"{found.host}:{found.port}") as raw:
+            (state,) = raw.call(request(versions.DESCRIBE_TRANSACTIONS, 0, {
+                "transactional_ids": ["ck-open-txn"]})).transaction_states
+            listed = raw.call(request(versions.LIST_TRANSACTIONS, 1, {
+                "state_filters": ["Ongoing"], "producer_id_filters": [], "duration_filter": -1}))
+        assert (state.error_code, state.transaction_state) == (ErrorCode.none, "Ongoing")
+        assert [(t.topic, t.partitions) for t in state.topics] == [(topic, (0,))]
+        assert ("ck-open-txn", state.producer_id) in {(t.transactional_id, t.producer_id)
+                                                      for t in listed.transaction_states}
+        with RawKafka(kafka_address(cluster, leader)) as raw:
+            described = raw.call(request(versions.DESCRIBE_PRODUCERS, 0, {
+                "topics": [{"name": topic, "partition_indexes": [0]}]}))
+        (partition,) = described.topics[0].partitions
+        assert partition.error_code == ErrorCode.none
+        assert [(p.producer_id, p.current_txn_start_offset) for p in partition.active_producers] == [
+            (state.producer_id, 0)]
+    finally:
+        producer.abort_transaction(WAIT_S)
 
 
 def test_end_txn_in_the_wrong_state_and_an_unknown_producer(cluster):
