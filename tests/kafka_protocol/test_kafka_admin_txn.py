@@ -16,7 +16,7 @@ from confluent_kafka.admin import (AclBinding, AclBindingFilter, AclOperation, A
                                    AlterConfigOpType, ConfigEntry, ConfigResource, NewPartitions, NewTopic,
                                    ResourcePatternType, ResourceType, ScramCredentialInfo, ScramMechanism,
                                    UserScramCredentialUpsertion)
-from kafka import KafkaAdminClient
+from kafka import KafkaAdminClient, KafkaProducer
 from kafka.admin import ConfigResource as KpConfigResource
 from kafka.admin import ConfigResourceType
 from kafka.admin import NewPartitions as KpNewPartitions
@@ -332,6 +332,26 @@ def find_txn_coordinator(cluster: LocalCluster, transactional_id: str):
                 assert found.error_code == ErrorCode.none
                 return found
             time.sleep(0.2)
+
+
+def test_kafka_pythons_transactional_producer_commits_after_an_abort(cluster):
+    """kafka-python 3, too, keeps its epoch from one transaction to the next (transaction version 1)."""
+    cluster.create_topic("kp-txn", 1, 2)
+    cluster.wait_for_leaders("kp-txn")
+    producer = KafkaProducer(bootstrap_servers=cluster.client_bootstrap, transactional_id="kp-txn-id",
+                             request_timeout_ms=10000)
+    try:
+        producer.init_transactions()
+        for outcome_name in ("abort", "commit"):
+            producer.begin_transaction()
+            for i in range(TXN_RECORDS):
+                producer.send("kp-txn", f"{outcome_name}-{i}".encode(), partition=0)
+            producer.flush(timeout=WAIT_S)
+            producer.commit_transaction() if outcome_name == "commit" else producer.abort_transaction()
+    finally:
+        producer.close(timeout=10)
+    expected = [f"commit-{i}".encode() for i in range(TXN_RECORDS)]
+    assert consume_committed(cluster, "kp-txn", len(expected)) == expected
 
 
 def test_an_open_transaction_described_listed_and_its_producer_seen(cluster):
