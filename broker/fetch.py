@@ -79,7 +79,7 @@ def _follower_fetched(replicas: ReplicaManager, replica_id: int, replica_epoch: 
                 return answer
         lg = partition.log
         if lg.log_start_offset <= fp.fetch_offset <= lg.log_end_offset:
-            if partition.record_follower_fetch(replica_id, fp.fetch_offset, replica_epoch):
+            if partition.record_follower_fetch(replica_id, fp.fetch_offset, replica_epoch, fp.log_start_offset):
                 replicas.isr_change_wanted.fire()
     except Exception as exc:  # noqa: BLE001 - an error is this partition's answer
         return _error(replicas, topic, fp.partition, exc)

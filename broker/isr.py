@@ -33,8 +33,10 @@ class FollowerState:
     last_fetch_ms: Optional[int] = None
     last_fetch_leader_end_offset: int = -1  # the leader's log end offset at that fetch
     broker_epoch: int = -1  # the broker epoch its last fetch carried (-1: not known)
+    log_start_offset: int = -1  # its log start offset, as its last fetch said (DeleteRecords' low watermark)
 
-    def record_fetch(self, fetch_offset: int, leader_end_offset: int, now_ms: int, broker_epoch: int = -1) -> None:
+    def record_fetch(self, fetch_offset: int, leader_end_offset: int, now_ms: int, broker_epoch: int = -1,
+                     log_start_offset: int = -1) -> None:
         """A fetch at `fetch_offset` means the follower holds everything below it.
         Reaching the leader's end offset makes it caught up now; reaching the
         end offset the leader had at the previous fetch makes it caught up as
@@ -45,6 +47,7 @@ class FollowerState:
             self.last_caught_up_ms = max(self.last_caught_up_ms, self.last_fetch_ms)
         self.log_end_offset = fetch_offset
         self.broker_epoch = broker_epoch
+        self.log_start_offset = log_start_offset
         self.last_fetch_ms = now_ms
         self.last_fetch_leader_end_offset = leader_end_offset
 

@@ -222,18 +222,19 @@ class Partition:
         return info
 
     def append_txn_marker(self, producer_id: int, producer_epoch: int, committed: bool,
-                          coordinator_epoch: int) -> AppendInfo:
+                          coordinator_epoch: int, *, keep_epoch: bool = False) -> AppendInfo:
         """A transaction coordinator's COMMIT or ABORT marker for the
         producer, appended as the leader (acks=all: the ISR must be at least
         min.insync.replicas). Refused, with nothing appended, when it comes
-        from a deposed coordinator or an older producer epoch."""
+        from a deposed coordinator or an older producer epoch (keep_epoch:
+        a transaction version 1 marker, producer_state.check_marker)."""
         if producer_id < 0 or not 0 <= producer_epoch <= MAX_EPOCH:
             raise BrokerError(Error.INVALID_REQUEST, f"a marker needs a producer id and epoch, not "
                                                      f"{producer_id} and {producer_epoch}")
         self.leader()
         self._check_min_isr(-1)
         now = self.clock()
-        self.producers.check_marker(producer_id, producer_epoch, coordinator_epoch, now)
+        self.producers.check_marker(producer_id, producer_epoch, coordinator_epoch, now, keep_epoch=keep_epoch)
         batch = encode_txn_marker(producer_id, producer_epoch, committed, coordinator_epoch, now)
         info = self.log.append_as_leader(batch, self.leader_epoch)
         stored = replace(parse_header(batch), base_offset=info.first_offset)
@@ -302,19 +303,33 @@ class Partition:
             return epoch, end
         return None
 
-    def record_follower_fetch(self, replica_id: int, fetch_offset: int, broker_epoch: int = -1) -> bool:
+    def record_follower_fetch(self, replica_id: int, fetch_offset: int, broker_epoch: int = -1,
+                              log_start_offset: int = -1) -> bool:
         """A follower (of `broker_epoch`, -1 if unknown) fetched at `fetch_offset`:
-        it holds everything below. Returns True when it may now join the ISR
-        (the caller asks for an AlterPartition)."""
+        it holds everything below (and nothing below `log_start_offset`).
+        Returns True when it may now join the ISR (the caller asks for an
+        AlterPartition)."""
         lead = self.leader()
         follower = lead.followers.get(replica_id)
         if follower is None:
             raise BrokerError(Error.NOT_LEADER_OR_FOLLOWER,
                               f"broker {replica_id} is not a replica of {self.topic}-{self.index}")
-        follower.record_fetch(fetch_offset, self.log.log_end_offset, self.clock(), broker_epoch)
+        start_moved = log_start_offset != follower.log_start_offset
+        follower.record_fetch(fetch_offset, self.log.log_end_offset, self.clock(), broker_epoch, log_start_offset)
+        if start_moved:
+            self.changed.fire()  # DeleteRecords waits on the low watermark
         self.maybe_advance_high_watermark()
         return (replica_id not in self.maximal_isr
                 and isr_rules.can_join(follower, self.high_watermark, lead.epoch_start_offset))
+
+    def low_watermark(self) -> int:
+        """Leader: the lowest log start offset of this replica and the in-sync
+        followers (-1 for one that has not said yet): where DeleteRecords has
+        taken effect on every replica that counts."""
+        lead = self.leader()
+        starts = [self.log.log_start_offset]
+        starts += [lead.followers[b].log_start_offset for b in self.isr if b in lead.followers]
+        return min(starts)
 
     # -- ISR changes ---------------------------------------------------------
     def propose_isr(self, lag_max_ms: int, eligible: Callable[[int, int], bool]) -> None:

@@ -292,9 +292,14 @@ class ProducerStateManager:
                           f"producer {pid} epoch {epoch}: expected sequence {next_sequence(last_seq)}, "
                           f"got {seq}")
 
-    def check_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, now_ms: int) -> None:
+    def check_marker(self, producer_id: int, producer_epoch: int, coordinator_epoch: int, now_ms: int, *,
+                     keep_epoch: bool = False) -> None:
         """A leader's check of a COMMIT/ABORT marker before it is appended
-        (Kafka's order: the producer epoch, then the coordinator's)."""
+        (Kafka's order: the producer epoch, then the coordinator's).
+        keep_epoch: a transaction version 1 marker (a Kafka client before
+        KIP-890's second part), which carries its data's epoch, as Kafka's
+        markers did before KIP-890 (and with that, the late-marker exposure
+        KIP-890 closes)."""
         entry = self.entry(producer_id, now_ms)
         if entry is None:
             return
@@ -302,7 +307,7 @@ class ProducerStateManager:
             raise BrokerError(Error.INVALID_PRODUCER_EPOCH,
                               f"marker for producer {producer_id} has epoch {producer_epoch}, older than its "
                               f"epoch {entry.epoch} here")
-        if entry.in_txn and producer_epoch <= entry.epoch:
+        if entry.in_txn and producer_epoch <= entry.epoch and not keep_epoch:
             # KIP-890: every transaction ends with an epoch bump and its marker
             # carries the bumped epoch, so the marker of the transaction open
             # here has an epoch above its data's. One that does not is a late

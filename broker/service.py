@@ -2,7 +2,8 @@
 
 Produce, Fetch, ListOffsets, Metadata, OffsetForLeaderEpoch, InitProducerId,
 DescribeCluster, DescribeConfigs, DescribeAcls, DescribeUserScramCredentials,
-DescribeClientQuotas, WriteTxnMarkers and DescribeProducers are answered
+DescribeClientQuotas, WriteTxnMarkers, DescribeProducers and DeleteRecords
+(broker/delete_records.py) are answered
 here by the broker's handlers (InitProducerId with a transactional id by
 the transaction coordinator, broker/transactions/);
 CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders,
@@ -43,6 +44,7 @@ from security.authorization import NodeAuthorizer
 from . import access as acl
 from .client_quota_manager import ClientQuotaManager, ClientQuotas
 from .client_quotas_admin import describe_client_quotas
+from .delete_records import delete_records
 from .admin_info import TOPIC as CONFIG_RESOURCE_TOPIC, describe_cluster, describe_configs
 from .controller_client import ControllerClient, ControllerUnavailable
 from .errors import Error
@@ -231,6 +233,24 @@ class KafkaBrokerService:
                     partition_index=i, error_code=Error.TOPIC_AUTHORIZATION_FAILED)
                     for i in topic.partition_indexes])
         return found
+
+    async def DeleteRecords(self, request: bpb.DeleteRecordsRequest,
+                            context: grpc.aio.ServicerContext) -> bpb.DeleteRecordsResponse:
+        """Delete on each topic (TOPIC_AUTHORIZATION_FAILED for its partitions)."""
+        await self._check_ready(context)
+        denied = acl.denied_topics(self.access, AclOperation.DELETE, (t.name for t in request.topics))
+        allowed = bpb.DeleteRecordsRequest(timeout_ms=request.timeout_ms,
+                                           topics=[t for t in request.topics if t.name not in denied])
+        answers = iter((await delete_records(self.replicas, allowed)).topics)  # one per allowed topic, in order
+        response = bpb.DeleteRecordsResponse()
+        for topic in request.topics:
+            if topic.name in denied:
+                response.topics.add(name=topic.name, partitions=[bpb.DeleteRecordsResponse.Partition(
+                    partition_index=p.partition_index, low_watermark=-1,
+                    error_code=Error.TOPIC_AUTHORIZATION_FAILED) for p in topic.partitions])
+            else:
+                response.topics.append(next(answers))
+        return response
 
     async def DescribeCluster(self, request: bpb.DescribeClusterRequest,
                               context: grpc.aio.ServicerContext) -> bpb.DescribeClusterResponse:

@@ -77,7 +77,7 @@ def _append(replicas: ReplicaManager, marker: bpb.WriteTxnMarkersRequest.Marker,
     try:
         partition = replicas.get(topic, index)
         info = partition.append_txn_marker(marker.producer_id, marker.producer_epoch, marker.transaction_result,
-                                           marker.coordinator_epoch)
+                                           marker.coordinator_epoch, keep_epoch=marker.keep_epoch)
     except Exception as exc:  # noqa: BLE001 - every failure is this partition's error code
         error = as_broker_error(exc)
         log.debug("%s-%d: %s marker of producer %d epoch %d (coordinator epoch %d) refused: %s", topic, index,

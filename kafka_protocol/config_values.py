@@ -20,6 +20,8 @@ def parse_int(key: str, raw: Any, minimum: int | None = None) -> int:
         value = int(raw)  # int() itself allows surrounding whitespace in a string
     except (TypeError, ValueError):
         raise InvalidConfigError(f"{key}={raw!r}: expected an integer") from None
+    if not -LONG_MAX - 1 <= value <= LONG_MAX:  # Kafka's widest setting is a Java long
+        raise InvalidConfigError(f"{key}={raw!r}: out of the range of a 64-bit integer")
     if minimum is not None and value < minimum:
         raise InvalidConfigError(f"{key}={value}: must be at least {minimum}")
     return value

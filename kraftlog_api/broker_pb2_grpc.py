@@ -145,6 +145,11 @@ class KafkaBrokerStub:
                 request_serializer=kraftlog__api_dot_broker__pb2.DescribeProducersRequest.SerializeToString,
                 response_deserializer=kraftlog__api_dot_broker__pb2.DescribeProducersResponse.FromString,
                 _registered_method=True)
+        self.DeleteRecords = channel.unary_unary(
+                '/kraftlog.broker.v1.KafkaBroker/DeleteRecords',
+                request_serializer=kraftlog__api_dot_broker__pb2.DeleteRecordsRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_broker__pb2.DeleteRecordsResponse.FromString,
+                _registered_method=True)
 
 
 class KafkaBrokerServicer:
@@ -286,6 +291,12 @@ class KafkaBrokerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DeleteRecords(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_KafkaBrokerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -398,6 +409,11 @@ def add_KafkaBrokerServicer_to_server(servicer, server):
                     servicer.DescribeProducers,
                     request_deserializer=kraftlog__api_dot_broker__pb2.DescribeProducersRequest.FromString,
                     response_serializer=kraftlog__api_dot_broker__pb2.DescribeProducersResponse.SerializeToString,
+            ),
+            'DeleteRecords': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteRecords,
+                    request_deserializer=kraftlog__api_dot_broker__pb2.DeleteRecordsRequest.FromString,
+                    response_serializer=kraftlog__api_dot_broker__pb2.DeleteRecordsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -994,6 +1010,33 @@ class KafkaBroker:
             '/kraftlog.broker.v1.KafkaBroker/DescribeProducers',
             kraftlog__api_dot_broker__pb2.DescribeProducersRequest.SerializeToString,
             kraftlog__api_dot_broker__pb2.DescribeProducersResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteRecords(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.broker.v1.KafkaBroker/DeleteRecords',
+            kraftlog__api_dot_broker__pb2.DeleteRecordsRequest.SerializeToString,
+            kraftlog__api_dot_broker__pb2.DeleteRecordsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -5,8 +5,12 @@ GroupCoordinator, TransactionCoordinator: ClientServices in broker/server.py).
 - `listener.py`: the asyncio server: frames in, one request at a time per
   connection, answers out in request order;
 - `apis.py`: which adapter serves which API;
-- one adapter module per API (`metadata.py`, `produce.py`, `fetch.py`,
-  `list_offsets.py`, `init_producer_id.py`): a kio request becomes the
+- one adapter module per API or family of APIs (`metadata.py`,
+  `produce.py`, `fetch.py`, `list_offsets.py`, `init_producer_id.py`;
+  admin: `topics_admin.py`, `configs.py`, `cluster.py`, `delete_records.py`,
+  `acls.py`, `user_admin.py`; transactions: `find_coordinator.py`,
+  `transactions.py`; `results.py` spreads a forwarded request's
+  request-level error over its items): a kio request becomes the
   broker's protobuf request, the service method answers it (with its
   authorization, quotas and readiness check), and the protobuf answer
   becomes the kio response of the version asked for;

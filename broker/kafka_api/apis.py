@@ -9,6 +9,10 @@ from kafka_protocol.wire import versions
 from kafka_protocol.wire.codec import Request
 
 from . import fetch, init_producer_id, list_offsets, metadata, produce
+from . import cluster, configs, topics_admin
+from . import find_coordinator, transactions
+from . import acls, user_admin
+from . import delete_records
 from .context import KafkaCallContext
 
 # (services, kio request body, context) -> kio response body, or None for none
@@ -20,6 +24,29 @@ ADAPTERS: dict[int, Adapter] = {
     versions.LIST_OFFSETS: list_offsets.serve,
     versions.METADATA: metadata.serve,
     versions.INIT_PRODUCER_ID: init_producer_id.serve,
+    versions.CREATE_TOPICS: topics_admin.create_topics,
+    versions.DELETE_TOPICS: topics_admin.delete_topics,
+    versions.CREATE_PARTITIONS: topics_admin.create_partitions,
+    versions.DESCRIBE_CONFIGS: configs.describe_configs,
+    versions.INCREMENTAL_ALTER_CONFIGS: configs.incremental_alter_configs,
+    versions.DESCRIBE_CLUSTER: cluster.describe_cluster,
+    versions.OFFSET_FOR_LEADER_EPOCH: cluster.offset_for_leader_epoch,
+    versions.ELECT_LEADERS: cluster.elect_leaders,
+    versions.DELETE_RECORDS: delete_records.serve,
+    versions.FIND_COORDINATOR: find_coordinator.serve,
+    versions.ADD_PARTITIONS_TO_TXN: transactions.add_partitions_to_txn,
+    versions.ADD_OFFSETS_TO_TXN: transactions.add_offsets_to_txn,
+    versions.END_TXN: transactions.end_txn,
+    versions.DESCRIBE_TRANSACTIONS: transactions.describe_transactions,
+    versions.LIST_TRANSACTIONS: transactions.list_transactions,
+    versions.DESCRIBE_PRODUCERS: transactions.describe_producers,
+    versions.DESCRIBE_ACLS: acls.describe_acls,
+    versions.CREATE_ACLS: acls.create_acls,
+    versions.DELETE_ACLS: acls.delete_acls,
+    versions.DESCRIBE_USER_SCRAM_CREDENTIALS: user_admin.describe_user_scram_credentials,
+    versions.ALTER_USER_SCRAM_CREDENTIALS: user_admin.alter_user_scram_credentials,
+    versions.DESCRIBE_CLIENT_QUOTAS: user_admin.describe_client_quotas,
+    versions.ALTER_CLIENT_QUOTAS: user_admin.alter_client_quotas,
 }
 
 

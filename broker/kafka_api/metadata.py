@@ -13,7 +13,7 @@ answered UNKNOWN_TOPIC_ID (as Kafka 3.x brokers did before they resolved ids).
 from __future__ import annotations
 
 import uuid
-from typing import Any, Optional
+from typing import Any, Iterable, Optional
 
 from kraftlog_api import broker_pb2 as bpb
 from kafka_protocol.errors import Errors
@@ -51,9 +51,13 @@ def topic_uuid(topic_id: bytes) -> Optional[uuid.UUID]:
 
 
 def client_controller_id(answer: bpb.MetadataResponse) -> int:
+    return controller_for_clients(answer.controller_id, [b.node_id for b in answer.brokers])
+
+
+def controller_for_clients(controller_id: int, brokers: Iterable[int]) -> int:
     """The active controller when it is a listed broker (combined mode), else
     the lowest listed broker (Kafka picks a random live one); -1 without any."""
-    listed = sorted(b.node_id for b in answer.brokers)
-    if answer.controller_id in listed:
-        return answer.controller_id
+    listed = sorted(brokers)
+    if controller_id in listed:
+        return controller_id
     return listed[0] if listed else -1

@@ -374,7 +374,7 @@ class TransactionCoordinator(ShardedCoordinator[TxnShard]):
             shard = self.shard_for(request.transactional_id)
             answer, records = await self._with_producer_id(lambda fresh: shard.machine.end_txn(
                 request.transactional_id, request.producer_id, request.producer_epoch, request.committed,
-                self.clock(), fresh_producer_id=fresh))
+                self.clock(), fresh_producer_id=fresh, keep_epoch=request.keep_epoch))
         except TxnError as exc:
             return tpb.EndTxnResponse(error_code=exc.code, error_message=exc.message, producer_id=-1,
                                       producer_epoch=-1)

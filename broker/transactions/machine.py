@@ -15,6 +15,12 @@ record, the id rotated by the Complete* record). A fresh id comes from the
 broker's allocator, which is asynchronous: a decision that needs one raises
 `NeedProducerId`, and the shell calls again with `fresh_producer_id` set.
 
+Kafka clients that predate KIP-890's second part (EndTxn below v5, over
+the Kafka listener) run transaction version 1 (EndTxn's keep_epoch): the
+Prepare* record keeps the epoch, the markers carry it, the producer carries
+on with it, and the record says ClientTransactionVersion 1 so the markers
+(MarkerJob.keep_epoch) tell the partitions not to expect a bump.
+
 Epochs of a request against the id's current epoch E:
     E          the current producer
     E - 1      the epoch the last transaction ended (a retried EndTxn, or a
@@ -34,7 +40,7 @@ from typing import Collection, Iterable, Optional
 
 from ..errors import Error
 from ..producer_ids import MAX_EPOCH, epoch_exhausted
-from .records import NO_PRODUCER_ID, Record, TopicPartition, TxnState, TxnValue
+from .records import NO_PRODUCER_ID, TRANSACTION_VERSION_2, Record, TopicPartition, TxnState, TxnValue
 
 # KIP-939: the timeout stored for an id whose transactions may stay prepared
 # (enable_2pc): the timer never aborts them.
@@ -42,6 +48,7 @@ TWO_PC_TIMEOUT_MS = 2**31 - 1
 PREPARE = (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT, TxnState.PREPARE_EPOCH_FENCE)
 COMPLETE = (TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
 IDLE = (TxnState.EMPTY, *COMPLETE)
+TRANSACTION_VERSION_1 = 1  # no epoch bump at EndTxn (EndTxnRequest.keep_epoch)
 
 
 class TxnError(Exception):
@@ -88,6 +95,7 @@ class MarkerJob:
     producer_epoch: int
     committed: bool
     partitions: frozenset[TopicPartition]
+    keep_epoch: bool = False  # transaction version 1: the markers carry the data's epoch
 
 
 @dataclass(slots=True)
@@ -164,17 +172,22 @@ class TxnMachine:
                          next_producer_id=NO_PRODUCER_ID)
 
     def _prepare(self, tid: str, txn: Txn, committed: bool, now_ms: int, fresh: Optional[int],
-                 ended_by: EndedBy) -> list[Record]:
-        """Ongoing -> Prepare*, the epoch bumped (to 32767 with a next producer id once exhausted)."""
+                 ended_by: EndedBy, *, keep_epoch: bool = False) -> list[Record]:
+        """Ongoing -> Prepare*, the epoch bumped (to 32767 with a next producer id once exhausted);
+        with keep_epoch (transaction version 1) the epoch stays."""
         v = txn.value
+        state = TxnState.PREPARE_COMMIT if committed else TxnState.PREPARE_ABORT
+        if keep_epoch:
+            return self._set(tid, v.replace(state=state, next_producer_id=NO_PRODUCER_ID, last_update_ms=now_ms,
+                                            client_transaction_version=TRANSACTION_VERSION_1), ended_by)
         next_pid = NO_PRODUCER_ID
         if epoch_exhausted(v.producer_epoch):
             if fresh is None:
                 raise NeedProducerId()
             next_pid = fresh
-        state = TxnState.PREPARE_COMMIT if committed else TxnState.PREPARE_ABORT
         return self._set(tid, v.replace(state=state, producer_epoch=v.producer_epoch + 1,
-                                        next_producer_id=next_pid, last_update_ms=now_ms), ended_by)
+                                        next_producer_id=next_pid, last_update_ms=now_ms,
+                                        client_transaction_version=TRANSACTION_VERSION_2), ended_by)
 
     # -- requests ------------------------------------------------------------------------------
     def init_producer_id(self, tid: str, timeout_ms: int, now_ms: int, *, producer_id: int = NO_PRODUCER_ID,
@@ -260,13 +273,16 @@ class TxnMachine:
         return {tp: Error.NONE if ongoing and tp in v.partitions else Error.INVALID_TXN_STATE for tp in partitions}
 
     def end_txn(self, tid: str, pid: int, epoch: int, committed: bool, now_ms: int, *,
-                fresh_producer_id: Optional[int] = None) -> tuple[ProducerAnswer, list[Record]]:
+                fresh_producer_id: Optional[int] = None, keep_epoch: bool = False
+                ) -> tuple[ProducerAnswer, list[Record]]:
         try:
             txn, ended = self._producer(tid, pid, epoch)
             v = txn.value
             result = "commit" if committed else "abort"
             same = (TxnState.PREPARE_COMMIT, TxnState.COMPLETE_COMMIT) if committed else \
                 (TxnState.PREPARE_ABORT, TxnState.COMPLETE_ABORT)
+            if keep_epoch:
+                return self._end_txn_v1(tid, txn, ended, committed, now_ms)
             if ended:
                 if v.state in same and txn.ended_by != EndedBy.FENCE:
                     return self._answer(v), []  # a retried EndTxn, or the abort after a timeout
@@ -294,6 +310,25 @@ class TxnMachine:
         except TxnError as exc:
             return ProducerAnswer(error=exc.code, message=exc.message), []
 
+    def _end_txn_v1(self, tid: str, txn: Txn, ended: bool, committed: bool,
+                    now_ms: int) -> tuple[ProducerAnswer, list[Record]]:
+        """EndTxn of transaction version 1, as Kafka's coordinator before
+        KIP-890: the epoch stays, so the producer's epoch is always the
+        current one; an ended one was bumped by a timeout or a new producer."""
+        v = txn.value
+        if ended:
+            raise TxnError(Error.PRODUCER_FENCED, f"the epoch of {tid!r} was bumped past this producer's")
+        if v.state == TxnState.ONGOING:
+            records = self._prepare(tid, txn, committed, now_ms, None, EndedBy.CLIENT, keep_epoch=True)
+            return self._answer(self.txns[tid].value), records
+        if v.state in PREPARE:
+            raise TxnError(Error.CONCURRENT_TRANSACTIONS, "the last transaction is being completed")
+        done = TxnState.COMPLETE_COMMIT if committed else TxnState.COMPLETE_ABORT
+        if v.state == done:
+            return self._answer(v), []  # a retried EndTxn
+        raise TxnError(Error.INVALID_TXN_STATE, f"EndTxn({'commit' if committed else 'abort'}) with no open "
+                                                f"transaction ({v.state.kafka_name})")
+
     # -- markers -------------------------------------------------------------------------------
     @staticmethod
     def marker_job(record: Record) -> Optional[MarkerJob]:
@@ -301,7 +336,8 @@ class TxnMachine:
         tid, v = record
         if v is None or v.state not in (TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT):
             return None
-        return MarkerJob(tid, v.producer_id, v.producer_epoch, v.state == TxnState.PREPARE_COMMIT, v.partitions)
+        return MarkerJob(tid, v.producer_id, v.producer_epoch, v.state == TxnState.PREPARE_COMMIT, v.partitions,
+                         keep_epoch=v.client_transaction_version == TRANSACTION_VERSION_1)
 
     def marker_jobs(self) -> list[MarkerJob]:
         """Every transaction whose markers are still to be written (after a load)."""

@@ -85,7 +85,7 @@ def marker_request(job: MarkerJob, coordinator_epoch: int,
         topics[topic].append(index)
     marker = bpb.WriteTxnMarkersRequest.Marker(
         producer_id=job.producer_id, producer_epoch=job.producer_epoch, transaction_result=job.committed,
-        coordinator_epoch=coordinator_epoch,
+        coordinator_epoch=coordinator_epoch, keep_epoch=job.keep_epoch,
         topics=[bpb.WriteTxnMarkersRequest.Topic(name=t, partition_indexes=ix) for t, ix in topics.items()])
     return bpb.WriteTxnMarkersRequest(markers=[marker])
 

@@ -55,9 +55,22 @@ def _whole_body(kind: type, buf: BytesLike, offset: int) -> Any:
         body, size = _reader(kind)(buf, offset)
     except Exception as exc:  # noqa: BLE001 - kio's reader fails in many ways on hostile bytes
         raise WireError(f"malformed {kind.__name__} v{kind.__version__}: {exc}") from None
-    if offset + size != len(buf):
+    if offset + size != len(buf) and not _known_quirk(kind.__api_key__, kind.__version__, buf[offset + size:]):
         raise WireError(f"{kind.__name__} v{kind.__version__} leaves {len(buf) - offset - size} bytes of its frame unread")
     return body
+
+
+# (api key, version) -> the bytes a client nobody here wrote leaves after a
+# request of that version, accepted (Kafka's broker ignores what follows a
+# request in its frame). librdkafka (2.x, up to 2.16) ends its
+# AlterUserScramCredentials v0 with a second empty tagged-field buffer.
+KNOWN_TRAILERS: dict[tuple[int, int], bytes] = {
+    (51, 0): b"\x00",  # AlterUserScramCredentials
+}
+
+
+def _known_quirk(api_key: int, api_version: int, rest: BytesLike) -> bool:
+    return KNOWN_TRAILERS.get((api_key, api_version)) == bytes(rest)
 
 
 def encode_response(correlation_id: int, response: Any) -> bytes:

@@ -25,7 +25,7 @@ def build(kind: type, values: Mapping[str, Any]) -> Any:
     """An instance of the kio entity class `kind` from `values`; a list of
     mappings for a field of nested entities, a mapping for one nested entity."""
     given = {}
-    for name, (kafka_type, nested) in _fields(kind).items():
+    for name, (kafka_type, nested, nullable) in _fields(kind).items():
         if name not in values:
             continue  # the default, or the constructor names the missing field
         value = values[name]
@@ -33,7 +33,7 @@ def build(kind: type, values: Mapping[str, Any]) -> Any:
             value = (tuple(build(nested, item) for item in value) if isinstance(value, (list, tuple))
                      else build(nested, value))
         elif value is not None:
-            value = _convert(kafka_type, value)
+            value = _convert(kafka_type, value, nullable)
         given[name] = value
     return kind(**given)
 
@@ -47,7 +47,7 @@ def millis(value: Any) -> int:
     return int(value)
 
 
-def _convert(kafka_type: Optional[str], value: Any) -> Any:
+def _convert(kafka_type: Optional[str], value: Any, nullable: bool) -> Any:
     if kafka_type == "error_code":
         try:
             return ErrorCode(value)
@@ -56,15 +56,20 @@ def _convert(kafka_type: Optional[str], value: Any) -> Any:
     if kafka_type in ("timedelta_i32", "timedelta_i64"):
         return datetime.timedelta(milliseconds=value)
     if kafka_type == "datetime_i64":
-        # Kafka's -1 (no timestamp) is kio's None for the nullable ones.
-        return None if value < 0 else datetime.datetime.fromtimestamp(value / 1000, tz=_UTC)
+        # Kafka's -1 (no timestamp) is kio's None for the nullable ones; a
+        # field that cannot be null gets the instant itself (kio writes -1).
+        if value < 0 and nullable:
+            return None
+        return datetime.datetime.fromtimestamp(value / 1000, tz=_UTC)
     return value
 
 
 @lru_cache(maxsize=None)
-def _fields(kind: type) -> dict[str, tuple[Optional[str], Optional[type]]]:
-    """name -> (kafka_type, the nested entity class or None) of `kind`'s fields."""
-    return {f.name: (f.metadata.get("kafka_type"), _entity_type(f.type)) for f in dataclasses.fields(kind)}
+def _fields(kind: type) -> dict[str, tuple[Optional[str], Optional[type], bool]]:
+    """name -> (kafka_type, the nested entity class or None, whether it may be None) of `kind`'s fields."""
+    return {f.name: (f.metadata.get("kafka_type"), _entity_type(f.type),
+                     get_origin(f.type) is UnionType and NoneType in get_args(f.type))
+            for f in dataclasses.fields(kind)}
 
 
 def _entity_type(annotation: Any) -> Optional[type]:

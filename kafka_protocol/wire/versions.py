@@ -31,6 +31,19 @@ class ApiRange(NamedTuple):
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, API_VERSIONS, INIT_PRODUCER_ID = 0, 1, 2, 3, 18, 22
 SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
+# Admin APIs (broker/kafka_api/topics_admin.py, configs.py, cluster.py).
+CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
+DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 44
+DESCRIBE_CLUSTER, OFFSET_FOR_LEADER_EPOCH, ELECT_LEADERS = 60, 23, 43
+DELETE_RECORDS = 21
+# Transactions (broker/kafka_api/transactions.py, find_coordinator.py).
+FIND_COORDINATOR = 10
+ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN = 24, 25, 26
+DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS, DESCRIBE_PRODUCERS = 65, 66, 61
+# Security admin (broker/kafka_api/acls.py, user_admin.py).
+DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
+DESCRIBE_USER_SCRAM_CREDENTIALS, ALTER_USER_SCRAM_CREDENTIALS = 50, 51
+DESCRIBE_CLIENT_QUOTAS, ALTER_CLIENT_QUOTAS = 48, 49
 
 # api key -> what is served; an API not here is not advertised and a request
 # of it closes the connection.
@@ -49,6 +62,49 @@ ADVERTISED: dict[int, ApiRange] = {
     # is what kafka-python 3 negotiates.
     SASL_HANDSHAKE: ApiRange("SaslHandshake", 0, 1),
     SASL_AUTHENTICATE: ApiRange("SaslAuthenticate", 0, 2),
+    # Admin: the minimums are Kafka 4's (KIP-896), which every client here
+    # still reaches (librdkafka 2.x asks up to CreateTopics 4, DeleteTopics 4,
+    # CreatePartitions 2, DescribeConfigs 1, IncrementalAlterConfigs 1,
+    # ElectLeaders 2, OffsetForLeaderEpoch 2; kafka-python 3 sends from
+    # CreateTopics 2, DeleteTopics 1, DescribeConfigs 1, OffsetForLeaderEpoch 2);
+    # the maximums are the newest each message has (kafka-python 3 asks for them).
+    # DeleteTopics 6 names topics by id (resolved from the broker's metadata);
+    # DescribeConfigs 4 adds only flexible encoding to 3's types and documentation.
+    CREATE_TOPICS: ApiRange("CreateTopics", 2, 7),
+    DELETE_TOPICS: ApiRange("DeleteTopics", 1, 6),
+    CREATE_PARTITIONS: ApiRange("CreatePartitions", 0, 3),
+    DESCRIBE_CONFIGS: ApiRange("DescribeConfigs", 1, 4),
+    INCREMENTAL_ALTER_CONFIGS: ApiRange("IncrementalAlterConfigs", 0, 1),
+    # DescribeCluster 1 adds the endpoint type, 2 fenced brokers (KIP-1073).
+    DESCRIBE_CLUSTER: ApiRange("DescribeCluster", 0, 2),
+    OFFSET_FOR_LEADER_EPOCH: ApiRange("OffsetForLeaderEpoch", 2, 4),
+    ELECT_LEADERS: ApiRange("ElectLeaders", 0, 2),
+    # DeleteRecords: librdkafka asks 0-2, kafka-python 3 0-2 (Kafka 4 serves 0-2 too).
+    DELETE_RECORDS: ApiRange("DeleteRecords", 0, 2),
+    # FindCoordinator: librdkafka asks 0-2, kafka-python 3 up to 6; 4 batches
+    # keys (KIP-699); 5 only adds TRANSACTION_ABORTABLE, 6 share groups.
+    FIND_COORDINATOR: ApiRange("FindCoordinator", 0, 4),
+    # Transactions as Kafka clients run them (transaction version 1):
+    # librdkafka sends AddPartitionsToTxn 0, AddOffsetsToTxn 0, EndTxn 0-1;
+    # kafka-python 3 caps all three at 3. AddPartitionsToTxn 4+ is the
+    # brokers' batched verification, 4/5 of the others bring KIP-890's
+    # TRANSACTION_ABORTABLE and transaction version 2: not served.
+    ADD_PARTITIONS_TO_TXN: ApiRange("AddPartitionsToTxn", 0, 3),
+    ADD_OFFSETS_TO_TXN: ApiRange("AddOffsetsToTxn", 0, 3),
+    END_TXN: ApiRange("EndTxn", 0, 3),
+    DESCRIBE_TRANSACTIONS: ApiRange("DescribeTransactions", 0, 0),
+    # ListTransactions 2 filters by a transactional id pattern, which the coordinator has not.
+    LIST_TRANSACTIONS: ApiRange("ListTransactions", 0, 1),
+    DESCRIBE_PRODUCERS: ApiRange("DescribeProducers", 0, 0),
+    # ACLs from 1 (pattern types, KIP-290; Kafka 4's minimum): librdkafka
+    # asks 0-2, kafka-python 3 1-3. SCRAM credentials and client quotas: every version there is.
+    DESCRIBE_ACLS: ApiRange("DescribeAcls", 1, 3),
+    CREATE_ACLS: ApiRange("CreateAcls", 1, 3),
+    DELETE_ACLS: ApiRange("DeleteAcls", 1, 3),
+    DESCRIBE_USER_SCRAM_CREDENTIALS: ApiRange("DescribeUserScramCredentials", 0, 0),
+    ALTER_USER_SCRAM_CREDENTIALS: ApiRange("AlterUserScramCredentials", 0, 0),
+    DESCRIBE_CLIENT_QUOTAS: ApiRange("DescribeClientQuotas", 0, 1),
+    ALTER_CLIENT_QUOTAS: ApiRange("AlterClientQuotas", 0, 1),
 }
 
 UNSUPPORTED_VERSION = Errors.UNSUPPORTED_VERSION

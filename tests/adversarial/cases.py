@@ -912,6 +912,7 @@ ADD_PARTITIONS, ADD_OFFSETS, END_TXN = ("TransactionCoordinator/AddPartitionsToT
                                         "TransactionCoordinator/AddOffsetsToTxn", "TransactionCoordinator/EndTxn")
 DESCRIBE_TXNS, LIST_TXNS = "TransactionCoordinator/DescribeTransactions", "TransactionCoordinator/ListTransactions"
 MARKERS, PRODUCERS = "KafkaBroker/WriteTxnMarkers", "KafkaBroker/DescribeProducers"
+DELETE_RECORDS = "KafkaBroker/DeleteRecords"
 TXN_COMMIT, FIND = "GroupCoordinator/TxnOffsetCommit", "GroupCoordinator/FindCoordinator"
 HERE = f"txn-coordinator-of:{TXN_ID}"
 
@@ -949,6 +950,12 @@ def markers(pid: int = MADE_UP_PID, epoch: int = 0, topic: str = DATA, partition
         producer_id=pid, producer_epoch=epoch, transaction_result=committed, coordinator_epoch=coordinator_epoch,
         topics=[bpb.WriteTxnMarkersRequest.Topic(name=topic, partition_indexes=list(partitions))])
     return bpb.WriteTxnMarkersRequest(markers=[marker] * copies)
+
+
+def delete_records(topic: str = DATA, offset: int = 0, partition: int = 0,
+                   timeout_ms: int = 1000) -> bpb.DeleteRecordsRequest:
+    return bpb.DeleteRecordsRequest(timeout_ms=timeout_ms, topics=[bpb.DeleteRecordsRequest.Topic(
+        name=topic, partitions=[bpb.DeleteRecordsRequest.Partition(partition_index=partition, offset=offset)])])
 
 
 def describe_producers(topic: str = DATA, partitions: tuple[int, ...] = (0,)) -> bpb.DescribeProducersRequest:
@@ -1182,6 +1189,17 @@ TXN_CASES: list[Case] = [
                           ("partition-max", DATA, (I32_MAX,)))],
     Case(PRODUCERS, f"{MANY}-partitions", describe_producers(partitions=tuple(range(3, 3 + MANY))), UNKNOWN_PARTITION,
          "leader"),
+
+    # DeleteRecords: only refusals (a deletion would change what the snapshot holds).
+    *[Case(DELETE_RECORDS, f"offset-{label}", delete_records(offset=o), OUT_OF_RANGE, "leader")
+      for label, o in (("i64-max", I64_MAX), ("minus-2", -2), ("i64-min", I64_MIN))],
+    Case(DELETE_RECORDS, "on-a-follower", delete_records(), codes(K.NOT_LEADER_OR_FOLLOWER), "data-follower"),
+    *[Case(DELETE_RECORDS, f"topic-{label}", delete_records(t, partition=p), BAD_TOPIC, "leader")
+      for label, t, p in (("unknown", UNKNOWN_TOPIC, 0), ("cluster-metadata", CLUSTER_METADATA, 0),
+                          ("consumer-offsets", CONSUMER_OFFSETS, 0), ("empty-name", "", 0),
+                          ("partition-minus-1", DATA, -1), ("partition-max", DATA, I32_MAX))],
+    Case(DELETE_RECORDS, "timeout-minus-1-above-the-end", delete_records(offset=I64_MAX, timeout_ms=-1),
+         OUT_OF_RANGE, "leader"),
 
     # TxnOffsetCommit: the group's partition was never added to the producer's transaction.
     Case(TXN_COMMIT, "group-not-in-the-transaction", lambda w: txn_offset_commit(

@@ -52,7 +52,7 @@ SMALL_COUNTS = {"num_partitions", "count", "replication_factor"}
 SENDERS = {"candidate_id", "leader_id", "replica_id", "destination_id"}
 VOTERS = {1, 2, 3}
 ADMIN_RPCS = {"CreateTopics", "DeleteTopics", "CreatePartitions", "ElectLeaders", "IncrementalAlterConfigs",
-              "DeleteGroups", "OffsetCommit", "BrokerHeartbeat", "AlterPartition"}
+              "DeleteGroups", "OffsetCommit", "BrokerHeartbeat", "AlterPartition", "DeleteRecords"}
 
 
 def ints(bounds: tuple[int, int]) -> st.SearchStrategy[int]:

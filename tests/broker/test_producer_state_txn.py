@@ -143,6 +143,25 @@ def test_a_late_marker_of_the_previous_transaction_cannot_end_the_next_one() -> 
     assert (done.first_offset, done.aborted) == (second, False)
 
 
+def test_a_transaction_version_1_marker_carries_its_datas_epoch_and_sequences_go_on() -> None:
+    # A Kafka client before KIP-890's second part ends its transaction
+    # without an epoch bump: the marker has the data's epoch, and the next
+    # transaction's batches continue the sequence at that epoch.
+    r = Replica()
+    r.append(header(7, 3, 0, 2, attributes=TXN))
+    assert r.marker_refused(7, 3, 5) == Error.INVALID_PRODUCER_EPOCH  # without keep_epoch: a late marker
+    r.state.check_marker(7, 3, 5, NOW, keep_epoch=True)
+    h = header(7, 3, -1, offset=r.end, attributes=MARKER)
+    r.log.append((h, TxnMarker(True, 5)))
+    done = r.state.update(h, NOW, TxnMarker(True, 5))
+    assert (done.first_offset, done.aborted) == (0, False)
+    assert r.refused(header(7, 3, 5, attributes=TXN)) == Error.OUT_OF_ORDER_SEQUENCE_NUMBER  # a gap
+    assert r.append(header(7, 3, 2, attributes=TXN)) == 3  # the sequence goes on after the marker
+    with pytest.raises(BrokerError) as caught:
+        r.state.check_marker(7, 2, 5, NOW, keep_epoch=True)  # an older epoch stays fenced
+    assert caught.value.error == Error.INVALID_PRODUCER_EPOCH
+
+
 def test_a_marker_moves_the_producer_to_its_epoch_where_sequences_start_at_zero() -> None:
     r = Replica()
     r.append(header(7, 0, 0, 3, attributes=TXN))

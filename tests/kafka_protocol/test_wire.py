@@ -102,7 +102,20 @@ def test_response_headers():
 
 # The first flexible version of each served API that has one (Kafka's message definitions).
 FLEXIBLE_FROM = {versions.API_VERSIONS: 3, versions.METADATA: 9, versions.PRODUCE: 9, versions.FETCH: 12,
-                 versions.LIST_OFFSETS: 6}
+                 versions.LIST_OFFSETS: 6,
+                 # admin (kafka-python 3's schemas agree)
+                 versions.CREATE_TOPICS: 5, versions.DELETE_TOPICS: 4, versions.CREATE_PARTITIONS: 2,
+                 versions.DESCRIBE_CONFIGS: 4, versions.INCREMENTAL_ALTER_CONFIGS: 1, versions.DESCRIBE_CLUSTER: 0,
+                 versions.OFFSET_FOR_LEADER_EPOCH: 4, versions.ELECT_LEADERS: 2, versions.DELETE_RECORDS: 2,
+                 # transactions
+                 versions.FIND_COORDINATOR: 3, versions.ADD_PARTITIONS_TO_TXN: 3, versions.ADD_OFFSETS_TO_TXN: 3,
+                 versions.END_TXN: 3, versions.DESCRIBE_TRANSACTIONS: 0, versions.LIST_TRANSACTIONS: 0,
+                 versions.DESCRIBE_PRODUCERS: 0,
+                 # security admin
+                 versions.DESCRIBE_ACLS: 2, versions.CREATE_ACLS: 2, versions.DELETE_ACLS: 2,
+                 versions.DESCRIBE_USER_SCRAM_CREDENTIALS: 0, versions.ALTER_USER_SCRAM_CREDENTIALS: 0,
+                 versions.DESCRIBE_CLIENT_QUOTAS: 1, versions.ALTER_CLIENT_QUOTAS: 1,
+                 }
 FLEXIBLE_FROM[versions.SASL_AUTHENTICATE] = 2   # SaslHandshake has no flexible version
 
 
@@ -170,6 +183,15 @@ def test_a_truncated_or_padded_body_is_a_wire_error():
         codec.decode_request(frame[:-1])
     with pytest.raises(WireError, match="unread"):
         codec.decode_request(frame + b"\x00")
+
+
+def test_librdkafkas_extra_tag_buffer_after_alter_user_scram_credentials_is_accepted_and_nothing_more():
+    body = build(codec.request_type(versions.ALTER_USER_SCRAM_CREDENTIALS, 0), {"deletions": (), "upsertions": ()})
+    frame = unframed(codec.encode_request(body, 1))
+    assert codec.decode_request(frame + b"\x00").body == body
+    for padding in (b"\x01", b"\x00\x00"):
+        with pytest.raises(WireError, match="unread"):
+            codec.decode_request(frame + padding)
 
 
 def test_response_headers_follow_the_response_version():

@@ -44,9 +44,9 @@ class Harness:
         self.log += records
         return error
 
-    def end(self, pid, epoch, committed, now=0, tid=T):
+    def end(self, pid, epoch, committed, now=0, tid=T, keep_epoch=False):
         answer, _ = self._with_id(lambda fresh: self.m.end_txn(tid, pid, epoch, committed, now,
-                                                               fresh_producer_id=fresh))
+                                                               fresh_producer_id=fresh, keep_epoch=keep_epoch))
         return answer
 
     def finish_markers(self, now=0) -> list[MarkerJob]:
@@ -291,3 +291,41 @@ def test_describe_and_list(h: Harness) -> None:
     assert [t for t, _ in h.m.list((), (pid,), 0, 200)] == [T]
     assert h.m.list((), (), 100, 200) == []
     assert [t for t, _ in h.m.list((), (), 99, 200)] == [T]
+
+
+# -- transaction version 1 (Kafka clients before KIP-890's second part) ---------------------
+
+def test_version_1_ends_without_a_bump_and_the_producer_carries_on_with_its_epoch():
+    h = Harness()
+    a = h.init()
+    assert h.add(a.producer_id, a.producer_epoch) == Error.NONE
+    ended = h.end(a.producer_id, a.producer_epoch, True, keep_epoch=True)
+    assert (ended.error, ended.producer_id, ended.producer_epoch) == (Error.NONE, a.producer_id, a.producer_epoch)
+    assert h.add(a.producer_id, a.producer_epoch) == Error.CONCURRENT_TRANSACTIONS  # markers not written yet
+    (job,) = h.finish_markers()
+    assert job.keep_epoch and job.producer_epoch == a.producer_epoch
+    # a retried EndTxn of the same result succeeds, the other one is refused
+    assert h.end(a.producer_id, a.producer_epoch, True, keep_epoch=True).error == Error.NONE
+    assert h.end(a.producer_id, a.producer_epoch, False, keep_epoch=True).error == Error.INVALID_TXN_STATE
+    # the next transaction, same epoch, aborted
+    assert h.add(a.producer_id, a.producer_epoch, (P1,)) == Error.NONE
+    assert h.end(a.producer_id, a.producer_epoch, False, keep_epoch=True).error == Error.NONE
+    (job,) = h.finish_markers()
+    assert (job.committed, job.keep_epoch, job.producer_epoch) == (False, True, a.producer_epoch)
+    assert h.state() == TxnState.COMPLETE_ABORT
+    # the log says so: replayed, the marker job of a version 1 Prepare* keeps its epoch
+    replayed = TxnMachine()
+    for tid, value in h.log:
+        replayed.replay((tid, None if value is None else decode_value(encode_value(value))))
+    assert replayed.describe(T).client_transaction_version == 1
+
+
+def test_version_1_refuses_an_abort_with_nothing_open_and_a_bumped_epoch():
+    h = Harness(max_timeout_ms=1000)
+    a = h.init(timeout=1000)
+    assert h.end(a.producer_id, a.producer_epoch, False, keep_epoch=True).error == Error.INVALID_TXN_STATE
+    assert h.add(a.producer_id, a.producer_epoch, now=0) == Error.NONE
+    h.log += h.m.abort_timed_out(T, 5000)  # the coordinator's timeout bumps the epoch, as in Kafka
+    (job,) = h.finish_markers()
+    assert not job.keep_epoch and job.producer_epoch == a.producer_epoch + 1
+    assert h.end(a.producer_id, a.producer_epoch, False, keep_epoch=True).error == Error.PRODUCER_FENCED
