@@ -30,11 +30,12 @@ from .context import KafkaCallContext
 PRODUCER_FENCED_SINCE = 2  # the version of AddPartitionsToTxn, AddOffsetsToTxn and EndTxn that knows it
 
 
-def client_error(code: int, version: int) -> int:
-    """`code` as a client of `version` (below the one that knows TRANSACTION_ABORTABLE) reads it."""
+def client_error(code: int, version: int, fenced_since: int = PRODUCER_FENCED_SINCE) -> int:
+    """`code` as a client of `version` (below the one that knows TRANSACTION_ABORTABLE) reads it;
+    `fenced_since` is the API's first version that knows PRODUCER_FENCED."""
     if code == Errors.TRANSACTION_ABORTABLE:
         code = Errors.PRODUCER_FENCED
-    if code == Errors.PRODUCER_FENCED and version < PRODUCER_FENCED_SINCE:
+    if code == Errors.PRODUCER_FENCED and version < fenced_since:
         code = Errors.INVALID_PRODUCER_EPOCH
     return code
 

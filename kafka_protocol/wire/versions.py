@@ -53,7 +53,10 @@ ADVERTISED: dict[int, ApiRange] = {
     LIST_OFFSETS: ApiRange("ListOffsets", 1, 6),
     METADATA: ApiRange("Metadata", 1, 12),
     API_VERSIONS: ApiRange("ApiVersions", 0, 4),
-    INIT_PRODUCER_ID: ApiRange("InitProducerId", 0, 1),
+    # InitProducerId 3 lets a producer name its id and epoch to have the epoch
+    # bumped (KIP-360: librdkafka's recovery from an abortable error), 4 knows
+    # PRODUCER_FENCED; 5 brings transaction version 2's TRANSACTION_ABORTABLE.
+    INIT_PRODUCER_ID: ApiRange("InitProducerId", 0, 4),
     # SASL (broker/kafka_api/sasl.py), listed on every listener as Kafka does.
     # Handshake v0 is followed by raw length-prefixed tokens (kafka-python
     # against brokers older than 1.0), v1 by SaslAuthenticate frames

@@ -526,3 +526,30 @@ def admin_watermarks(cluster: LocalCluster, topic: str) -> tuple[int, int]:
         return consumer.get_watermark_offsets(ConfluentTopicPartition(topic, 0), timeout=WAIT_S)
     finally:
         consumer.close()
+
+
+def test_init_producer_id_bumps_a_named_epoch_from_v3(cluster):
+    """KIP-360: a producer that names its id and epoch keeps its id with the
+    epoch bumped (librdkafka's way on after an abortable error); a stale epoch
+    is fenced, PRODUCER_FENCED from v4 and INVALID_PRODUCER_EPOCH below."""
+    with RawKafka(kafka_address(cluster)) as raw:
+        idempotent = {"transactional_id": None, "transaction_timeout": 60000}
+        first = raw.call(request(versions.INIT_PRODUCER_ID, 3, {**idempotent, "producer_id": -1, "producer_epoch": -1}))
+        assert first.error_code == ErrorCode.none and first.producer_epoch == 0
+        bumped = raw.call(request(versions.INIT_PRODUCER_ID, 4, {**idempotent, "producer_id": first.producer_id,
+                                                                 "producer_epoch": first.producer_epoch}))
+        assert (bumped.error_code, bumped.producer_id, bumped.producer_epoch) == (
+            ErrorCode.none, first.producer_id, first.producer_epoch + 1)
+    found = find_txn_coordinator(cluster, "raw-kip360")
+    with RawKafka(f"{found.host}:{found.port}") as raw:
+        txn = {"transactional_id": "raw-kip360", "transaction_timeout": 30000}
+        init = raw.call(request(versions.INIT_PRODUCER_ID, 4, {**txn, "producer_id": -1, "producer_epoch": -1}))
+        assert init.error_code == ErrorCode.none
+        named = {**txn, "producer_id": init.producer_id, "producer_epoch": init.producer_epoch}
+        bumped = raw.call(request(versions.INIT_PRODUCER_ID, 4, named))
+        assert (bumped.error_code, bumped.producer_id, bumped.producer_epoch) == (
+            ErrorCode.none, init.producer_id, init.producer_epoch + 1)
+        # the epoch it had is no longer the producer's: fenced, in each version's words
+        for version, code in ((3, ErrorCode.invalid_producer_epoch), (4, ErrorCode.producer_fenced)):
+            stale = raw.call(request(versions.INIT_PRODUCER_ID, version, named))
+            assert stale.error_code == code, version

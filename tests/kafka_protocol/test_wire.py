@@ -102,7 +102,7 @@ def test_response_headers():
 
 # The first flexible version of each served API that has one (Kafka's message definitions).
 FLEXIBLE_FROM = {versions.API_VERSIONS: 3, versions.METADATA: 9, versions.PRODUCE: 9, versions.FETCH: 12,
-                 versions.LIST_OFFSETS: 6,
+                 versions.LIST_OFFSETS: 6, versions.INIT_PRODUCER_ID: 2,
                  # admin (kafka-python 3's schemas agree)
                  versions.CREATE_TOPICS: 5, versions.DELETE_TOPICS: 4, versions.CREATE_PARTITIONS: 2,
                  versions.DESCRIBE_CONFIGS: 4, versions.INCREMENTAL_ALTER_CONFIGS: 1, versions.DESCRIBE_CLUSTER: 0,
