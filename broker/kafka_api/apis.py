@@ -9,6 +9,7 @@ from kafka_protocol.wire import versions
 from kafka_protocol.wire.codec import Request
 
 from . import fetch, init_producer_id, list_offsets, metadata, produce
+from . import classic_group, consumer_group, find_coordinator, group_admin, offset_commit, offset_fetch
 from .context import KafkaCallContext
 
 # (services, kio request body, context) -> kio response body, or None for none
@@ -20,6 +21,19 @@ ADAPTERS: dict[int, Adapter] = {
     versions.LIST_OFFSETS: list_offsets.serve,
     versions.METADATA: metadata.serve,
     versions.INIT_PRODUCER_ID: init_producer_id.serve,
+    versions.FIND_COORDINATOR: find_coordinator.serve,
+    versions.OFFSET_COMMIT: offset_commit.serve,
+    versions.TXN_OFFSET_COMMIT: offset_commit.serve_txn,
+    versions.OFFSET_FETCH: offset_fetch.serve,
+    versions.JOIN_GROUP: classic_group.serve_join,
+    versions.SYNC_GROUP: classic_group.serve_sync,
+    versions.HEARTBEAT: classic_group.serve_heartbeat,
+    versions.LEAVE_GROUP: classic_group.serve_leave,
+    versions.LIST_GROUPS: group_admin.serve_list,
+    versions.DESCRIBE_GROUPS: group_admin.serve_describe,
+    versions.DELETE_GROUPS: group_admin.serve_delete,
+    versions.CONSUMER_GROUP_HEARTBEAT: consumer_group.serve_heartbeat,
+    versions.CONSUMER_GROUP_DESCRIBE: consumer_group.serve_describe,
 }
 
 

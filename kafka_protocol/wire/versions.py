@@ -30,6 +30,10 @@ class ApiRange(NamedTuple):
 
 
 PRODUCE, FETCH, LIST_OFFSETS, METADATA, API_VERSIONS, INIT_PRODUCER_ID = 0, 1, 2, 3, 18, 22
+# Groups (broker/kafka_api/: find_coordinator, offset_commit, offset_fetch, classic_group, group_admin, consumer_group)
+OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP = 8, 9, 10, 11, 12, 13
+SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS, TXN_OFFSET_COMMIT, DELETE_GROUPS = 14, 15, 16, 28, 42
+CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 68, 69
 
 # api key -> what is served; an API not here is not advertised and a request
 # of it closes the connection.
@@ -40,6 +44,29 @@ ADVERTISED: dict[int, ApiRange] = {
     METADATA: ApiRange("Metadata", 1, 12),
     API_VERSIONS: ApiRange("ApiVersions", 0, 4),
     INIT_PRODUCER_ID: ApiRange("InitProducerId", 0, 1),
+    # Groups. Minimums: the oldest version kio has (librdkafka starts its
+    # negotiation from 0). Maximums: what the clients ask for, each version
+    # served in full -
+    # FindCoordinator 4: batched keys (KIP-699); 5-6 are share/KIP-932 keys.
+    FIND_COORDINATOR: ApiRange("FindCoordinator", 0, 4),
+    # OffsetCommit/OffsetFetch 9: the member epoch of a KIP-848 member, which
+    # librdkafka's group.protocol=consumer requires (>= 9); 10 names topics by id.
+    OFFSET_COMMIT: ApiRange("OffsetCommit", 2, 9),
+    OFFSET_FETCH: ApiRange("OffsetFetch", 1, 9),
+    # The classic protocol up to its newest: JoinGroup 9 (skip_assignment is
+    # always false here: a static leader rejoining gets a rebalance, as before KIP-814).
+    JOIN_GROUP: ApiRange("JoinGroup", 0, 9),
+    SYNC_GROUP: ApiRange("SyncGroup", 0, 5),
+    HEARTBEAT: ApiRange("Heartbeat", 0, 4),
+    LEAVE_GROUP: ApiRange("LeaveGroup", 0, 5),
+    # DescribeGroups 6 adds an error message for a non-classic group (answered Dead below it).
+    DESCRIBE_GROUPS: ApiRange("DescribeGroups", 0, 5),
+    LIST_GROUPS: ApiRange("ListGroups", 0, 5),
+    DELETE_GROUPS: ApiRange("DeleteGroups", 0, 2),
+    # TxnOffsetCommit 3: librdkafka's max (KIP-447's member fields); 4-5 are KIP-890's.
+    TXN_OFFSET_COMMIT: ApiRange("TxnOffsetCommit", 0, 3),
+    CONSUMER_GROUP_HEARTBEAT: ApiRange("ConsumerGroupHeartbeat", 0, 1),
+    CONSUMER_GROUP_DESCRIBE: ApiRange("ConsumerGroupDescribe", 0, 1),
 }
 
 UNSUPPORTED_VERSION = Errors.UNSUPPORTED_VERSION
