@@ -351,11 +351,11 @@ class GroupCoordinator(ShardedCoordinator[GroupShard]):
             return refusal(exc.code)
         token = next(self._tokens)
         future = shard.waiting[token] = asyncio.get_running_loop().create_future()
-        records = call(shard.machine, token)
-        answers = shard.machine.take_answers()
-        shard.wake.fire()  # deadlines changed
-        shard.settle(answers, await self._write(shard, records))
         try:
+            records = call(shard.machine, token)
+            answers = shard.machine.take_answers()
+            shard.wake.fire()  # deadlines changed
+            shard.settle(answers, await self._write(shard, records))
             return await future
         except GroupError as exc:
             return refusal(exc.code)

@@ -5,8 +5,10 @@ GroupCoordinator, TransactionCoordinator: ClientServices in broker/server.py).
 - `listener.py`: the asyncio server: frames in, one request at a time per
   connection, answers out in request order;
 - `apis.py`: which adapter serves which API;
-- one adapter module per API (`metadata.py`, `produce.py`, `fetch.py`,
-  `list_offsets.py`, `init_producer_id.py`): a kio request becomes the
+- one adapter module per API or API family (`metadata.py`, `produce.py`,
+  `fetch.py`, `list_offsets.py`, `init_producer_id.py`; the groups':
+  `find_coordinator.py`, `offset_commit.py`, `offset_fetch.py`,
+  `classic_group.py`, `group_admin.py`, `consumer_group.py`): a kio request becomes the
   broker's protobuf request, the service method answers it (with its
   authorization, quotas and readiness check), and the protobuf answer
   becomes the kio response of the version asked for;

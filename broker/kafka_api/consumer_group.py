@@ -40,8 +40,9 @@ async def serve_heartbeat(services: Any, request: Any, context: KafkaCallContext
         rebalance_timeout_ms=millis(request.rebalance_timeout))
     if request.subscribed_topic_names is not None:
         pb.subscribed_topic_names.names.extend(request.subscribed_topic_names)
-    if request.subscribed_topic_regex is not None:
-        pb.subscribed_topic_regex = request.subscribed_topic_regex
+    regex = getattr(request, "subscribed_topic_regex", None)  # v1 on
+    if regex is not None:
+        pb.subscribed_topic_regex = regex
     if request.server_assignor is not None:
         pb.server_assignor = request.server_assignor
     if request.topic_partitions is not None:
