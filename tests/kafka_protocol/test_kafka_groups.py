@@ -3,7 +3,7 @@ wrote: confluent-kafka (librdkafka) consumers of one classic group with the
 range and the cooperative-sticky assignor while members join and leave
 (every record consumed once), offsets committed and read back, the admin
 calls (ListGroups, DescribeGroups, OffsetFetch, DeleteGroups), kafka-python
-3's group consumer, kcat -G, and a librdkafka group.protocol=consumer member
+3's and aiokafka's group consumers, kcat -G, and a librdkafka group.protocol=consumer member
 sharing a KIP-848 group with the gRPC consumer. Raw frames for what no
 client sends: requests in the wrong state, hostile values, mixing the two
 kinds of group. One cluster for the module."""
@@ -104,7 +104,9 @@ def test_members_join_and_leave_and_every_record_is_consumed_once(cluster, strat
         join()
         poll_until(members, seen, lambda: balanced(3)() and stable())
         assert {tp.partition for c in members for tp in c.assignment()} == set(range(PARTITIONS))
-        members.pop(0).close()  # leaves the group (its revocation commits first)
+        leaving = members.pop(0)
+        commit_quietly(leaving)  # what it consumed is committed before it leaves
+        leaving.close()
         poll_until(members, seen, lambda: len(seen) >= RECORDS and balanced(2)())
         assert sorted(len(c.assignment()) for c in members) == [2, 2]
     finally:
@@ -163,6 +165,33 @@ def test_kafka_python_consumer_group_commits_and_reads_back(cluster):
         assert sum(c.committed(KpTopicPartition(TOPIC, p)) for p in range(PARTITIONS)) == RECORDS
     finally:
         c.close()
+
+
+def test_aiokafka_consumer_group_commits_and_reads_back(cluster):
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer
+    from aiokafka import TopicPartition as AioTopicPartition
+
+    async def consume() -> tuple[int, int]:
+        c = AIOKafkaConsumer(TOPIC, bootstrap_servers=cluster.client_bootstrap, group_id="aiokafka",
+                             auto_offset_reset="earliest", enable_auto_commit=False, session_timeout_ms=6000,
+                             heartbeat_interval_ms=500)
+        await c.start()
+        try:
+            got = set()
+            async with asyncio.timeout(DEADLINE_S):
+                async for record in c:
+                    got.add((record.partition, record.offset))
+                    if len(got) == RECORDS:
+                        break
+            await c.commit()
+            committed = [await c.committed(AioTopicPartition(TOPIC, p)) for p in range(PARTITIONS)]
+            return len(got), sum(committed)
+        finally:
+            await c.stop()
+
+    assert asyncio.run(consume()) == (RECORDS, RECORDS)
 
 
 @pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not installed")
