@@ -41,7 +41,7 @@ from typing import Callable, Optional
 from kraftlog_api import groups_pb2 as gpb
 
 from ..errors import Error
-from .records import ClassicGroupRecord, ClassicMemberRecord
+from .records import ClassicGroupRecord, ClassicMemberRecord, Key, RecordType, encode_key, encode_value
 
 Token = int  # the shell's handle on a waiting request
 Answer = tuple[Token, object]  # a token and the protobuf answer due to it
@@ -60,6 +60,10 @@ class ClassicConfig:
     max_session_timeout_ms: int = 1800000   # group.max.session.timeout.ms
     initial_rebalance_delay_ms: int = 3000  # group.initial.rebalance.delay.ms
     max_size: int = 2**31 - 1               # group.classic.max.size
+    max_record_bytes: int = 1048588         # the offsets topic's max.message.bytes: a group's record must fit
+
+
+BATCH_OVERHEAD = 100  # a batch's header and one record's framing, at most
 
 
 @dataclass(slots=True)
@@ -363,6 +367,11 @@ class ClassicRules:
         given = {a.member_id: a.assignment for a in req.assignments}
         for m in group.members.values():
             m.assignment = given.get(m.member_id, b"")
+        if _record_size(group) > self.config.max_record_bytes:
+            # Kafka's answer when the group's record is too large to store: the
+            # syncs fail (UNKNOWN_SERVER_ERROR) and the group rebalances.
+            self._reset_assignments(group, Error.UNKNOWN_SERVER_ERROR)
+            return self._prepare_rebalance(group, now_ms)
         _transition(group, ClassicState.STABLE, now_ms)
         group.deadline_ms = None
         for m in group.members.values():
@@ -510,6 +519,11 @@ def _select_protocol(group: ClassicGroup) -> str:
     preference = [name for name, _ in leader.protocols]
     return min((name for name, n in votes.items() if n == best),
                key=lambda name: preference.index(name) if name in preference else len(preference))
+
+
+def _record_size(group: ClassicGroup) -> int:
+    value = encode_value(group.record(), ids=None)  # a classic group's record names no topic ids
+    return len(encode_key(Key(RecordType.CLASSIC_GROUP, group.group_id))) + len(value or b"") + BATCH_OVERHEAD
 
 
 def _transition(group: ClassicGroup, state: ClassicState, now_ms: int) -> None:

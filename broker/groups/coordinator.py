@@ -155,7 +155,8 @@ class GroupCoordinator(ShardedCoordinator[GroupShard]):
                                         classic=ClassicConfig(
                                             min_session_timeout_ms=config.group_min_session_timeout_ms,
                                             max_session_timeout_ms=config.group_max_session_timeout_ms,
-                                            initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms))
+                                            initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
+                                            max_record_bytes=config.log.max_message_bytes))
         self._tokens = itertools.count(1)
         self.ids = ImageTopicIds(lambda: self.replicas.image)
         self.creator = InternalTopicCreator(broker_id, controllers, create_timeout_s)

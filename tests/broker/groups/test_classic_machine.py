@@ -331,3 +331,16 @@ def test_deleting_a_classic_group_needs_it_empty() -> None:
     response, records = c.machine.delete([GROUP])
     assert response.results[0].error_code == 0 and GROUP not in c.machine.state.groups
     assert (Key(RecordType.CLASSIC_GROUP, GROUP), None) in records
+
+
+def test_an_assignment_too_large_to_store_fails_the_syncs_and_rebalances() -> None:
+    c = Coordinator()
+    limit = c.machine.classic.config.max_record_bytes
+    leader, follower, generation = c.stable_pair()
+    t_leader, t_follower = c.join(member_id=leader, protocols=(("range", b"x"),)), c.join(member_id=follower)
+    c.answers.pop(t_leader), c.answers.pop(t_follower)
+    t_sync = c.sync(follower, generation + 1)
+    written = len(c.log)
+    t_lead = c.sync(leader, generation + 1, {leader: b"L" * limit, follower: b"F"})
+    assert c.answers.pop(t_lead).error_code == c.answers.pop(t_sync).error_code == Error.UNKNOWN_SERVER_ERROR
+    assert len(c.log) == written and c.group.state == ClassicState.PREPARING_REBALANCE  # nothing written
