@@ -161,8 +161,8 @@ class ClassicRules:
     def check_join(self, req: gpb.JoinGroupRequest) -> None:
         if not (self.config.min_session_timeout_ms <= req.session_timeout_ms <= self.config.max_session_timeout_ms):
             raise GroupError(Error.INVALID_SESSION_TIMEOUT,
-                               f"session timeout {req.session_timeout_ms} ms is outside "
-                               f"[{self.config.min_session_timeout_ms}, {self.config.max_session_timeout_ms}]")
+                             f"session timeout {req.session_timeout_ms} ms is outside "
+                             f"[{self.config.min_session_timeout_ms}, {self.config.max_session_timeout_ms}]")
         if not req.protocol_type or not req.protocols:
             raise GroupError(Error.INCONSISTENT_GROUP_PROTOCOL, "a member names its protocol type and protocols")
 
@@ -172,8 +172,8 @@ class ClassicRules:
         instance = req.group_instance_id if req.HasField("group_instance_id") else None
         if not self._supports(group, req):
             raise GroupError(Error.INCONSISTENT_GROUP_PROTOCOL,
-                               f"the group's protocol type is {group.protocol_type!r}, or no protocol of the "
-                               "request is supported by every member")
+                             f"the group's protocol type is {group.protocol_type!r}, or no protocol of the "
+                             "request is supported by every member")
         if not req.member_id:
             if len(group.members) + len(group.pending) >= self.config.max_size:
                 raise GroupError(Error.GROUP_MAX_SIZE_REACHED, f"the group has {len(group.members)} members")
@@ -351,7 +351,7 @@ class ClassicRules:
         member = _existing(group, req.member_id, req.group_instance_id if req.HasField("group_instance_id") else None)
         if req.generation_id != group.generation:
             raise GroupError(Error.ILLEGAL_GENERATION, f"generation {req.generation_id}, the group's is "
-                                                         f"{group.generation}")
+                             f"{group.generation}")
         if ((req.HasField("protocol_type") and req.protocol_type != group.protocol_type)
                 or (req.HasField("protocol_name") and req.protocol_name != group.protocol_name)):
             raise GroupError(Error.INCONSISTENT_GROUP_PROTOCOL, "not the group's protocol")
@@ -392,7 +392,7 @@ class ClassicRules:
         member = _existing(group, req.member_id, req.group_instance_id if req.HasField("group_instance_id") else None)
         if req.generation_id != group.generation:
             raise GroupError(Error.ILLEGAL_GENERATION, f"generation {req.generation_id}, the group's is "
-                                                         f"{group.generation}")
+                             f"{group.generation}")
         member.session_deadline_ms = now_ms + member.session_timeout_ms
         return Error.REBALANCE_IN_PROGRESS if group.state == ClassicState.PREPARING_REBALANCE else Error.NONE
 
@@ -464,7 +464,7 @@ class ClassicRules:
             _existing(group, member_id, instance_id)
             if generation != group.generation:
                 raise GroupError(Error.ILLEGAL_GENERATION,
-                                   f"generation {generation}, the group's is {group.generation}")
+                                 f"generation {generation}, the group's is {group.generation}")
         elif not transactional and group.state != ClassicState.EMPTY:
             raise GroupError(Error.UNKNOWN_MEMBER_ID, "only an empty group takes commits without a member")
         if not transactional and group.state == ClassicState.COMPLETING_REBALANCE:
@@ -493,7 +493,7 @@ def _existing(group: ClassicGroup, member_id: str, instance_id: Optional[str]) -
             raise GroupError(Error.UNKNOWN_MEMBER_ID, f"no member has instance id {instance_id!r}")
         if static.member_id != member_id:
             raise GroupError(Error.FENCED_INSTANCE_ID,
-                               f"instance {instance_id!r} is member {static.member_id}, not {member_id}")
+                             f"instance {instance_id!r} is member {static.member_id}, not {member_id}")
         return static
     member = group.members.get(member_id)
     if member is None:
