@@ -21,15 +21,16 @@ The rules are Kafka's (its GroupMetadataManager for classic groups):
   session.timeout.ms, except while its join or sync waits for the group.
 - Static members (group.instance.id) keep their place across restarts: a
   new member id for a known instance replaces the old member (whose
-  waiting requests are answered FENCED_INSTANCE_ID); a request naming the
-  instance with another member id is FENCED_INSTANCE_ID.
+  waiting requests are answered FENCED_INSTANCE_ID) without a rebalance of
+  a Stable group unless the group's protocol would change (a restarted
+  leader gets the members with skip_assignment, KIP-814); a request naming
+  the instance with another member id is FENCED_INSTANCE_ID.
 - The group's record (records.ClassicGroupRecord, Kafka's GroupMetadataValue)
   is a snapshot written when an assignment is set, when a static member is
   replaced and when the group becomes empty; loading makes a group with
   members Stable (their sessions start again), as Kafka's loader does.
 
-Not kept: Kafka's Dead state (a group with nothing left is simply gone) and
-KIP-814's skip_assignment (a static leader rejoining gets a rebalance).
+Not kept: Kafka's Dead state (a group with nothing left is simply gone).
 """
 from __future__ import annotations
 
@@ -244,10 +245,12 @@ class ClassicRules:
         was_leader = group.leader == old.member_id
         if was_leader:
             group.leader = member_id
-        if group.state == ClassicState.STABLE and not was_leader and member.protocols == old.protocols:
+        if group.state == ClassicState.STABLE and _select_protocol(group) == group.protocol_name:
+            # Nothing the group agreed on changes: the new member id is written and the group stays
+            # in its generation. A restarted leader gets the members but need not assign (KIP-814).
             member.session_deadline_ms = now_ms + member.session_timeout_ms
-            self._join_answer(group, member, token)
-            return True  # the new member id is written; the group stays as it is
+            self._join_answer(group, member, token, skip_assignment=was_leader)
+            return True
         member.join_token = token
         if group.state == ClassicState.PREPARING_REBALANCE:
             return self._maybe_complete_join(group, now_ms)
@@ -314,9 +317,11 @@ class ClassicRules:
             self._join_answer(group, member, token)
         return False
 
-    def _join_answer(self, group: ClassicGroup, member: ClassicMember, token: Token) -> None:
+    def _join_answer(self, group: ClassicGroup, member: ClassicMember, token: Token,
+                     skip_assignment: bool = False) -> None:
         answer = gpb.JoinGroupResponse(generation_id=group.generation, protocol_type=group.protocol_type or "",
-                                       leader=group.leader or "", member_id=member.member_id)
+                                       leader=group.leader or "", member_id=member.member_id,
+                                       skip_assignment=skip_assignment)
         if group.protocol_name is not None:
             answer.protocol_name = group.protocol_name
         if member.member_id == group.leader:

@@ -53,8 +53,8 @@ ADVERTISED: dict[int, ApiRange] = {
     # librdkafka's group.protocol=consumer requires (>= 9); 10 names topics by id.
     OFFSET_COMMIT: ApiRange("OffsetCommit", 2, 9),
     OFFSET_FETCH: ApiRange("OffsetFetch", 1, 9),
-    # The classic protocol up to its newest: JoinGroup 9 (skip_assignment is
-    # always false here: a static leader rejoining gets a rebalance, as before KIP-814).
+    # The classic protocol up to its newest: JoinGroup 9 (a restarted static
+    # leader of a Stable group is told to skip the assignment, KIP-814).
     JOIN_GROUP: ApiRange("JoinGroup", 0, 9),
     SYNC_GROUP: ApiRange("SyncGroup", 0, 5),
     HEARTBEAT: ApiRange("Heartbeat", 0, 4),

@@ -121,6 +121,35 @@ def test_members_join_and_leave_and_every_record_is_consumed_once(cluster, strat
     assert sum(tp.offset for tp in committed) == RECORDS  # every partition committed to its end
 
 
+def test_a_static_member_restarts_without_a_rebalance(cluster):
+    group = "classic-static"
+    members = {name: consumer(cluster, group, **{"group.instance.id": name, **CLASSIC}) for name in ("s1", "s2")}
+    assigned = {"s1": 0, "s2": 0}
+
+    def counting(name: str) -> Callable:
+        def on_assign(c, partitions) -> None:
+            assigned[name] += 1
+        return on_assign
+
+    for name, c in members.items():
+        c.subscribe([TOPIC], on_assign=counting(name))
+    seen: dict = {}
+    try:
+        poll_until(list(members.values()), seen, lambda: all(len(c.assignment()) == 2 for c in members.values()))
+        before, rebalances = {tp.partition for tp in members["s2"].assignment()}, assigned["s1"]
+        members.pop("s2").close()  # a static member leaves no LeaveGroup behind: its place is kept
+        members["s2"] = consumer(cluster, group, **{"group.instance.id": "s2", **CLASSIC})
+        members["s2"].subscribe([TOPIC])
+        poll_until(list(members.values()), seen, lambda: bool(members["s2"].assignment()))
+        settled = time.monotonic() + 1.0  # long enough for s1 to hear of a rebalance, were there one
+        poll_until(list(members.values()), seen, lambda: time.monotonic() > settled)
+        assert {tp.partition for tp in members["s2"].assignment()} == before
+        assert assigned["s1"] == rebalances  # s1 saw no rebalance: the group stayed in its generation
+    finally:
+        for c in members.values():
+            c.close()
+
+
 def test_admin_lists_describes_fetches_offsets_and_deletes_groups(cluster):
     group = "admin-classic"
     c = consumer(cluster, group, **{"partition.assignment.strategy": "roundrobin", **CLASSIC})

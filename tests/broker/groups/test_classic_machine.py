@@ -344,3 +344,21 @@ def test_an_assignment_too_large_to_store_fails_the_syncs_and_rebalances() -> No
     t_lead = c.sync(leader, generation + 1, {leader: b"L" * limit, follower: b"F"})
     assert c.answers.pop(t_lead).error_code == c.answers.pop(t_sync).error_code == Error.UNKNOWN_SERVER_ERROR
     assert len(c.log) == written and c.group.state == ClassicState.PREPARING_REBALANCE  # nothing written
+
+
+def test_a_restarted_static_leader_keeps_the_generation_and_skips_the_assignment() -> None:
+    c = Coordinator()
+    ta, tb = c.join(instance="i-a"), c.join(instance="i-b")
+    c.advance(DELAY), c.advance(DELAY)
+    a, b = c.answers.pop(ta), c.answers.pop(tb)
+    leader = a if a.member_id == a.leader else b
+    instance = "i-a" if leader is a else "i-b"
+    c.sync(leader.member_id, 1, {a.member_id: b"A", b.member_id: b"B"})
+    restarted = c.answers.pop(c.join(instance=instance))
+    assert restarted.generation_id == 1 and restarted.skip_assignment and restarted.leader == restarted.member_id
+    assert len(restarted.members) == 2 and c.group.state == ClassicState.STABLE
+    mine = b"A" if leader is a else b"B"
+    assert c.answers.pop(c.sync(restarted.member_id, 1, instance=instance)).assignment == mine
+    # A restart with a protocol the other member lacks is refused; the group keeps its place.
+    t = c.join(instance=instance, protocols=(("roundrobin", b""),))
+    assert c.answers.pop(t).error_code == Error.INCONSISTENT_GROUP_PROTOCOL and c.group.generation == 1
