@@ -362,3 +362,66 @@ def test_a_restarted_static_leader_keeps_the_generation_and_skips_the_assignment
     # A restart with a protocol the other member lacks is refused; the group keeps its place.
     t = c.join(instance=instance, protocols=(("roundrobin", b""),))
     assert c.answers.pop(t).error_code == Error.INCONSISTENT_GROUP_PROTOCOL and c.group.generation == 1
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_members_every_request_answered_once_and_the_record_reloads(seed) -> None:
+    """Members doing anything, in any order, with time passing: each request
+    gets one answer (now or later), the group's state holds together, and
+    once everyone falls silent every held request is answered and the group
+    ends empty; the records written reload the group as it was written."""
+    import random
+    rng = random.Random(seed)
+    c = Coordinator()
+    issued: list[int] = []
+    answered: dict[int, object] = {}
+    known: list[str] = []  # member ids handed out
+
+    def collect() -> None:
+        for token, answer in list(c.answers.items()):
+            assert token not in answered, f"token {token} answered twice"
+            answered[token] = answer
+            if isinstance(answer, gpb.JoinGroupResponse) and answer.member_id and answer.member_id not in known:
+                known.append(answer.member_id)
+        c.answers.clear()
+
+    for _ in range(300):
+        op = rng.choices(range(5), weights=(30, 25, 15, 5, 25))[0]
+        group = c.machine.state.groups.get(GROUP)
+        classic = group.classic if group is not None else None
+        current = sorted(classic.members) if classic is not None else []
+        pick = rng.random()
+        member = (rng.choice(current) if current and pick < 0.6 else rng.choice(known) if known and pick < 0.8
+                  else "")
+        generation = (classic.generation if classic is not None else 0) + rng.choice((0, 0, 0, -1, 1))
+        if op == 0:
+            issued.append(c.join(member_id=member, known=rng.random() < 0.7,
+                                 protocols=rng.choice(((("range", b"a"),), (("range", b"b"), ("rr", b""))))))
+        elif op == 1:
+            issued.append(c.sync(member, generation, {m: b"x" for m in current if rng.random() < 0.9}))
+        elif op == 2:
+            c.heartbeat(member, generation)
+        elif op == 3:
+            c.leave(member or "nobody")
+        else:
+            c.advance(rng.choice((1, DELAY, DELAY, SESSION // 4, SESSION // 4, REBALANCE)))
+        collect()
+        group = c.machine.state.groups.get(GROUP)
+        if group is not None and group.classic is not None and group.classic.members:
+            assert group.classic.leader in group.classic.members
+            waiting = [m for m in group.classic.members.values() if m.join_token is not None]
+            assert all(m.sync_token is None for m in waiting), "a member waits to join and to sync at once"
+    for _ in range(10):
+        c.advance(REBALANCE + SESSION)
+        collect()
+    assert set(answered) == set(issued), "a request never answered"
+    group = c.machine.state.groups.get(GROUP)
+    assert group is None or group.classic is None or not group.classic.members
+    snapshots = [value for key, value in c.log if key.type == RecordType.CLASSIC_GROUP]
+    if snapshots:
+        fresh = GroupMachine(CONFIG)
+        for record in c.log:
+            key, value = encode_record(record, NoIds())
+            fresh.replay(decode_record(key, value, NoIds()))
+        reloaded = fresh.state.groups[GROUP].classic
+        assert reloaded is not None and reloaded.record() == snapshots[-1]
