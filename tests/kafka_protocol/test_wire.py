@@ -103,6 +103,11 @@ def test_response_headers():
 # The first flexible version of each served API that has one (Kafka's message definitions).
 FLEXIBLE_FROM = {versions.API_VERSIONS: 3, versions.METADATA: 9, versions.PRODUCE: 9, versions.FETCH: 12,
                  versions.LIST_OFFSETS: 6}
+FLEXIBLE_FROM.update({  # the group APIs (Kafka's message definitions)
+    versions.FIND_COORDINATOR: 3, versions.OFFSET_COMMIT: 8, versions.OFFSET_FETCH: 6, versions.JOIN_GROUP: 6,
+    versions.HEARTBEAT: 4, versions.LEAVE_GROUP: 4, versions.SYNC_GROUP: 4, versions.DESCRIBE_GROUPS: 5,
+    versions.LIST_GROUPS: 3, versions.TXN_OFFSET_COMMIT: 3, versions.DELETE_GROUPS: 2,
+    versions.CONSUMER_GROUP_HEARTBEAT: 0, versions.CONSUMER_GROUP_DESCRIBE: 0})
 
 
 def test_the_table_starts_where_record_batch_v2_does_and_kio_has_every_version():
