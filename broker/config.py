@@ -26,6 +26,9 @@ OFFSETS_COMMIT_TIMEOUT_MS = "offsets.commit.timeout.ms"
 OFFSET_METADATA_MAX_BYTES = "offset.metadata.max.bytes"
 GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS = "group.consumer.heartbeat.interval.ms"
 GROUP_CONSUMER_SESSION_TIMEOUT_MS = "group.consumer.session.timeout.ms"
+GROUP_MIN_SESSION_TIMEOUT_MS = "group.min.session.timeout.ms"
+GROUP_MAX_SESSION_TIMEOUT_MS = "group.max.session.timeout.ms"
+GROUP_INITIAL_REBALANCE_DELAY_MS = "group.initial.rebalance.delay.ms"
 PRODUCER_ID_EXPIRATION_MS = "producer.id.expiration.ms"
 PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS = "producer.id.expiration.check.interval.ms"
 TRANSACTION_STATE_LOG_NUM_PARTITIONS = "transaction.state.log.num.partitions"
@@ -53,6 +56,11 @@ _PROPERTIES: dict[str, tuple[str, int, int]] = {
     OFFSET_METADATA_MAX_BYTES: ("offset_metadata_max_bytes", 4096, 0),
     GROUP_CONSUMER_HEARTBEAT_INTERVAL_MS: ("group_consumer_heartbeat_interval_ms", 5000, 1),
     GROUP_CONSUMER_SESSION_TIMEOUT_MS: ("group_consumer_session_timeout_ms", 45000, 1),
+    # Classic groups (JoinGroup/SyncGroup): the session timeouts members may ask for, and how
+    # long an empty group's first rebalance waits for more members.
+    GROUP_MIN_SESSION_TIMEOUT_MS: ("group_min_session_timeout_ms", 6000, 1),
+    GROUP_MAX_SESSION_TIMEOUT_MS: ("group_max_session_timeout_ms", 1800000, 1),
+    GROUP_INITIAL_REBALANCE_DELAY_MS: ("group_initial_rebalance_delay_ms", 3000, 0),
     # The transaction coordinator (broker/transactions).
     TRANSACTION_STATE_LOG_NUM_PARTITIONS: ("transaction_state_log_num_partitions", 50, 1),
     TRANSACTION_STATE_LOG_REPLICATION_FACTOR: ("transaction_state_log_replication_factor", 3, 1),
@@ -82,6 +90,9 @@ class BrokerConfig:
     offset_metadata_max_bytes: int = 4096
     group_consumer_heartbeat_interval_ms: int = 5000
     group_consumer_session_timeout_ms: int = 45000
+    group_min_session_timeout_ms: int = 6000
+    group_max_session_timeout_ms: int = 1800000
+    group_initial_rebalance_delay_ms: int = 3000
     transaction_state_log_num_partitions: int = 50
     transaction_state_log_replication_factor: int = 3
     transaction_state_log_min_isr: int = 2

@@ -96,7 +96,7 @@ class ConsumerGroupHeartbeatResponse(_message.Message):
     def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., member_id: _Optional[str] = ..., member_epoch: _Optional[int] = ..., heartbeat_interval_ms: _Optional[int] = ..., assignment: _Optional[_Union[OwnedPartitions, _Mapping]] = ...) -> None: ...
 
 class OffsetCommitRequest(_message.Message):
-    __slots__ = ("group_id", "member_id", "member_epoch", "topics")
+    __slots__ = ("group_id", "member_id", "member_epoch", "topics", "group_instance_id")
     class Partition(_message.Message):
         __slots__ = ("partition_index", "committed_offset", "committed_leader_epoch", "committed_metadata")
         PARTITION_INDEX_FIELD_NUMBER: _ClassVar[int]
@@ -119,11 +119,13 @@ class OffsetCommitRequest(_message.Message):
     MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
     MEMBER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
+    GROUP_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
     group_id: str
     member_id: str
     member_epoch: int
     topics: _containers.RepeatedCompositeFieldContainer[OffsetCommitRequest.Topic]
-    def __init__(self, group_id: _Optional[str] = ..., member_id: _Optional[str] = ..., member_epoch: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[OffsetCommitRequest.Topic, _Mapping]]] = ...) -> None: ...
+    group_instance_id: str
+    def __init__(self, group_id: _Optional[str] = ..., member_id: _Optional[str] = ..., member_epoch: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[OffsetCommitRequest.Topic, _Mapping]]] = ..., group_instance_id: _Optional[str] = ...) -> None: ...
 
 class OffsetCommitResponse(_message.Message):
     __slots__ = ("error_code", "topics")
@@ -198,16 +200,18 @@ class ListGroupsRequest(_message.Message):
 class ListGroupsResponse(_message.Message):
     __slots__ = ("error_code", "groups")
     class Group(_message.Message):
-        __slots__ = ("group_id", "group_state", "group_type", "coordinator_id")
+        __slots__ = ("group_id", "group_state", "group_type", "coordinator_id", "protocol_type")
         GROUP_ID_FIELD_NUMBER: _ClassVar[int]
         GROUP_STATE_FIELD_NUMBER: _ClassVar[int]
         GROUP_TYPE_FIELD_NUMBER: _ClassVar[int]
         COORDINATOR_ID_FIELD_NUMBER: _ClassVar[int]
+        PROTOCOL_TYPE_FIELD_NUMBER: _ClassVar[int]
         group_id: str
         group_state: str
         group_type: str
         coordinator_id: int
-        def __init__(self, group_id: _Optional[str] = ..., group_state: _Optional[str] = ..., group_type: _Optional[str] = ..., coordinator_id: _Optional[int] = ...) -> None: ...
+        protocol_type: str
+        def __init__(self, group_id: _Optional[str] = ..., group_state: _Optional[str] = ..., group_type: _Optional[str] = ..., coordinator_id: _Optional[int] = ..., protocol_type: _Optional[str] = ...) -> None: ...
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     GROUPS_FIELD_NUMBER: _ClassVar[int]
     error_code: int
@@ -215,10 +219,12 @@ class ListGroupsResponse(_message.Message):
     def __init__(self, error_code: _Optional[int] = ..., groups: _Optional[_Iterable[_Union[ListGroupsResponse.Group, _Mapping]]] = ...) -> None: ...
 
 class ConsumerGroupDescribeRequest(_message.Message):
-    __slots__ = ("group_ids",)
+    __slots__ = ("group_ids", "include_authorized_operations")
     GROUP_IDS_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_AUTHORIZED_OPERATIONS_FIELD_NUMBER: _ClassVar[int]
     group_ids: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, group_ids: _Optional[_Iterable[str]] = ...) -> None: ...
+    include_authorized_operations: bool
+    def __init__(self, group_ids: _Optional[_Iterable[str]] = ..., include_authorized_operations: _Optional[bool] = ...) -> None: ...
 
 class ConsumerGroupDescribeResponse(_message.Message):
     __slots__ = ("groups",)
@@ -246,7 +252,7 @@ class ConsumerGroupDescribeResponse(_message.Message):
         target_assignment: _containers.RepeatedCompositeFieldContainer[TopicPartitions]
         def __init__(self, member_id: _Optional[str] = ..., instance_id: _Optional[str] = ..., rack_id: _Optional[str] = ..., member_epoch: _Optional[int] = ..., client_id: _Optional[str] = ..., client_host: _Optional[str] = ..., subscribed_topic_names: _Optional[_Iterable[str]] = ..., subscribed_topic_regex: _Optional[str] = ..., assignment: _Optional[_Iterable[_Union[TopicPartitions, _Mapping]]] = ..., target_assignment: _Optional[_Iterable[_Union[TopicPartitions, _Mapping]]] = ...) -> None: ...
     class Group(_message.Message):
-        __slots__ = ("error_code", "error_message", "group_id", "group_state", "group_epoch", "assignment_epoch", "assignor_name", "members")
+        __slots__ = ("error_code", "error_message", "group_id", "group_state", "group_epoch", "assignment_epoch", "assignor_name", "members", "authorized_operations")
         ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
         ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
         GROUP_ID_FIELD_NUMBER: _ClassVar[int]
@@ -255,6 +261,7 @@ class ConsumerGroupDescribeResponse(_message.Message):
         ASSIGNMENT_EPOCH_FIELD_NUMBER: _ClassVar[int]
         ASSIGNOR_NAME_FIELD_NUMBER: _ClassVar[int]
         MEMBERS_FIELD_NUMBER: _ClassVar[int]
+        AUTHORIZED_OPERATIONS_FIELD_NUMBER: _ClassVar[int]
         error_code: int
         error_message: str
         group_id: str
@@ -263,7 +270,8 @@ class ConsumerGroupDescribeResponse(_message.Message):
         assignment_epoch: int
         assignor_name: str
         members: _containers.RepeatedCompositeFieldContainer[ConsumerGroupDescribeResponse.Member]
-        def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., group_id: _Optional[str] = ..., group_state: _Optional[str] = ..., group_epoch: _Optional[int] = ..., assignment_epoch: _Optional[int] = ..., assignor_name: _Optional[str] = ..., members: _Optional[_Iterable[_Union[ConsumerGroupDescribeResponse.Member, _Mapping]]] = ...) -> None: ...
+        authorized_operations: int
+        def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., group_id: _Optional[str] = ..., group_state: _Optional[str] = ..., group_epoch: _Optional[int] = ..., assignment_epoch: _Optional[int] = ..., assignor_name: _Optional[str] = ..., members: _Optional[_Iterable[_Union[ConsumerGroupDescribeResponse.Member, _Mapping]]] = ..., authorized_operations: _Optional[int] = ...) -> None: ...
     GROUPS_FIELD_NUMBER: _ClassVar[int]
     groups: _containers.RepeatedCompositeFieldContainer[ConsumerGroupDescribeResponse.Group]
     def __init__(self, groups: _Optional[_Iterable[_Union[ConsumerGroupDescribeResponse.Group, _Mapping]]] = ...) -> None: ...
@@ -346,3 +354,201 @@ class TxnOffsetCommitResponse(_message.Message):
     throttle_time_ms: int
     topics: _containers.RepeatedCompositeFieldContainer[TxnOffsetCommitResponse.Topic]
     def __init__(self, throttle_time_ms: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[TxnOffsetCommitResponse.Topic, _Mapping]]] = ...) -> None: ...
+
+class ClassicProtocol(_message.Message):
+    __slots__ = ("name", "metadata")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    METADATA_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    metadata: bytes
+    def __init__(self, name: _Optional[str] = ..., metadata: _Optional[bytes] = ...) -> None: ...
+
+class JoinGroupRequest(_message.Message):
+    __slots__ = ("group_id", "session_timeout_ms", "rebalance_timeout_ms", "member_id", "group_instance_id", "protocol_type", "protocols", "reason", "require_known_member_id")
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    REBALANCE_TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
+    GROUP_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_TYPE_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOLS_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    REQUIRE_KNOWN_MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
+    group_id: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    member_id: str
+    group_instance_id: str
+    protocol_type: str
+    protocols: _containers.RepeatedCompositeFieldContainer[ClassicProtocol]
+    reason: str
+    require_known_member_id: bool
+    def __init__(self, group_id: _Optional[str] = ..., session_timeout_ms: _Optional[int] = ..., rebalance_timeout_ms: _Optional[int] = ..., member_id: _Optional[str] = ..., group_instance_id: _Optional[str] = ..., protocol_type: _Optional[str] = ..., protocols: _Optional[_Iterable[_Union[ClassicProtocol, _Mapping]]] = ..., reason: _Optional[str] = ..., require_known_member_id: _Optional[bool] = ...) -> None: ...
+
+class JoinGroupResponse(_message.Message):
+    __slots__ = ("error_code", "error_message", "generation_id", "protocol_type", "protocol_name", "leader", "skip_assignment", "member_id", "members")
+    class Member(_message.Message):
+        __slots__ = ("member_id", "group_instance_id", "metadata")
+        MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
+        GROUP_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+        METADATA_FIELD_NUMBER: _ClassVar[int]
+        member_id: str
+        group_instance_id: str
+        metadata: bytes
+        def __init__(self, member_id: _Optional[str] = ..., group_instance_id: _Optional[str] = ..., metadata: _Optional[bytes] = ...) -> None: ...
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    GENERATION_ID_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_TYPE_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_NAME_FIELD_NUMBER: _ClassVar[int]
+    LEADER_FIELD_NUMBER: _ClassVar[int]
+    SKIP_ASSIGNMENT_FIELD_NUMBER: _ClassVar[int]
+    MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    error_message: str
+    generation_id: int
+    protocol_type: str
+    protocol_name: str
+    leader: str
+    skip_assignment: bool
+    member_id: str
+    members: _containers.RepeatedCompositeFieldContainer[JoinGroupResponse.Member]
+    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., generation_id: _Optional[int] = ..., protocol_type: _Optional[str] = ..., protocol_name: _Optional[str] = ..., leader: _Optional[str] = ..., skip_assignment: _Optional[bool] = ..., member_id: _Optional[str] = ..., members: _Optional[_Iterable[_Union[JoinGroupResponse.Member, _Mapping]]] = ...) -> None: ...
+
+class SyncGroupRequest(_message.Message):
+    __slots__ = ("group_id", "generation_id", "member_id", "group_instance_id", "protocol_type", "protocol_name", "assignments")
+    class Assignment(_message.Message):
+        __slots__ = ("member_id", "assignment")
+        MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
+        ASSIGNMENT_FIELD_NUMBER: _ClassVar[int]
+        member_id: str
+        assignment: bytes
+        def __init__(self, member_id: _Optional[str] = ..., assignment: _Optional[bytes] = ...) -> None: ...
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
+    GENERATION_ID_FIELD_NUMBER: _ClassVar[int]
+    MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
+    GROUP_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_TYPE_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_NAME_FIELD_NUMBER: _ClassVar[int]
+    ASSIGNMENTS_FIELD_NUMBER: _ClassVar[int]
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str
+    protocol_type: str
+    protocol_name: str
+    assignments: _containers.RepeatedCompositeFieldContainer[SyncGroupRequest.Assignment]
+    def __init__(self, group_id: _Optional[str] = ..., generation_id: _Optional[int] = ..., member_id: _Optional[str] = ..., group_instance_id: _Optional[str] = ..., protocol_type: _Optional[str] = ..., protocol_name: _Optional[str] = ..., assignments: _Optional[_Iterable[_Union[SyncGroupRequest.Assignment, _Mapping]]] = ...) -> None: ...
+
+class SyncGroupResponse(_message.Message):
+    __slots__ = ("error_code", "protocol_type", "protocol_name", "assignment")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_TYPE_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_NAME_FIELD_NUMBER: _ClassVar[int]
+    ASSIGNMENT_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    protocol_type: str
+    protocol_name: str
+    assignment: bytes
+    def __init__(self, error_code: _Optional[int] = ..., protocol_type: _Optional[str] = ..., protocol_name: _Optional[str] = ..., assignment: _Optional[bytes] = ...) -> None: ...
+
+class HeartbeatRequest(_message.Message):
+    __slots__ = ("group_id", "generation_id", "member_id", "group_instance_id")
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
+    GENERATION_ID_FIELD_NUMBER: _ClassVar[int]
+    MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
+    GROUP_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str
+    def __init__(self, group_id: _Optional[str] = ..., generation_id: _Optional[int] = ..., member_id: _Optional[str] = ..., group_instance_id: _Optional[str] = ...) -> None: ...
+
+class HeartbeatResponse(_message.Message):
+    __slots__ = ("error_code",)
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    def __init__(self, error_code: _Optional[int] = ...) -> None: ...
+
+class LeaveGroupRequest(_message.Message):
+    __slots__ = ("group_id", "members")
+    class Member(_message.Message):
+        __slots__ = ("member_id", "group_instance_id", "reason")
+        MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
+        GROUP_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+        REASON_FIELD_NUMBER: _ClassVar[int]
+        member_id: str
+        group_instance_id: str
+        reason: str
+        def __init__(self, member_id: _Optional[str] = ..., group_instance_id: _Optional[str] = ..., reason: _Optional[str] = ...) -> None: ...
+    GROUP_ID_FIELD_NUMBER: _ClassVar[int]
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    group_id: str
+    members: _containers.RepeatedCompositeFieldContainer[LeaveGroupRequest.Member]
+    def __init__(self, group_id: _Optional[str] = ..., members: _Optional[_Iterable[_Union[LeaveGroupRequest.Member, _Mapping]]] = ...) -> None: ...
+
+class LeaveGroupResponse(_message.Message):
+    __slots__ = ("error_code", "members")
+    class Member(_message.Message):
+        __slots__ = ("member_id", "group_instance_id", "error_code")
+        MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
+        GROUP_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+        ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+        member_id: str
+        group_instance_id: str
+        error_code: int
+        def __init__(self, member_id: _Optional[str] = ..., group_instance_id: _Optional[str] = ..., error_code: _Optional[int] = ...) -> None: ...
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    members: _containers.RepeatedCompositeFieldContainer[LeaveGroupResponse.Member]
+    def __init__(self, error_code: _Optional[int] = ..., members: _Optional[_Iterable[_Union[LeaveGroupResponse.Member, _Mapping]]] = ...) -> None: ...
+
+class DescribeGroupsRequest(_message.Message):
+    __slots__ = ("group_ids", "include_authorized_operations")
+    GROUP_IDS_FIELD_NUMBER: _ClassVar[int]
+    INCLUDE_AUTHORIZED_OPERATIONS_FIELD_NUMBER: _ClassVar[int]
+    group_ids: _containers.RepeatedScalarFieldContainer[str]
+    include_authorized_operations: bool
+    def __init__(self, group_ids: _Optional[_Iterable[str]] = ..., include_authorized_operations: _Optional[bool] = ...) -> None: ...
+
+class DescribeGroupsResponse(_message.Message):
+    __slots__ = ("groups",)
+    class Member(_message.Message):
+        __slots__ = ("member_id", "group_instance_id", "client_id", "client_host", "member_metadata", "member_assignment")
+        MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
+        GROUP_INSTANCE_ID_FIELD_NUMBER: _ClassVar[int]
+        CLIENT_ID_FIELD_NUMBER: _ClassVar[int]
+        CLIENT_HOST_FIELD_NUMBER: _ClassVar[int]
+        MEMBER_METADATA_FIELD_NUMBER: _ClassVar[int]
+        MEMBER_ASSIGNMENT_FIELD_NUMBER: _ClassVar[int]
+        member_id: str
+        group_instance_id: str
+        client_id: str
+        client_host: str
+        member_metadata: bytes
+        member_assignment: bytes
+        def __init__(self, member_id: _Optional[str] = ..., group_instance_id: _Optional[str] = ..., client_id: _Optional[str] = ..., client_host: _Optional[str] = ..., member_metadata: _Optional[bytes] = ..., member_assignment: _Optional[bytes] = ...) -> None: ...
+    class Group(_message.Message):
+        __slots__ = ("error_code", "error_message", "group_id", "group_state", "protocol_type", "protocol_data", "members", "authorized_operations")
+        ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+        ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+        GROUP_ID_FIELD_NUMBER: _ClassVar[int]
+        GROUP_STATE_FIELD_NUMBER: _ClassVar[int]
+        PROTOCOL_TYPE_FIELD_NUMBER: _ClassVar[int]
+        PROTOCOL_DATA_FIELD_NUMBER: _ClassVar[int]
+        MEMBERS_FIELD_NUMBER: _ClassVar[int]
+        AUTHORIZED_OPERATIONS_FIELD_NUMBER: _ClassVar[int]
+        error_code: int
+        error_message: str
+        group_id: str
+        group_state: str
+        protocol_type: str
+        protocol_data: str
+        members: _containers.RepeatedCompositeFieldContainer[DescribeGroupsResponse.Member]
+        authorized_operations: int
+        def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., group_id: _Optional[str] = ..., group_state: _Optional[str] = ..., protocol_type: _Optional[str] = ..., protocol_data: _Optional[str] = ..., members: _Optional[_Iterable[_Union[DescribeGroupsResponse.Member, _Mapping]]] = ..., authorized_operations: _Optional[int] = ...) -> None: ...
+    GROUPS_FIELD_NUMBER: _ClassVar[int]
+    groups: _containers.RepeatedCompositeFieldContainer[DescribeGroupsResponse.Group]
+    def __init__(self, groups: _Optional[_Iterable[_Union[DescribeGroupsResponse.Group, _Mapping]]] = ...) -> None: ...

@@ -74,6 +74,31 @@ class GroupCoordinatorStub:
                 request_serializer=kraftlog__api_dot_groups__pb2.DeleteGroupsRequest.SerializeToString,
                 response_deserializer=kraftlog__api_dot_groups__pb2.DeleteGroupsResponse.FromString,
                 _registered_method=True)
+        self.JoinGroup = channel.unary_unary(
+                '/kraftlog.groups.v1.GroupCoordinator/JoinGroup',
+                request_serializer=kraftlog__api_dot_groups__pb2.JoinGroupRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_groups__pb2.JoinGroupResponse.FromString,
+                _registered_method=True)
+        self.SyncGroup = channel.unary_unary(
+                '/kraftlog.groups.v1.GroupCoordinator/SyncGroup',
+                request_serializer=kraftlog__api_dot_groups__pb2.SyncGroupRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_groups__pb2.SyncGroupResponse.FromString,
+                _registered_method=True)
+        self.Heartbeat = channel.unary_unary(
+                '/kraftlog.groups.v1.GroupCoordinator/Heartbeat',
+                request_serializer=kraftlog__api_dot_groups__pb2.HeartbeatRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_groups__pb2.HeartbeatResponse.FromString,
+                _registered_method=True)
+        self.LeaveGroup = channel.unary_unary(
+                '/kraftlog.groups.v1.GroupCoordinator/LeaveGroup',
+                request_serializer=kraftlog__api_dot_groups__pb2.LeaveGroupRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_groups__pb2.LeaveGroupResponse.FromString,
+                _registered_method=True)
+        self.DescribeGroups = channel.unary_unary(
+                '/kraftlog.groups.v1.GroupCoordinator/DescribeGroups',
+                request_serializer=kraftlog__api_dot_groups__pb2.DescribeGroupsRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_groups__pb2.DescribeGroupsResponse.FromString,
+                _registered_method=True)
 
 
 class GroupCoordinatorServicer:
@@ -127,6 +152,36 @@ class GroupCoordinatorServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def JoinGroup(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SyncGroup(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Heartbeat(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def LeaveGroup(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeGroups(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_GroupCoordinatorServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -169,6 +224,31 @@ def add_GroupCoordinatorServicer_to_server(servicer, server):
                     servicer.DeleteGroups,
                     request_deserializer=kraftlog__api_dot_groups__pb2.DeleteGroupsRequest.FromString,
                     response_serializer=kraftlog__api_dot_groups__pb2.DeleteGroupsResponse.SerializeToString,
+            ),
+            'JoinGroup': grpc.unary_unary_rpc_method_handler(
+                    servicer.JoinGroup,
+                    request_deserializer=kraftlog__api_dot_groups__pb2.JoinGroupRequest.FromString,
+                    response_serializer=kraftlog__api_dot_groups__pb2.JoinGroupResponse.SerializeToString,
+            ),
+            'SyncGroup': grpc.unary_unary_rpc_method_handler(
+                    servicer.SyncGroup,
+                    request_deserializer=kraftlog__api_dot_groups__pb2.SyncGroupRequest.FromString,
+                    response_serializer=kraftlog__api_dot_groups__pb2.SyncGroupResponse.SerializeToString,
+            ),
+            'Heartbeat': grpc.unary_unary_rpc_method_handler(
+                    servicer.Heartbeat,
+                    request_deserializer=kraftlog__api_dot_groups__pb2.HeartbeatRequest.FromString,
+                    response_serializer=kraftlog__api_dot_groups__pb2.HeartbeatResponse.SerializeToString,
+            ),
+            'LeaveGroup': grpc.unary_unary_rpc_method_handler(
+                    servicer.LeaveGroup,
+                    request_deserializer=kraftlog__api_dot_groups__pb2.LeaveGroupRequest.FromString,
+                    response_serializer=kraftlog__api_dot_groups__pb2.LeaveGroupResponse.SerializeToString,
+            ),
+            'DescribeGroups': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeGroups,
+                    request_deserializer=kraftlog__api_dot_groups__pb2.DescribeGroupsRequest.FromString,
+                    response_serializer=kraftlog__api_dot_groups__pb2.DescribeGroupsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -387,6 +467,141 @@ class GroupCoordinator:
             '/kraftlog.groups.v1.GroupCoordinator/DeleteGroups',
             kraftlog__api_dot_groups__pb2.DeleteGroupsRequest.SerializeToString,
             kraftlog__api_dot_groups__pb2.DeleteGroupsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def JoinGroup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.groups.v1.GroupCoordinator/JoinGroup',
+            kraftlog__api_dot_groups__pb2.JoinGroupRequest.SerializeToString,
+            kraftlog__api_dot_groups__pb2.JoinGroupResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SyncGroup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.groups.v1.GroupCoordinator/SyncGroup',
+            kraftlog__api_dot_groups__pb2.SyncGroupRequest.SerializeToString,
+            kraftlog__api_dot_groups__pb2.SyncGroupResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Heartbeat(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.groups.v1.GroupCoordinator/Heartbeat',
+            kraftlog__api_dot_groups__pb2.HeartbeatRequest.SerializeToString,
+            kraftlog__api_dot_groups__pb2.HeartbeatResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def LeaveGroup(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.groups.v1.GroupCoordinator/LeaveGroup',
+            kraftlog__api_dot_groups__pb2.LeaveGroupRequest.SerializeToString,
+            kraftlog__api_dot_groups__pb2.LeaveGroupResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeGroups(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.groups.v1.GroupCoordinator/DescribeGroups',
+            kraftlog__api_dot_groups__pb2.DescribeGroupsRequest.SerializeToString,
+            kraftlog__api_dot_groups__pb2.DescribeGroupsResponse.FromString,
             options,
             channel_credentials,
             insecure,

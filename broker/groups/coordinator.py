@@ -16,6 +16,13 @@ after a refused append are the shell both coordinators share
   coordinator reloads from the log.
 - Timers: one task per coordinator sleeps until the next session or
   revocation deadline (or until a request changes them) and expires members.
+- Classic groups (JoinGroup/SyncGroup): a request whose answer waits for
+  other members (or a timer) holds a future under a token; whatever call of
+  the machine makes the answer (another member's request, the timer task)
+  resolves it once that call's records are written (or with the write's
+  error). A shard that stops (leadership lost, or a reload after a refused
+  append) answers every waiting request NOT_COORDINATOR: the clients find
+  the coordinator again and rejoin.
 - Deleted topics (the metadata image loses them): every group's committed
   offsets of them are tombstoned, as Kafka's coordinator does, so a topic
   created again under that name starts with nothing committed. Offsets are
@@ -30,6 +37,7 @@ after a refused append are the shell both coordinators share
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from dataclasses import dataclass
 from typing import Callable, Collection, Optional
@@ -50,6 +58,7 @@ from ..errors import Error
 from ..partition import Partition
 from ..replica_manager import ReplicaManager
 from .loading import replay_batches
+from .classic import Answer, ClassicConfig, Token
 from .machine import GroupConfig, GroupError, GroupMachine, Topics
 from .placement import OFFSETS_TOPIC, partition_for
 from .records import Record as GroupRecord
@@ -102,6 +111,24 @@ class GroupShard(Shard[GroupMachine]):
         # are not in the log yet, and (once loaded) those tombstones.
         self.deleted: set[str] = set()
         self.pending: list[GroupRecord] = []
+        self.waiting: dict[Token, asyncio.Future] = {}  # classic requests waiting for their answer
+
+    def settle(self, answers: list[Answer], error: int) -> None:
+        """Resolve the waiting requests these answers are for (all with
+        `error` instead when the records made with them were not written)."""
+        for token, answer in answers:
+            future = self.waiting.pop(token, None)
+            if future is None or future.done():
+                continue
+            if error != Error.NONE:
+                answer = type(answer)(error_code=error)
+            future.set_result(answer)
+
+    def fail_waiting(self, error: int) -> None:
+        waiting, self.waiting = self.waiting, {}
+        for token, future in waiting.items():
+            if not future.done():
+                future.set_exception(GroupError(error, "the coordinator stopped"))
 
     def take_pending(self) -> tuple[list[GroupRecord], set[str]]:
         """The tombstones to append first, and the deletions they carry out."""
@@ -124,7 +151,13 @@ class GroupCoordinator(ShardedCoordinator[GroupShard]):
         self.create_timeout_s = create_timeout_s
         self.group_config = GroupConfig(session_timeout_ms=config.group_consumer_session_timeout_ms,
                                         heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
-                                        offset_metadata_max_bytes=config.offset_metadata_max_bytes)
+                                        offset_metadata_max_bytes=config.offset_metadata_max_bytes,
+                                        classic=ClassicConfig(
+                                            min_session_timeout_ms=config.group_min_session_timeout_ms,
+                                            max_session_timeout_ms=config.group_max_session_timeout_ms,
+                                            initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
+                                            max_record_bytes=config.log.max_message_bytes))
+        self._tokens = itertools.count(1)
         self.ids = ImageTopicIds(lambda: self.replicas.image)
         self.creator = InternalTopicCreator(broker_id, controllers, create_timeout_s)
         self._topics_cache: tuple[int, int, dict[str, int], dict[str, int]] = (-1, -1, {}, {})
@@ -148,6 +181,12 @@ class GroupCoordinator(ShardedCoordinator[GroupShard]):
             # else: _load applies shard.deleted when it is done
 
     async def run_shard(self, shard: GroupShard) -> None:
+        try:
+            await self._run_shard(shard)
+        finally:  # stopped, failed or reloading: the answers waited for will not come from this machine
+            shard.fail_waiting(Error.NOT_COORDINATOR)
+
+    async def _run_shard(self, shard: GroupShard) -> None:
         await self._load(shard)
         await self._write(shard, [])  # the offsets of topics deleted before or while loading
         while not shard.closed:
@@ -163,8 +202,9 @@ class GroupCoordinator(ShardedCoordinator[GroupShard]):
             if shard.closed:
                 return
             records = shard.machine.expire(self.clock(), self.topics())
-            if records or shard.pending:
-                await self._write(shard, records)
+            answers = shard.machine.take_answers()
+            error = await self._write(shard, records) if records or shard.pending else Error.NONE
+            shard.settle(answers, error)
 
     async def _load(self, shard: GroupShard) -> None:
         """Replay the partition's log into a fresh machine, yielding between chunks
@@ -300,6 +340,71 @@ class GroupCoordinator(ShardedCoordinator[GroupShard]):
                 for p in topic.partitions:
                     if p.error_code == Error.NONE:
                         p.error_code = error
+        return response
+
+    # -- the classic group protocol ---------------------------------------------------------------
+    async def _classic(self, group_id: str, call, refusal):
+        """Run `call(machine, token)` on the group's shard (it returns the
+        records to write) and wait for the answer under the token."""
+        try:
+            shard = self.shard_for(group_id)
+        except GroupError as exc:
+            return refusal(exc.code)
+        token = next(self._tokens)
+        future = shard.waiting[token] = asyncio.get_running_loop().create_future()
+        try:
+            records = call(shard.machine, token)
+            answers = shard.machine.take_answers()
+            shard.wake.fire()  # deadlines changed
+            shard.settle(answers, await self._write(shard, records))
+            return await future
+        except GroupError as exc:
+            return refusal(exc.code)
+        finally:
+            shard.waiting.pop(token, None)
+
+    async def join_group(self, request: gpb.JoinGroupRequest, client_id: str = "",
+                         client_host: str = "") -> gpb.JoinGroupResponse:
+        return await self._classic(
+            request.group_id,
+            lambda machine, token: machine.join_group(request, token, self.clock(), client_id, client_host),
+            lambda code: gpb.JoinGroupResponse(error_code=code, member_id=request.member_id, generation_id=-1))
+
+    async def sync_group(self, request: gpb.SyncGroupRequest) -> gpb.SyncGroupResponse:
+        return await self._classic(request.group_id,
+                                   lambda machine, token: machine.sync_group(request, token, self.clock()),
+                                   lambda code: gpb.SyncGroupResponse(error_code=code))
+
+    def heartbeat_classic(self, request: gpb.HeartbeatRequest) -> gpb.HeartbeatResponse:
+        try:
+            shard = self.shard_for(request.group_id)
+        except GroupError as exc:
+            return gpb.HeartbeatResponse(error_code=exc.code)
+        response = shard.machine.heartbeat_classic(request, self.clock())
+        shard.wake.fire()
+        return response
+
+    async def leave_group(self, request: gpb.LeaveGroupRequest) -> gpb.LeaveGroupResponse:
+        try:
+            shard = self.shard_for(request.group_id)
+        except GroupError as exc:
+            return gpb.LeaveGroupResponse(error_code=exc.code)
+        response, records = shard.machine.leave_group(request, self.clock())
+        answers = shard.machine.take_answers()  # other members' joins the leave completed
+        shard.wake.fire()
+        error = await self._write(shard, records)
+        shard.settle(answers, error)
+        if error != Error.NONE:
+            response.error_code = error
+        return response
+
+    def describe_groups(self, request: gpb.DescribeGroupsRequest) -> gpb.DescribeGroupsResponse:
+        response = gpb.DescribeGroupsResponse()
+        for group_id in request.group_ids:
+            try:
+                response.groups.append(self.shard_for(group_id).machine.describe_groups(group_id))
+            except GroupError as exc:
+                response.groups.add(group_id=group_id, error_code=exc.code, group_state="Dead")
         return response
 
     def on_txn_completed(self, partition_index: int, producer_id: int, committed: bool) -> None:

@@ -17,6 +17,18 @@ Consumer group protocol (KIP-848):
   when their session expires (no heartbeat for group.consumer.session.timeout.ms)
   or when a revocation takes longer than their rebalance timeout.
 
+Classic groups (JoinGroup, SyncGroup, Heartbeat, LeaveGroup; classic.py has
+the protocol): the same group-id namespace and committed offsets. A classic
+group's answers may come out of another request or a timer: each waiting
+request is the shell's token, and take_answers() gives the answers made.
+Mixing the two kinds, as Kafka 4 with group.consumer.migration.policy
+"disabled" for non-empty groups: a classic JoinGroup against a consumer
+group with members is GROUP_ID_NOT_FOUND ("not a classic group"), a
+ConsumerGroupHeartbeat against a classic group with members (or not
+joining) is GROUP_ID_NOT_FOUND ("not a consumer group"); an empty group of
+either kind becomes the other kind when a member of that kind joins (an
+empty classic group's record is tombstoned first, as Kafka does).
+
 Offsets: committed only for partitions that exist (UNKNOWN_TOPIC_OR_PARTITION
 otherwise, as Kafka's broker answers), and removed from every group when
 their topic is deleted (delete_offsets, driven by the shell).
@@ -41,6 +53,7 @@ from kafka_protocol.batch import MAX_PRODUCER_EPOCH
 
 from ..errors import Error
 from .assignors import ASSIGNORS, DEFAULT_ASSIGNOR
+from .classic import Answer, ClassicConfig, ClassicGroup, ClassicRules, GroupError, Token
 from .reconcile import next_assignment
 from .records import (Assignment, GroupMetadata, Key, MemberMetadata, MemberState,
                       OffsetCommit, PartitionMetadata, Record, RecordType, TargetAssignmentMember,
@@ -58,13 +71,10 @@ class GroupConfig:
     session_timeout_ms: int = 45000
     heartbeat_interval_ms: int = 5000
     offset_metadata_max_bytes: int = 4096
+    classic: ClassicConfig = ClassicConfig()
 
 
-class GroupError(Exception):
-    def __init__(self, code: Error, message: str = "") -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
+__all__ = ["GroupConfig", "GroupError", "GroupMachine", "Topics"]
 
 
 def _partitions(assignment: Iterable[tuple[str, int]]) -> list[gpb.TopicPartitions]:
@@ -87,6 +97,7 @@ class GroupMachine:
         self.config = config
         self.new_member_id = new_member_id
         self.state = GroupsState()
+        self.classic = ClassicRules(config.classic, new_member_id)
         self._records: list[Record] = []
         self._txn_records: list[Record] = []
 
@@ -108,6 +119,16 @@ class GroupMachine:
         records, self._records = self._records, []
         return records
 
+    def _snapshot(self, group: ConsumerGroup) -> None:
+        """A classic group's record: the live group is what it says (not replayed)."""
+        assert group.classic is not None
+        self.state.skip()
+        self._records.append((Key(RecordType.CLASSIC_GROUP, group.group_id), group.classic.record()))
+
+    def take_answers(self) -> list[Answer]:
+        """The classic requests answered since last asked: (token, answer)."""
+        return self.classic.take_answers()
+
     # -- timers ----------------------------------------------------------------------------------
     def arm_timers(self, now_ms: int) -> None:
         """After loading: every member gets a full session (and revocation) timeout from now."""
@@ -116,21 +137,111 @@ class GroupMachine:
                 member.session_deadline_ms = now_ms + self.config.session_timeout_ms
                 if member.current.state == MemberState.UNREVOKED_PARTITIONS:
                     member.revocation_deadline_ms = now_ms + self._rebalance_timeout(member)
+            if group.classic is not None:
+                for classic in group.classic.members.values():
+                    classic.session_deadline_ms = now_ms + classic.session_timeout_ms
 
     def next_deadline(self) -> Optional[int]:
         deadlines = [d for g in self.state.groups.values() for m in g.members.values()
                      for d in (m.session_deadline_ms, m.revocation_deadline_ms) if d is not None]
+        deadlines += [d for g in self.state.groups.values() if g.classic is not None for d in g.classic.deadlines()]
         return min(deadlines, default=None)
 
     def expire(self, now_ms: int, topics: Topics) -> list[Record]:
         """Remove every member whose session expired or whose revocation took
-        longer than its rebalance timeout."""
+        longer than its rebalance timeout; end classic join and sync phases
+        whose time is up (their answers: take_answers)."""
         for group in list(self.state.groups.values()):
             expired = [m.member_id for m in group.members.values()
                        if any(d is not None and d <= now_ms for d in (m.session_deadline_ms, m.revocation_deadline_ms))]
             for member_id in sorted(expired):
                 self._remove_member(group, member_id, topics)
+            if group.classic is not None and self.classic.expire(group.classic, now_ms):
+                self._snapshot(group)
         return self._take()
+
+    # -- the classic protocol --------------------------------------------------------------------
+    def join_group(self, req: gpb.JoinGroupRequest, token: Token, now_ms: int, client_id: str = "",
+                   client_host: str = "") -> list[Record]:
+        """A JoinGroup: its answer (now or later) comes out of take_answers under `token`."""
+        group: Optional[ConsumerGroup] = None
+        try:
+            _check_group_id(req.group_id)
+            self.classic.check_join(req)
+            group = self.state.groups.get(req.group_id)
+            if group is not None and group.classic is None and group.members:
+                raise GroupError(Error.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a classic group.")
+            if group is None and req.member_id:
+                raise GroupError(Error.UNKNOWN_MEMBER_ID, f"Classic group {req.group_id} not found.")
+            if group is None:
+                group = self.state.groups[req.group_id] = ConsumerGroup(req.group_id)
+            if group.classic is None:
+                group.classic = ClassicGroup(req.group_id)  # an empty consumer group becomes a classic one
+            write = self.classic.join(group.classic, req, token, now_ms, client_id, client_host)
+        except GroupError as exc:
+            self.classic.answers.append((token, gpb.JoinGroupResponse(
+                error_code=exc.code, error_message=exc.message, member_id=req.member_id, generation_id=-1)))
+            write = False
+        if write:
+            assert group is not None
+            self._snapshot(group)
+        return self._take()
+
+    def sync_group(self, req: gpb.SyncGroupRequest, token: Token, now_ms: int) -> list[Record]:
+        """A SyncGroup: answered under `token`, the followers' once the leader's came."""
+        try:
+            group = self._classic_group(req.group_id)
+            write = self.classic.sync(group.classic, req, token, now_ms)
+        except GroupError as exc:
+            self.classic.answers.append((token, gpb.SyncGroupResponse(error_code=exc.code)))
+            write = False
+        if write:
+            self._snapshot(group)
+        return self._take()
+
+    def heartbeat_classic(self, req: gpb.HeartbeatRequest, now_ms: int) -> gpb.HeartbeatResponse:
+        try:
+            group = self._classic_group(req.group_id)
+            return gpb.HeartbeatResponse(error_code=self.classic.heartbeat(group.classic, req, now_ms))
+        except GroupError as exc:
+            return gpb.HeartbeatResponse(error_code=exc.code)
+
+    def leave_group(self, req: gpb.LeaveGroupRequest, now_ms: int) -> tuple[gpb.LeaveGroupResponse, list[Record]]:
+        response = gpb.LeaveGroupResponse()
+        try:
+            group = self._classic_group(req.group_id)
+        except GroupError as exc:
+            response.error_code = exc.code
+            return response, []
+        if self.classic.leave(group.classic, req, now_ms, response):
+            self._snapshot(group)
+        return response, self._take()
+
+    def _classic_group(self, group_id: str) -> ConsumerGroup:
+        """Kafka 4's lookup for SyncGroup, Heartbeat and LeaveGroup: a group
+        that is not there (or not classic: its members are not classic
+        members here) does not know the member."""
+        _check_group_id(group_id)
+        group = self.state.groups.get(group_id)
+        if group is None or group.classic is None:
+            raise GroupError(Error.UNKNOWN_MEMBER_ID, f"Classic group {group_id} not found.")
+        return group
+
+    def describe_groups(self, group_id: str) -> gpb.DescribeGroupsResponse.Group:
+        """DescribeGroups, the classic describe: as Kafka 4 below v6, a group
+        that is not classic is Dead (an empty one made by commits is Empty)."""
+        out = gpb.DescribeGroupsResponse.Group(group_id=group_id)
+        try:
+            _check_group_id(group_id)
+        except GroupError as exc:
+            out.error_code = exc.code
+            return out
+        group = self.state.groups.get(group_id)
+        if group is not None and group.classic is not None:
+            self.classic.describe(group.classic, out)
+        else:
+            out.group_state = "Empty" if group is not None and group.is_empty else "Dead"
+        return out
 
     # -- ConsumerGroupHeartbeat ------------------------------------------------------------------
     def heartbeat(self, request: gpb.ConsumerGroupHeartbeatRequest, now_ms: int, topics: Topics,
@@ -154,6 +265,8 @@ class GroupMachine:
             except re.error as exc:
                 raise GroupError(Error.INVALID_REQUEST, f"subscribed_topic_regex: {exc}") from None
         group = self.state.groups.get(req.group_id)
+        if group is not None and group.classic is not None and (req.member_epoch != 0 or group.classic.members):
+            raise GroupError(Error.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group")
         if req.member_epoch in LEAVE_EPOCHS:
             if group is None or req.member_id not in group.members:
                 raise GroupError(Error.UNKNOWN_MEMBER_ID, f"{req.member_id!r} is not a member of {req.group_id!r}")
@@ -199,6 +312,9 @@ class GroupMachine:
                 if other.member_id != member_id and other.metadata and other.metadata.instance_id == req.instance_id:
                     raise GroupError(Error.UNRELEASED_INSTANCE_ID,
                                      f"instance {req.instance_id!r} is member {other.member_id} of {req.group_id!r}")
+        if group is not None and group.classic is not None:
+            # An empty classic group gives way to the consumer group, as Kafka's does (its offsets stay).
+            self._emit(Key(RecordType.CLASSIC_GROUP, group.group_id), None)
         if group is None:
             self._emit(Key(RecordType.GROUP_METADATA, req.group_id), GroupMetadata(0))
             group = self.state.groups[req.group_id]
@@ -301,6 +417,10 @@ class GroupMachine:
     def _committing_group(self, req: gpb.OffsetCommitRequest) -> Optional[ConsumerGroup]:
         group = self.state.groups.get(req.group_id)
         admin = req.member_epoch == ADMIN_EPOCH and not req.member_id
+        if group is not None and group.classic is not None:
+            self.classic.check_commit(group.classic, req.member_id, req.group_instance_id or None, req.member_epoch,
+                                      transactional=False)
+            return group
         if group is None:
             if admin:
                 return None
@@ -338,6 +458,10 @@ class GroupMachine:
         generation is the member epoch, an older one answering
         ILLEGAL_GENERATION (Kafka maps STALE_MEMBER_EPOCH so)."""
         group = self.state.groups.get(req.group_id)
+        if group is not None and group.classic is not None:
+            self.classic.check_commit(group.classic, req.member_id, req.group_instance_id or None, req.generation_id,
+                                      transactional=True)
+            return group
         if group is None:
             if req.generation_id >= 0:
                 raise GroupError(Error.ILLEGAL_GENERATION, f"group {req.group_id!r} does not exist")
@@ -359,7 +483,7 @@ class GroupMachine:
         try:
             _check_group_id(req.group_id)
             group = self.state.groups.get(req.group_id)
-            if req.member_id and req.member_epoch >= 0:
+            if req.member_id and req.member_epoch >= 0 and (group is None or group.classic is None):
                 if group is None:
                     raise GroupError(Error.UNKNOWN_MEMBER_ID, f"group {req.group_id!r} has no members")
                 _check_member_epoch(group, req.member_id, req.member_epoch)
@@ -414,21 +538,22 @@ class GroupMachine:
             code = Error.NONE
             if group is None:
                 code = Error.GROUP_ID_NOT_FOUND
-            elif group.members:
+            elif not group.is_empty:
                 code = Error.NON_EMPTY_GROUP
             else:
                 for topic, index in sorted(self._offset_partitions(group)):
                     self._emit(Key(RecordType.OFFSET_COMMIT, group_id, topic=topic, partition=index), None)
-                for kind in (RecordType.TARGET_ASSIGNMENT_METADATA, RecordType.PARTITION_METADATA,
-                             RecordType.GROUP_METADATA):
+                for kind in ((RecordType.CLASSIC_GROUP,) if group.classic is not None else ()) + (
+                        RecordType.TARGET_ASSIGNMENT_METADATA, RecordType.PARTITION_METADATA,
+                        RecordType.GROUP_METADATA):
                     self._emit(Key(kind, group_id), None)
             response.results.add(group_id=group_id, error_code=code)
         return response, self._take()
 
     def list_groups(self, states: Iterable[str], coordinator_id: int) -> list[gpb.ListGroupsResponse.Group]:
         wanted = {s.lower() for s in states}
-        return [gpb.ListGroupsResponse.Group(group_id=g.group_id, group_state=g.state, group_type="consumer",
-                                             coordinator_id=coordinator_id)
+        return [gpb.ListGroupsResponse.Group(group_id=g.group_id, group_state=g.state, group_type=g.type,
+                                             coordinator_id=coordinator_id, protocol_type=_protocol_type(g))
                 for _, g in sorted(self.state.groups.items()) if not wanted or g.state.lower() in wanted]
 
     def describe(self, group_id: str) -> gpb.ConsumerGroupDescribeResponse.Group:
@@ -437,6 +562,10 @@ class GroupMachine:
             return gpb.ConsumerGroupDescribeResponse.Group(
                 group_id=group_id, error_code=Error.GROUP_ID_NOT_FOUND,
                 error_message=f"group {group_id!r} does not exist")
+        if group.classic is not None:
+            return gpb.ConsumerGroupDescribeResponse.Group(
+                group_id=group_id, error_code=Error.GROUP_ID_NOT_FOUND,
+                error_message=f"Group {group_id} is not a consumer group.")
         out = gpb.ConsumerGroupDescribeResponse.Group(
             group_id=group_id, group_state=group.state, group_epoch=group.epoch,
             assignment_epoch=group.assignment_epoch, assignor_name=_group_assignor(group))
@@ -451,6 +580,13 @@ class GroupMachine:
                 assignment=_partitions(member.current.assigned | member.current.pending_revocation),
                 target_assignment=_partitions(member.target))
         return out
+
+
+def _protocol_type(group: ConsumerGroup) -> str:
+    """ListGroups' protocol type: a consumer group's is "consumer", a classic group's its members'."""
+    if group.classic is None:
+        return "consumer"
+    return group.classic.protocol_type or ""
 
 
 def _refuse_all(topics, answers, code: int) -> None:

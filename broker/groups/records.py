@@ -10,6 +10,8 @@ is a tombstone: compaction removes the key.
 
     type  key                                  value (version)
     1     OffsetCommitKey(group,topic,part)    OffsetCommitValue (3)
+    2     GroupMetadataKey(group)              a classic group: GroupMetadataValue (3;
+                                               0-4 read), its members and their assignments
     3     ConsumerGroupMetadataKey(group)      group epoch (0)
     4     ConsumerGroupPartitionMetadataKey    subscribed topics' partition counts (0)
     5     ConsumerGroupMemberMetadataKey       a member's subscription (0)
@@ -37,6 +39,7 @@ NO_TOPIC_ID = bytes(16)
 
 class RecordType(IntEnum):
     OFFSET_COMMIT = 1
+    CLASSIC_GROUP = 2  # Kafka's GroupMetadataKey (key version 2)
     GROUP_METADATA = 3
     PARTITION_METADATA = 4
     MEMBER_METADATA = 5
@@ -119,8 +122,33 @@ class OffsetCommit:
     commit_timestamp: int
 
 
+@dataclass(frozen=True, slots=True)
+class ClassicMemberRecord:
+    member_id: str
+    instance_id: Optional[str]
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    subscription: bytes  # its metadata for the group's protocol
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class ClassicGroupRecord:
+    """A classic group as Kafka's GroupMetadataValue has it: written whole
+    (a snapshot) whenever the group's generation or assignments change."""
+
+    protocol_type: str
+    generation: int
+    protocol: Optional[str]
+    leader: Optional[str]
+    state_timestamp_ms: int
+    members: tuple[ClassicMemberRecord, ...]
+
+
 Value = Union[GroupMetadata, PartitionMetadata, MemberMetadata, TargetAssignmentMetadata,
-              TargetAssignmentMember, CurrentMemberAssignment, OffsetCommit]
+              TargetAssignmentMember, CurrentMemberAssignment, OffsetCommit, ClassicGroupRecord]
 Record = tuple[Key, Optional[Value]]  # a None value is a tombstone
 
 VALUE_TYPES: dict[RecordType, type] = {
@@ -131,9 +159,13 @@ VALUE_TYPES: dict[RecordType, type] = {
     RecordType.TARGET_ASSIGNMENT_METADATA: TargetAssignmentMetadata,
     RecordType.TARGET_ASSIGNMENT_MEMBER: TargetAssignmentMember,
     RecordType.CURRENT_MEMBER_ASSIGNMENT: CurrentMemberAssignment,
+    RecordType.CLASSIC_GROUP: ClassicGroupRecord,
 }
-_GROUP_KEYS = (RecordType.GROUP_METADATA, RecordType.PARTITION_METADATA, RecordType.TARGET_ASSIGNMENT_METADATA)
+_GROUP_KEYS = (RecordType.GROUP_METADATA, RecordType.PARTITION_METADATA, RecordType.TARGET_ASSIGNMENT_METADATA,
+               RecordType.CLASSIC_GROUP)
 _OFFSET_COMMIT_VALUE_VERSION = 3
+_CLASSIC_GROUP_VALUE_VERSION = 3  # what Kafka writes: non-flexible, with group instance ids
+_FLEXIBLE_CLASSIC_VERSION = 4
 
 
 # -- keys ----------------------------------------------------------------------------------------
@@ -148,7 +180,7 @@ def encode_key(key: Key) -> bytes:
 
 def decode_key(data: bytes) -> Optional[Key]:
     """The key, or None for a record type this coordinator does not use
-    (a classic group's GroupMetadataKey, share groups, ...)."""
+    (share groups, streams groups, ...)."""
     r = Reader(data)
     kind = r.int16()
     if kind == 0:  # the legacy OffsetCommitKey version, same layout
@@ -195,6 +227,8 @@ def encode_value(value: Optional[Value], ids: TopicIds) -> Optional[bytes]:
     if isinstance(value, OffsetCommit):
         return (Writer().int16(_OFFSET_COMMIT_VALUE_VERSION).int64(value.offset).int32(value.leader_epoch)
                 .string(value.metadata).int64(value.commit_timestamp).bytes())
+    if isinstance(value, ClassicGroupRecord):
+        return _encode_classic(value)
     w = Writer().int16(0)
     if isinstance(value, GroupMetadata):
         w.int32(value.epoch)
@@ -225,6 +259,8 @@ def decode_value(kind: RecordType, data: Optional[bytes], ids: TopicIds) -> Opti
         return None
     r = Reader(data)
     version = r.int16()
+    if kind == RecordType.CLASSIC_GROUP:
+        return _decode_classic(r, version)
     if kind == RecordType.OFFSET_COMMIT:
         offset = r.int64()
         leader_epoch = r.int32() if version >= 3 else -1
@@ -272,6 +308,88 @@ def _skip_partition_racks(r: Reader) -> None:
     r.int32()
     r.compact_array(Reader.compact_string)
     r.skip_tagged_fields()
+
+
+# -- a classic group's GroupMetadataValue (non-flexible up to 3: int16 strings, int32 bytes and arrays)
+def _nullable_string(w: Writer, v: Optional[str]) -> None:
+    if v is None:
+        w.int16(-1)
+    else:
+        w.string(v)
+
+
+def _bytes(w: Writer, v: bytes) -> None:
+    w.int32(len(v)).raw(v)
+
+
+def _encode_classic(value: ClassicGroupRecord) -> bytes:
+    w = Writer().int16(_CLASSIC_GROUP_VALUE_VERSION).string(value.protocol_type).int32(value.generation)
+    _nullable_string(w, value.protocol)
+    _nullable_string(w, value.leader)
+    w.int64(value.state_timestamp_ms).int32(len(value.members))
+    for m in value.members:
+        w.string(m.member_id)
+        _nullable_string(w, m.instance_id)
+        w.string(m.client_id).string(m.client_host).int32(m.rebalance_timeout_ms).int32(m.session_timeout_ms)
+        _bytes(w, m.subscription)
+        _bytes(w, m.assignment)
+    return w.bytes()
+
+
+class _ClassicReader:
+    """GroupMetadataValue's primitives at one version (4 is flexible)."""
+
+    def __init__(self, r: Reader, version: int) -> None:
+        if not 0 <= version <= _FLEXIBLE_CLASSIC_VERSION:
+            raise SchemaError(f"GroupMetadataValue version {version}")
+        self.r, self.version, self.flexible = r, version, version >= _FLEXIBLE_CLASSIC_VERSION
+
+    def string(self) -> Optional[str]:
+        if self.flexible:
+            return self.r.compact_string()
+        n = self.r.int16()
+        return None if n < 0 else self.r._text(n)
+
+    def required(self) -> str:
+        text = self.string()
+        if text is None:
+            raise SchemaError("null where a string is required")
+        return text
+
+    def bytes(self) -> bytes:
+        n = self.r.uvarint() - 1 if self.flexible else self.r.int32()
+        if n < 0:
+            raise SchemaError("null where bytes are required")
+        return bytes(self.r._take(n))
+
+    def count(self) -> int:
+        n = self.r.uvarint() - 1 if self.flexible else self.r.int32()
+        if n < 0 or n > len(self.r.data) - self.r.pos:
+            raise SchemaError(f"array of {n} members in {len(self.r.data) - self.r.pos} bytes")
+        return n
+
+    def member(self) -> ClassicMemberRecord:
+        member_id = self.required()
+        instance_id = self.string() if self.version >= 3 else None
+        client_id, client_host = self.required(), self.required()
+        rebalance_timeout = self.r.int32() if self.version >= 1 else -1
+        session_timeout = self.r.int32()
+        subscription, assignment = self.bytes(), self.bytes()
+        if self.flexible:
+            self.r.skip_tagged_fields()
+        return ClassicMemberRecord(member_id, instance_id, client_id, client_host,
+                                   rebalance_timeout if rebalance_timeout > 0 else session_timeout,
+                                   session_timeout, subscription, assignment)
+
+
+def _decode_classic(r: Reader, version: int) -> ClassicGroupRecord:
+    c = _ClassicReader(r, version)
+    protocol_type, generation, protocol, leader = c.required(), r.int32(), c.string(), c.string()
+    timestamp = r.int64() if version >= 2 else -1
+    members = tuple(c.member() for _ in range(c.count()))
+    if c.flexible:
+        r.skip_tagged_fields()
+    return ClassicGroupRecord(protocol_type, generation, protocol, leader, timestamp, members)
 
 
 def encode_record(record: Record, ids: TopicIds) -> tuple[bytes, Optional[bytes]]:

@@ -26,6 +26,11 @@ from .coordinator import TXN_OFFSET_COMMIT, GroupCoordinator
 OFFSET_COMMIT = acl.TopicShape(gpb.OffsetCommitResponse, "topics", "name", "partition_index",
                                "topics", "name", "partition_index")
 
+# Kafka's operations on a group resource, for a describe's authorized_operations bit set.
+GROUP_OPERATIONS = (AclOperation.READ, AclOperation.DELETE, AclOperation.DESCRIBE, AclOperation.DESCRIBE_CONFIGS,
+                    AclOperation.ALTER_CONFIGS)
+NOT_ASKED = -2147483648  # Kafka's INT32_MIN: authorized operations not asked for
+
 SERVICE = gpb.DESCRIPTOR.services_by_name["GroupCoordinator"]
 SERVICE_NAMES = (SERVICE.full_name,)
 
@@ -79,6 +84,37 @@ class GroupCoordinatorService:
         metadata = dict(context.invocation_metadata() or ())
         return await self.coordinator.heartbeat(request, client_id=str(metadata.get(CLIENT_ID_METADATA, "")),
                                                 client_host=context.peer() or "")
+
+    # -- the classic group protocol: Read on the group, as Kafka checks -------------------------
+    async def JoinGroup(self, request: gpb.JoinGroupRequest,
+                        context: grpc.aio.ServicerContext) -> gpb.JoinGroupResponse:
+        await self._check_ready(context)
+        if not self.access.allows(AclOperation.READ, ResourceType.GROUP, request.group_id):
+            return gpb.JoinGroupResponse(error_code=Errors.GROUP_AUTHORIZATION_FAILED, generation_id=-1)
+        metadata = dict(context.invocation_metadata() or ())
+        return await self.coordinator.join_group(request, client_id=str(metadata.get(CLIENT_ID_METADATA, "")),
+                                                 client_host=context.peer() or "")
+
+    async def SyncGroup(self, request: gpb.SyncGroupRequest,
+                        context: grpc.aio.ServicerContext) -> gpb.SyncGroupResponse:
+        await self._check_ready(context)
+        if not self.access.allows(AclOperation.READ, ResourceType.GROUP, request.group_id):
+            return gpb.SyncGroupResponse(error_code=Errors.GROUP_AUTHORIZATION_FAILED)
+        return await self.coordinator.sync_group(request)
+
+    async def Heartbeat(self, request: gpb.HeartbeatRequest,
+                        context: grpc.aio.ServicerContext) -> gpb.HeartbeatResponse:
+        await self._check_ready(context)
+        if not self.access.allows(AclOperation.READ, ResourceType.GROUP, request.group_id):
+            return gpb.HeartbeatResponse(error_code=Errors.GROUP_AUTHORIZATION_FAILED)
+        return self.coordinator.heartbeat_classic(request)
+
+    async def LeaveGroup(self, request: gpb.LeaveGroupRequest,
+                         context: grpc.aio.ServicerContext) -> gpb.LeaveGroupResponse:
+        await self._check_ready(context)
+        if not self.access.allows(AclOperation.READ, ResourceType.GROUP, request.group_id):
+            return gpb.LeaveGroupResponse(error_code=Errors.GROUP_AUTHORIZATION_FAILED)
+        return await self.coordinator.leave_group(request)
 
     async def OffsetCommit(self, request: gpb.OffsetCommitRequest,
                            context: grpc.aio.ServicerContext) -> gpb.OffsetCommitResponse:
@@ -147,15 +183,28 @@ class GroupCoordinatorService:
     async def ConsumerGroupDescribe(self, request: gpb.ConsumerGroupDescribeRequest,
                                     context: grpc.aio.ServicerContext) -> gpb.ConsumerGroupDescribeResponse:
         await self._check_ready(context)
+        return self._describe(request, self.coordinator.describe, gpb.ConsumerGroupDescribeResponse)
+
+    async def DescribeGroups(self, request: gpb.DescribeGroupsRequest,
+                             context: grpc.aio.ServicerContext) -> gpb.DescribeGroupsResponse:
+        await self._check_ready(context)
+        return self._describe(request, self.coordinator.describe_groups, gpb.DescribeGroupsResponse)
+
+    def _describe(self, request, describe, kind):
+        """Either describe: the groups the caller may describe, with the
+        operations it may do on each when asked (Kafka's bit set)."""
         denied = self._denied_groups(AclOperation.DESCRIBE, request.group_ids)
-        if not denied:
-            return self.coordinator.describe(request)
         allowed = [g for g in request.group_ids if g not in denied]
-        found = self.coordinator.describe(gpb.ConsumerGroupDescribeRequest(group_ids=allowed)) if allowed else None
+        found = describe(type(request)(group_ids=allowed)) if allowed else None
         answers = {g.group_id: g for g in found.groups} if found is not None else {}
-        return gpb.ConsumerGroupDescribeResponse(groups=acl.in_request_order(
-            request.group_ids, denied, answers, lambda group_id: gpb.ConsumerGroupDescribeResponse.Group(
-                group_id=group_id, error_code=Errors.GROUP_AUTHORIZATION_FAILED)))
+        for group_id, group in answers.items():
+            group.authorized_operations = (self._operations(group_id) if request.include_authorized_operations
+                                           else NOT_ASKED)
+        return kind(groups=acl.in_request_order(request.group_ids, denied, answers, lambda group_id: kind.Group(
+            group_id=group_id, error_code=Errors.GROUP_AUTHORIZATION_FAILED, authorized_operations=NOT_ASKED)))
+
+    def _operations(self, group_id: str) -> int:
+        return sum(1 << op for op in GROUP_OPERATIONS if self.access.allows(op, ResourceType.GROUP, group_id))
 
     async def DeleteGroups(self, request: gpb.DeleteGroupsRequest,
                            context: grpc.aio.ServicerContext) -> gpb.DeleteGroupsResponse:

@@ -20,8 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Optional
 
-from .records import (Assignment, CurrentMemberAssignment, GroupMetadata, Key, MemberMetadata, MemberState,
-                      OffsetCommit, PartitionMetadata, Record, RecordType, TargetAssignmentMember,
+from .classic import ClassicGroup
+from .records import (Assignment, ClassicGroupRecord, CurrentMemberAssignment, GroupMetadata, Key, MemberMetadata,
+                      MemberState, OffsetCommit, PartitionMetadata, Record, RecordType, TargetAssignmentMember,
                       TargetAssignmentMetadata, TopicPartition)
 
 EMPTY: Assignment = frozenset()
@@ -52,10 +53,24 @@ class ConsumerGroup:
     owners: dict[TopicPartition, str] = field(default_factory=dict)  # who holds a partition (or revokes it)
     offsets: dict[TopicPartition, OffsetCommit] = field(default_factory=dict)
     offset_positions: dict[TopicPartition, int] = field(default_factory=dict)  # where each offset was written
+    # A classic group (JoinGroup/SyncGroup) in this group id, instead of KIP-848 members: one
+    # namespace, one set of committed offsets. Its record is a snapshot, not replayed on the live path.
+    classic: Optional[ClassicGroup] = None
+
+    @property
+    def type(self) -> str:
+        """Kafka's group types, as ListGroups v5 tells them."""
+        return "consumer" if self.classic is None else "classic"
+
+    @property
+    def is_empty(self) -> bool:
+        return not self.members and (self.classic is None or not self.classic.members)
 
     @property
     def state(self) -> str:
-        """Kafka's consumer group states."""
+        """Kafka's consumer (or classic) group states."""
+        if self.classic is not None:
+            return self.classic.state.value
         if not self.members:
             return "Empty"
         if self.assignment_epoch < self.epoch:
@@ -75,6 +90,11 @@ class GroupsState:
         self.groups: dict[str, ConsumerGroup] = {}
         self.position = 0  # records replayed so far
         self.pending: dict[int, PendingOffsets] = {}  # producer id -> its transaction's offsets
+
+    def skip(self) -> None:
+        """A record the live path applied itself (a classic group's snapshot):
+        counted, so that positions still follow the log."""
+        self.position += 1
 
     def replay(self, record: Record, producer_id: int = NO_PRODUCER_ID) -> None:
         """`producer_id`: the producer of the transactional batch holding the
@@ -110,6 +130,9 @@ class GroupsState:
                 group.offset_positions[tp] = self.position
         elif key.type == RecordType.PARTITION_METADATA:
             group.subscription = value.topics if isinstance(value, PartitionMetadata) else ()
+        elif key.type == RecordType.CLASSIC_GROUP:
+            group.classic = (ClassicGroup.from_record(key.group_id, value) if isinstance(value, ClassicGroupRecord)
+                             else None)
         elif key.type == RecordType.TARGET_ASSIGNMENT_METADATA:
             group.assignment_epoch = value.assignment_epoch if isinstance(value, TargetAssignmentMetadata) else 0
         else:

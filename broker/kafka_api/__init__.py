@@ -8,9 +8,10 @@ GroupCoordinator, TransactionCoordinator: ClientServices in broker/server.py).
 - one adapter module per API or family of APIs (`metadata.py`,
   `produce.py`, `fetch.py`, `list_offsets.py`, `init_producer_id.py`;
   admin: `topics_admin.py`, `configs.py`, `cluster.py`, `delete_records.py`,
-  `acls.py`, `user_admin.py`; transactions: `find_coordinator.py`,
-  `transactions.py`; `results.py` spreads a forwarded request's
-  request-level error over its items): a kio request becomes the
+  `acls.py`, `user_admin.py`; transactions: `transactions.py`; groups:
+  `find_coordinator.py`, `offset_commit.py`, `offset_fetch.py`,
+  `classic_group.py`, `group_admin.py`, `consumer_group.py`; `results.py`
+  spreads a forwarded request's request-level error over its items): a kio request becomes the
   broker's protobuf request, the service method answers it (with its
   authorization, quotas and readiness check), and the protobuf answer
   becomes the kio response of the version asked for;

@@ -10,9 +10,10 @@ from kafka_protocol.wire.codec import Request
 
 from . import fetch, init_producer_id, list_offsets, metadata, produce
 from . import cluster, configs, topics_admin
-from . import find_coordinator, transactions
+from . import transactions
 from . import acls, user_admin
 from . import delete_records
+from . import classic_group, consumer_group, find_coordinator, group_admin, offset_commit, offset_fetch
 from .context import KafkaCallContext
 
 # (services, kio request body, context) -> kio response body, or None for none
@@ -33,7 +34,6 @@ ADAPTERS: dict[int, Adapter] = {
     versions.OFFSET_FOR_LEADER_EPOCH: cluster.offset_for_leader_epoch,
     versions.ELECT_LEADERS: cluster.elect_leaders,
     versions.DELETE_RECORDS: delete_records.serve,
-    versions.FIND_COORDINATOR: find_coordinator.serve,
     versions.ADD_PARTITIONS_TO_TXN: transactions.add_partitions_to_txn,
     versions.ADD_OFFSETS_TO_TXN: transactions.add_offsets_to_txn,
     versions.END_TXN: transactions.end_txn,
@@ -47,6 +47,19 @@ ADAPTERS: dict[int, Adapter] = {
     versions.ALTER_USER_SCRAM_CREDENTIALS: user_admin.alter_user_scram_credentials,
     versions.DESCRIBE_CLIENT_QUOTAS: user_admin.describe_client_quotas,
     versions.ALTER_CLIENT_QUOTAS: user_admin.alter_client_quotas,
+    versions.FIND_COORDINATOR: find_coordinator.serve,
+    versions.OFFSET_COMMIT: offset_commit.serve,
+    versions.TXN_OFFSET_COMMIT: offset_commit.serve_txn,
+    versions.OFFSET_FETCH: offset_fetch.serve,
+    versions.JOIN_GROUP: classic_group.serve_join,
+    versions.SYNC_GROUP: classic_group.serve_sync,
+    versions.HEARTBEAT: classic_group.serve_heartbeat,
+    versions.LEAVE_GROUP: classic_group.serve_leave,
+    versions.LIST_GROUPS: group_admin.serve_list,
+    versions.DESCRIBE_GROUPS: group_admin.serve_describe,
+    versions.DELETE_GROUPS: group_admin.serve_delete,
+    versions.CONSUMER_GROUP_HEARTBEAT: consumer_group.serve_heartbeat,
+    versions.CONSUMER_GROUP_DESCRIBE: consumer_group.serve_describe,
 }
 
 

@@ -7,8 +7,10 @@ mode: clients send admin requests to "the controller", and only brokers
 are reachable by them (they forward to the active controller).
 
 From v10 on topics carry their ids; from v12 a client may ask for a topic
-by id alone. The service looks topics up by name, so such a topic is
-answered UNKNOWN_TOPIC_ID (as Kafka 3.x brokers did before they resolved ids).
+by id alone (librdkafka does, for the topic ids of a KIP-848 assignment).
+The service looks topics up by name: the ids are resolved to names through
+an every-topic answer of the service first (so only topics the caller may
+describe resolve); an id that does not resolve is UNKNOWN_TOPIC_ID.
 """
 from __future__ import annotations
 
@@ -28,10 +30,15 @@ async def serve(services: Any, request: Any, context: KafkaCallContext) -> Any:
     # From v1 on, a null topic list is every topic and an empty one none.
     every = request.topics is None
     asked = () if every else request.topics
+    names = {}
+    if any(t.name is None for t in asked):
+        known = await services.broker.Metadata(bpb.MetadataRequest(all_topics=True), context)
+        names = {topic_uuid(t.topic_id): t.name for t in known.topics}
+    wanted = [t.name if t.name is not None else names.get(t.topic_id) for t in asked]
     answer = await services.broker.Metadata(bpb.MetadataRequest(
-        all_topics=every, topics=[t.name for t in asked if t.name is not None]), context)
+        all_topics=every, topics=[name for name in wanted if name is not None]), context)
     by_id_only = [{"error_code": Errors.UNKNOWN_TOPIC_ID, "name": None, "topic_id": t.topic_id, "partitions": ()}
-                  for t in asked if t.name is None]
+                  for t, name in zip(asked, wanted) if name is None]
     return build(response_type(request), {
         "throttle_time": 0, "cluster_id": answer.cluster_id, "controller_id": client_controller_id(answer),
         "brokers": [{"node_id": b.node_id, "host": b.host, "port": b.port,

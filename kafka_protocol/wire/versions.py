@@ -36,14 +36,17 @@ CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
 DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 44
 DESCRIBE_CLUSTER, OFFSET_FOR_LEADER_EPOCH, ELECT_LEADERS = 60, 23, 43
 DELETE_RECORDS = 21
-# Transactions (broker/kafka_api/transactions.py, find_coordinator.py).
-FIND_COORDINATOR = 10
+# Transactions (broker/kafka_api/transactions.py; FindCoordinator is with the groups).
 ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN = 24, 25, 26
 DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS, DESCRIBE_PRODUCERS = 65, 66, 61
 # Security admin (broker/kafka_api/acls.py, user_admin.py).
 DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
 DESCRIBE_USER_SCRAM_CREDENTIALS, ALTER_USER_SCRAM_CREDENTIALS = 50, 51
 DESCRIBE_CLIENT_QUOTAS, ALTER_CLIENT_QUOTAS = 48, 49
+# Groups (broker/kafka_api/: find_coordinator, offset_commit, offset_fetch, classic_group, group_admin, consumer_group)
+OFFSET_COMMIT, OFFSET_FETCH, FIND_COORDINATOR, JOIN_GROUP, HEARTBEAT, LEAVE_GROUP = 8, 9, 10, 11, 12, 13
+SYNC_GROUP, DESCRIBE_GROUPS, LIST_GROUPS, TXN_OFFSET_COMMIT, DELETE_GROUPS = 14, 15, 16, 28, 42
+CONSUMER_GROUP_HEARTBEAT, CONSUMER_GROUP_DESCRIBE = 68, 69
 
 # api key -> what is served; an API not here is not advertised and a request
 # of it closes the connection.
@@ -84,9 +87,6 @@ ADVERTISED: dict[int, ApiRange] = {
     ELECT_LEADERS: ApiRange("ElectLeaders", 0, 2),
     # DeleteRecords: librdkafka asks 0-2, kafka-python 3 0-2 (Kafka 4 serves 0-2 too).
     DELETE_RECORDS: ApiRange("DeleteRecords", 0, 2),
-    # FindCoordinator: librdkafka asks 0-2, kafka-python 3 up to 6; 4 batches
-    # keys (KIP-699); 5 only adds TRANSACTION_ABORTABLE, 6 share groups.
-    FIND_COORDINATOR: ApiRange("FindCoordinator", 0, 4),
     # Transactions as Kafka clients run them (transaction version 1):
     # librdkafka sends AddPartitionsToTxn 0, AddOffsetsToTxn 0, EndTxn 0-1;
     # kafka-python 3 caps all three at 3. AddPartitionsToTxn 4+ is the
@@ -108,6 +108,30 @@ ADVERTISED: dict[int, ApiRange] = {
     ALTER_USER_SCRAM_CREDENTIALS: ApiRange("AlterUserScramCredentials", 0, 0),
     DESCRIBE_CLIENT_QUOTAS: ApiRange("DescribeClientQuotas", 0, 1),
     ALTER_CLIENT_QUOTAS: ApiRange("AlterClientQuotas", 0, 1),
+    # Groups. Minimums: the oldest version kio has (librdkafka starts its
+    # negotiation from 0). Maximums: what the clients ask for, each version
+    # served in full -
+    # FindCoordinator 4: batched keys (KIP-699) - librdkafka asks 0-2, kafka-python 3
+    # up to 6; 5 only adds TRANSACTION_ABORTABLE, 6 share-group keys (KIP-932).
+    FIND_COORDINATOR: ApiRange("FindCoordinator", 0, 4),
+    # OffsetCommit/OffsetFetch 9: the member epoch of a KIP-848 member, which
+    # librdkafka's group.protocol=consumer requires (>= 9); 10 names topics by id.
+    OFFSET_COMMIT: ApiRange("OffsetCommit", 2, 9),
+    OFFSET_FETCH: ApiRange("OffsetFetch", 1, 9),
+    # The classic protocol up to its newest: JoinGroup 9 (a restarted static
+    # leader of a Stable group is told to skip the assignment, KIP-814).
+    JOIN_GROUP: ApiRange("JoinGroup", 0, 9),
+    SYNC_GROUP: ApiRange("SyncGroup", 0, 5),
+    HEARTBEAT: ApiRange("Heartbeat", 0, 4),
+    LEAVE_GROUP: ApiRange("LeaveGroup", 0, 5),
+    # DescribeGroups 6 adds an error message for a non-classic group (answered Dead below it).
+    DESCRIBE_GROUPS: ApiRange("DescribeGroups", 0, 5),
+    LIST_GROUPS: ApiRange("ListGroups", 0, 5),
+    DELETE_GROUPS: ApiRange("DeleteGroups", 0, 2),
+    # TxnOffsetCommit 3: librdkafka's max (KIP-447's member fields); 4-5 are KIP-890's.
+    TXN_OFFSET_COMMIT: ApiRange("TxnOffsetCommit", 0, 3),
+    CONSUMER_GROUP_HEARTBEAT: ApiRange("ConsumerGroupHeartbeat", 0, 1),
+    CONSUMER_GROUP_DESCRIBE: ApiRange("ConsumerGroupDescribe", 0, 1),
 }
 
 UNSUPPORTED_VERSION = Errors.UNSUPPORTED_VERSION

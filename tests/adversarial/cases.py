@@ -1014,6 +1014,63 @@ def _completed_commit(w: World, tid: str) -> bool:
             and answer.transaction_states[0].transaction_state == "CompleteCommit")
 
 
+# --- the classic group protocol (JoinGroup/SyncGroup/Heartbeat/LeaveGroup/DescribeGroups) ----
+
+def classic_join(group: str = GROUP, **fields: Any) -> gpb.JoinGroupRequest:
+    request = gpb.JoinGroupRequest(group_id=group, session_timeout_ms=10000, rebalance_timeout_ms=10000,
+                                   protocol_type="consumer", require_known_member_id=True,
+                                   protocols=[gpb.ClassicProtocol(name="range", metadata=b"m")])
+    for name, value in fields.items():
+        if name == "protocols":
+            del request.protocols[:]
+            request.protocols.extend(value)
+        else:
+            setattr(request, name, value)
+    return request
+
+
+JOIN, SYNC, BEAT, LEAVE = ("GroupCoordinator/JoinGroup", "GroupCoordinator/SyncGroup", "GroupCoordinator/Heartbeat",
+                           "GroupCoordinator/LeaveGroup")
+DESCRIBE_CLASSIC = "GroupCoordinator/DescribeGroups"
+CLASSIC_CASES: list[Case] = [
+    # The reference group is a KIP-848 group with a live member: Kafka's refusal, and nothing of it touched.
+    Case(JOIN, "into-a-consumer-group", classic_join(), codes(K.GROUP_ID_NOT_FOUND), "coordinator"),
+    Case(JOIN, "empty-group-id", classic_join(""), codes(K.INVALID_GROUP_ID)),
+    *[Case(JOIN, f"session-timeout-{t}", classic_join(session_timeout_ms=t), codes(K.INVALID_SESSION_TIMEOUT),
+           "coordinator") for t in (0, -1, I32_MIN, I32_MAX)],
+    Case(JOIN, "no-protocols", classic_join(protocols=[]), codes(K.INCONSISTENT_GROUP_PROTOCOL), "coordinator"),
+    Case(JOIN, "no-protocol-type", classic_join(protocol_type=""), codes(K.INCONSISTENT_GROUP_PROTOCOL),
+         "coordinator"),
+    Case(JOIN, "unknown-member-of-no-group", classic_join("adv-no-classic", member_id="adv-nobody"),
+         codes(K.UNKNOWN_MEMBER_ID), "coordinator-of:adv-no-classic"),
+    Case(JOIN, "new-member-needs-its-id", classic_join("adv-classic-new"), codes(K.MEMBER_ID_REQUIRED),
+         "coordinator-of:adv-classic-new", effect=True),
+    Case(JOIN, f"{MANY}-protocols", classic_join("adv-classic-many", protocols=[
+        gpb.ClassicProtocol(name=f"p{i}") for i in range(MANY)]), codes(K.MEMBER_ID_REQUIRED),
+         "coordinator-of:adv-classic-many", effect=True),
+    Case(JOIN, "not-the-coordinator", classic_join(), codes(K.NOT_COORDINATOR), "non-coordinator"),
+    Case(SYNC, "consumer-group-member", lambda w: gpb.SyncGroupRequest(group_id=GROUP, member_id=w.member_id,
+                                                                        generation_id=w.member_epoch),
+         codes(K.UNKNOWN_MEMBER_ID), "coordinator"),
+    Case(SYNC, "empty-group-id", gpb.SyncGroupRequest(group_id=""), codes(K.INVALID_GROUP_ID)),
+    Case(BEAT, "consumer-group-member", lambda w: gpb.HeartbeatRequest(group_id=GROUP, member_id=w.member_id,
+                                                                        generation_id=w.member_epoch),
+         codes(K.UNKNOWN_MEMBER_ID), "coordinator"),
+    Case(BEAT, "not-the-coordinator", gpb.HeartbeatRequest(group_id=GROUP, member_id="m"), codes(K.NOT_COORDINATOR),
+         "non-coordinator"),
+    Case(LEAVE, "consumer-group-member", lambda w: gpb.LeaveGroupRequest(group_id=GROUP, members=[
+        gpb.LeaveGroupRequest.Member(member_id=w.member_id)]), codes(K.UNKNOWN_MEMBER_ID), "coordinator"),
+    Case(LEAVE, f"{MANY}-members-of-no-group", gpb.LeaveGroupRequest(group_id="adv-no-classic", members=[
+        gpb.LeaveGroupRequest.Member(member_id=f"m{i}") for i in range(MANY)]), codes(K.UNKNOWN_MEMBER_ID),
+         "coordinator-of:adv-no-classic"),
+    Case(DESCRIBE_CLASSIC, "consumer-group", gpb.DescribeGroupsRequest(group_ids=[GROUP]), codes(K.NONE),
+         "coordinator"),
+    Case(DESCRIBE_CLASSIC, "empty-group-id", gpb.DescribeGroupsRequest(group_ids=[""]), codes(K.INVALID_GROUP_ID)),
+    Case(DESCRIBE_CLASSIC, f"{MANY}-groups", gpb.DescribeGroupsRequest(group_ids=[f"g{i}" for i in range(MANY)]),
+         codes(K.NONE, K.NOT_COORDINATOR)),
+]
+
+
 def offsets_partition_of(w: World, group: str) -> int:
     answer = w.cluster.metadata(w.A, [CONSUMER_OFFSETS], timeout=10)
     return partition_for(group, len(answer.topics[0].partitions))
@@ -1277,7 +1334,7 @@ CASES: list[Case] = [*BROKER_CASES, *admin_cases("KafkaBroker", "broker"),
                      *admin_cases("KRaftController", "controller"),
                      *security_cases("KafkaBroker", "broker"), *security_cases("KRaftController", "controller"),
                      *quota_cases("KafkaBroker", "broker"), *quota_cases("KRaftController", "controller"),
-                     *BROKER_SECURITY_CASES, *CONTROLLER_CASES, *QUORUM_CASES, *GROUP_CASES, *TXN_CASES, *QUORUM_LOG_CASES,
+                     *BROKER_SECURITY_CASES, *CONTROLLER_CASES, *QUORUM_CASES, *GROUP_CASES, *CLASSIC_CASES, *TXN_CASES, *QUORUM_LOG_CASES,
                      *framing_cases()]
 
 

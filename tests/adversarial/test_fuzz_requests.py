@@ -39,7 +39,9 @@ I32, I64 = (-2**31, 2**31 - 1), (-2**63, 2**63 - 1)
 STRINGS = [*INVALID_NAMES.values(), CLUSTER_METADATA, CONSUMER_OFFSETS, "PLAINTEXT", "retention.ms", "uniform"]
 # Long polls may wait as long as they are told (Kafka's fetch does too): the
 # deadline of this call is then the client's, not a fault of the server.
-LONG_POLLS = {"KafkaBroker/Fetch", "KRaftQuorum/Fetch"}
+# Requests a server may hold until something happens; a classic JoinGroup/SyncGroup waits for the
+# group's other members (up to the rebalance timeout, which the request itself may make huge).
+LONG_POLLS = {"KafkaBroker/Fetch", "KRaftQuorum/Fetch", "GroupCoordinator/JoinGroup", "GroupCoordinator/SyncGroup"}
 CALL_TIMEOUT_S = 10.0
 
 # Counts are small (a random valid count would fill the shared cluster with

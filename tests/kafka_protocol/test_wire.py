@@ -108,7 +108,7 @@ FLEXIBLE_FROM = {versions.API_VERSIONS: 3, versions.METADATA: 9, versions.PRODUC
                  versions.DESCRIBE_CONFIGS: 4, versions.INCREMENTAL_ALTER_CONFIGS: 1, versions.DESCRIBE_CLUSTER: 0,
                  versions.OFFSET_FOR_LEADER_EPOCH: 4, versions.ELECT_LEADERS: 2, versions.DELETE_RECORDS: 2,
                  # transactions
-                 versions.FIND_COORDINATOR: 3, versions.ADD_PARTITIONS_TO_TXN: 3, versions.ADD_OFFSETS_TO_TXN: 3,
+                 versions.ADD_PARTITIONS_TO_TXN: 3, versions.ADD_OFFSETS_TO_TXN: 3,
                  versions.END_TXN: 3, versions.DESCRIBE_TRANSACTIONS: 0, versions.LIST_TRANSACTIONS: 0,
                  versions.DESCRIBE_PRODUCERS: 0,
                  # security admin
@@ -117,6 +117,11 @@ FLEXIBLE_FROM = {versions.API_VERSIONS: 3, versions.METADATA: 9, versions.PRODUC
                  versions.DESCRIBE_CLIENT_QUOTAS: 1, versions.ALTER_CLIENT_QUOTAS: 1,
                  }
 FLEXIBLE_FROM[versions.SASL_AUTHENTICATE] = 2   # SaslHandshake has no flexible version
+FLEXIBLE_FROM.update({  # the group APIs (Kafka's message definitions)
+    versions.FIND_COORDINATOR: 3, versions.OFFSET_COMMIT: 8, versions.OFFSET_FETCH: 6, versions.JOIN_GROUP: 6,
+    versions.HEARTBEAT: 4, versions.LEAVE_GROUP: 4, versions.SYNC_GROUP: 4, versions.DESCRIBE_GROUPS: 5,
+    versions.LIST_GROUPS: 3, versions.TXN_OFFSET_COMMIT: 3, versions.DELETE_GROUPS: 2,
+    versions.CONSUMER_GROUP_HEARTBEAT: 0, versions.CONSUMER_GROUP_DESCRIBE: 0})
 
 
 def test_the_table_starts_where_record_batch_v2_does_and_kio_has_every_version():

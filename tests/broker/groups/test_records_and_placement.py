@@ -82,8 +82,8 @@ def test_partitions_of_unknown_topics_are_dropped_and_unknown_types_ignored() ->
     key, value = encode_record(record, IDS)
     decoded = decode_record(key, value, Ids(["orders"]))  # payments was deleted since
     assert decoded[1] == TargetAssignmentMember(frozenset({("orders", 0)}))
-    classic_group_key = struct.pack(">hh1s", 2, 1, b"g")
-    assert decode_record(classic_group_key, b"\x00\x03", IDS) is None
+    share_group_key = struct.pack(">hh1s", 11, 1, b"g")  # a share group's: not this coordinator's
+    assert decode_record(share_group_key, b"\x00\x03", IDS) is None
 
 
 @given(st.binary(max_size=64), st.binary(max_size=64))
