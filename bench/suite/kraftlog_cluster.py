@@ -25,6 +25,7 @@ from client.consumer import Consumer, TopicPartition
 from client.producer import AsyncProducer
 from devcluster.local_cluster import LocalCluster
 from devcluster.local_processes import wait_until
+from kraftlog_server.server_config import KAFKA_PROTOCOL_LISTENERS
 
 from . import REPO_ROOT
 
@@ -41,9 +42,11 @@ def local_yaml_defaults() -> dict[str, Any]:
 
 
 def start_cluster(directory: Path, brokers: int) -> LocalCluster:
-    """3 controllers + 3 brokers (deploy/local.yaml), or 1 + 1; topics rf1 (and rf3 with 3 brokers)."""
+    """3 controllers + 3 brokers (deploy/local.yaml), or 1 + 1; topics rf1 (and rf3 with 3 brokers).
+    Every broker has a second listener, CLIENTS, speaking Kafka's binary protocol (kafka_bootstrap())."""
     cluster = LocalCluster(directory, controllers=3 if brokers == 3 else 1, brokers=brokers,
-                           properties=local_yaml_defaults())
+                           properties={**local_yaml_defaults(), KAFKA_PROTOCOL_LISTENERS: "CLIENTS"},
+                           client_listener="PLAINTEXT")
     try:
         cluster.start()
         cluster.wait_for_brokers(timeout=120)
@@ -60,6 +63,11 @@ def start_cluster(directory: Path, brokers: int) -> LocalCluster:
 
 def bootstrap(cluster: LocalCluster) -> str:
     return cluster.bootstrap
+
+
+def kafka_bootstrap(cluster: LocalCluster) -> str:
+    """The brokers' Kafka-protocol listeners, for Kafka's own clients (librdkafka)."""
+    return cluster.client_bootstrap
 
 
 class _ProducerJob:
