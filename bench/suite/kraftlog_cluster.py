@@ -23,9 +23,8 @@ from bench.bench_results import percentile
 from client.admin import describe_quorum
 from client.consumer import Consumer, TopicPartition
 from client.producer import AsyncProducer
-from devcluster.local_cluster import LocalCluster
+from devcluster.local_cluster import KAFKA_CLIENTS_PROPERTIES, LocalCluster
 from devcluster.local_processes import wait_until
-from kraftlog_server.server_config import KAFKA_PROTOCOL_LISTENERS
 
 from . import REPO_ROOT
 
@@ -45,7 +44,7 @@ def start_cluster(directory: Path, brokers: int) -> LocalCluster:
     """3 controllers + 3 brokers (deploy/local.yaml), or 1 + 1; topics rf1 (and rf3 with 3 brokers).
     Every broker has a second listener, CLIENTS, speaking Kafka's binary protocol (kafka_bootstrap())."""
     cluster = LocalCluster(directory, controllers=3 if brokers == 3 else 1, brokers=brokers,
-                           properties={**local_yaml_defaults(), KAFKA_PROTOCOL_LISTENERS: "CLIENTS"},
+                           properties={**local_yaml_defaults(), **KAFKA_CLIENTS_PROPERTIES},
                            client_listener="PLAINTEXT")
     try:
         cluster.start()
