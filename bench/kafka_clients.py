@@ -6,6 +6,7 @@ bench/suite/kraftlog_cluster.py for the gRPC client's):
 
     grpc-rf1     kraftlog's producer, RF1 acks=1
     rdkafka-rf1  confluent-kafka's Producer, RF1 acks=1
+    rdkafka-rf1-batch  the same with produce_batch(), 10,000 records a call, one partition each
     grpc-rf3     kraftlog's producer, RF3 acks=all, idempotent
     rdkafka-rf3  confluent-kafka's Producer, RF3 acks=all, idempotent
     consume-rf1  confluent-kafka's Consumer, everything in rf1, assigned
@@ -46,6 +47,8 @@ RUNS: dict[str, Callable[[LocalCluster, int], Any]] = {
     "grpc-rf1": lambda c, n: kl.ProduceJob(kl.bootstrap(c), "rf1", n, RECORD_BYTES, "1", False, SECONDS),
     "rdkafka-rf1": lambda c, n: librdkafka.RdProduceJob(kl.kafka_bootstrap(c), "rf1", n, RECORD_BYTES, "1", False,
                                                         SECONDS),
+    "rdkafka-rf1-batch": lambda c, n: librdkafka.RdProduceJob(kl.kafka_bootstrap(c), "rf1", n, RECORD_BYTES, "1",
+                                                              False, SECONDS, batch_api=True),
     "grpc-rf3": lambda c, n: kl.ProduceJob(kl.bootstrap(c), "rf3", n, RECORD_BYTES, "all", True, SECONDS),
     "rdkafka-rf3": lambda c, n: librdkafka.RdProduceJob(kl.kafka_bootstrap(c), "rf3", n, RECORD_BYTES, "all", True,
                                                         SECONDS),
