@@ -54,7 +54,8 @@ RUNS: dict[str, Callable[[LocalCluster, int], Any]] = {
                                                         SECONDS),
     "consume-rf1": lambda c, n: librdkafka.RdConsumeJob(kl.kafka_bootstrap(c), "rf1", kl.PARTITIONS, SECONDS),
     "consume-rf3": lambda c, n: librdkafka.RdConsumeJob(kl.kafka_bootstrap(c), "rf3", kl.PARTITIONS, SECONDS),
-    "grpc-consume": lambda c, n: kl.ConsumeJob(kl.bootstrap(c), "rf3", 1 << 62, SECONDS),
+    "grpc-consume": lambda c, n: kl.ConsumeJob(kl.bootstrap(c), "rf3", librdkafka.count_records(
+        kl.kafka_bootstrap(c), "rf3", kl.PARTITIONS), SECONDS),
 }
 DEFAULT_RUNS = "grpc-rf1,rdkafka-rf1,grpc-rf3,rdkafka-rf3,consume-rf1,consume-rf3"
 

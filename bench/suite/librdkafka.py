@@ -139,8 +139,7 @@ class RdConsumeJob:
         # group.id: confluent-kafka refuses a consumer without one, though assign() uses no group.
         self._consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "bench-librdkafka",
                                    **CONSUMER_SETTINGS})
-        self._expected = sum(self._consumer.get_watermark_offsets(TopicPartition(self.topic, p), timeout=30)[1]
-                             for p in range(self.partitions))
+        self._expected = topic_records(self._consumer, self.topic, self.partitions)
         # Fetching under way (connections, leaders, the first answer) before the clock starts; then
         # every partition back to offset 0, which drops what was fetched meanwhile.
         assignment = [TopicPartition(self.topic, p, 0) for p in range(self.partitions)]
@@ -166,3 +165,23 @@ class RdConsumeJob:
     async def close(self) -> None:
         if hasattr(self, "_consumer"):
             self._consumer.close()
+
+
+def topic_records(consumer: Any, topic: str, partitions: int) -> int:
+    """The records in `topic` now (log end minus log start, summed), asked of its leaders by
+    `consumer` (a confluent-kafka Consumer)."""
+    from confluent_kafka import TopicPartition
+
+    marks = [consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30) for p in range(partitions)]
+    return sum(high - low for low, high in marks)
+
+
+def count_records(bootstrap: str, topic: str, partitions: int) -> int:
+    """topic_records() with a consumer of its own."""
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-librdkafka"})
+    try:
+        return topic_records(consumer, topic, partitions)
+    finally:
+        consumer.close()
