@@ -9,7 +9,7 @@ kafka`). Only the calls are adapted; what librdkafka does underneath
   calls delivery reports only from poll(): a thread of the producer's own
   polls, so that a report is recorded when it arrives and not when the
   workload next sends.
-- `KafkaConsumer` is assign()-based (no group protocol): poll() is a batch
+- `KafkaConsumer` is assign()-based (no group membership): poll() is a batch
   of consume(), and position() is the offset after the last record polled
   (from the log start on seek_to_beginning), which is what the final read
   compares with the end offsets; an error event librdkafka recovers from

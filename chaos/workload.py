@@ -17,8 +17,8 @@ operation into the history (chaos/queue_checks.py documents the ops).
   log start to its end with a fresh consumer.
 - The clients are kraftlog's own over gRPC, or (`Clients` KAFKA, `chaos run
   --client kafka`) librdkafka over the brokers' Kafka-protocol listener
-  (chaos/kafka_clients.py); with no group protocol there, its consumers are
-  all assigned ones.
+  (chaos/kafka_clients.py), which adapts assign()-based reading only: its
+  consumers are all assigned ones.
 
 Everything is bounded: the run's deadline stops the loops; every client is
 closed at the end.

@@ -16,7 +16,8 @@ from kafka_protocol.errors import Errors
 from kafka_protocol.fetch_framing import decode_fetch_response
 from kafka_protocol.wire.codec import EncodedResponse, response_type
 from kafka_protocol.wire.entities import build, millis
-from kafka_protocol.wire.fetch_response import FetchedPartitionAnswer, encode_fetch_body
+from kafka_protocol.wire.fetch_response import (FIRST_VERSION, LAST_VERSION, FetchedPartitionAnswer,
+                                                 encode_fetch_body)
 
 from .context import KafkaCallContext
 
@@ -42,8 +43,26 @@ async def serve(services: Any, request: Any, context: KafkaCallContext) -> Any:
     committed = isolation == READ_COMMITTED
     topics = [(t.topic, [partition_answer(p, committed) for p in t.partitions]) for t in answer.responses]
     kind = response_type(request)
-    return EncodedResponse(kind, encode_fetch_body(kind.__version__, answer.throttle_time_ms, answer.error_code, 0,
-                                                   topics))
+    if FIRST_VERSION <= kind.__version__ <= LAST_VERSION:
+        return EncodedResponse(kind, encode_fetch_body(kind.__version__, answer.throttle_time_ms, answer.error_code,
+                                                       0, topics))
+    return kio_answer(kind, answer.throttle_time_ms, answer.error_code, topics)
+
+
+def kio_answer(kind: type, throttle_ms: int, error_code: int,
+               topics: list[tuple[str, list[FetchedPartitionAnswer]]]) -> Any:
+    """The same answer as a kio message (kio's writer frames it): for a version the hand
+    framing does not know, and what tests/kafka_protocol/test_fetch_response.py holds it to."""
+    return build(kind, {"throttle_time": throttle_ms, "error_code": error_code, "session_id": 0, "responses": [
+        {"topic": name, "partitions": [
+            {"partition_index": p.partition_index, "error_code": p.error_code, "high_watermark": p.high_watermark,
+             "last_stable_offset": p.last_stable_offset, "log_start_offset": p.log_start_offset,
+             "aborted_transactions": (None if p.aborted_transactions is None else
+                                      [{"producer_id": a, "first_offset": b} for a, b in p.aborted_transactions]),
+             "preferred_read_replica": p.preferred_read_replica, "records": p.records,
+             **({"current_leader": {"leader_id": p.current_leader[0], "leader_epoch": p.current_leader[1]}}
+                if p.current_leader is not None else {})}
+            for p in partitions]} for name, partitions in topics]})
 
 
 def partition_answer(p: Any, committed: bool) -> FetchedPartitionAnswer:

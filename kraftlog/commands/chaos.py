@@ -86,10 +86,10 @@ def run_command(
         typer.echo(f"kraftlog: error: --client must be one of {', '.join(CLIENTS)}", err=True)
         raise typer.Exit(2)
     if client != "grpc" and secure:
-        typer.echo("kraftlog: error: --client kafka runs on a plaintext cluster (no SASL on the Kafka listener yet)",
-                   err=True)
+        typer.echo("kraftlog: error: --client kafka runs on a plaintext cluster (its SCRAM user is not wired "
+                   "into the librdkafka clients yet)", err=True)
         raise typer.Exit(2)
-    if client != "grpc" and scenario == "all":  # no transactional APIs on the Kafka listener yet
+    if client != "grpc" and scenario == "all":  # its workload is kraftlog's transactional client
         scenarios.remove(TRANSACTIONS)
     elif client != "grpc" and scenario == TRANSACTIONS:
         typer.echo(f"kraftlog: error: --client kafka is not available for the {TRANSACTIONS} scenario yet", err=True)

@@ -66,7 +66,7 @@ def test_leader_kills_lose_nothing_acknowledged_to_librdkafka(tmp_path) -> None:
     assert not any(n for kind, n in summary["anomalies"].items() if kind != "lost-unacked-ok"), summary["anomalies"]
     clients = {line["value"].get("consumer") for line in read_history(folder / "history.jsonl")
                if line["f"] == "poll" and line["type"] == "invoke"}
-    assert clients == {"assigned-0"}  # no group consumers: the listener has no group protocol yet
+    assert clients == {"assigned-0"}  # no group consumers: chaos/kafka_clients.py adapts assign() only
 
 
 def test_transactions_show_no_anomaly(tmp_path) -> None:
@@ -128,7 +128,8 @@ def test_unclean_election_costs_acknowledged_writes_only_when_enabled(tmp_path, 
                                      ["--client", "kafka", "--scenario", "transactions"]],
                          ids=["unknown-client", "kafka-secured", "kafka-transactions"])
 def test_a_client_that_cannot_run_is_refused_before_any_cluster(tmp_path, options) -> None:
-    """No SASL and no transactional APIs on the Kafka listener yet: refused with the reason, exit 2."""
+    """The secured run's SCRAM user and the transactional workload are not wired into librdkafka yet:
+    refused with the reason, exit 2."""
     scenario = [] if "--scenario" in options else ["--scenario", "kill-leaders"]
     done = subprocess.run([sys.executable, "-m", "kraftlog", "chaos", "run", *scenario, *options,
                            "--results", str(tmp_path)], capture_output=True, text=True, timeout=120)

@@ -1,14 +1,15 @@
 """The hand-framed Fetch response (kafka_protocol/wire/fetch_response.py)
-against kio's encoder: for arbitrary answers, every served version's frame
-is the same bytes kio writes for the same answer, and kio's own reader reads
-it back to the values put in (records byte for byte)."""
+against kio's encoder (broker/kafka_api/fetch.py's kio_answer): for
+arbitrary answers, every served version's frame is the same bytes kio
+writes for the same answer, and kio's own reader reads it back to the
+values put in (records byte for byte)."""
 from __future__ import annotations
 
 from hypothesis import HealthCheck, example, given, settings, strategies as st
 from kio.index import load_response_schema
 
+from broker.kafka_api.fetch import kio_answer
 from kafka_protocol.wire import codec, fetch_response, versions
-from kafka_protocol.wire.entities import build
 from kafka_protocol.wire.fetch_response import FetchedPartitionAnswer, encode_fetch_body
 
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -27,19 +28,9 @@ TOPICS = st.lists(st.tuples(st.text(max_size=20), st.lists(PARTITIONS, max_size=
 
 
 def kio_frame(version: int, throttle: int, error_code: int, topics) -> bytes:
-    """The same answer through kio: build() and its writer (the codec's own path)."""
-    response = build(load_response_schema(versions.FETCH, version), {
-        "throttle_time": throttle, "error_code": error_code, "session_id": 0,
-        "responses": [{"topic": name, "partitions": [
-            {"partition_index": p.partition_index, "error_code": p.error_code, "high_watermark": p.high_watermark,
-             "last_stable_offset": p.last_stable_offset, "log_start_offset": p.log_start_offset,
-             "aborted_transactions": (None if p.aborted_transactions is None else
-                                      [{"producer_id": a, "first_offset": b} for a, b in p.aborted_transactions]),
-             "preferred_read_replica": p.preferred_read_replica, "records": p.records,
-             **({"current_leader": {"leader_id": p.current_leader[0], "leader_epoch": p.current_leader[1]}}
-                if p.current_leader is not None else {})}
-            for p in partitions]} for name, partitions in topics]})
-    return codec.encode_response(7, response)
+    """The same answer through kio's writer (the adapter's answer for a version not framed by hand)."""
+    return codec.encode_response(7, kio_answer(load_response_schema(versions.FETCH, version), throttle, error_code,
+                                               topics))
 
 
 def fast_frame(version: int, throttle: int, error_code: int, topics) -> bytes:
