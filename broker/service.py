@@ -102,13 +102,16 @@ class KafkaBrokerService:
             await context.abort(grpc.StatusCode.UNAVAILABLE,
                                 f"broker {self.replicas.broker_id} is starting: not caught up with the metadata log")
 
-    def _throttle(self, manager: ClientQuotaManager, size: int, context: grpc.aio.ServicerContext) -> int:
-        """Record `size` bytes for the calling client; the throttle time its
-        quota asks for (0 when within it), for which its connection is muted."""
+    def _throttle(self, manager: ClientQuotaManager, size: Callable[[], int],
+                  context: grpc.aio.ServicerContext) -> int:
+        """Record `size()` bytes for the calling client; the throttle time its
+        quota asks for (0 when within it), for which its connection is muted.
+        The size is asked for only under a quota: a Produce request's ByteSize()
+        encodes it whole, batches included."""
         quotas = self.replicas.image.client_quotas
         if not quotas:
             return 0  # no quota set anywhere: nothing to measure
-        throttle_ms = record_and_mute(self.quotas, manager, quotas, context, size)
+        throttle_ms = record_and_mute(self.quotas, manager, quotas, context, size())
         note_answer_throttle(throttle_ms)  # the request quota around this call answers the larger one
         return throttle_ms
 
@@ -124,7 +127,7 @@ class KafkaBrokerService:
             allowed, refused = acl.split_topics(request, acl.PRODUCE, denied)
             response = await handle_produce(self.replicas, allowed) if allowed.topics else bpb.ProduceResponse()
             response.MergeFrom(refused)
-        response.throttle_time_ms = self._throttle(self.quotas.produce, request.ByteSize(), context)
+        response.throttle_time_ms = self._throttle(self.quotas.produce, request.ByteSize, context)
         return response
 
     async def Fetch(self, request: bpb.FetchRequest, context: grpc.aio.ServicerContext) -> bytes:
@@ -144,7 +147,7 @@ class KafkaBrokerService:
             # fields of concatenated encodings append, so the refusals go after it.
             answer = (await handle_fetch(self.replicas, allowed) if allowed.topics else b"") + refused.SerializeToString()
         # The same holds for the throttle time: its field appended sets it.
-        return answer + throttle_time_field(self._throttle(self.quotas.fetch, len(answer), context))
+        return answer + throttle_time_field(self._throttle(self.quotas.fetch, answer.__len__, context))
 
     async def ListOffsets(self, request: bpb.ListOffsetsRequest,
                           context: grpc.aio.ServicerContext) -> bpb.ListOffsetsResponse:

@@ -13,6 +13,10 @@
 5. With `secure`: the cluster of devcluster/secured.py (mTLS between
    nodes, a SASL_SSL client listener, ACLs), and every workload client
    logs in as the SCRAM user of chaos/secure.py, held to its ACLs.
+   With `client="kafka"`: every broker has a second listener, CLIENTS,
+   speaking Kafka's binary protocol, and the queue workload's producers
+   and readers are librdkafka's (confluent-kafka) through it
+   (chaos/kafka_clients.py); the topic workload stays on gRPC (admin).
 6. The results directory: history.jsonl, schedule.json, summary.json,
    anomalies.json, and per checker model (log: each partition's log;
    offsets: the group's committed offsets; metadata: topic creates, deletes
@@ -41,7 +45,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
 from client.admin import describe_quorum
-from devcluster.local_cluster import LocalCluster
+from devcluster.local_cluster import KAFKA_CLIENTS_PROPERTIES, LocalCluster
 from devcluster.local_processes import wait_until
 from devcluster.secured import CLIENT_LISTENER, secured_properties
 
@@ -52,7 +56,7 @@ from .metadata_workload import MetadataWorkload
 from .queue_checks import analyze, model_history, summarize, to_log_model
 from .secure import add_workload_user
 from .testbed import NetworkTestbed, probe
-from .workload import QueueWorkload, group_of, leader_of
+from .workload import CLIENTS, QueueWorkload, group_of, leader_of
 
 log = logging.getLogger(__name__)
 
@@ -84,6 +88,7 @@ class RunSettings:
     unclean: bool = False  # only for the unclean-election scenario
     network: bool = True  # use the namespace testbed where the machine allows
     secure: bool = False  # TLS + mTLS between nodes, SASL_SSL/SCRAM clients, ACLs
+    client: str = "grpc"  # the queue workload's clients: "grpc" (kraftlog's) or "kafka" (librdkafka)
 
 
 @dataclass
@@ -100,6 +105,11 @@ class RunResult:
 def run(settings: RunSettings) -> RunResult:
     if settings.scenario not in ALL_SCENARIOS:
         raise ValueError(f"unknown scenario {settings.scenario!r}; known: {', '.join(ALL_SCENARIOS)}")
+    if settings.client not in CLIENTS:
+        raise ValueError(f"unknown client {settings.client!r}; known: {', '.join(CLIENTS)}")
+    kafka = settings.client == "kafka"
+    if kafka and (settings.secure or settings.scenario == TRANSACTIONS):
+        raise ValueError("--client kafka runs on a plaintext cluster, without the transactions scenario")
     if settings.scenario == TRANSACTIONS:
         from .txn_run import run_transactions  # its own workload and checks; it uses this module's helpers
         return run_transactions(settings)
@@ -125,11 +135,14 @@ def run(settings: RunSettings) -> RunResult:
             properties["unclean.leader.election.enable"] = str(settings.unclean).lower()
         if settings.secure:
             properties.update(secured_properties(node_ids))
+        if kafka:
+            properties.update(KAFKA_CLIENTS_PROPERTIES)
         cluster = LocalCluster(
             workdir, properties=properties,
             hosts={n: testbed.address(n) for n in node_ids} if testbed else None,
             command_prefix=testbed.exec_prefix if testbed else (lambda node_id: ()),
-            tls=settings.secure, client_listener=CLIENT_LISTENER if settings.secure else None)
+            tls=settings.secure,
+            client_listener=CLIENT_LISTENER if settings.secure else "PLAINTEXT" if kafka else None)
         cluster.start()
         cluster.wait_for_brokers(timeout=RECOVERY_TIMEOUT_S)
         min_isr = 1 if settings.scenario == UNCLEAN else 2
@@ -137,8 +150,11 @@ def run(settings: RunSettings) -> RunResult:
         cluster.wait_for_leaders(TOPIC, timeout=RECOVERY_TIMEOUT_S)
         user = add_workload_user(cluster, TOPIC, group_of(TOPIC)) if settings.secure else None
         bootstrap = cluster.client_bootstrap if user else cluster.bootstrap
-        workload = QueueWorkload(history, bootstrap, TOPIC, PARTITIONS,
-                                 client_security=user.client_config() if user else {})
+        clients = CLIENTS[settings.client]()
+        workload = QueueWorkload(history, cluster.client_bootstrap if kafka else bootstrap, TOPIC, PARTITIONS,
+                                 client_security=user.client_config() if user else {}, clients=clients)
+        if not clients.groups:
+            notes.append(f"{clients.name} clients: no group consumers (every reader is assigned)")
         nemesis = Nemesis(cluster, node_ids, list(cluster.brokers), history, testbed,
                           partition_leader=lambda: leader_of(cluster.metadata(topics=[TOPIC]), TOPIC),
                           active_controller=lambda: _active_controller(cluster))
@@ -173,7 +189,7 @@ def run(settings: RunSettings) -> RunResult:
     summary = _check(results, history.faults,
                      notes + (workload.errors if workload else []) + (topics.errors if topics else []))
     summary.update(scenario=settings.scenario, seed=settings.seed, time_limit_s=settings.time_limit_s,
-                   testbed=use_testbed, unclean=settings.unclean, secure=settings.secure)
+                   testbed=use_testbed, unclean=settings.unclean, secure=settings.secure, client=settings.client)
     (results / "summary.json").write_text(json.dumps(summary, indent=1))
     return RunResult(settings, summary)
 

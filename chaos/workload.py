@@ -15,6 +15,10 @@ operation into the history (chaos/queue_checks.py documents the ops).
   them out).
 - After the faults are healed, `final_read()` reads every partition from its
   log start to its end with a fresh consumer.
+- The clients are kraftlog's own over gRPC, or (`Clients` KAFKA, `chaos run
+  --client kafka`) librdkafka over the brokers' Kafka-protocol listener
+  (chaos/kafka_clients.py), which adapts assign()-based reading only: its
+  consumers are all assigned ones.
 
 Everything is bounded: the run's deadline stops the loops; every client is
 closed at the end.
@@ -25,7 +29,7 @@ import itertools
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any, Callable, Optional
 
 from client.consumer import Consumer
 from client.consumer_types import TopicPartition
@@ -34,6 +38,26 @@ from client.producer import Producer
 from .history import FAIL, INFO, OK, HistoryRecorder
 
 POLL_TIMEOUT_S = 0.5
+
+
+@dataclass(frozen=True)
+class Clients:
+    """The client library a workload drives: producer(config) and consumer(config)
+    with kraftlog's Producer and Consumer calls, Kafka-named settings."""
+    name: str
+    producer: Callable[[dict[str, Any]], Any]
+    consumer: Callable[[dict[str, Any]], Any]
+    groups: bool  # its consumers can join a consumer group
+
+
+def kafka_clients() -> Clients:
+    """librdkafka (confluent-kafka) through the Kafka-protocol listener; imported only when asked for."""
+    from .kafka_clients import KafkaConsumer, KafkaProducer
+    return Clients("kafka", KafkaProducer, KafkaConsumer, groups=False)
+
+
+GRPC_CLIENTS = Clients("grpc", Producer, Consumer, groups=True)
+CLIENTS: dict[str, Callable[[], Clients]] = {"grpc": lambda: GRPC_CLIENTS, "kafka": kafka_clients}
 FINAL_READ_TIMEOUT_S = 120.0
 
 
@@ -79,6 +103,7 @@ class QueueWorkload(WorkloadThreads):
     producer_config: dict[str, Any] = field(default_factory=dict)
     # Every client's security settings (security.protocol, sasl.*, ssl.*): a secured run's user.
     client_security: dict[str, Any] = field(default_factory=dict)
+    clients: Clients = GRPC_CLIENTS
     _stop: threading.Event = field(default_factory=threading.Event, init=False)
     _threads: list[threading.Thread] = field(default_factory=list, init=False)
     _processes: "itertools.count[int]" = field(default_factory=itertools.count, init=False)
@@ -98,7 +123,7 @@ class QueueWorkload(WorkloadThreads):
             self._spawn(f"producer-{i}", self._produce, i)
         for i in range(self.assigned_consumers):
             self._spawn(f"assigned-{i}", self._consume, f"assigned-{i}", False)
-        for i in range(self.group_consumers):
+        for i in range(self.group_consumers if self.clients.groups else 0):
             self._spawn(f"group-{i}", self._consume, f"group-{i}", True)
 
 
@@ -108,7 +133,7 @@ class QueueWorkload(WorkloadThreads):
                   "client.id": f"chaos-producer-{index}", **self.producer_config}
         slots = threading.BoundedSemaphore(self.in_flight_per_producer)
         interval = 1.0 / self.rate_per_producer
-        producer = Producer(config)
+        producer = self.clients.producer(config)
         try:
             for n in itertools.count():
                 if self._stop.is_set():
@@ -141,7 +166,7 @@ class QueueWorkload(WorkloadThreads):
                   "auto.offset.reset": "earliest", "enable.auto.commit": False}
         if in_group:
             config["group.id"] = self.group
-        consumer = Consumer(config)
+        consumer = self.clients.consumer(config)
         process = self._process()
         mode = "subscribe" if in_group else "assign"
         polls = 0
@@ -216,7 +241,7 @@ class QueueWorkload(WorkloadThreads):
     # -- after healing ------------------------------------------------------------------------
     def final_read(self, timeout: float = FINAL_READ_TIMEOUT_S) -> dict[int, int]:
         """Read every partition whole; the record count per partition."""
-        consumer = Consumer({**self.client_security, "bootstrap.servers": self.bootstrap,
+        consumer = self.clients.consumer({**self.client_security, "bootstrap.servers": self.bootstrap,
                              "client.id": "chaos-final-read",
                              "auto.offset.reset": "earliest", "enable.auto.commit": False})
         process = self._process()

@@ -28,13 +28,15 @@ from kafka_protocol.fetch_framing import broker_stub
 
 from . import launcher
 from .local_processes import LocalProcesses, free_ports, wait_until
-from kraftlog_server.server_config import METRICS_LISTENER
+from kraftlog_server.server_config import KAFKA_PROTOCOL_LISTENERS, METRICS_LISTENER
 
 CLUSTER_ID = "TG9jYWxDbHVzdGVyVGVzdA"
 RETRIABLE_ADMIN_ERRORS = (Errors.NOT_CONTROLLER, Errors.REQUEST_TIMED_OUT)
 # Kafka's customary ports, for nodes with an address of their own (hosts=)
 BROKER_PORT, CONTROLLER_PORT, METRICS_PORT = 9092, 9093, 9100
 CLIENTS_PORT = 9094  # the CLIENTS listener's, on a node with an address of its own
+# With client_listener="PLAINTEXT": the CLIENTS listener speaks Kafka's binary protocol (Kafka's own clients).
+KAFKA_CLIENTS_PROPERTIES = {KAFKA_PROTOCOL_LISTENERS: "CLIENTS"}
 
 
 class LocalCluster(LocalProcesses):

@@ -23,7 +23,7 @@ from bench.bench_results import percentile
 from client.admin import describe_quorum
 from client.consumer import Consumer, TopicPartition
 from client.producer import AsyncProducer
-from devcluster.local_cluster import LocalCluster
+from devcluster.local_cluster import KAFKA_CLIENTS_PROPERTIES, LocalCluster
 from devcluster.local_processes import wait_until
 
 from . import REPO_ROOT
@@ -41,9 +41,11 @@ def local_yaml_defaults() -> dict[str, Any]:
 
 
 def start_cluster(directory: Path, brokers: int) -> LocalCluster:
-    """3 controllers + 3 brokers (deploy/local.yaml), or 1 + 1; topics rf1 (and rf3 with 3 brokers)."""
+    """3 controllers + 3 brokers (deploy/local.yaml), or 1 + 1; topics rf1 (and rf3 with 3 brokers).
+    Every broker has a second listener, CLIENTS, speaking Kafka's binary protocol (kafka_bootstrap())."""
     cluster = LocalCluster(directory, controllers=3 if brokers == 3 else 1, brokers=brokers,
-                           properties=local_yaml_defaults())
+                           properties={**local_yaml_defaults(), **KAFKA_CLIENTS_PROPERTIES},
+                           client_listener="PLAINTEXT")
     try:
         cluster.start()
         cluster.wait_for_brokers(timeout=120)
@@ -60,6 +62,11 @@ def start_cluster(directory: Path, brokers: int) -> LocalCluster:
 
 def bootstrap(cluster: LocalCluster) -> str:
     return cluster.bootstrap
+
+
+def kafka_bootstrap(cluster: LocalCluster) -> str:
+    """The brokers' Kafka-protocol listeners, for Kafka's own clients (librdkafka)."""
+    return cluster.client_bootstrap
 
 
 class _ProducerJob:

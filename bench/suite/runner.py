@@ -20,7 +20,7 @@ from typing import Any, Callable, Optional
 from bench.bench_results import save_results
 
 from . import kraftlog_cluster as kl
-from . import limits, nats_jetstream, redis_streams
+from . import librdkafka, limits, nats_jetstream, redis_streams
 from .measure import Recorder
 from .parallel import run_jobs
 from .processes import PeerProcesses
@@ -36,6 +36,7 @@ LATENCY_LOAD = 0.2  # of the measured RF3 acks=all maximum
 class Sizes:
     records: int  # per produce run with 100-byte values (split over the processes)
     records_1k: int  # per produce run with 1 KiB values
+    records_librdkafka: int  # per librdkafka produce run (100-byte values): a C client goes faster
     repetitions: int
     run_seconds: float  # a run stops there, counting what it moved
     latency_seconds: float
@@ -45,9 +46,9 @@ class Sizes:
     grpc_bytes: int
 
 
-FULL = Sizes(records=1_000_000, records_1k=250_000, repetitions=3, run_seconds=300, latency_seconds=15,
+FULL = Sizes(records=1_000_000, records_1k=250_000, records_librdkafka=3_000_000, repetitions=3, run_seconds=300, latency_seconds=15,
              failover_trials=3, dd_mb=512, iperf3_seconds=5, grpc_bytes=1 << 30)
-QUICK = Sizes(records=4_000, records_1k=1_000, repetitions=1, run_seconds=30, latency_seconds=2,
+QUICK = Sizes(records=4_000, records_1k=1_000, records_librdkafka=4_000, repetitions=1, run_seconds=30, latency_seconds=2,
               failover_trials=1, dd_mb=16, iperf3_seconds=1, grpc_bytes=16 << 20)
 VALUE_BYTES, VALUE_1K = 100, 1024
 
@@ -55,7 +56,7 @@ VALUE_BYTES, VALUE_1K = 100, 1024
 def sizes_for(quick: bool, records: Optional[int]) -> Sizes:
     sizes = QUICK if quick else FULL
     if records is not None:
-        sizes = replace(sizes, records=records, records_1k=max(1, records // 4))
+        sizes = replace(sizes, records=records, records_1k=max(1, records // 4), records_librdkafka=3 * records)
     return sizes
 
 
@@ -160,7 +161,7 @@ class Suite:
             jobs = [kl.ProduceJob(bootstrap, topic, records // producers, value_bytes, acks, idempotence,
                                   s.run_seconds) for _ in range(producers)]
             done = run_jobs(jobs, s.run_seconds, list(servers[bootstrap].pids.values()))
-            rate = self.throughput(f"kraftlog.produce.{key}", label, "kraftlog", done, value_bytes)
+            rate = self.throughput(f"kraftlog.produce.{key}", label, "kraftlog", done, value_bytes, split=True)
             if done["records"] < records:
                 self.recorder.note(f"kraftlog.produce.{key}", f"a run delivered {done['records']:,} of "
                                    f"{records:,} records within {s.run_seconds:g}s")
@@ -181,12 +182,12 @@ class Suite:
             done = run_jobs([kl.ConsumeJob(main, "rf3", s.records, s.run_seconds)], s.run_seconds,
                             list(cluster.pids.values()))
             self.throughput("kraftlog.consume.decoded", "kraftlog consumer, decoded records", "kraftlog", done,
-                            VALUE_BYTES)
+                            VALUE_BYTES, split=True)
             add("kraftlog.fetch.raw", "kraftlog raw Fetch (batches undecoded)", "MB/s", "kraftlog",
                 kl.raw_fetch_mb_per_s(cluster, "rf3"))
 
         label = "kraftlog RF1 acks=1"
-        return [
+        return [*self._librdkafka_steps(cluster), 
             ("kraftlog RF1 acks=1, 1 producer", lambda: produce(
                 "rf1_acks1.1p", f"{label}, 1 producer", main, "rf1", "1", False, 1, VALUE_BYTES, s.records)),
             (f"kraftlog RF1 acks=1, {PRODUCERS} producers", lambda: produce(
@@ -203,6 +204,42 @@ class Suite:
                 "rf3_all_idem.4p", f"kraftlog RF3 acks=all idempotent, {PRODUCERS} producers", main, "rf3", "all",
                 True, PRODUCERS, VALUE_BYTES, s.records)),
             ("kraftlog consume + raw fetch", consume),
+        ]
+
+    def _librdkafka_steps(self, cluster: Any) -> list[tuple[str, Callable[[], None]]]:
+        """confluent-kafka (librdkafka) through the brokers' Kafka listener, beside the gRPC client's runs:
+        produce RF1 acks=1 and RF3 acks=all, then everything in rf1 and rf3 read back."""
+        s, bootstrap, servers = self.sizes, kl.kafka_bootstrap(cluster), list(cluster.pids.values())
+
+        def produce(key: str, label: str, topic: str, acks: str, idempotence: bool) -> None:
+            job = librdkafka.RdProduceJob(bootstrap, topic, s.records_librdkafka, VALUE_BYTES, acks, idempotence,
+                                          s.run_seconds)
+            done = run_jobs([job], s.run_seconds, servers)
+            self.throughput(f"kraftlog.produce.librdkafka.{key}", label, "kraftlog", done, VALUE_BYTES, split=True)
+            [worker] = done["workers"]
+            if worker["errors"] or worker["undelivered"]:
+                self.recorder.note(f"kraftlog.produce.librdkafka.{key}", f"{worker['errors']:,} failed, "
+                                   f"{worker['undelivered']:,} undelivered")
+
+        def consume(topic: str) -> None:
+            done = run_jobs([librdkafka.RdConsumeJob(bootstrap, topic, kl.PARTITIONS, s.run_seconds)], s.run_seconds,
+                            servers)
+            key = f"kraftlog.consume.librdkafka.{topic}"
+            self.throughput(key, f"librdkafka consumer (confluent-kafka), {topic.upper()}, assigned, 1 process",
+                            "kraftlog", done, VALUE_BYTES, split=True)
+            [worker] = done["workers"]
+            if worker["records"] < worker["expected"]:
+                self.recorder.note(key, f"read {worker['records']:,} of {worker['expected']:,} records within "
+                                        f"{s.run_seconds:g}s")
+
+        return [
+            ("librdkafka RF1 acks=1", lambda: produce(
+                "rf1_acks1", "librdkafka producer (confluent-kafka), RF1 acks=1, 1 process", "rf1", "1", False)),
+            ("librdkafka RF3 acks=all", lambda: produce(
+                "rf3_all_idem", "librdkafka producer (confluent-kafka), RF3 acks=all idempotent, 1 process", "rf3",
+                "all", True)),
+            ("librdkafka consume RF1", lambda: consume("rf1")),
+            ("librdkafka consume RF3", lambda: consume("rf3")),
         ]
 
     def failover_steps(self) -> list[tuple[str, Callable[[], None]]]:
@@ -225,12 +262,20 @@ class Suite:
 
         return [("kraftlog partition failover", partition), ("kraftlog controller failover", controller)]
 
-    def throughput(self, key: str, label: str, group: str, done: dict[str, Any], value_bytes: int) -> float:
-        """A run's records/s, and its CPU per record (client and servers): steadier on a shared machine."""
+    def throughput(self, key: str, label: str, group: str, done: dict[str, Any], value_bytes: int,
+                   split: bool = False) -> float:
+        """A run's records/s, and its CPU per record (client and servers): steadier on a shared machine.
+        `split`: the client processes' and the servers' CPU per record apart too (a C client's own cost
+        is not kraftlog's)."""
         self.recorder.add(key, label, "records/s", group, done["records_per_s"], value_bytes)
         if done["records"]:
             self.recorder.add(f"{key}.cpu", f"{label}: CPU per record, client + servers", CPU_UNIT, group,
                               (done["client_cpu_s"] + done["server_cpu_s"]) / done["records"] * 1e6)
+            if split:
+                for who, whose, seconds in (("client", "client processes'", done["client_cpu_s"]),
+                                            ("servers", "servers'", done["server_cpu_s"])):
+                    self.recorder.add(f"{key}.cpu_{who}", f"{label}: {whose} CPU per record", CPU_UNIT, group,
+                                      seconds / done["records"] * 1e6)
         return done["records_per_s"]
 
     @staticmethod

@@ -1,7 +1,8 @@
 """Fetch (v4-v12) through KafkaBrokerService.Fetch. The service answers with
 its protobuf encoding, record batches spliced in; they are taken out as
 views of it (kafka_protocol/fetch_framing.py) and written into the Kafka
-answer without being parsed.
+answer without being parsed or copied until the frame is joined: the answer
+is framed by hand (kafka_protocol/wire/fetch_response.py), not by kio.
 
 Fetch sessions (KIP-227) are not kept: every answer has session_id 0, which
 tells the client to send full fetches; a request naming a session gets
@@ -13,8 +14,10 @@ from typing import Any
 from kraftlog_api import broker_pb2 as bpb
 from kafka_protocol.errors import Errors
 from kafka_protocol.fetch_framing import decode_fetch_response
-from kafka_protocol.wire.codec import response_type
+from kafka_protocol.wire.codec import EncodedResponse, response_type
 from kafka_protocol.wire.entities import build, millis
+from kafka_protocol.wire.fetch_response import (FIRST_VERSION, LAST_VERSION, FetchedPartitionAnswer,
+                                                 encode_fetch_body)
 
 from .context import KafkaCallContext
 
@@ -38,16 +41,36 @@ async def serve(services: Any, request: Any, context: KafkaCallContext) -> Any:
             for p in t.partitions]) for t in request.topics]), context)
     answer = decode_fetch_response(raw)
     committed = isolation == READ_COMMITTED
-    return build(response_type(request), {
-        "throttle_time": answer.throttle_time_ms, "error_code": answer.error_code, "session_id": 0,
-        "responses": [{"topic": t.topic, "partitions": [
+    topics = [(t.topic, [partition_answer(p, committed) for p in t.partitions]) for t in answer.responses]
+    kind = response_type(request)
+    if FIRST_VERSION <= kind.__version__ <= LAST_VERSION:
+        return EncodedResponse(kind, encode_fetch_body(kind.__version__, answer.throttle_time_ms, answer.error_code,
+                                                       0, topics))
+    return kio_answer(kind, answer.throttle_time_ms, answer.error_code, topics)
+
+
+def kio_answer(kind: type, throttle_ms: int, error_code: int,
+               topics: list[tuple[str, list[FetchedPartitionAnswer]]]) -> Any:
+    """The same answer as a kio message (kio's writer frames it): for a version the hand
+    framing does not know, and what tests/kafka_protocol/test_fetch_response.py holds it to."""
+    return build(kind, {"throttle_time": throttle_ms, "error_code": error_code, "session_id": 0, "responses": [
+        {"topic": name, "partitions": [
             {"partition_index": p.partition_index, "error_code": p.error_code, "high_watermark": p.high_watermark,
              "last_stable_offset": p.last_stable_offset, "log_start_offset": p.log_start_offset,
-             # Kafka's null for read_uncommitted consumers, who have nothing to drop.
-             "aborted_transactions": ([{"producer_id": a.producer_id, "first_offset": a.first_offset}
-                                       for a in p.aborted_transactions] if committed else None),
-             "preferred_read_replica": -1, "records": p.records,
-             # v12 on: who leads now, so the client need not wait for new metadata
-             **({"current_leader": {"leader_id": p.current_leader_id, "leader_epoch": p.current_leader_epoch}}
-                if p.error_code in NEW_LEADER_ERRORS else {})}
-            for p in t.partitions]} for t in answer.responses]})
+             "aborted_transactions": (None if p.aborted_transactions is None else
+                                      [{"producer_id": a, "first_offset": b} for a, b in p.aborted_transactions]),
+             "preferred_read_replica": p.preferred_read_replica, "records": p.records,
+             **({"current_leader": {"leader_id": p.current_leader[0], "leader_epoch": p.current_leader[1]}}
+                if p.current_leader is not None else {})}
+            for p in partitions]} for name, partitions in topics]})
+
+
+def partition_answer(p: Any, committed: bool) -> FetchedPartitionAnswer:
+    """One partition of the broker's answer (a FetchedPartition) as the Kafka answer carries it."""
+    return FetchedPartitionAnswer(
+        p.partition_index, p.error_code, p.high_watermark, p.last_stable_offset, p.log_start_offset,
+        # Kafka's null for read_uncommitted consumers, who have nothing to drop.
+        [(a.producer_id, a.first_offset) for a in p.aborted_transactions] if committed else None,
+        -1, p.records,
+        # v12 on: who leads now, so the client need not wait for new metadata
+        (p.current_leader_id, p.current_leader_epoch) if p.error_code in NEW_LEADER_ERRORS else None)

@@ -71,14 +71,29 @@ def run_command(
                                  help="put nodes in network namespaces when root (else 127.0.0.1)"),
     secure: bool = typer.Option(False, "--secure", help="TLS with mTLS between nodes, clients over SASL_SSL "
                                                         "as a SCRAM user held to ACLs"),
+    client: str = typer.Option("grpc", "--client", help="the workload's producers and readers: grpc (kraftlog's "
+                                                        "client) or kafka (librdkafka over the Kafka listener)"),
     as_json: bool = typer.Option(False, "--json", help="one summary object per run per line"),
 ) -> None:
     """Exit 0 when every run kept its promise (nothing acknowledged lost, a
     linearizable history); an unclean-election run that lost writes kept
     its promise too: that loss is what it shows."""
     from chaos.runner import ALL_SCENARIOS, TRANSACTIONS, UNCLEAN, RunSettings, run
+    from chaos.workload import CLIENTS
 
     scenarios = list(ALL_SCENARIOS) if scenario == "all" else [scenario]
+    if client not in CLIENTS:
+        typer.echo(f"kraftlog: error: --client must be one of {', '.join(CLIENTS)}", err=True)
+        raise typer.Exit(2)
+    if client != "grpc" and secure:
+        typer.echo("kraftlog: error: --client kafka runs on a plaintext cluster (its SCRAM user is not wired "
+                   "into the librdkafka clients yet)", err=True)
+        raise typer.Exit(2)
+    if client != "grpc" and scenario == "all":  # its workload is kraftlog's transactional client
+        scenarios.remove(TRANSACTIONS)
+    elif client != "grpc" and scenario == TRANSACTIONS:
+        typer.echo(f"kraftlog: error: --client kafka is not available for the {TRANSACTIONS} scenario yet", err=True)
+        raise typer.Exit(2)
     if secure and scenario == "all":  # its clients have no SCRAM user yet
         scenarios.remove(TRANSACTIONS)
     elif secure and scenario == TRANSACTIONS:
@@ -98,10 +113,10 @@ def run_command(
     for name in scenarios:
         for n in range(runs):
             folder = results / f"{name}-seed{seed + n}"
-            console.print(f"[bold]{name}[/] seed {seed + n}: running ({time_limit:g}s{', secured' if secure else ''})"
-                          f" -> {folder}")
+            console.print(f"[bold]{name}[/] seed {seed + n}: running ({time_limit:g}s{', secured' if secure else ''}"
+                          f"{', ' + client + ' clients' if client != 'grpc' else ''}) -> {folder}")
             summary = run(RunSettings(name, seed + n, time_limit, folder, unclean=unclean, network=network,
-                                      secure=secure)).summary
+                                      secure=secure, client=client)).summary
             anomalies = {k: v for k, v in summary["anomalies"].items() if v and k != "lost-unacked-ok"}
             expected_loss = name == UNCLEAN and unclean
             verdicts = [summary[k] for k in ("linearizable", "offsets_linearizable", "metadata_linearizable")]

@@ -23,7 +23,12 @@ FIGURES = {
                  "kraftlog.latency.rf3_all.p50", "kraftlog.latency.rf3_all.p99", "kraftlog.latency.rf3_all.p99.9",
                  "kraftlog.produce.rf1_acks1.1p.cpu", "kraftlog.produce.rf3_all_idem.4p.cpu",
                  "kraftlog.consume.decoded", "kraftlog.consume.decoded.cpu", "kraftlog.fetch.raw", "kraftlog.failover.partition",
-                 "kraftlog.failover.controller"],
+                 "kraftlog.failover.controller",
+                 # librdkafka (confluent-kafka) through the Kafka listener, client and servers' CPU apart
+                 "kraftlog.produce.librdkafka.rf1_acks1", "kraftlog.produce.librdkafka.rf3_all_idem",
+                 "kraftlog.consume.librdkafka.rf1", "kraftlog.consume.librdkafka.rf3",
+                 "kraftlog.produce.librdkafka.rf1_acks1.cpu_client", "kraftlog.produce.librdkafka.rf1_acks1.cpu_servers",
+                 "kraftlog.consume.librdkafka.rf1.cpu_client", "kraftlog.consume.librdkafka.rf1.cpu_servers"],
 }
 SKIPPABLE = {"limits.tcp_loopback": "iperf3", **{k: "redis" for k in FIGURES["redis"]},
              **{k: "nats" for k in FIGURES["nats"]}}
