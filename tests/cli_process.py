@@ -29,6 +29,7 @@ import importlib
 import json
 import os
 import select
+import shutil
 import signal
 import socket
 import subprocess
@@ -65,8 +66,10 @@ def _serve(path: str) -> None:
     sys.stdout.flush()
     while True:
         ready, _, _ = select.select([listener, sys.stdin.fileno()], [], [])
-        if sys.stdin.fileno() in ready:
-            return  # the starting process closed our stdin: stop
+        if sys.stdin.fileno() in ready:  # the starting process closed our stdin (or died): stop
+            listener.close()
+            shutil.rmtree(os.path.dirname(path), ignore_errors=True)
+            return
         connection, _ = listener.accept()
         if os.fork() == 0:
             listener.close()
@@ -169,9 +172,7 @@ class CliServer:
                 self._process.kill()
                 self._process.wait()
         self._process.stdout.close()  # type: ignore[union-attr]
-        for name in os.listdir(self._directory):
-            os.unlink(os.path.join(self._directory, name))
-        os.rmdir(self._directory)
+        shutil.rmtree(self._directory, ignore_errors=True)
 
 
 def _kill(pid: int) -> None:
