@@ -19,11 +19,13 @@ from kafka_protocol.records import Record, encode_batch
 from .produce_consume import produce_values
 
 POLL_DEADLINE_S = 90  # bounds every poll loop; never part of an assert
+# A killed leader's partitions move once its broker is fenced: after 2 s here, not Kafka's 9 s.
+PROPERTIES = {"broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 500}
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    with LocalCluster(tmp_path_factory.mktemp("consumer"), combined=3).running() as c:
+    with LocalCluster(tmp_path_factory.mktemp("consumer"), combined=3, properties=PROPERTIES).running() as c:
         yield c
 
 

@@ -26,11 +26,16 @@ from kraftlog_api import groups_pb2_grpc as gpb_grpc
 from .produce_consume import produce_values
 
 WAIT_S = 120  # bounds every wait; never part of an assert
+# Members learn of a new target assignment at their next heartbeat, and a killed
+# coordinator's partitions move once its broker is fenced: both short here, so
+# that a rebalance takes a few heartbeats of 0.5 s rather than of Kafka's 5 s.
+PROPERTIES = {"group.consumer.heartbeat.interval.ms": 500,
+              "broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 500}
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    with LocalCluster(tmp_path_factory.mktemp("groups"), combined=3).running() as c:
+    with LocalCluster(tmp_path_factory.mktemp("groups"), combined=3, properties=PROPERTIES).running() as c:
         find_coordinator(c, "probe")  # creates __consumer_offsets before any test runs
         yield c
 

@@ -31,11 +31,14 @@ from .produce_consume import produce_values
 WAIT_S = 120  # bounds every wait; never part of an assert
 TOPIC, PARTITIONS, RECORDS = "handover", 6, 3000
 ALL = frozenset(TopicPartition(TOPIC, p) for p in range(PARTITIONS))
+# Members learn of a new target assignment at their next heartbeat: 0.5 s here
+# rather than Kafka's 5 s, so a hand-over takes a second or two.
+PROPERTIES = {"group.consumer.heartbeat.interval.ms": 500}
 
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory):
-    with LocalCluster(tmp_path_factory.mktemp("handover"), combined=3).running() as c:
+    with LocalCluster(tmp_path_factory.mktemp("handover"), combined=3, properties=PROPERTIES).running() as c:
         c.create_topic(TOPIC, PARTITIONS, 3)
         c.wait_for_leaders(TOPIC)
         produce(c, 0, RECORDS // PARTITIONS)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
@@ -18,6 +17,7 @@ import pytest
 
 from devcluster.local_cluster import CLUSTER_ID, LocalCluster
 from devcluster.local_processes import free_ports, wait_until
+from tests.cli_process import run_cli
 
 PROPERTIES = {
     "broker.session.timeout.ms": 2000,
@@ -41,15 +41,15 @@ def cluster(tmp_path_factory):
 
 def run(cluster: Optional[LocalCluster], *args: str, stdin: str = "",
         bootstrap: Optional[str] = None) -> subprocess.CompletedProcess:
-    """`python -m kraftlog ARGS` with KRAFTLOG_BOOTSTRAP naming the cluster's brokers."""
+    """`python -m kraftlog ARGS` with KRAFTLOG_BOOTSTRAP naming the cluster's brokers: a process
+    of its own, forked from one with the CLI imported (tests/cli_process.py)."""
     env = dict(os.environ)
     env.pop("KRAFTLOG_BOOTSTRAP", None)
     if bootstrap is not None:
         env["KRAFTLOG_BOOTSTRAP"] = bootstrap
     elif cluster is not None:
         env["KRAFTLOG_BOOTSTRAP"] = cluster.bootstrap
-    return subprocess.run([sys.executable, "-m", "kraftlog", *args], input=stdin, capture_output=True,
-                          text=True, env=env, timeout=180)
+    return run_cli(args, env, stdin, timeout=180)
 
 
 def ok(cluster: Optional[LocalCluster], *args: str, **kwargs: Any) -> str:

@@ -155,7 +155,9 @@ def test_the_copier_killed_and_restarted_copies_every_record_exactly_once(cluste
             first.kill()
         first.wait(30)
         reader.join(10)
-    second = copier(cluster, "--idle-exit", "15")  # longer than the dead copier's session
+    # Idle until the dead copier's session (4 s) ends and its partitions come over; then it exits
+    # once nothing came for that long: more than twice the session.
+    second = copier(cluster, "--idle-exit", "10")
     try:
         out, err = second.communicate(timeout=300)
     finally:

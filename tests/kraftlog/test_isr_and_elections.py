@@ -40,15 +40,28 @@ A, B, C = 4, 5, 6  # the brokers (controllers are 1-3)
 
 
 
-@pytest.fixture
-def cluster(tmp_path):
-    c = LocalCluster(tmp_path, controllers=3, brokers=3, properties=PROPERTIES)
+@pytest.fixture(scope="module")
+def module_cluster(tmp_path_factory):
+    c = LocalCluster(tmp_path_factory.mktemp("isr-and-elections"), controllers=3, brokers=3, properties=PROPERTIES)
     try:
         c.start()
         c.wait_for_brokers()
         yield c
     finally:
         c.close()  # SIGCONT then SIGKILL of every process still running, by PID
+
+
+@pytest.fixture
+def cluster(module_cluster):
+    """The module's cluster with every node running and every broker unfenced, whatever
+    the test before left stopped or killed (each test has topics of its own)."""
+    for node in (*module_cluster.controllers, *module_cluster.brokers):
+        if not module_cluster.alive(node):
+            module_cluster.start(node)
+        else:
+            module_cluster.resume(node)
+    module_cluster.wait_for_brokers()
+    return module_cluster
 
 
 def create_placed(c: LocalCluster, topic: str, replicas: tuple[int, ...],
