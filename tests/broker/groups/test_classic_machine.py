@@ -59,7 +59,7 @@ class Coordinator:
         if instance is not None:
             req.group_instance_id = instance
         token = next(self.tokens)
-        self._collect(self.machine.join_group(req, token, self.now, "client", "host"))
+        self._collect(self.machine.join_group(req, token, self.now, "client", "host", TOPICS))
         return token
 
     def new_member(self, **kw) -> int:
@@ -87,7 +87,8 @@ class Coordinator:
 
     def leave(self, *member_ids: str) -> gpb.LeaveGroupResponse:
         response, records = self.machine.leave_group(gpb.LeaveGroupRequest(
-            group_id=GROUP, members=[gpb.LeaveGroupRequest.Member(member_id=m) for m in member_ids]), self.now)
+            group_id=GROUP, members=[gpb.LeaveGroupRequest.Member(member_id=m) for m in member_ids]), self.now,
+            TOPICS)
         self._collect(records)
         return response
 
