@@ -106,6 +106,11 @@ class MixedMembers:
         before = member.current
         after = next_assignment(member.member_id, before, group.assignment_epoch, member.target, owned,
                                 group.owners.get)
+        if after.state == MemberState.UNREVOKED_PARTITIONS and before.state != MemberState.UNREVOKED_PARTITIONS:
+            # The join already says what the member still owns (an eager one: nothing): the
+            # revocation may be over at once.
+            after = next_assignment(member.member_id, after, group.assignment_epoch, member.target, owned,
+                                    group.owners.get)
         if after != before:
             self._emit(Key(RecordType.CURRENT_MEMBER_ASSIGNMENT, group.group_id, member.member_id), after)
         member.session_deadline_ms = now_ms + member.metadata.classic.session_timeout_ms
