@@ -168,7 +168,8 @@ class GroupMachine(MixedMembers):
             expired = [m.member_id for m in group.members.values()
                        if any(d is not None and d <= now_ms for d in (m.session_deadline_ms, m.revocation_deadline_ms))]
             for member_id in sorted(expired):
-                self._remove_member(group, member_id, topics, now_ms)
+                if member_id in group.members:  # (a downgrade may have made the rest classic group members)
+                    self._remove_member(group, member_id, topics, now_ms)
             if group.classic is not None and self.classic.expire(group.classic, now_ms):
                 self._snapshot(group)
         return self._take()

@@ -15,7 +15,7 @@ import pytest
 from broker.errors import Error
 from broker.groups.classic import ClassicState
 from broker.groups.machine import GroupConfig, GroupMachine
-from broker.groups.records import (ClassicMemberMetadata, Key, MemberMetadata, RecordType, decode_record,
+from broker.groups.records import (ClassicMemberMetadata, Key, MemberMetadata, MemberState, RecordType, decode_record,
                                    encode_record)
 from kafka_protocol.consumer_protocol import decode_assignment, encode_assignment, encode_subscription
 from kafka_protocol.schema_types import SchemaError, Writer
@@ -287,3 +287,26 @@ def test_the_policy_setting_is_kafkas() -> None:
     with pytest.raises(InvalidConfigError):
         BrokerConfig.from_properties({"group.consumer.migration.policy": "sideways"})
     assert GroupConfig().migration_policy == "bidirectional"
+
+
+def test_a_downgrade_while_a_classic_member_revokes_keeps_what_it_still_holds() -> None:
+    c = Mixed()
+    leader, follower = c.classic_stable()
+    joined = c.consumer()
+    group = c.g()
+    loser = next(m for m in (leader, follower) if group.members[m].target < group.members[m].current.assigned)
+    c.classic_join(loser, owned=group.members[loser].current.assigned)  # mid-revocation
+    assert group.members[loser].current.state == MemberState.UNREVOKED_PARTITIONS
+    keep = group.members[loser].current.assigned
+    # The consumer-protocol member's session expires (the classic ones keep heartbeating).
+    c.now += SESSION // 2
+    assert c.heartbeat(leader, group.members[leader].current.member_epoch) in (Error.NONE,
+                                                                                Error.REBALANCE_IN_PROGRESS)
+    assert c.heartbeat(follower, group.members[follower].current.member_epoch) in (Error.NONE,
+                                                                                    Error.REBALANCE_IN_PROGRESS)
+    c.advance(SESSION // 2 + 1)
+    assert joined.member_id not in c.g().members and c.group is not None  # downgraded
+    held = {m: decode_assignment(x.assignment) for m, x in c.group.members.items()}
+    assert held[loser] == keep and not held[leader] & held[follower]
+    assert c.group.state == ClassicState.PREPARING_REBALANCE
+    c.assert_replay_rebuilds()
