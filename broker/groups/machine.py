@@ -394,13 +394,14 @@ class GroupMachine(MixedMembers):
                    TargetAssignmentMetadata(classic.generation))
         return True
 
-    def _downgrade(self, group: ConsumerGroup, now_ms: int) -> None:
+    def _downgrade(self, group: ConsumerGroup, now_ms: int) -> bool:
         """The last consumer-protocol member left a group of classic
         members: a classic group again (members keep their assignment), then
-        a rebalance, as Kafka's convertToClassicGroup."""
+        a rebalance, as Kafka's convertToClassicGroup. False when the
+        members share no protocol (it stays a consumer group)."""
         classic = to_classic(group, now_ms, encode_assignment)
         if classic is None:
-            return  # no protocol every member supports: it stays a consumer group
+            return False
         for member_id in sorted(group.members):
             self._member_tombstones(group, member_id)
         for kind in (RecordType.TARGET_ASSIGNMENT_METADATA, RecordType.PARTITION_METADATA):
@@ -409,6 +410,7 @@ class GroupMachine(MixedMembers):
         self._snapshot(group)
         if self.classic.rebalance(classic, now_ms):
             self._snapshot(group)
+        return True
 
     def _session_timeout(self, member: Member) -> int:
         meta = member.metadata
@@ -428,9 +430,10 @@ class GroupMachine(MixedMembers):
     def _remove_member(self, group: ConsumerGroup, member_id: str, topics: Topics, now_ms: int) -> None:
         consumer = _consumer_member(group, member_id) is not None
         self._member_tombstones(group, member_id)
-        self._maybe_bump(group, topics, True)
         if consumer and downgrades(self.config.migration_policy) and downgrade_candidates(group):
-            self._downgrade(group, now_ms)
+            if self._downgrade(group, now_ms):
+                return  # no new epoch: the classic generation is the epoch the members reconciled to
+        self._maybe_bump(group, topics, True)
 
     def _maybe_bump(self, group: ConsumerGroup, topics: Topics, bump: bool) -> None:
         """A new group epoch and target assignment when membership,

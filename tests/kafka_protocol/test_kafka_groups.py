@@ -267,10 +267,11 @@ def test_librdkafka_kip848_member_and_grpc_member_share_a_group(cluster):
 
 
 def test_a_grpc_member_joins_a_classic_group_and_they_share_its_partitions(cluster):
-    """KIP-848's online upgrade (group.consumer.migration.policy, bidirectional
+    """KIP-848's online migration (group.consumer.migration.policy, bidirectional
     by default): a KIP-848 gRPC member joins a classic librdkafka group, which
     becomes a consumer group whose classic member keeps speaking JoinGroup/
-    SyncGroup and gets its share from the coordinator's assignor."""
+    SyncGroup and gets its share from the coordinator's assignor; when the
+    gRPC member leaves, the group is classic again."""
     topic, group, first, more = "mixed-input", "mixed-classic-kip848", 60, 20
     cluster.create_topic(topic, PARTITIONS, 2)
     cluster.wait_for_leaders(topic)
@@ -320,12 +321,28 @@ def test_a_grpc_member_joins_a_classic_group_and_they_share_its_partitions(clust
         assert {tp.partition for tp in classic.assignment()} == mine and not mine & theirs
         admin = AdminClient({"bootstrap.servers": cluster.client_bootstrap})
         described = admin.describe_consumer_groups([group])[group].result(timeout=10)
-        assert len(described.members) == 2
+        assert len(described.members) == 2 and described.type.name == "CONSUMER"
+        # The gRPC member leaves: the group goes back to classic (the downgrade) and its
+        # classic member takes every partition in a classic rebalance.
+        grpc_member.commit()
+        grpc_member.close()
+        grpc_member = None
+        while len(classic.assignment()) < PARTITIONS and time.monotonic() < deadline:
+            m = classic.poll(0.05)
+            if m is not None and m.error() is None:
+                count(m.partition(), m.offset())
+        assert len(classic.assignment()) == PARTITIONS
+        assert admin.describe_consumer_groups([group])[group].result(timeout=10).type.name == "CLASSIC"
+        produce(first + more, more)
+        while len(seen) < first + 2 * more and time.monotonic() < deadline:
+            m = classic.poll(0.05)
+            if m is not None and m.error() is None:
+                count(m.partition(), m.offset())
     finally:
         classic.close()
         if grpc_member is not None:
             grpc_member.close()
-    assert len(seen) == first + more and set(seen.values()) == {1}, "a record consumed twice or not at all"
+    assert len(seen) == first + 2 * more and set(seen.values()) == {1}, "a record consumed twice or not at all"
 
 
 # -- raw frames: wrong states, hostile values, the two kinds of group -------------------------
