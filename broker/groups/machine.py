@@ -661,7 +661,7 @@ class GroupMachine(MixedMembers):
                 subscribed_topic_names=list(meta.subscribed_topic_names) if meta else [],
                 subscribed_topic_regex=meta.subscribed_topic_regex or "" if meta else "",
                 assignment=_partitions(member.current.assigned | member.current.pending_revocation),
-                target_assignment=_partitions(member.target))
+                target_assignment=_partitions(member.target), classic=meta is not None and meta.classic is not None)
         return out
 
 

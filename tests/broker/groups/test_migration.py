@@ -154,6 +154,8 @@ def test_a_classic_join_enters_a_consumer_group_as_a_classic_member() -> None:
     member_id = joined.member_id
     assert joined.error_code == 0 and member_id.startswith("client-") and joined.generation_id == 2
     assert c.heartbeat(member_id, 2) == Error.REBALANCE_IN_PROGRESS  # its partitions are not released yet
+    described = c.machine.describe(GROUP)
+    assert {m.member_id: m.classic for m in described.members} == {first.member_id: False, member_id: True}
     assert decode_assignment(c.classic_sync(member_id, 2).assignment) == frozenset()
     keep = c.consumer(first.member_id, 1, owned=ALL)  # revoke half
     kept = frozenset((t.topic, p) for t in keep.assignment.topic_partitions for p in t.partitions)
