@@ -4,16 +4,21 @@ answered from the consumer group's state, as Kafka 4's
 classicGroupJoinToConsumerGroup and its siblings do. Part of GroupMachine
 (a mixin: it writes through the machine's records).
 
-- JoinGroup: the member's subscription is its preferred protocol's
-  ConsumerProtocolSubscription; a changed subscription bumps the group
-  epoch (a new target assignment by the group's assignor). The member is
-  reconciled at once against the partitions it says it owns, and answered
-  at once: generation = its member epoch, no leader (the assignment is the
+- JoinGroup: a new dynamic member is first handed an id (MEMBER_ID_REQUIRED,
+  v4+); its protocols must share one with every other classic member. Its
+  subscription is its preferred protocol's ConsumerProtocolSubscription; a
+  changed subscription bumps the group epoch (a new target assignment by
+  the group's assignor). The member is reconciled at once against the
+  partitions its subscription says it owns, and answered at once:
+  generation = its member epoch, no leader (the assignment is the
   coordinator's), its preferred protocol as the group's.
 - SyncGroup: its current assignment, as a ConsumerProtocolAssignment of the
   version its subscription used.
-- Heartbeat: REBALANCE_IN_PROGRESS while the member is not at the target
-  assignment (it revokes, then rejoins to get its new partitions).
+- SyncGroup and Heartbeat answer REBALANCE_IN_PROGRESS when the group epoch
+  moved past the member's (it must rejoin within its rebalance timeout),
+  except while it revokes (it rejoins by itself after revoking), as Kafka's
+  throwIfRebalanceInProgress; a Heartbeat also when a partition the member
+  waits for was released (its rejoin picks it up).
 - LeaveGroup, session and rebalance timeouts: the member is removed, as a
   consumer group member is.
 """
@@ -49,8 +54,15 @@ def classic_member(group: ConsumerGroup, member_id: str, instance_id: Optional[s
     return member
 
 
-def is_reconciled(group: ConsumerGroup, member: Member) -> bool:
-    return member.current.state == MemberState.STABLE and member.current.member_epoch == group.assignment_epoch
+def _check_protocols(group: ConsumerGroup, member_id: str, protocols) -> None:
+    """Kafka's throwIfClassicProtocolIsNotSupported: a protocol every other classic member supports."""
+    names = {name for name, _ in protocols}
+    for other in group.members.values():
+        if other.member_id != member_id and other.metadata is not None and other.metadata.classic is not None:
+            names &= {name for name, _ in other.metadata.classic.protocols}
+    if not names:
+        raise GroupError(Error.INCONSISTENT_GROUP_PROTOCOL,
+                         f"no protocol of the request is supported by every classic member of {group.group_id}")
 
 
 def _instance(req) -> Optional[str]:
@@ -73,15 +85,23 @@ class MixedMembers:
         instance = _instance(req)
         static = next((m for m in group.members.values()
                        if instance is not None and m.metadata is not None and m.metadata.instance_id == instance), None)
-        if static is not None and not req.member_id:
+        if req.member_id:
+            if instance is not None or req.member_id in group.members:
+                member_id = classic_member(group, req.member_id, instance).member_id
+            else:
+                member_id = req.member_id  # as Kafka: a new dynamic member with the id it was handed
+        elif static is not None:
             if static.metadata.classic is None:
                 raise GroupError(Error.UNRELEASED_INSTANCE_ID,
                                  f"instance {instance!r} is consumer-protocol member {static.member_id}")
             member_id = static.member_id  # a static member back: its place (and assignment) is kept
-        elif not req.member_id:
-            member_id = f"{instance if instance is not None else client_id}-{self.new_member_id()}"
         else:
-            member_id = classic_member(group, req.member_id, instance).member_id
+            member_id = self.new_member_id()
+        _check_protocols(group, member_id, protocols)
+        if not req.member_id and instance is None and req.require_known_member_id:
+            self.classic.answers.append((token, gpb.JoinGroupResponse(
+                error_code=Error.MEMBER_ID_REQUIRED, member_id=member_id, generation_id=-1)))
+            return
         member = group.members.get(member_id)
         old = member.metadata if member is not None else None
         metadata = MemberMetadata(
@@ -127,6 +147,7 @@ class MixedMembers:
                 or (req.HasField("protocol_name") and req.protocol_name != protocols[0][0])):
             raise GroupError(Error.INCONSISTENT_GROUP_PROTOCOL, "not the member's protocol")
         member.session_deadline_ms = now_ms + member.metadata.classic.session_timeout_ms
+        self._check_rebalance(group, member, now_ms)
         self.classic.answers.append((token, gpb.SyncGroupResponse(
             assignment=encode_assignment(member.current.assigned, protocol_version(protocols[0][1])),
             protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_name=protocols[0][0])))
@@ -135,7 +156,23 @@ class MixedMembers:
         member = classic_member(group, req.member_id, _instance(req))
         self._check_generation(member, req.generation_id)
         member.session_deadline_ms = now_ms + member.metadata.classic.session_timeout_ms
-        return Error.NONE if is_reconciled(group, member) else Error.REBALANCE_IN_PROGRESS
+        self._check_rebalance(group, member, now_ms)
+        if member.current.state == MemberState.UNRELEASED_PARTITIONS and any(
+                group.owners.get(tp) is None for tp in member.target - member.current.assigned):
+            # At the target epoch, waiting for partitions others held: one was released since,
+            # and a rejoin picks it up (it is the member's only way to hear of its assignment).
+            return Error.REBALANCE_IN_PROGRESS
+        return Error.NONE
+
+    def _check_rebalance(self, group: ConsumerGroup, member: Member, now_ms: int) -> None:
+        """Kafka's throwIfRebalanceInProgress: a newer group epoch means the
+        member must rejoin (within its rebalance timeout, or it is removed),
+        unless it is revoking: it rejoins by itself once that is done."""
+        if group.epoch > member.current.member_epoch and member.current.state != MemberState.UNREVOKED_PARTITIONS:
+            if member.revocation_deadline_ms is None:
+                member.revocation_deadline_ms = now_ms + self._rebalance_timeout(member)
+            raise GroupError(Error.REBALANCE_IN_PROGRESS,
+                             f"group {group.group_id} is at epoch {group.epoch}: member {member.member_id} rejoins")
 
     def _mixed_leave(self, group: ConsumerGroup, req: gpb.LeaveGroupRequest, now_ms: int, topics,
                      response: gpb.LeaveGroupResponse) -> None:
@@ -164,4 +201,4 @@ class MixedMembers:
                              f"generation {generation}, the member's epoch is {member.current.member_epoch}")
 
 
-__all__ = ["MixedMembers", "classic_member", "is_reconciled"]
+__all__ = ["MixedMembers", "classic_member"]

@@ -43,9 +43,14 @@ def sub(owned=(), topics=("orders",), version: int = 1) -> bytes:
 
 class Mixed(Coordinator):
     def classic_join(self, member_id: str = "", owned=(), protocols=None, **kw) -> gpb.JoinGroupResponse:
-        """A classic member's JoinGroup, answered at once in a consumer group."""
-        token = self.join(member_id=member_id, protocols=protocols or (("range", sub(owned)),), **kw)
-        return self.answers.pop(token)
+        """A classic member's JoinGroup, answered at once in a consumer group
+        (a new member's after MEMBER_ID_REQUIRED handed it its id)."""
+        protocols = protocols or (("range", sub(owned)),)
+        answer = self.answers.pop(self.join(member_id=member_id, protocols=protocols, **kw))
+        if answer.error_code == Error.MEMBER_ID_REQUIRED:
+            assert not member_id and answer.member_id
+            answer = self.answers.pop(self.join(member_id=answer.member_id, protocols=protocols, **kw))
+        return answer
 
     def classic_sync(self, member_id: str, generation: int) -> gpb.SyncGroupResponse:
         return self.answers.pop(self.sync(member_id, generation))
@@ -130,7 +135,7 @@ def test_a_consumer_join_upgrades_a_stable_classic_group_and_its_classic_members
     assert rejoin.protocol_type == "consumer" and rejoin.protocol_name == "range"
     kept = decode_assignment(c.classic_sync(loser, 1).assignment)
     assert kept == group.members[loser].target  # the revoked partition is out of its assignment
-    assert c.heartbeat(loser, 1) == Error.REBALANCE_IN_PROGRESS  # revoking: rejoin once done
+    assert c.heartbeat(loser, 1) == Error.NONE  # revoking: it rejoins by itself once done (Kafka's rule)
     done = c.classic_join(loser, owned=kept)
     assert done.generation_id == 2 and c.heartbeat(loser, 2) == Error.NONE
     assert decode_assignment(c.classic_sync(loser, 2).assignment) == kept
@@ -152,8 +157,8 @@ def test_a_classic_join_enters_a_consumer_group_as_a_classic_member() -> None:
     assert first.member_epoch == 1 and len(first.assignment.topic_partitions[0].partitions) == 4
     joined = c.classic_join()  # a new member: no id yet
     member_id = joined.member_id
-    assert joined.error_code == 0 and member_id.startswith("client-") and joined.generation_id == 2
-    assert c.heartbeat(member_id, 2) == Error.REBALANCE_IN_PROGRESS  # its partitions are not released yet
+    assert joined.error_code == 0 and member_id == "id2" and joined.generation_id == 2  # handed out first
+    assert c.heartbeat(member_id, 2) == Error.NONE  # it waits: nothing of its target is released yet
     described = c.machine.describe(GROUP)
     assert {m.member_id: m.classic for m in described.members} == {first.member_id: False, member_id: True}
     assert decode_assignment(c.classic_sync(member_id, 2).assignment) == frozenset()
@@ -161,6 +166,7 @@ def test_a_classic_join_enters_a_consumer_group_as_a_classic_member() -> None:
     kept = frozenset((t.topic, p) for t in keep.assignment.topic_partitions for p in t.partitions)
     assert len(kept) == 2
     c.consumer(first.member_id, 1, owned=kept)
+    assert c.heartbeat(member_id, 2) == Error.REBALANCE_IN_PROGRESS  # released: rejoin to take them
     again = c.classic_join(member_id)
     assigned = decode_assignment(c.classic_sync(member_id, again.generation_id).assignment)
     assert assigned == ALL - kept and c.heartbeat(member_id, again.generation_id) == Error.NONE
@@ -259,7 +265,11 @@ def test_hostile_classic_members_of_a_consumer_group() -> None:
     hijack = c.consumer(odd.member_id, odd.generation_id)
     assert hijack.error_code == Error.UNKNOWN_MEMBER_ID
     assert c.consumer(odd.member_id).error_code == Error.UNKNOWN_MEMBER_ID  # nor by joining with its id
-    assert c.classic_join("made-up").error_code == Error.UNKNOWN_MEMBER_ID
+    # Every classic member must share a protocol: "range" alone is refused next to "banana".
+    assert c.classic_join("made-up").error_code == Error.INCONSISTENT_GROUP_PROTOCOL
+    # An id the client names joins as a new member (Kafka's: the id need not be the coordinator's).
+    named = c.classic_join("made-up", protocols=(("banana", sub()), ("range", sub())))
+    assert named.error_code == 0 and "made-up" in c.g().members
     assert c.heartbeat(odd.member_id, odd.generation_id + 5) == Error.ILLEGAL_GENERATION
     assert c.answers.pop(c.sync(odd.member_id, -1)).error_code == Error.ILLEGAL_GENERATION
     # A classic member going silent is removed after its own session timeout.
@@ -311,4 +321,20 @@ def test_a_downgrade_while_a_classic_member_revokes_keeps_what_it_still_holds() 
     held = {m: decode_assignment(x.assignment) for m, x in c.group.members.items()}
     assert held[loser] == keep and not held[leader] & held[follower]
     assert c.group.state == ClassicState.PREPARING_REBALANCE
+    c.assert_replay_rebuilds()
+
+
+def test_a_classic_member_that_does_not_rejoin_is_removed_after_its_rebalance_timeout() -> None:
+    c = Mixed(dataclasses.replace(CONFIG, migration_policy="upgrade"))  # the silent KIP-848 members expire: no downgrade
+    c.consumer()
+    member = c.classic_join()
+    assert member.generation_id == 2
+    c.consumer()  # another consumer-protocol member: epoch 3
+    assert c.answers.pop(c.sync(member.member_id, 2)).error_code == Error.REBALANCE_IN_PROGRESS
+    for _ in range(2):
+        assert c.heartbeat(member.member_id, 2) == Error.REBALANCE_IN_PROGRESS
+        c.advance(9_000)  # its session is kept, its rebalance timeout (20 s) is not
+    assert member.member_id in c.g().members
+    c.advance(2_001)
+    assert member.member_id not in c.g().members
     c.assert_replay_rebuilds()
