@@ -264,6 +264,18 @@ class ClassicRules:
         member.join_token = member.sync_token = None
 
     # -- rebalancing -----------------------------------------------------------------------------
+    def abandon(self, group: ClassicGroup, code: int) -> None:
+        """Answer every waiting JoinGroup and SyncGroup with `code`: the group
+        becomes a consumer group (Kafka's convertToConsumerGroup), and its
+        members rejoin that."""
+        for member in group.members.values():
+            if member.join_token is not None:
+                self._join_error(member.join_token, code, member.member_id)
+                member.join_token = None
+            if member.sync_token is not None:
+                self.answers.append((member.sync_token, gpb.SyncGroupResponse(error_code=code)))
+                member.sync_token = None
+
     def rebalance(self, group: ClassicGroup, now_ms: int) -> bool:
         """A rebalance the coordinator starts (a group converted back from a consumer group)."""
         return self._prepare_rebalance(group, now_ms)

@@ -292,8 +292,10 @@ class GroupCoordinator(ShardedCoordinator[GroupShard]):
         except GroupError as exc:
             return gpb.ConsumerGroupHeartbeatResponse(error_code=exc.code, error_message=exc.message)
         response, records = shard.machine.heartbeat(request, self.clock(), self.topics(), client_id, client_host)
+        answers = shard.machine.take_answers()  # a classic group's waiting requests its upgrade ended
         shard.wake.fire()
         error = await self._write(shard, records)
+        shard.settle(answers, error)
         if error != Error.NONE:
             return gpb.ConsumerGroupHeartbeatResponse(error_code=error, error_message="the group records were not written")
         return response

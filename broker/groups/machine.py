@@ -23,8 +23,8 @@ group's answers may come out of another request or a timer: each waiting
 request is the shell's token, and take_answers() gives the answers made.
 Mixing the two kinds follows group.consumer.migration.policy (Kafka 4's
 online migration, migration.py and mixed.py): with "upgrade" or
-"bidirectional" a ConsumerGroupHeartbeat join converts a Stable classic
-group of consumers into a consumer group whose classic members stay, and a
+"bidirectional" a ConsumerGroupHeartbeat join converts a classic group of
+consumers into a consumer group whose classic members stay, and a
 classic JoinGroup joins a consumer group as a classic member; with
 "downgrade" or "bidirectional" a consumer group whose last
 ConsumerGroupHeartbeat member left becomes a classic group again. Where the
@@ -374,9 +374,11 @@ class GroupMachine(MixedMembers):
         classic = group.classic
         assert classic is not None
         plan = upgrade_plan(classic) if upgrades(self.config.migration_policy) else None
-        if plan is None or (req.instance_id and classic.static_member(req.instance_id) is not None):
+        if (plan is None or req.member_id in classic.members
+                or (req.instance_id and classic.static_member(req.instance_id) is not None)):
             return False
         _check_join(req)  # nothing is written for a join refused anyway
+        self.classic.abandon(classic, Error.REBALANCE_IN_PROGRESS)
         self._emit(Key(RecordType.CLASSIC_GROUP, group.group_id), None)
         self._emit(Key(RecordType.GROUP_METADATA, group.group_id), GroupMetadata(classic.generation))
         for member_id, member in classic.members.items():
@@ -430,7 +432,8 @@ class GroupMachine(MixedMembers):
     def _remove_member(self, group: ConsumerGroup, member_id: str, topics: Topics, now_ms: int) -> None:
         consumer = _consumer_member(group, member_id) is not None
         self._member_tombstones(group, member_id)
-        if consumer and downgrades(self.config.migration_policy) and downgrade_candidates(group):
+        if (consumer and downgrades(self.config.migration_policy)
+                and downgrade_candidates(group, self.config.classic.max_size)):
             if self._downgrade(group, now_ms):
                 return  # no new epoch: the classic generation is the epoch the members reconciled to
         self._maybe_bump(group, topics, True)

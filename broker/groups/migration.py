@@ -2,12 +2,15 @@
 group coordinator does it under group.consumer.migration.policy:
 
 - upgrade: a ConsumerGroupHeartbeat joining a classic group with members
-  converts it into a consumer group when the classic group is Stable, its
-  protocol type is "consumer" and every member's subscription and
-  assignment read as Kafka's embedded consumer protocol (and no partition
-  is assigned twice). The classic members stay, as classic members of the
+  converts it into a consumer group when its protocol type is "consumer"
+  and every member's subscription and assignment read as Kafka's embedded
+  consumer protocol (and no partition is assigned twice); else the join is
+  GROUP_ID_NOT_FOUND. The classic members stay, as classic members of the
   consumer group: epoch = the classic generation, target = current = the
-  assignment they hold.
+  assignment they hold (a member that joined mid-rebalance: none). As
+  Kafka's convertToConsumerGroup, a group mid-rebalance converts too: its
+  waiting JoinGroups and SyncGroups are answered REBALANCE_IN_PROGRESS, and
+  the members rejoin the consumer group.
 - classic members of a consumer group keep speaking JoinGroup, SyncGroup,
   Heartbeat and LeaveGroup (see MixedMembers); the group's assignor computes
   their assignment server-side and their JoinGroup/SyncGroup answers carry
@@ -63,8 +66,9 @@ def protocol_version(metadata: bytes) -> int:
 
 def upgrade_plan(classic: ClassicGroup) -> Optional[dict[str, tuple[Subscription, Assignment]]]:
     """Each member's subscription and assignment if the group may become a
-    consumer group (Kafka's validateOnlineUpgrade), else None."""
-    if classic.state != ClassicState.STABLE or classic.protocol_type != CONSUMER_PROTOCOL_TYPE:
+    consumer group (Kafka's validateOnlineUpgrade and what fromClassicGroup
+    reads), else None."""
+    if not classic.members or classic.protocol_type != CONSUMER_PROTOCOL_TYPE:
         return None
     plan: dict[str, tuple[Subscription, Assignment]] = {}
     taken: set[tuple[str, int]] = set()
@@ -89,10 +93,12 @@ def member_metadata(classic: ClassicMember, subscription: Subscription) -> Membe
         classic=ClassicMemberMetadata(classic.session_timeout_ms, classic.protocols))
 
 
-def downgrade_candidates(group: ConsumerGroup) -> bool:
-    """Kafka's validateOnlineDowngrade once its last consumer-protocol member left."""
-    return bool(group.members) and all(m.metadata is not None and m.metadata.classic is not None
-                                       for m in group.members.values())
+def downgrade_candidates(group: ConsumerGroup, max_size: int) -> bool:
+    """Kafka's validateOnlineDowngrade once its last consumer-protocol
+    member left: classic members only, as many as a classic group may have
+    (group.classic.max.size)."""
+    return 0 < len(group.members) <= max_size and all(
+        m.metadata is not None and m.metadata.classic is not None for m in group.members.values())
 
 
 def to_classic(group: ConsumerGroup, now_ms: int, encode) -> Optional[ClassicGroup]:

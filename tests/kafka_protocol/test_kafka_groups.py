@@ -404,8 +404,8 @@ def test_classic_requests_in_the_wrong_state(cluster):
         assert bad_session.error_code == ErrorCode.invalid_session_timeout
         empty_id = join(raw, "")
         assert empty_id.error_code == ErrorCode.invalid_group_id
-        # A KIP-848 member cannot join a classic group whose member is mid-rebalance and whose
-        # metadata is no consumer-protocol subscription: no upgrade (Kafka's answer).
+        # A KIP-848 member cannot join a classic group whose member's metadata is no
+        # consumer-protocol subscription: no upgrade (Kafka's answer).
         kip848 = raw.call(request(versions.CONSUMER_GROUP_HEARTBEAT, 0, {
             "group_id": group, "member_id": "", "member_epoch": 0, "instance_id": None, "rack_id": None,
             "rebalance_timeout": 5000, "subscribed_topic_names": [TOPIC], "server_assignor": None,

@@ -214,14 +214,36 @@ def test_the_policy_decides_which_way_groups_may_go() -> None:
 
 
 # -- hostile -----------------------------------------------------------------------------------------
-def test_conversion_needs_a_stable_group_with_consumer_protocol_metadata() -> None:
+def test_a_conversion_mid_rebalance_answers_the_waiting_requests_and_they_rejoin() -> None:
     c = Mixed()
-    c.classic_stable()
-    c.new_member(protocols=(("range", sub()),))  # a third member: the group rebalances
+    leader, follower = c.classic_stable()
+    third = c.new_member(protocols=(("range", sub()),))  # a third member: the group rebalances
     assert c.group.state == ClassicState.PREPARING_REBALANCE
-    written = len(c.log)
-    assert c.consumer().error_code == Error.GROUP_ID_NOT_FOUND and len(c.log) == written
-    assert c.group.state == ClassicState.PREPARING_REBALANCE
+    joined = c.consumer()  # Kafka's convertToConsumerGroup: whatever the classic group's state
+    waiting = c.answers.pop(third)
+    assert joined.error_code == 0 and waiting.error_code == Error.REBALANCE_IN_PROGRESS
+    group = c.g()
+    assert set(group.members) == {leader, follower, waiting.member_id, joined.member_id}
+    assert not group.members[waiting.member_id].current.assigned  # it had nothing yet
+    again = c.classic_join(waiting.member_id)
+    assert again.error_code == 0 and again.generation_id == group.epoch
+    held = owned_by_all(c)
+    assert sum(len(h) for h in held) == len(frozenset().union(*held))  # never one partition twice
+    c.assert_replay_rebuilds()
+    # CompletingRebalance: the follower's SyncGroup waits for the leader's, and is answered so too.
+    d = Mixed()
+    ta, tb = d.new_member(protocols=(("range", sub()),)), d.new_member(protocols=(("range", sub()),))
+    d.advance(DELAY)
+    d.advance(DELAY)
+    a, b = d.answers.pop(ta), d.answers.pop(tb)
+    follower_id = b.member_id if a.member_id == a.leader else a.member_id
+    sync = d.sync(follower_id, 1)
+    assert d.group.state == ClassicState.COMPLETING_REBALANCE
+    assert d.consumer().error_code == 0
+    assert d.answers.pop(sync).error_code == Error.REBALANCE_IN_PROGRESS
+
+
+def test_conversion_needs_consumer_protocol_metadata_and_one_owner_per_partition() -> None:
     garbage = Mixed()
     garbage.stable_pair()  # metadata b"m", assignments b"L"/b"F": not the consumer protocol
     assert garbage.consumer().error_code == Error.GROUP_ID_NOT_FOUND and garbage.g().type == "classic"
@@ -245,6 +267,9 @@ def test_an_unsupported_assignor_or_a_bad_join_converts_nothing() -> None:
     response, records = c.machine.heartbeat(bad, c.now, TOPICS)
     assert response.error_code == Error.INVALID_REQUEST and not records
     assert len(c.log) == written and c.g().type == "classic"
+    leader = c.g().classic.leader
+    hijack = c.consumer(member_id=leader)  # a KIP-848 join naming a classic member's id
+    assert hijack.error_code == Error.GROUP_ID_NOT_FOUND and len(c.log) == written
 
 
 def test_hostile_classic_members_of_a_consumer_group() -> None:
