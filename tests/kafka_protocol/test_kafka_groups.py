@@ -266,13 +266,14 @@ def test_librdkafka_kip848_member_and_grpc_member_share_a_group(cluster):
         grpc_member.close()
 
 
-def test_a_grpc_member_joins_a_classic_group_and_they_share_its_partitions(cluster):
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+def test_a_grpc_member_joins_a_classic_group_and_they_share_its_partitions(cluster, strategy):
     """KIP-848's online migration (group.consumer.migration.policy, bidirectional
     by default): a KIP-848 gRPC member joins a classic librdkafka group, which
     becomes a consumer group whose classic member keeps speaking JoinGroup/
     SyncGroup and gets its share from the coordinator's assignor; when the
     gRPC member leaves, the group is classic again."""
-    topic, group, first, more = "mixed-input", "mixed-classic-kip848", 60, 20
+    topic, group, first, more = f"mixed-{strategy}", f"mixed-classic-kip848-{strategy}", 60, 20
     cluster.create_topic(topic, PARTITIONS, 2)
     cluster.wait_for_leaders(topic)
     producer = Producer({"bootstrap.servers": cluster.client_bootstrap})
@@ -288,7 +289,7 @@ def test_a_grpc_member_joins_a_classic_group_and_they_share_its_partitions(clust
     def count(partition: int, offset: int) -> None:
         seen[(partition, offset)] = seen.get((partition, offset), 0) + 1
 
-    classic = consumer(cluster, group, **{"partition.assignment.strategy": "range", **CLASSIC})
+    classic = consumer(cluster, group, **{"partition.assignment.strategy": strategy, **CLASSIC})
     classic.subscribe([topic], on_revoke=commit_quietly)  # what it consumed is committed as it gives it up
     grpc_member = None
     try:
