@@ -32,7 +32,7 @@ from kafka_protocol.consumer_protocol import encode_assignment
 from ..errors import Error
 from .classic import GroupError, Token
 from .migration import CONSUMER_PROTOCOL_TYPE, protocol_version, subscription_of
-from .records import ClassicMemberMetadata, Key, MemberMetadata, MemberState, RecordType
+from .records import ClassicMemberMetadata, Key, MemberMetadata, MemberState, RecordType, TargetAssignmentMember
 from .reconcile import next_assignment
 from .state import ConsumerGroup, Member
 
@@ -54,11 +54,12 @@ def classic_member(group: ConsumerGroup, member_id: str, instance_id: Optional[s
     return member
 
 
-def _check_protocols(group: ConsumerGroup, member_id: str, protocols) -> None:
-    """Kafka's throwIfClassicProtocolIsNotSupported: a protocol every other classic member supports."""
+def _check_protocols(group: ConsumerGroup, joining: set[str], protocols) -> None:
+    """Kafka's throwIfClassicProtocolIsNotSupported: a protocol every other
+    classic member (not the `joining` ids) supports."""
     names = {name for name, _ in protocols}
     for other in group.members.values():
-        if other.member_id != member_id and other.metadata is not None and other.metadata.classic is not None:
+        if other.member_id not in joining and other.metadata is not None and other.metadata.classic is not None:
             names &= {name for name, _ in other.metadata.classic.protocols}
     if not names:
         raise GroupError(Error.INCONSISTENT_GROUP_PROTOCOL,
@@ -85,6 +86,7 @@ class MixedMembers:
         instance = _instance(req)
         static = next((m for m in group.members.values()
                        if instance is not None and m.metadata is not None and m.metadata.instance_id == instance), None)
+        replaced: Optional[Member] = None
         if req.member_id:
             if instance is not None or req.member_id in group.members:
                 member_id = classic_member(group, req.member_id, instance).member_id
@@ -94,16 +96,19 @@ class MixedMembers:
             if static.metadata.classic is None:
                 raise GroupError(Error.UNRELEASED_INSTANCE_ID,
                                  f"instance {instance!r} is consumer-protocol member {static.member_id}")
-            member_id = static.member_id  # a static member back: its place (and assignment) is kept
+            member_id, replaced = self.new_member_id(), static  # a static member restarted
         else:
             member_id = self.new_member_id()
-        _check_protocols(group, member_id, protocols)
+        _check_protocols(group, {member_id, replaced.member_id if replaced else member_id}, protocols)
         if not req.member_id and instance is None and req.require_known_member_id:
             self.classic.answers.append((token, gpb.JoinGroupResponse(
                 error_code=Error.MEMBER_ID_REQUIRED, member_id=member_id, generation_id=-1)))
             return
         member = group.members.get(member_id)
         old = member.metadata if member is not None else None
+        if replaced is not None:
+            self._replace_static(group, replaced, member_id)
+            old = replaced.metadata
         metadata = MemberMetadata(
             instance_id=instance, rack_id=subscription.rack_id, client_id=old.client_id if old else client_id,
             client_host=old.client_host if old else client_host,
@@ -120,6 +125,16 @@ class MixedMembers:
         self.classic.answers.append((token, gpb.JoinGroupResponse(
             generation_id=member.current.member_epoch, protocol_type=CONSUMER_PROTOCOL_TYPE,
             protocol_name=protocols[0][0], leader="", member_id=member_id)))
+
+    def _replace_static(self, group: ConsumerGroup, replaced: Member, member_id: str) -> None:
+        """Kafka's static member replacement: the new member id takes the
+        instance's place, epoch and assignment (no rebalance); the old id is
+        fenced (its requests are unknown, or FENCED_INSTANCE_ID with the instance)."""
+        current, target = replaced.current, replaced.target
+        self._member_tombstones(group, replaced.member_id)
+        self._emit(Key(RecordType.MEMBER_METADATA, group.group_id, member_id), replaced.metadata)
+        self._emit(Key(RecordType.TARGET_ASSIGNMENT_MEMBER, group.group_id, member_id), TargetAssignmentMember(target))
+        self._emit(Key(RecordType.CURRENT_MEMBER_ASSIGNMENT, group.group_id, member_id), current)
 
     def _reconcile_classic(self, group: ConsumerGroup, member: Member, owned, now_ms: int) -> None:
         """A classic member reports what it owns only when it joins: that is when it moves towards its target."""

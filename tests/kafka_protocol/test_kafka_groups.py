@@ -3,8 +3,9 @@ wrote: confluent-kafka (librdkafka) consumers of one classic group with the
 range and the cooperative-sticky assignor while members join and leave
 (every record consumed once), offsets committed and read back, the admin
 calls (ListGroups, DescribeGroups, OffsetFetch, DeleteGroups), kafka-python
-3's and aiokafka's group consumers, kcat -G, and a librdkafka group.protocol=consumer member
-sharing a KIP-848 group with the gRPC consumer. Raw frames for what no
+3's and aiokafka's group consumers, kcat -G, a librdkafka group.protocol=consumer member
+sharing a KIP-848 group with the gRPC consumer, and the online migration: the gRPC consumer
+joining a classic librdkafka group (upgrade) and leaving it (downgrade). Raw frames for what no
 client sends: requests in the wrong state, hostile values, mixing the two
 kinds of group. One cluster for the module."""
 from __future__ import annotations

@@ -363,3 +363,21 @@ def test_a_classic_member_that_does_not_rejoin_is_removed_after_its_rebalance_ti
     c.advance(2_001)
     assert member.member_id not in c.g().members
     c.assert_replay_rebuilds()
+
+
+def test_a_static_classic_member_restarting_takes_its_place_and_fences_the_old_id() -> None:
+    c = Mixed()
+    c.consumer()
+    first = c.classic_join(instance="static-1")  # a static member gets its id at once
+    assert first.error_code == 0
+    held = c.g().members[first.member_id].current
+    restarted = c.classic_join(instance="static-1")
+    assert restarted.error_code == 0 and restarted.member_id != first.member_id
+    group = c.g()
+    assert first.member_id not in group.members and group.members[restarted.member_id].current == held
+    assert group.epoch == 2  # no rebalance
+    assert c.heartbeat(first.member_id, held.member_epoch) == Error.UNKNOWN_MEMBER_ID
+    assert c.heartbeat(first.member_id, held.member_epoch, instance="static-1") == Error.FENCED_INSTANCE_ID
+    assert c.heartbeat(restarted.member_id, held.member_epoch, instance="static-1") in (
+        Error.NONE, Error.REBALANCE_IN_PROGRESS)
+    c.assert_replay_rebuilds()
