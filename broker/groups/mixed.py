@@ -19,6 +19,9 @@ classicGroupJoinToConsumerGroup and its siblings do. Part of GroupMachine
   except while it revokes (it rejoins by itself after revoking), as Kafka's
   throwIfRebalanceInProgress; a Heartbeat also when a partition the member
   waits for was released (its rejoin picks it up).
+- A static member (group.instance.id) joining without its member id is a
+  restart: a new id takes its place, epoch and assignment (the old id is
+  fenced), as Kafka's static member replacement.
 - LeaveGroup, session and rebalance timeouts: the member is removed, as a
   consumer group member is.
 """
