@@ -29,6 +29,10 @@ GROUP_CONSUMER_SESSION_TIMEOUT_MS = "group.consumer.session.timeout.ms"
 GROUP_MIN_SESSION_TIMEOUT_MS = "group.min.session.timeout.ms"
 GROUP_MAX_SESSION_TIMEOUT_MS = "group.max.session.timeout.ms"
 GROUP_INITIAL_REBALANCE_DELAY_MS = "group.initial.rebalance.delay.ms"
+GROUP_CONSUMER_MIGRATION_POLICY = "group.consumer.migration.policy"
+# Whether a non-empty group changes kind (KIP-848's online migration, broker/groups/migration.py):
+# "upgrade" classic -> consumer, "downgrade" consumer -> classic; Kafka 4's default is bidirectional.
+MIGRATION_POLICIES = ("disabled", "upgrade", "downgrade", "bidirectional")
 PRODUCER_ID_EXPIRATION_MS = "producer.id.expiration.ms"
 PRODUCER_ID_EXPIRATION_CHECK_INTERVAL_MS = "producer.id.expiration.check.interval.ms"
 TRANSACTION_STATE_LOG_NUM_PARTITIONS = "transaction.state.log.num.partitions"
@@ -71,7 +75,7 @@ _PROPERTIES: dict[str, tuple[str, int, int]] = {
     TRANSACTION_ABORT_TIMED_OUT_CLEANUP_INTERVAL_MS: ("transaction_abort_timed_out_transaction_cleanup_interval_ms",
                                                       10_000, 1),
 }
-KAFKA_PROPERTY_NAMES = frozenset(_PROPERTIES)
+KAFKA_PROPERTY_NAMES = frozenset(_PROPERTIES) | {GROUP_CONSUMER_MIGRATION_POLICY}
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,7 @@ class BrokerConfig:
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1800000
     group_initial_rebalance_delay_ms: int = 3000
+    group_consumer_migration_policy: str = "bidirectional"
     transaction_state_log_num_partitions: int = 50
     transaction_state_log_replication_factor: int = 3
     transaction_state_log_min_isr: int = 2
@@ -109,6 +114,13 @@ class BrokerConfig:
         for key, (attr, _default, minimum) in _PROPERTIES.items():
             if key in props:
                 values[attr] = parse_int(key, props[key], minimum)
+        if GROUP_CONSUMER_MIGRATION_POLICY in props:
+            # Kafka's validator takes the names in any case.
+            policy = str(props[GROUP_CONSUMER_MIGRATION_POLICY]).strip().lower()
+            if policy not in MIGRATION_POLICIES:
+                raise InvalidConfigError(f"{GROUP_CONSUMER_MIGRATION_POLICY}={props[GROUP_CONSUMER_MIGRATION_POLICY]!r}: "
+                                  f"one of {', '.join(MIGRATION_POLICIES)}")
+            values["group_consumer_migration_policy"] = policy
         return cls(**values, log=LogConfig.from_mapping(props))
 
 

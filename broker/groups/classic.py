@@ -245,7 +245,7 @@ class ClassicRules:
         was_leader = group.leader == old.member_id
         if was_leader:
             group.leader = member_id
-        if group.state == ClassicState.STABLE and _select_protocol(group) == group.protocol_name:
+        if group.state == ClassicState.STABLE and select_protocol(group) == group.protocol_name:
             # Nothing the group agreed on changes: the new member id is written and the group stays
             # in its generation. A restarted leader gets the members but need not assign (KIP-814).
             member.session_deadline_ms = now_ms + member.session_timeout_ms
@@ -264,6 +264,22 @@ class ClassicRules:
         member.join_token = member.sync_token = None
 
     # -- rebalancing -----------------------------------------------------------------------------
+    def abandon(self, group: ClassicGroup, code: int) -> None:
+        """Answer every waiting JoinGroup and SyncGroup with `code`: the group
+        becomes a consumer group (Kafka's convertToConsumerGroup), and its
+        members rejoin that."""
+        for member in group.members.values():
+            if member.join_token is not None:
+                self._join_error(member.join_token, code, member.member_id)
+                member.join_token = None
+            if member.sync_token is not None:
+                self.answers.append((member.sync_token, gpb.SyncGroupResponse(error_code=code)))
+                member.sync_token = None
+
+    def rebalance(self, group: ClassicGroup, now_ms: int) -> bool:
+        """A rebalance the coordinator starts (a group converted back from a consumer group)."""
+        return self._prepare_rebalance(group, now_ms)
+
     def _prepare_rebalance(self, group: ClassicGroup, now_ms: int) -> bool:
         if group.state == ClassicState.COMPLETING_REBALANCE:
             self._reset_assignments(group, Error.REBALANCE_IN_PROGRESS)
@@ -307,7 +323,7 @@ class ClassicRules:
             group.protocol_name, group.protocol_type, group.deadline_ms = None, None, None
             _transition(group, ClassicState.EMPTY, now_ms)
             return True
-        group.protocol_name = _select_protocol(group)
+        group.protocol_name = select_protocol(group)
         _transition(group, ClassicState.COMPLETING_REBALANCE, now_ms)
         group.deadline_ms = now_ms + max(m.rebalance_timeout_ms for m in group.members.values())
         for member in joined:
@@ -514,7 +530,7 @@ def _rebalance_timeout(req: gpb.JoinGroupRequest) -> int:
     return req.rebalance_timeout_ms if req.rebalance_timeout_ms > 0 else req.session_timeout_ms
 
 
-def _select_protocol(group: ClassicGroup) -> str:
+def select_protocol(group: ClassicGroup) -> str:
     """Each member votes for the first of its protocols every member
     supports; most votes wins, a tie going to the leader's preference."""
     candidates = group.candidates()

@@ -156,7 +156,8 @@ class GroupCoordinator(ShardedCoordinator[GroupShard]):
                                             min_session_timeout_ms=config.group_min_session_timeout_ms,
                                             max_session_timeout_ms=config.group_max_session_timeout_ms,
                                             initial_rebalance_delay_ms=config.group_initial_rebalance_delay_ms,
-                                            max_record_bytes=config.log.max_message_bytes))
+                                            max_record_bytes=config.log.max_message_bytes),
+                                        migration_policy=config.group_consumer_migration_policy)
         self._tokens = itertools.count(1)
         self.ids = ImageTopicIds(lambda: self.replicas.image)
         self.creator = InternalTopicCreator(broker_id, controllers, create_timeout_s)
@@ -291,8 +292,10 @@ class GroupCoordinator(ShardedCoordinator[GroupShard]):
         except GroupError as exc:
             return gpb.ConsumerGroupHeartbeatResponse(error_code=exc.code, error_message=exc.message)
         response, records = shard.machine.heartbeat(request, self.clock(), self.topics(), client_id, client_host)
+        answers = shard.machine.take_answers()  # a classic group's waiting requests its upgrade ended
         shard.wake.fire()
         error = await self._write(shard, records)
+        shard.settle(answers, error)
         if error != Error.NONE:
             return gpb.ConsumerGroupHeartbeatResponse(error_code=error, error_message="the group records were not written")
         return response
@@ -367,7 +370,8 @@ class GroupCoordinator(ShardedCoordinator[GroupShard]):
                          client_host: str = "") -> gpb.JoinGroupResponse:
         return await self._classic(
             request.group_id,
-            lambda machine, token: machine.join_group(request, token, self.clock(), client_id, client_host),
+            lambda machine, token: machine.join_group(request, token, self.clock(), client_id, client_host,
+                                                      self.topics()),
             lambda code: gpb.JoinGroupResponse(error_code=code, member_id=request.member_id, generation_id=-1))
 
     async def sync_group(self, request: gpb.SyncGroupRequest) -> gpb.SyncGroupResponse:
@@ -389,7 +393,7 @@ class GroupCoordinator(ShardedCoordinator[GroupShard]):
             shard = self.shard_for(request.group_id)
         except GroupError as exc:
             return gpb.LeaveGroupResponse(error_code=exc.code)
-        response, records = shard.machine.leave_group(request, self.clock())
+        response, records = shard.machine.leave_group(request, self.clock(), self.topics())
         answers = shard.machine.take_answers()  # other members' joins the leave completed
         shard.wake.fire()
         error = await self._write(shard, records)

@@ -21,13 +21,20 @@ Classic groups (JoinGroup, SyncGroup, Heartbeat, LeaveGroup; classic.py has
 the protocol): the same group-id namespace and committed offsets. A classic
 group's answers may come out of another request or a timer: each waiting
 request is the shell's token, and take_answers() gives the answers made.
-Mixing the two kinds, as Kafka 4 with group.consumer.migration.policy
-"disabled" for non-empty groups: a classic JoinGroup against a consumer
-group with members is GROUP_ID_NOT_FOUND ("not a classic group"), a
-ConsumerGroupHeartbeat against a classic group with members (or not
-joining) is GROUP_ID_NOT_FOUND ("not a consumer group"); an empty group of
-either kind becomes the other kind when a member of that kind joins (an
-empty classic group's record is tombstoned first, as Kafka does).
+Mixing the two kinds follows group.consumer.migration.policy (Kafka 4's
+online migration, migration.py and mixed.py): with "upgrade" or
+"bidirectional" a ConsumerGroupHeartbeat join converts a classic group of
+consumers into a consumer group whose classic members stay, and a
+classic JoinGroup joins a consumer group as a classic member; with
+"downgrade" or "bidirectional" a consumer group whose last
+ConsumerGroupHeartbeat member left becomes a classic group again. Where the
+policy (or the group's state) does not allow it: a classic JoinGroup
+against a consumer group with members is GROUP_ID_NOT_FOUND ("not a
+classic group"), a ConsumerGroupHeartbeat against a classic group with
+members (or not joining) is GROUP_ID_NOT_FOUND ("not a consumer group").
+An empty group of either kind becomes the other kind when a member of that
+kind joins (an empty classic group's record is tombstoned first, as Kafka
+does).
 
 Offsets: committed only for partitions that exist (UNKNOWN_TOPIC_OR_PARTITION
 otherwise, as Kafka's broker answers), and removed from every group when
@@ -54,8 +61,13 @@ from kafka_protocol.batch import MAX_PRODUCER_EPOCH
 from ..errors import Error
 from .assignors import ASSIGNORS, DEFAULT_ASSIGNOR
 from .classic import Answer, ClassicConfig, ClassicGroup, ClassicRules, GroupError, Token
+from .migration import (DEFAULT_MIGRATION_POLICY, downgrade_candidates, downgrades, member_metadata, to_classic,
+                        upgrade_plan, upgrades)
+from .mixed import MixedMembers
 from .reconcile import next_assignment
-from .records import (Assignment, GroupMetadata, Key, MemberMetadata, MemberState,
+from kafka_protocol.consumer_protocol import encode_assignment
+
+from .records import (Assignment, CurrentMemberAssignment, GroupMetadata, Key, MemberMetadata, MemberState,
                       OffsetCommit, PartitionMetadata, Record, RecordType, TargetAssignmentMember,
                       TargetAssignmentMetadata, Value)
 from .state import NO_PRODUCER_ID, ConsumerGroup, GroupsState, Member
@@ -72,6 +84,7 @@ class GroupConfig:
     heartbeat_interval_ms: int = 5000
     offset_metadata_max_bytes: int = 4096
     classic: ClassicConfig = ClassicConfig()
+    migration_policy: str = DEFAULT_MIGRATION_POLICY  # group.consumer.migration.policy
 
 
 __all__ = ["GroupConfig", "GroupError", "GroupMachine", "Topics"]
@@ -92,7 +105,7 @@ def _new_member_id() -> str:
     return uuid.uuid4().hex
 
 
-class GroupMachine:
+class GroupMachine(MixedMembers):
     def __init__(self, config: GroupConfig = GroupConfig(), new_member_id: Callable[[], str] = _new_member_id) -> None:
         self.config = config
         self.new_member_id = new_member_id
@@ -134,7 +147,7 @@ class GroupMachine:
         """After loading: every member gets a full session (and revocation) timeout from now."""
         for group in self.state.groups.values():
             for member in group.members.values():
-                member.session_deadline_ms = now_ms + self.config.session_timeout_ms
+                member.session_deadline_ms = now_ms + self._session_timeout(member)
                 if member.current.state == MemberState.UNREVOKED_PARTITIONS:
                     member.revocation_deadline_ms = now_ms + self._rebalance_timeout(member)
             if group.classic is not None:
@@ -155,22 +168,28 @@ class GroupMachine:
             expired = [m.member_id for m in group.members.values()
                        if any(d is not None and d <= now_ms for d in (m.session_deadline_ms, m.revocation_deadline_ms))]
             for member_id in sorted(expired):
-                self._remove_member(group, member_id, topics)
+                if member_id in group.members:  # (a downgrade may have made the rest classic group members)
+                    self._remove_member(group, member_id, topics, now_ms)
             if group.classic is not None and self.classic.expire(group.classic, now_ms):
                 self._snapshot(group)
         return self._take()
 
     # -- the classic protocol --------------------------------------------------------------------
     def join_group(self, req: gpb.JoinGroupRequest, token: Token, now_ms: int, client_id: str = "",
-                   client_host: str = "") -> list[Record]:
-        """A JoinGroup: its answer (now or later) comes out of take_answers under `token`."""
+                   client_host: str = "", topics: Topics = {}) -> list[Record]:
+        """A JoinGroup: its answer (now or later) comes out of take_answers
+        under `token`. `topics` as for heartbeat (a classic member of a
+        consumer group gets its assignment from the group's assignor)."""
         group: Optional[ConsumerGroup] = None
         try:
             _check_group_id(req.group_id)
             self.classic.check_join(req)
             group = self.state.groups.get(req.group_id)
             if group is not None and group.classic is None and group.members:
-                raise GroupError(Error.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a classic group.")
+                if not upgrades(self.config.migration_policy):
+                    raise GroupError(Error.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a classic group.")
+                self._mixed_join(group, req, token, now_ms, client_id, client_host, topics)
+                return self._take()
             if group is None and req.member_id:
                 raise GroupError(Error.UNKNOWN_MEMBER_ID, f"Classic group {req.group_id} not found.")
             if group is None:
@@ -191,6 +210,9 @@ class GroupMachine:
         """A SyncGroup: answered under `token`, the followers' once the leader's came."""
         try:
             group = self._classic_group(req.group_id)
+            if group.classic is None:
+                self._mixed_sync(group, req, token, now_ms)
+                return self._take()
             write = self.classic.sync(group.classic, req, token, now_ms)
         except GroupError as exc:
             self.classic.answers.append((token, gpb.SyncGroupResponse(error_code=exc.code)))
@@ -202,28 +224,35 @@ class GroupMachine:
     def heartbeat_classic(self, req: gpb.HeartbeatRequest, now_ms: int) -> gpb.HeartbeatResponse:
         try:
             group = self._classic_group(req.group_id)
+            if group.classic is None:
+                return gpb.HeartbeatResponse(error_code=self._mixed_heartbeat(group, req, now_ms))
             return gpb.HeartbeatResponse(error_code=self.classic.heartbeat(group.classic, req, now_ms))
         except GroupError as exc:
             return gpb.HeartbeatResponse(error_code=exc.code)
 
-    def leave_group(self, req: gpb.LeaveGroupRequest, now_ms: int) -> tuple[gpb.LeaveGroupResponse, list[Record]]:
+    def leave_group(self, req: gpb.LeaveGroupRequest, now_ms: int,
+                    topics: Topics = {}) -> tuple[gpb.LeaveGroupResponse, list[Record]]:
         response = gpb.LeaveGroupResponse()
         try:
             group = self._classic_group(req.group_id)
         except GroupError as exc:
             response.error_code = exc.code
             return response, []
+        if group.classic is None:
+            self._mixed_leave(group, req, now_ms, topics, response)
+            return response, self._take()
         if self.classic.leave(group.classic, req, now_ms, response):
             self._snapshot(group)
         return response, self._take()
 
     def _classic_group(self, group_id: str) -> ConsumerGroup:
         """Kafka 4's lookup for SyncGroup, Heartbeat and LeaveGroup: a group
-        that is not there (or not classic: its members are not classic
-        members here) does not know the member."""
+        that is not there (or a consumer group without members: none is a
+        classic member) does not know the member. A consumer group with
+        members is returned: its classic members are served (mixed.py)."""
         _check_group_id(group_id)
         group = self.state.groups.get(group_id)
-        if group is None or group.classic is None:
+        if group is None or (group.classic is None and not group.members):
             raise GroupError(Error.UNKNOWN_MEMBER_ID, f"Classic group {group_id} not found.")
         return group
 
@@ -266,11 +295,12 @@ class GroupMachine:
                 raise GroupError(Error.INVALID_REQUEST, f"subscribed_topic_regex: {exc}") from None
         group = self.state.groups.get(req.group_id)
         if group is not None and group.classic is not None and (req.member_epoch != 0 or group.classic.members):
-            raise GroupError(Error.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group")
+            if req.member_epoch != 0 or not self._upgrade(group, req, now_ms):
+                raise GroupError(Error.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group")
         if req.member_epoch in LEAVE_EPOCHS:
-            if group is None or req.member_id not in group.members:
+            if group is None or _consumer_member(group, req.member_id) is None:
                 raise GroupError(Error.UNKNOWN_MEMBER_ID, f"{req.member_id!r} is not a member of {req.group_id!r}")
-            self._remove_member(group, req.member_id, topics)
+            self._remove_member(group, req.member_id, topics, now_ms)
             return gpb.ConsumerGroupHeartbeatResponse(member_id=req.member_id, member_epoch=req.member_epoch)
         if req.member_epoch == 0:
             group, member = self._join(req, group)
@@ -302,11 +332,10 @@ class GroupMachine:
 
     def _join(self, req: gpb.ConsumerGroupHeartbeatRequest,
               group: Optional[ConsumerGroup]) -> tuple[ConsumerGroup, Member]:
-        if not req.HasField("subscribed_topic_names") and not req.subscribed_topic_regex:
-            raise GroupError(Error.INVALID_REQUEST, "a joining member names its subscription (topics or a regex)")
-        if req.rebalance_timeout_ms <= 0:
-            raise GroupError(Error.INVALID_REQUEST, "a joining member gives its rebalance_timeout_ms")
+        _check_join(req)
         member_id = req.member_id or self.new_member_id()
+        if group is not None and member_id in group.members and _consumer_member(group, member_id) is None:
+            raise GroupError(Error.UNKNOWN_MEMBER_ID, f"{member_id!r} is a classic member of {req.group_id!r}")
         if group is not None and req.instance_id:
             for other in group.members.values():
                 if other.member_id != member_id and other.metadata and other.metadata.instance_id == req.instance_id:
@@ -324,7 +353,7 @@ class GroupMachine:
         return group, group.members.setdefault(member_id, Member(member_id))
 
     def _existing_member(self, req: gpb.ConsumerGroupHeartbeatRequest, group: Optional[ConsumerGroup]) -> Member:
-        member = group.members.get(req.member_id) if group is not None else None
+        member = _consumer_member(group, req.member_id) if group is not None else None
         if member is None:
             raise GroupError(Error.UNKNOWN_MEMBER_ID, f"{req.member_id!r} is not a member of {req.group_id!r}")
         current = member.current
@@ -338,6 +367,58 @@ class GroupMachine:
         raise GroupError(Error.FENCED_MEMBER_EPOCH,
                          f"epoch {req.member_epoch}, the member's epoch is {current.member_epoch}: rejoin")
 
+    def _upgrade(self, group: ConsumerGroup, req: gpb.ConsumerGroupHeartbeatRequest, now_ms: int) -> bool:
+        """A consumer-protocol member joining a classic group with members:
+        convert it (migration.py) if the policy and the group allow; the
+        join itself then goes on as into any consumer group."""
+        classic = group.classic
+        assert classic is not None
+        plan = upgrade_plan(classic) if upgrades(self.config.migration_policy) else None
+        if (plan is None or req.member_id in classic.members
+                or (req.instance_id and classic.static_member(req.instance_id) is not None)):
+            return False
+        _check_join(req)  # nothing is written for a join refused anyway
+        self.classic.abandon(classic, Error.REBALANCE_IN_PROGRESS)
+        self._emit(Key(RecordType.CLASSIC_GROUP, group.group_id), None)
+        self._emit(Key(RecordType.GROUP_METADATA, group.group_id), GroupMetadata(classic.generation))
+        for member_id, member in classic.members.items():
+            subscription, assigned = plan[member_id]
+            self._emit(Key(RecordType.MEMBER_METADATA, group.group_id, member_id),
+                       member_metadata(member, subscription))
+            self._emit(Key(RecordType.TARGET_ASSIGNMENT_MEMBER, group.group_id, member_id),
+                       TargetAssignmentMember(assigned))
+            self._emit(Key(RecordType.CURRENT_MEMBER_ASSIGNMENT, group.group_id, member_id),
+                       CurrentMemberAssignment(classic.generation, classic.generation - 1, MemberState.STABLE,
+                                               assigned, frozenset()))
+            group.members[member_id].session_deadline_ms = (
+                member.session_deadline_ms or now_ms + member.session_timeout_ms)
+        self._emit(Key(RecordType.TARGET_ASSIGNMENT_METADATA, group.group_id),
+                   TargetAssignmentMetadata(classic.generation))
+        return True
+
+    def _downgrade(self, group: ConsumerGroup, now_ms: int) -> bool:
+        """The last consumer-protocol member left a group of classic
+        members: a classic group again (members keep their assignment), then
+        a rebalance, as Kafka's convertToClassicGroup. False when the
+        members share no protocol (it stays a consumer group)."""
+        classic = to_classic(group, now_ms, encode_assignment)
+        if classic is None:
+            return False
+        for member_id in sorted(group.members):
+            self._member_tombstones(group, member_id)
+        for kind in (RecordType.TARGET_ASSIGNMENT_METADATA, RecordType.PARTITION_METADATA):
+            self._emit(Key(kind, group.group_id), None)
+        group.classic = classic
+        self._snapshot(group)
+        if self.classic.rebalance(classic, now_ms):
+            self._snapshot(group)
+        return True
+
+    def _session_timeout(self, member: Member) -> int:
+        meta = member.metadata
+        return meta.classic.session_timeout_ms if meta is not None and meta.classic is not None \
+            else self.config.session_timeout_ms
+
     def _rebalance_timeout(self, member: Member) -> int:
         timeout = member.metadata.rebalance_timeout_ms if member.metadata else -1
         return timeout if timeout > 0 else self.config.session_timeout_ms
@@ -348,8 +429,13 @@ class GroupMachine:
                      RecordType.MEMBER_METADATA):
             self._emit(Key(kind, group.group_id, member_id), None)
 
-    def _remove_member(self, group: ConsumerGroup, member_id: str, topics: Topics) -> None:
+    def _remove_member(self, group: ConsumerGroup, member_id: str, topics: Topics, now_ms: int) -> None:
+        consumer = _consumer_member(group, member_id) is not None
         self._member_tombstones(group, member_id)
+        if (consumer and downgrades(self.config.migration_policy)
+                and downgrade_candidates(group, self.config.classic.max_size)):
+            if self._downgrade(group, now_ms):
+                return  # no new epoch: the classic generation is the epoch the members reconciled to
         self._maybe_bump(group, topics, True)
 
     def _maybe_bump(self, group: ConsumerGroup, topics: Topics, bump: bool) -> None:
@@ -427,7 +513,7 @@ class GroupMachine:
             raise GroupError(Error.GROUP_ID_NOT_FOUND, f"group {req.group_id!r} does not exist")
         if admin and not group.members:
             return group
-        _check_member_epoch(group, req.member_id, req.member_epoch)
+        _check_member_epoch(group, req.member_id, req.member_epoch, classic_generation=True)
         return group
 
     def txn_offset_commit(self, req: gpb.TxnOffsetCommitRequest, now_ms: int, existing: Topics,
@@ -578,7 +664,7 @@ class GroupMachine:
                 subscribed_topic_names=list(meta.subscribed_topic_names) if meta else [],
                 subscribed_topic_regex=meta.subscribed_topic_regex or "" if meta else "",
                 assignment=_partitions(member.current.assigned | member.current.pending_revocation),
-                target_assignment=_partitions(member.target))
+                target_assignment=_partitions(member.target), classic=meta is not None and meta.classic is not None)
         return out
 
 
@@ -601,15 +687,32 @@ def _check_group_id(group_id: str) -> None:
         raise GroupError(Error.INVALID_GROUP_ID, "the group id is empty")
 
 
-def _check_member_epoch(group: ConsumerGroup, member_id: str, epoch: int) -> None:
+def _check_member_epoch(group: ConsumerGroup, member_id: str, epoch: int, classic_generation: bool = False) -> None:
+    """`classic_generation`: a classic member's epoch is its generation, and
+    a wrong one ILLEGAL_GENERATION, as Kafka answers classic members."""
     member = group.members.get(member_id)
     if member is None:
         raise GroupError(Error.UNKNOWN_MEMBER_ID, f"{member_id!r} is not a member of {group.group_id!r}")
     current = member.current.member_epoch
+    if classic_generation and epoch != current and member.metadata is not None and member.metadata.classic:
+        raise GroupError(Error.ILLEGAL_GENERATION, f"generation {epoch}, the member's epoch is {current}")
     if epoch > current:
         raise GroupError(Error.FENCED_MEMBER_EPOCH, f"epoch {epoch} is newer than the member's {current}")
     if epoch < current:
         raise GroupError(Error.STALE_MEMBER_EPOCH, f"epoch {epoch} is older than the member's {current}")
+
+
+def _check_join(req: gpb.ConsumerGroupHeartbeatRequest) -> None:
+    if not req.HasField("subscribed_topic_names") and not req.subscribed_topic_regex:
+        raise GroupError(Error.INVALID_REQUEST, "a joining member names its subscription (topics or a regex)")
+    if req.rebalance_timeout_ms <= 0:
+        raise GroupError(Error.INVALID_REQUEST, "a joining member gives its rebalance_timeout_ms")
+
+
+def _consumer_member(group: ConsumerGroup, member_id: str) -> Optional[Member]:
+    """A consumer-protocol (ConsumerGroupHeartbeat) member: a classic one is unknown to that protocol."""
+    member = group.members.get(member_id)
+    return member if member is not None and (member.metadata is None or member.metadata.classic is None) else None
 
 
 def _member_metadata(req: gpb.ConsumerGroupHeartbeatRequest, old: Optional[MemberMetadata], client_id: str,

@@ -26,7 +26,7 @@ dropped: the topic is gone, and so is any claim on it.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import IntEnum
 from typing import Optional, Protocol, Union
 
@@ -84,6 +84,16 @@ class PartitionMetadata:
 
 
 @dataclass(frozen=True, slots=True)
+class ClassicMemberMetadata:
+    """A member of a consumer group that speaks the classic protocol
+    (KIP-848's online migration): its session timeout and its JoinGroup
+    protocols, Kafka's ClassicMemberMetadata (tag 0 of the member's value)."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]  # (name, metadata), its preference first
+
+
+@dataclass(frozen=True, slots=True)
 class MemberMetadata:
     instance_id: Optional[str]
     rack_id: Optional[str]
@@ -93,6 +103,7 @@ class MemberMetadata:
     subscribed_topic_regex: Optional[str]
     rebalance_timeout_ms: int
     server_assignor: Optional[str]
+    classic: Optional[ClassicMemberMetadata] = None  # None: a KIP-848 (ConsumerGroupHeartbeat) member
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,6 +177,7 @@ _GROUP_KEYS = (RecordType.GROUP_METADATA, RecordType.PARTITION_METADATA, RecordT
 _OFFSET_COMMIT_VALUE_VERSION = 3
 _CLASSIC_GROUP_VALUE_VERSION = 3  # what Kafka writes: non-flexible, with group instance ids
 _FLEXIBLE_CLASSIC_VERSION = 4
+_CLASSIC_MEMBER_TAG = 0  # ConsumerGroupMemberMetadataValue's tagged ClassicMemberMetadata
 
 
 # -- keys ----------------------------------------------------------------------------------------
@@ -241,6 +253,8 @@ def encode_value(value: Optional[Value], ids: TopicIds) -> Optional[bytes]:
          .compact_string(value.client_host).compact_array(value.subscribed_topic_names, Writer.compact_string)
          .compact_string(value.subscribed_topic_regex).int32(value.rebalance_timeout_ms)
          .compact_string(value.server_assignor))
+        if value.classic is not None:
+            return w.tagged_fields({_CLASSIC_MEMBER_TAG: _encode_classic_member(value.classic)}).bytes()
     elif isinstance(value, TargetAssignmentMetadata):
         w.int32(value.assignment_epoch)
     elif isinstance(value, TargetAssignmentMember):
@@ -274,6 +288,10 @@ def decode_value(kind: RecordType, data: Optional[bytes], ids: TopicIds) -> Opti
     elif kind == RecordType.MEMBER_METADATA:
         value = MemberMetadata(r.compact_string(), r.compact_string(), _required(r), _required(r),
                                tuple(r.compact_array(_required)), r.compact_string(), r.int32(), r.compact_string())
+        tagged = r.tagged_fields()
+        if _CLASSIC_MEMBER_TAG in tagged:
+            value = replace(value, classic=_decode_classic_member(tagged[_CLASSIC_MEMBER_TAG]))
+        return value
     elif kind == RecordType.TARGET_ASSIGNMENT_METADATA:
         value = TargetAssignmentMetadata(r.int32())
     elif kind == RecordType.TARGET_ASSIGNMENT_MEMBER:
@@ -287,6 +305,30 @@ def decode_value(kind: RecordType, data: Optional[bytes], ids: TopicIds) -> Opti
         value = CurrentMemberAssignment(epoch, previous, state, _read_partitions(r, ids), _read_partitions(r, ids))
     r.skip_tagged_fields()
     return value
+
+
+def _encode_classic_member(meta: ClassicMemberMetadata) -> bytes:
+    w = Writer().int32(meta.session_timeout_ms)
+    w.compact_array(meta.protocols, lambda w, p: (
+        w.compact_string(p[0]).uvarint(len(p[1]) + 1).raw(p[1]).no_tagged_fields()))
+    return w.no_tagged_fields().bytes()
+
+
+def _decode_classic_member(data: bytes) -> ClassicMemberMetadata:
+    r = Reader(data)
+    session_timeout = r.int32()
+    protocols = tuple(r.compact_array(_read_classic_protocol))
+    r.skip_tagged_fields()
+    return ClassicMemberMetadata(session_timeout, protocols)
+
+
+def _read_classic_protocol(r: Reader) -> tuple[str, bytes]:
+    name, size = _required(r), r.uvarint() - 1
+    if size < 0:
+        raise SchemaError("null protocol metadata")
+    metadata = bytes(r._take(size))
+    r.skip_tagged_fields()
+    return name, metadata
 
 
 def _required(r: Reader) -> str:

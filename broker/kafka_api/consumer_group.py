@@ -19,7 +19,7 @@ from kafka_protocol.wire.entities import build, millis
 
 from .context import KafkaCallContext
 
-CONSUMER_MEMBER = 1  # ConsumerGroupDescribe v1's member_type: every member here speaks KIP-848
+CLASSIC_MEMBER, CONSUMER_MEMBER = 0, 1  # ConsumerGroupDescribe v1's member_type (-1: unknown)
 
 
 async def _topic_ids(services: Any, context: KafkaCallContext) -> dict[str, uuid.UUID]:
@@ -79,4 +79,4 @@ async def serve_describe(services: Any, request: Any, context: KafkaCallContext)
                       "subscribed_topic_regex": m.subscribed_topic_regex or None,
                       "assignment": {"topic_partitions": _by_id(m.assignment, ids)},
                       "target_assignment": {"topic_partitions": _by_id(m.target_assignment, ids)},
-                      "member_type": CONSUMER_MEMBER} for m in g.members]} for g in answer.groups]})
+                      "member_type": CLASSIC_MEMBER if m.classic else CONSUMER_MEMBER} for m in g.members]} for g in answer.groups]})

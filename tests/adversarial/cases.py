@@ -1034,7 +1034,12 @@ JOIN, SYNC, BEAT, LEAVE = ("GroupCoordinator/JoinGroup", "GroupCoordinator/SyncG
 DESCRIBE_CLASSIC = "GroupCoordinator/DescribeGroups"
 CLASSIC_CASES: list[Case] = [
     # The reference group is a KIP-848 group with a live member: Kafka's refusal, and nothing of it touched.
-    Case(JOIN, "into-a-consumer-group", classic_join(), codes(K.GROUP_ID_NOT_FOUND), "coordinator"),
+    # (group.consumer.migration.policy is bidirectional: a classic consumer may join it, with a real
+    # subscription; b"m" is not one.)
+    Case(JOIN, "into-a-consumer-group-garbage-subscription", classic_join(), codes(K.INCONSISTENT_GROUP_PROTOCOL),
+         "coordinator"),
+    Case(JOIN, "into-a-consumer-group-not-consumer-protocol", classic_join(protocol_type="connect"),
+         codes(K.INCONSISTENT_GROUP_PROTOCOL), "coordinator"),
     Case(JOIN, "empty-group-id", classic_join(""), codes(K.INVALID_GROUP_ID)),
     *[Case(JOIN, f"session-timeout-{t}", classic_join(session_timeout_ms=t), codes(K.INVALID_SESSION_TIMEOUT),
            "coordinator") for t in (0, -1, I32_MIN, I32_MAX)],

@@ -3,8 +3,9 @@ wrote: confluent-kafka (librdkafka) consumers of one classic group with the
 range and the cooperative-sticky assignor while members join and leave
 (every record consumed once), offsets committed and read back, the admin
 calls (ListGroups, DescribeGroups, OffsetFetch, DeleteGroups), kafka-python
-3's and aiokafka's group consumers, kcat -G, and a librdkafka group.protocol=consumer member
-sharing a KIP-848 group with the gRPC consumer. Raw frames for what no
+3's and aiokafka's group consumers, kcat -G, a librdkafka group.protocol=consumer member
+sharing a KIP-848 group with the gRPC consumer, and the online migration: the gRPC consumer
+joining a classic librdkafka group (upgrade) and leaving it (downgrade). Raw frames for what no
 client sends: requests in the wrong state, hostile values, mixing the two
 kinds of group. One cluster for the module."""
 from __future__ import annotations
@@ -266,6 +267,86 @@ def test_librdkafka_kip848_member_and_grpc_member_share_a_group(cluster):
         grpc_member.close()
 
 
+@pytest.mark.parametrize("strategy", ["range", "cooperative-sticky"])
+def test_a_grpc_member_joins_a_classic_group_and_they_share_its_partitions(cluster, strategy):
+    """KIP-848's online migration (group.consumer.migration.policy, bidirectional
+    by default): a KIP-848 gRPC member joins a classic librdkafka group, which
+    becomes a consumer group whose classic member keeps speaking JoinGroup/
+    SyncGroup and gets its share from the coordinator's assignor; when the
+    gRPC member leaves, the group is classic again."""
+    topic, group, first, more = f"mixed-{strategy}", f"mixed-classic-kip848-{strategy}", 60, 20
+    cluster.create_topic(topic, PARTITIONS, 2)
+    cluster.wait_for_leaders(topic)
+    producer = Producer({"bootstrap.servers": cluster.client_bootstrap})
+
+    def produce(start: int, count: int) -> None:
+        for i in range(start, start + count):
+            producer.produce(topic, value=b"m%d" % i, partition=i % PARTITIONS)
+        assert producer.flush(DEADLINE_S) == 0
+
+    produce(0, first)
+    seen: dict = {}
+
+    def count(partition: int, offset: int) -> None:
+        seen[(partition, offset)] = seen.get((partition, offset), 0) + 1
+
+    classic = consumer(cluster, group, **{"partition.assignment.strategy": strategy, **CLASSIC})
+    classic.subscribe([topic], on_revoke=commit_quietly)  # what it consumed is committed as it gives it up
+    grpc_member = None
+    try:
+        deadline = time.monotonic() + DEADLINE_S
+        while len(seen) < first // 4 and time.monotonic() < deadline:
+            m = classic.poll(0.05)
+            if m is not None and m.error() is None:
+                count(m.partition(), m.offset())
+        grpc_member = GrpcConsumer({"bootstrap.servers": cluster.bootstrap, "group.id": group,
+                                    "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+        grpc_member.subscribe([topic])
+
+        def step() -> tuple[set, set]:
+            m = classic.poll(0.05)
+            if m is not None and m.error() is None:
+                count(m.partition(), m.offset())
+            for r in grpc_member.poll(0.05):
+                count(r.partition, r.offset)
+            return {tp.partition for tp in classic.assignment()}, {tp.partition for tp in grpc_member.assignment()}
+
+        mine, theirs = step()
+        while time.monotonic() < deadline and not (
+                mine and theirs and not mine & theirs and mine | theirs == set(range(PARTITIONS))
+                and len(seen) >= first):
+            mine, theirs = step()
+        assert len(mine) == len(theirs) == PARTITIONS // 2 and not mine & theirs
+        produce(first, more)  # records arriving while the two kinds share the group
+        while len(seen) < first + more and time.monotonic() < deadline:
+            mine, theirs = step()
+        assert {tp.partition for tp in classic.assignment()} == mine and not mine & theirs
+        admin = AdminClient({"bootstrap.servers": cluster.client_bootstrap})
+        described = admin.describe_consumer_groups([group])[group].result(timeout=10)
+        assert len(described.members) == 2 and described.type.name == "CONSUMER"
+        # The gRPC member leaves: the group goes back to classic (the downgrade) and its
+        # classic member takes every partition in a classic rebalance.
+        grpc_member.commit()
+        grpc_member.close()
+        grpc_member = None
+        while len(classic.assignment()) < PARTITIONS and time.monotonic() < deadline:
+            m = classic.poll(0.05)
+            if m is not None and m.error() is None:
+                count(m.partition(), m.offset())
+        assert len(classic.assignment()) == PARTITIONS
+        assert admin.describe_consumer_groups([group])[group].result(timeout=10).type.name == "CLASSIC"
+        produce(first + more, more)
+        while len(seen) < first + 2 * more and time.monotonic() < deadline:
+            m = classic.poll(0.05)
+            if m is not None and m.error() is None:
+                count(m.partition(), m.offset())
+    finally:
+        classic.close()
+        if grpc_member is not None:
+            grpc_member.close()
+    assert len(seen) == first + 2 * more and set(seen.values()) == {1}, "a record consumed twice or not at all"
+
+
 # -- raw frames: wrong states, hostile values, the two kinds of group -------------------------
 
 def find_coordinator(cluster: LocalCluster, version: int, values: dict) -> object:
@@ -325,7 +406,8 @@ def test_classic_requests_in_the_wrong_state(cluster):
         assert bad_session.error_code == ErrorCode.invalid_session_timeout
         empty_id = join(raw, "")
         assert empty_id.error_code == ErrorCode.invalid_group_id
-        # A KIP-848 member cannot join a classic group with members: Kafka's answer.
+        # A KIP-848 member cannot join a classic group whose member's metadata is no
+        # consumer-protocol subscription: no upgrade (Kafka's answer).
         kip848 = raw.call(request(versions.CONSUMER_GROUP_HEARTBEAT, 0, {
             "group_id": group, "member_id": "", "member_epoch": 0, "instance_id": None, "rack_id": None,
             "rebalance_timeout": 5000, "subscribed_topic_names": [TOPIC], "server_assignor": None,

@@ -5,6 +5,7 @@ record and its reload, and the rules for mixing with KIP-848 groups.
 Member ids come from a counter: every run is the same."""
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from typing import Optional
 
@@ -37,9 +38,9 @@ class NoIds:
 class Coordinator:
     """The shell's part, in memory: tokens, answers, the records written, a clock."""
 
-    def __init__(self) -> None:
+    def __init__(self, config: GroupConfig = CONFIG) -> None:
         counter = itertools.count(1)
-        self.machine = GroupMachine(CONFIG, new_member_id=lambda: f"id{next(counter)}")
+        self.machine = GroupMachine(config, new_member_id=lambda: f"id{next(counter)}")
         self.now = 1_000
         self.tokens = itertools.count(1)
         self.answers: dict[int, object] = {}
@@ -58,7 +59,7 @@ class Coordinator:
         if instance is not None:
             req.group_instance_id = instance
         token = next(self.tokens)
-        self._collect(self.machine.join_group(req, token, self.now, "client", "host"))
+        self._collect(self.machine.join_group(req, token, self.now, "client", "host", TOPICS))
         return token
 
     def new_member(self, **kw) -> int:
@@ -86,7 +87,8 @@ class Coordinator:
 
     def leave(self, *member_ids: str) -> gpb.LeaveGroupResponse:
         response, records = self.machine.leave_group(gpb.LeaveGroupRequest(
-            group_id=GROUP, members=[gpb.LeaveGroupRequest.Member(member_id=m) for m in member_ids]), self.now)
+            group_id=GROUP, members=[gpb.LeaveGroupRequest.Member(member_id=m) for m in member_ids]), self.now,
+            TOPICS)
         self._collect(records)
         return response
 
@@ -304,7 +306,7 @@ def _consumer_join(machine: GroupMachine, now: int) -> gpb.ConsumerGroupHeartbea
 
 
 def test_mixing_refuses_non_empty_groups_of_the_other_kind_and_converts_empty_ones() -> None:
-    c = Coordinator()
+    c = Coordinator(dataclasses.replace(CONFIG, migration_policy="disabled"))  # migration: test_migration.py
     leader, follower, generation = c.stable_pair()
     c.commit(leader, generation, offset=9)
     refused = _consumer_join(c.machine, c.now)
