@@ -18,7 +18,7 @@ from kio.serial import entity_reader, entity_writer
 from .errors import UnsupportedRequest, WireError
 from .framing import SIZE_BYTES, BytesLike, size_prefix
 from .headers import RequestHeader, decode_request_header, encode_response_header, peek
-from .tagged_fields import drop_unknown_tags
+from .tagged_fields import check_array_lengths, drop_unknown_tags
 from .versions import API_VERSIONS, UNSUPPORTED_VERSION, api_versions_response, is_served
 
 
@@ -36,6 +36,10 @@ def decode_request(frame: BytesLike) -> Request:
         raise UnsupportedRequest(api_key, api_version, correlation_id)
     kind = request_type(api_key, api_version)
     header, offset = decode_request_header(frame, kind.__header_schema__.__version__)
+    # kio's native readers make room for the entries an array says it has
+    # before reading any, and a failed allocation aborts the process: the
+    # lengths are checked against the frame first (tagged_fields.py).
+    check_array_lengths(kind, frame, offset)
     try:
         return Request(header, _whole_body(kind, frame, offset))
     except WireError:

@@ -140,3 +140,43 @@ def test_the_walk_on_garbage_is_a_wire_error_or_bytes(kind, rest):
         assert isinstance(drop_unknown_tags(kind, rest, 0), bytes)
     except WireError:
         pass
+
+
+# -- arrays that say more entries than their frame could hold --------------------------------
+# kio's native readers make room for an array's entries before reading one,
+# and a failed allocation aborts the process (a broker ended by one frame):
+# the codec refuses such lengths first. These fail by crashing the test
+# process if that check is lost.
+
+def request_frame(api_key: int, api_version: int, body: bytes) -> bytes:
+    kind = codec.request_type(api_key, api_version)
+    header = struct.pack(">hhih", api_key, api_version, 9, -1)
+    return header + (b"\x00" if kind.__header_schema__.__version__ >= 2 else b"") + body
+
+
+HUGE_ARRAYS = [
+    (versions.LIST_GROUPS, 4, uvarint(2**32 + 1) + b"\x00" * 8),          # compact array of strings
+    (versions.LIST_TRANSACTIONS, 0, b"\x01" + uvarint(5 * 10**9) + b"\x00" * 8),  # of int64, after an empty one
+    (versions.METADATA, 9, uvarint(5 * 10**9) + b"\x00" * 8),             # of entities
+    (versions.METADATA, 4, struct.pack(">i", 2**31 - 1) + b"\x00" * 8),   # a legacy int32 length
+]
+
+
+def test_an_array_longer_than_its_frame_is_refused_before_kio_reads_it():
+    for api_key, api_version, body in HUGE_ARRAYS:
+        try:
+            codec.decode_request(request_frame(api_key, api_version, body))
+        except WireError as exc:
+            assert "entries in" in str(exc), exc
+        else:
+            raise AssertionError(f"api {api_key} v{api_version} decoded a {len(body)}-byte body")
+
+
+LENGTHY = st.lists(st.sampled_from([0x00, 0x01, 0x02, 0x7f, 0x80, 0xff, 0x0f, 0x10]), max_size=40).map(bytes)
+
+
+@FUZZ
+@given(st.sampled_from([(key, version) for key, r in versions.ADVERTISED.items()
+                        for version in range(r.min_version, r.max_version + 1)]), LENGTHY)
+def test_bodies_of_long_varints_and_lengths(api, body):
+    decodes_or_wire_error(request_frame(*api, body))
