@@ -1,7 +1,8 @@
 """Hostile connections to a Kafka-protocol listener (one combined node, its
 CLIENTS listener speaking Kafka's protocol; one cluster for the module):
 a frame over socket.request.max.bytes, a negative size, a garbage header, an
-API or version not served, a truncated body, half a frame, a slowloris and
+API or version not served, a truncated body, an array saying 2**32
+entries (which would have aborted the broker in kio's reader), half a frame, a slowloris and
 an idle connection. Each closes its own connection and leaves the broker
 serving everyone else; a request carrying tagged fields the broker does not
 know (KIP-482) is answered, not closed."""
@@ -48,6 +49,11 @@ TAG_PAST_ITS_FRAME = (struct.pack(">hhih", versions.API_VERSIONS, 3, 1, -1) + by
                       + bytes([2]) + b"1" + bytes([1, 9]) + uvarint(2**31))
 
 
+# ListGroups v4 whose states filter says 2^32 strings: kio would make room for
+# them before reading one, and a failed allocation aborts the process
+ARRAY_OF_2_POW_32 = struct.pack(">hhih", versions.LIST_GROUPS, 4, 1, -1) + b"\x00" + uvarint(2**32 + 1) + b"\x00" * 8
+
+
 def still_serving(cluster: LocalCluster) -> None:
     with RawKafka(kafka_address(cluster)) as raw:
         assert raw.call(api_versions(), correlation_id=7).error_code == ErrorCode.none
@@ -61,8 +67,9 @@ def still_serving(cluster: LocalCluster) -> None:
     struct.pack(">i", 10) + struct.pack(">hhih", versions.METADATA, 0, 1, -1),  # a version not served
     struct.pack(">i", 12) + struct.pack(">hhih", versions.METADATA, 1, 1, -1) + b"\x00\x00",  # a truncated body
     framed(TAG_PAST_ITS_FRAME),
+    framed(ARRAY_OF_2_POW_32),
 ], ids=["oversized", "negative-size", "garbage-header", "unknown-api", "unserved-version", "truncated-body",
-        "tagged-field-past-its-frame"])
+        "tagged-field-past-its-frame", "array-of-2**32-entries"])
 def test_a_bad_frame_closes_only_its_connection(cluster, data):
     with RawKafka(kafka_address(cluster)) as bystander, RawKafka(kafka_address(cluster)) as raw:
         assert bystander.call(api_versions(), correlation_id=1).error_code == ErrorCode.none
