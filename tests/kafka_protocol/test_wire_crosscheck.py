@@ -45,7 +45,7 @@ from kafka_protocol.wire.entities import millis
 from kafka_protocol.wire.errors import WireError
 
 # Few examples per version: there are ~200 versions, each a test of its own.
-EXAMPLES = settings(max_examples=4, deadline=None, database=None,
+EXAMPLES = settings(max_examples=3, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 st.register_type_strategy(Records, st.binary(max_size=60).map(Records))  # record sets are bytes to the codec
