@@ -70,9 +70,9 @@ def test_confluent_kafka_to_the_spark_source_and_the_spark_sink_to_confluent_kaf
 
     # the Spark sink writes (gzip); confluent-kafka reads, assigned (no group)
     target = new_topic(cluster, "spark-to-ck", partitions=2)
-    rows = [(*written(i)[:2], i % 2, [{"key": k, "value": v} for k, v in written(i)[2]]) for i in range(40)]
-    rows = [(key, value if value is not None else f"tombstone-{i}".encode(), partition, headers)
-            for i, (key, value, partition, headers) in enumerate(rows)]  # the values name the rows
+    # a first header names the row: keys and values repeat, and one value is null
+    rows = [(*written(i)[:2], i % 2, [{"key": "row", "value": b"%d" % i}]
+             + [{"key": k, "value": v} for k, v in written(i)[2]]) for i in range(40)]
     before_ms = int(time.time() * 1000)
     (spark.createDataFrame(rows, f"key binary, value binary, partition int, headers {HEADERS_TYPE}")
      .write.format("kraftlog").option("kraftlog.bootstrap.servers", bootstrap(cluster)).option("topic", target)
@@ -90,9 +90,10 @@ def test_confluent_kafka_to_the_spark_source_and_the_spark_sink_to_confluent_kaf
                 read.append(message)
     finally:
         consumer.close()
-    assert {m.value(): (m.key(), m.partition(), m.headers() or []) for m in read} == {
-        value: (key, partition, [(h["key"], h["value"]) for h in headers]) for key, value, partition, headers in rows}
     assert len(read) == len(rows)
+    assert {m.headers()[0][1]: (m.key(), m.value(), m.partition(), m.headers()) for m in read} == {
+        headers[0]["value"]: (key, value, partition, [(h["key"], h["value"]) for h in headers])
+        for key, value, partition, headers in rows}
     # written at the time of the write, as Spark's Kafka sink stamps them
     assert all(m.timestamp()[0] == TIMESTAMP_CREATE_TIME and before_ms <= m.timestamp()[1] <= after_ms for m in read)
     assert {Codec(h.codec).name.lower() for h in stored_batches(cluster, target, 0)} == {"gzip"}
