@@ -31,6 +31,7 @@ def decode_request(frame: BytesLike) -> Request:
     """The request in one frame (its size prefix taken off). Raises
     UnsupportedRequest for an API or version not served, WireError for
     anything that does not read as the request it says it is."""
+    frame = _read_only(frame)
     api_key, api_version, correlation_id = peek(frame)
     if not is_served(api_key, api_version):
         raise UnsupportedRequest(api_key, api_version, correlation_id)
@@ -51,6 +52,13 @@ def decode_request(frame: BytesLike) -> Request:
         if len(known) == len(frame) - offset:
             raise  # nothing was dropped: the first answer stands
         return Request(header, _whole_body(kind, known, 0))
+
+
+def _read_only(frame: BytesLike) -> BytesLike:
+    """`frame` as kio's (native) reader takes it: it refuses a writable buffer
+    (a bytearray, or a view of one) as if the request were malformed. A
+    read-only view, not a copy."""
+    return frame if isinstance(frame, bytes) else memoryview(frame).toreadonly()
 
 
 def _whole_body(kind: type, buf: BytesLike, offset: int) -> Any:
@@ -123,6 +131,7 @@ def decode_response(frame: BytesLike, kind: type) -> tuple[int, Any]:
     """The client's side: (correlation id, message) of a response frame
     (its size prefix taken off) holding a `kind` message."""
     header_kind = kind.__header_schema__
+    frame = _read_only(frame)
     try:
         header, offset = entity_reader(header_kind)(frame, 0)
         body, size = _reader(kind)(frame, offset)

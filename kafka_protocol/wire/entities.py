@@ -19,6 +19,8 @@ from typing import Any, Mapping, Optional, get_args, get_origin
 from kio.schema.errors import ErrorCode
 
 _UTC = datetime.timezone.utc
+_EPOCH = datetime.datetime(1970, 1, 1, tzinfo=_UTC)
+_MILLISECOND = datetime.timedelta(milliseconds=1)
 
 
 def build(kind: type, values: Mapping[str, Any]) -> Any:
@@ -39,11 +41,12 @@ def build(kind: type, values: Mapping[str, Any]) -> Any:
 
 
 def millis(value: Any) -> int:
-    """A duration or timestamp field of a decoded request, in milliseconds."""
+    """A duration or timestamp field of a decoded request, in milliseconds
+    (exactly: a float of seconds loses milliseconds past 2**53 of them)."""
     if isinstance(value, datetime.timedelta):
-        return round(value.total_seconds() * 1000)
+        return value // _MILLISECOND
     if isinstance(value, datetime.datetime):
-        return round(value.timestamp() * 1000)
+        return (value - _EPOCH) // _MILLISECOND
     return int(value)
 
 

@@ -4,7 +4,9 @@ Starting Spark costs 5-15 s here, so the session is shared; its Python
 workers run this venv's interpreter (PYSPARK_PYTHON), which imports
 spark_jobs from the editable install. The cluster is three combined
 broker,controller processes, so a test can kill a leader and the others
-carry on.
+carry on. Each broker also has a Kafka-protocol listener (CLIENTS,
+`cluster.client_bootstrap`), for what Kafka's own clients write and read
+beside Spark (test_kafka_clients.py).
 """
 from __future__ import annotations
 
@@ -19,11 +21,13 @@ import pytest
 from devcluster.local_cluster import LocalCluster
 from kraftlog_api import broker_pb2 as bpb
 from kafka_protocol.records import Record, encode_batch
+from kraftlog_server.server_config import KAFKA_PROTOCOL_LISTENERS
 
 # Retention runs every 500 ms, for the data-loss tests' topics (their own retention.ms);
 # few __transaction_state partitions, for the exactly-once sink's tests.
 PROPERTIES = {"broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 500,
-              "log.retention.check.interval.ms": 500, "transaction.state.log.num.partitions": 5}
+              "log.retention.check.interval.ms": 500, "transaction.state.log.num.partitions": 5,
+              KAFKA_PROTOCOL_LISTENERS: "CLIENTS"}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -73,7 +77,8 @@ def spark():
 
 @pytest.fixture(scope="session")
 def cluster(tmp_path_factory):
-    with LocalCluster(tmp_path_factory.mktemp("spark-cluster"), combined=3, properties=PROPERTIES).running() as c:
+    with LocalCluster(tmp_path_factory.mktemp("spark-cluster"), combined=3, properties=PROPERTIES,
+                      client_listener="PLAINTEXT").running() as c:
         yield c
 
 
