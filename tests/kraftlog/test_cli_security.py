@@ -72,6 +72,9 @@ def test_topics_with_and_without_command_config(secured, tmp_path):
     assert f"Created topic {TOPIC}" in out
     secured.wait_for_leaders(TOPIC)
     succeeds(secured, "topics", "create", "ledger", "--partitions", "1", "--command-config", str(admin))
+    # Created once the controller committed it (as in Kafka); the broker that
+    # answers the list may not have the record yet: wait for it, then list.
+    secured.wait_for_leaders("ledger")
     assert {TOPIC, "ledger"} <= set(json.loads(succeeds(secured, "topics", "list", "--json",
                                                         "--command-config", str(admin))))
     # alice describes only what her ACLs name: Read and Write imply Describe on payments alone
