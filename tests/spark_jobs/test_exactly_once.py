@@ -110,7 +110,10 @@ def test_the_drivers_commit_is_idempotent_per_task_and_refuses_a_stale_attempt(s
     tid = transactional_id("direct-query", 0)
 
     def rows(batch: int):
-        return ((target, None, Record(None, f"b{batch}-{i}".encode(), 0)) for i in range(10))
+        # Timestamped now: records of 1970 would roll their segment at the next batch and be
+        # deleted by the cluster's retention check (every 500 ms) before they are read.
+        now_ms = int(time.time() * 1000)
+        return ((target, None, Record(None, f"b{batch}-{i}".encode(), now_ms)) for i in range(10))
 
     stale = write_prepared(options, rows(0), tid, 0)   # its result never reached the driver
     retried = write_prepared(options, rows(0), tid, 0)  # the retry's init aborted the first attempt
