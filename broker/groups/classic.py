@@ -170,7 +170,7 @@ class ClassicRules:
     def join(self, group: ClassicGroup, req: gpb.JoinGroupRequest, token: Token, now_ms: int, client_id: str,
              client_host: str) -> bool:
         """The group exists (maybe just made, empty). Answers now or later."""
-        instance = req.group_instance_id if req.HasField("group_instance_id") else None
+        instance = instance_of(req)
         if not self._supports(group, req):
             raise GroupError(Error.INCONSISTENT_GROUP_PROTOCOL,
                              f"the group's protocol type is {group.protocol_type!r}, or no protocol of the "
@@ -369,7 +369,7 @@ class ClassicRules:
 
     # -- SyncGroup -------------------------------------------------------------------------------
     def sync(self, group: ClassicGroup, req: gpb.SyncGroupRequest, token: Token, now_ms: int) -> bool:
-        member = _existing(group, req.member_id, req.group_instance_id if req.HasField("group_instance_id") else None)
+        member = _existing(group, req.member_id, instance_of(req))
         if req.generation_id != group.generation:
             raise GroupError(Error.ILLEGAL_GENERATION, f"generation {req.generation_id}, the group's is "
                              f"{group.generation}")
@@ -410,7 +410,7 @@ class ClassicRules:
 
     # -- Heartbeat -------------------------------------------------------------------------------
     def heartbeat(self, group: ClassicGroup, req: gpb.HeartbeatRequest, now_ms: int) -> int:
-        member = _existing(group, req.member_id, req.group_instance_id if req.HasField("group_instance_id") else None)
+        member = _existing(group, req.member_id, instance_of(req))
         if req.generation_id != group.generation:
             raise GroupError(Error.ILLEGAL_GENERATION, f"generation {req.generation_id}, the group's is "
                              f"{group.generation}")
@@ -421,11 +421,7 @@ class ClassicRules:
     def leave(self, group: ClassicGroup, req: gpb.LeaveGroupRequest, now_ms: int,
               answer: gpb.LeaveGroupResponse) -> bool:
         removed = False
-        for who in req.members:
-            instance = who.group_instance_id if who.HasField("group_instance_id") else None
-            out = answer.members.add(member_id=who.member_id)
-            if instance is not None:
-                out.group_instance_id = instance
+        for who, instance, out in leaving_members(req, answer):
             try:
                 if not who.member_id and instance is not None:
                     member = group.static_member(instance)
@@ -506,15 +502,37 @@ class ClassicRules:
                 member.member_metadata, member.member_assignment = m.metadata(group.protocol_name), m.assignment
 
 
+def instance_of(message) -> Optional[str]:
+    """A request's (or a leaving member's) group.instance.id; None for a dynamic member."""
+    return message.group_instance_id if message.HasField("group_instance_id") else None
+
+
+def leaving_members(req: gpb.LeaveGroupRequest, answer: gpb.LeaveGroupResponse):
+    """Each member a LeaveGroup names, with its instance id and its entry in
+    the answer (the caller sets the entry's error)."""
+    for who in req.members:
+        instance = instance_of(who)
+        out = answer.members.add(member_id=who.member_id)
+        if instance is not None:
+            out.group_instance_id = instance
+        yield who, instance, out
+
+
+def check_static(static, member_id: str, instance_id: str) -> None:
+    """A request naming static member `instance_id` (found as `static`, or
+    None) must come with the member id that instance has."""
+    if static is None:
+        raise GroupError(Error.UNKNOWN_MEMBER_ID, f"no member has instance id {instance_id!r}")
+    if static.member_id != member_id:
+        raise GroupError(Error.FENCED_INSTANCE_ID,
+                         f"instance {instance_id!r} is member {static.member_id}, not {member_id}")
+
+
 def _existing(group: ClassicGroup, member_id: str, instance_id: Optional[str]) -> ClassicMember:
     """Kafka's validateMember: a static member must come with the member id its instance has."""
     if instance_id is not None:
         static = group.static_member(instance_id)
-        if static is None:
-            raise GroupError(Error.UNKNOWN_MEMBER_ID, f"no member has instance id {instance_id!r}")
-        if static.member_id != member_id:
-            raise GroupError(Error.FENCED_INSTANCE_ID,
-                             f"instance {instance_id!r} is member {static.member_id}, not {member_id}")
+        check_static(static, member_id, instance_id)
         return static
     member = group.members.get(member_id)
     if member is None:

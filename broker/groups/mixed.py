@@ -33,7 +33,7 @@ from kraftlog_api import groups_pb2 as gpb
 from kafka_protocol.consumer_protocol import encode_assignment
 
 from ..errors import Error
-from .classic import GroupError, Token
+from .classic import GroupError, Token, check_static, instance_of, leaving_members
 from .migration import CONSUMER_PROTOCOL_TYPE, protocol_version, subscription_of
 from .records import ClassicMemberMetadata, Key, MemberMetadata, MemberState, RecordType, TargetAssignmentMember
 from .reconcile import next_assignment
@@ -44,13 +44,9 @@ def classic_member(group: ConsumerGroup, member_id: str, instance_id: Optional[s
     """The classic member a classic request names (a consumer-protocol
     member is unknown to the classic protocol)."""
     if instance_id is not None:
-        static = next((m for m in group.members.values()
-                       if m.metadata is not None and m.metadata.instance_id == instance_id), None)
-        if static is None:
-            raise GroupError(Error.UNKNOWN_MEMBER_ID, f"no member has instance id {instance_id!r}")
-        if static.member_id != member_id:
-            raise GroupError(Error.FENCED_INSTANCE_ID,
-                             f"instance {instance_id!r} is member {static.member_id}, not {member_id}")
+        check_static(next((m for m in group.members.values()
+                           if m.metadata is not None and m.metadata.instance_id == instance_id), None),
+                     member_id, instance_id)
     member = group.members.get(member_id)
     if member is None or member.metadata is None or member.metadata.classic is None:
         raise GroupError(Error.UNKNOWN_MEMBER_ID, f"{member_id!r} is not a classic member of {group.group_id!r}")
@@ -69,10 +65,6 @@ def _check_protocols(group: ConsumerGroup, joining: set[str], protocols) -> None
                          f"no protocol of the request is supported by every classic member of {group.group_id}")
 
 
-def _instance(req) -> Optional[str]:
-    return req.group_instance_id if req.HasField("group_instance_id") else None
-
-
 class MixedMembers:
     """GroupMachine's part for classic members of consumer groups."""
 
@@ -86,7 +78,7 @@ class MixedMembers:
         if subscription is None:
             raise GroupError(Error.INCONSISTENT_GROUP_PROTOCOL,
                              f"the metadata of protocol {protocols[0][0]!r} is not a consumer protocol subscription")
-        instance = _instance(req)
+        instance = instance_of(req)
         static = next((m for m in group.members.values()
                        if instance is not None and m.metadata is not None and m.metadata.instance_id == instance), None)
         replaced: Optional[Member] = None
@@ -158,7 +150,7 @@ class MixedMembers:
             member.revocation_deadline_ms = now_ms + self._rebalance_timeout(member)
 
     def _mixed_sync(self, group: ConsumerGroup, req: gpb.SyncGroupRequest, token: Token, now_ms: int) -> None:
-        member = classic_member(group, req.member_id, _instance(req))
+        member = classic_member(group, req.member_id, instance_of(req))
         self._check_generation(member, req.generation_id)
         protocols = member.metadata.classic.protocols
         if ((req.HasField("protocol_type") and req.protocol_type != CONSUMER_PROTOCOL_TYPE)
@@ -171,7 +163,7 @@ class MixedMembers:
             protocol_type=CONSUMER_PROTOCOL_TYPE, protocol_name=protocols[0][0])))
 
     def _mixed_heartbeat(self, group: ConsumerGroup, req: gpb.HeartbeatRequest, now_ms: int) -> int:
-        member = classic_member(group, req.member_id, _instance(req))
+        member = classic_member(group, req.member_id, instance_of(req))
         self._check_generation(member, req.generation_id)
         member.session_deadline_ms = now_ms + member.metadata.classic.session_timeout_ms
         self._check_rebalance(group, member, now_ms)
@@ -194,11 +186,7 @@ class MixedMembers:
 
     def _mixed_leave(self, group: ConsumerGroup, req: gpb.LeaveGroupRequest, now_ms: int, topics,
                      response: gpb.LeaveGroupResponse) -> None:
-        for who in req.members:
-            instance = who.group_instance_id if who.HasField("group_instance_id") else None
-            out = response.members.add(member_id=who.member_id)
-            if instance is not None:
-                out.group_instance_id = instance
+        for who, instance, out in leaving_members(req, response):
             try:
                 if not who.member_id and instance is not None:
                     member = next((m for m in group.members.values() if m.metadata is not None
