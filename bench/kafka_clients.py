@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional
 
 from bench.bench_results import save_results
-from bench.producer import profiled
+from bench.producer import chosen_runs, profiled
 from bench.suite import kraftlog_cluster as kl
 from bench.suite import librdkafka
 from bench.suite.parallel import run_jobs
@@ -80,10 +80,7 @@ def main() -> None:
     parser.add_argument("--profile", type=Path, default=None, help="py-spy every broker into DIR during each run")
     parser.add_argument("--out", default="bench/results/kafka_clients.json")
     args = parser.parse_args()
-    runs = [r.strip() for r in args.runs.split(",") if r.strip()]
-    unknown = [r for r in runs if r not in RUNS]
-    if unknown:
-        parser.error(f"unknown run(s) {unknown}: choose from {list(RUNS)}")
+    runs = chosen_runs(parser, args.runs, RUNS)
     results = []
     with tempfile.TemporaryDirectory(prefix="bench-kafka-clients-") as tmp:
         with kl.start_cluster(Path(tmp), 3) as cluster:

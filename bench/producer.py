@@ -33,7 +33,7 @@ import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Iterable, Iterator, Optional
 
 
 from bench.bench_results import save_results
@@ -80,6 +80,15 @@ def profiled(directory: Optional[Path], run: str, pids: dict[str, int]) -> Itera
                 spy.wait()
 
 
+def chosen_runs(parser: argparse.ArgumentParser, text: str, known: Iterable[str]) -> list[str]:
+    """The runs a comma-separated --runs names, in order; a usage error for one not in `known`."""
+    runs = [r.strip() for r in text.split(",") if r.strip()]
+    unknown = [r for r in runs if r not in known]
+    if unknown:
+        parser.error(f"unknown run(s) {unknown}: choose from {list(known)}")
+    return runs
+
+
 def measure(cluster: LocalCluster, run: str, records: int, seconds: float,
             profile: Optional[Path]) -> dict[str, Any]:
     topic, acks, idempotence = RUNS[run]
@@ -105,10 +114,7 @@ def main() -> None:
     parser.add_argument("--profile", type=Path, default=None, help="py-spy the producer and brokers into DIR")
     parser.add_argument("--out", default="bench/results/producer.json")
     args = parser.parse_args()
-    runs = [r.strip() for r in args.runs.split(",") if r.strip()]
-    unknown = [r for r in runs if r not in RUNS]
-    if unknown:
-        parser.error(f"unknown run(s) {unknown}: choose from {list(RUNS)}")
+    runs = chosen_runs(parser, args.runs, RUNS)
     results = []
     with tempfile.TemporaryDirectory(prefix="bench-producer-") as tmp:
         cluster = kl.start_cluster(Path(tmp), 3)
