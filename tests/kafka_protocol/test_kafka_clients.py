@@ -19,16 +19,16 @@ from pathlib import Path
 
 import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition as AioTp
-from confluent_kafka import OFFSET_BEGINNING, Consumer as CKConsumer, Producer as CKProducer, TopicPartition as CKTp
+from confluent_kafka import OFFSET_BEGINNING, Producer as CKProducer, TopicPartition as CKTp
 
 from client.producer import Producer
 from devcluster.local_cluster import LocalCluster
 from devcluster.read_back import read_back
-from kafka_protocol.batch import iter_headers
 from kafka_protocol.compression import Codec
-from kraftlog_api import broker_pb2 as bpb
 from kafka_protocol.wire import versions
 from kraftlog_server.server_config import KAFKA_PROTOCOL_LISTENERS
+
+from .kafka_client_reads import read_assigned, stored_batches
 
 IDLE_S = 10.0          # how long a read-back waits for a record that does not come; never in an assert
 RUN_TIMEOUT_S = 60     # bounds every client subprocess
@@ -66,17 +66,6 @@ def new_topic(cluster: LocalCluster, name: str, partitions: int = 1) -> str:
 def read_all(cluster: LocalCluster, topic: str, count: int, partitions=(0,)) -> list:
     """The topic through kraftlog's gRPC consumer."""
     return read_back(cluster.bootstrap, topic, list(partitions), max_messages=count, idle_timeout_s=IDLE_S)
-
-
-def stored_batches(cluster: LocalCluster, topic: str, partition: int = 0) -> list:
-    """The batch headers as the leader stores them (gRPC Fetch, no decode)."""
-    leader = next(p.leader_id for p in cluster.wait_for_leaders(topic).partitions if p.partition_index == partition)
-    answer = cluster.broker_stub(leader).Fetch(bpb.FetchRequest(
-        replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=8 << 20, topics=[bpb.FetchRequest.FetchTopic(
-            topic=topic, partitions=[bpb.FetchRequest.FetchPartition(
-                partition=partition, fetch_offset=0, current_leader_epoch=-1, last_fetched_epoch=-1,
-                partition_max_bytes=8 << 20)])]), timeout=10)
-    return [header for _, header in iter_headers(bytes(answer.responses[0].partitions[0].records))]
 
 
 def as_written(got: list) -> dict:
@@ -150,18 +139,8 @@ def test_the_grpc_producer_writes_and_confluent_kafka_reads_the_same_records(clu
                    for key, value, headers, ts in written]
         producer.flush()
         offsets = [f.result(timeout=30).offset for f in futures]
-    consumer = CKConsumer({"bootstrap.servers": cluster.client_bootstrap, "group.id": "unused-assign-only",
-                           "enable.auto.commit": False, "enable.partition.eof": True})
-    got = []
-    try:
-        consumer.assign([CKTp(topic, 0, OFFSET_BEGINNING)])
-        deadline = time.monotonic() + RUN_TIMEOUT_S
-        while len(got) < len(written) and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is not None and message.error() is None:
-                got.append(message)
-    finally:
-        consumer.close()
+    got = read_assigned({"bootstrap.servers": cluster.client_bootstrap}, [CKTp(topic, 0, OFFSET_BEGINNING)],
+                        len(written), RUN_TIMEOUT_S)
     assert [m.offset() for m in got] == offsets
     assert [(m.key(), m.value(), m.headers(), m.timestamp()[1]) for m in got] == written
 

@@ -18,7 +18,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
 from aiokafka import TopicPartition as AioTopicPartition
 from aiokafka.helpers import create_ssl_context
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import KafkaError, Producer, TopicPartition
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaPythonTopicPartition
 
@@ -33,6 +33,7 @@ from security import certs
 from security.acl import AclOperation, ResourceType
 from security.sasl_protocol import invalid_credentials_message
 from security.scram_credentials import DEFAULT_ITERATIONS, ScramMechanism
+from tests.kafka_protocol.kafka_client_reads import read_assigned
 from tests.kafka_protocol.kafka_sasl_helpers import TlsKafka, api_versions, login, request
 
 TOPIC = "secured-kafka"
@@ -110,18 +111,9 @@ def test_confluent_kafka_writes_and_reads_with_scram_sha_512(cluster):
     assert [err for err, _ in delivered] == [None] * len(sent)
     offsets = [msg.offset() for _, msg in delivered]
 
-    consumer = Consumer({**librdkafka_settings(cluster, ALICE), "group.id": "unused-by-assign",
-                         "enable.auto.commit": False})
-    try:
-        consumer.assign([TopicPartition(TOPIC, 0, offsets[0])])
-        got, deadline = [], time.monotonic() + WAIT_S
-        while len(got) < len(sent) and time.monotonic() < deadline:
-            message = consumer.poll(1.0)
-            if message is not None and message.error() is None:
-                got.append((message.offset(), message.value()))
-    finally:
-        consumer.close()
-    assert got == list(zip(offsets, sent))
+    got = read_assigned(librdkafka_settings(cluster, ALICE), [TopicPartition(TOPIC, 0, offsets[0])], len(sent),
+                        WAIT_S)
+    assert [(m.offset(), m.value()) for m in got] == list(zip(offsets, sent))
 
 
 def test_kafka_python_writes_and_reads_with_plain(cluster):

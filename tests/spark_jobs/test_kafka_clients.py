@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import time
 
-from confluent_kafka import (OFFSET_BEGINNING, TIMESTAMP_CREATE_TIME, Consumer as CKConsumer, Producer as CKProducer,
+from confluent_kafka import (OFFSET_BEGINNING, TIMESTAMP_CREATE_TIME, Producer as CKProducer,
                              TopicPartition as CKTp)
 from pyspark.sql import functions as F
 
 from kafka_protocol.compression import Codec
-from tests.kafka_protocol.test_kafka_clients import stored_batches
+from tests.kafka_protocol.kafka_client_reads import read_assigned, stored_batches
 
 from .conftest import bootstrap, new_topic
 
@@ -78,18 +78,8 @@ def test_confluent_kafka_to_the_spark_source_and_the_spark_sink_to_confluent_kaf
      .write.format("kraftlog").option("kraftlog.bootstrap.servers", bootstrap(cluster)).option("topic", target)
      .option("kraftlog.compression.type", "gzip").option("acks", "all").mode("append").save())
     after_ms = int(time.time() * 1000)
-    consumer = CKConsumer({"bootstrap.servers": cluster.client_bootstrap, "group.id": "unused-assign-only",
-                           "enable.auto.commit": False})
-    read = []
-    try:
-        consumer.assign([CKTp(target, p, OFFSET_BEGINNING) for p in (0, 1)])
-        deadline = time.monotonic() + READ_TIMEOUT_S
-        while len(read) < len(rows) and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is not None and message.error() is None:
-                read.append(message)
-    finally:
-        consumer.close()
+    read = read_assigned({"bootstrap.servers": cluster.client_bootstrap},
+                         [CKTp(target, p, OFFSET_BEGINNING) for p in (0, 1)], len(rows), READ_TIMEOUT_S)
     assert len(read) == len(rows)
     assert {m.headers()[0][1]: (m.key(), m.value(), m.partition(), m.headers()) for m in read} == {
         headers[0]["value"]: (key, value, partition, [(h["key"], h["value"]) for h in headers])
