@@ -11,7 +11,7 @@ export GOCACHE := $(CURDIR)/.cache/go-build
 export GOPATH := $(CURDIR)/.cache/go
 export GOPROXY := off
 
-.PHONY: all venv fuzz chaos chaos-tools go-toolchain java-runtime kafka-clients lincheck test pytest go-test demo bench-log bench-quorum bench-metadata bench-security bench-transactions bench bench-quick bench-deps bench-tools sim sim-controller proto clean
+.PHONY: all venv fuzz chaos chaos-tools go-toolchain java-runtime kafka-clients prometheus-tools lincheck test pytest go-test demo bench-log bench-quorum bench-metadata bench-security bench-transactions bench bench-quick bench-deps bench-tools sim sim-controller proto clean
 
 all: test
 
@@ -54,6 +54,16 @@ $(KAFKA_PYTHON_2_STAMP): $(STAMP)
 kafka-clients: $(KAFKA_PYTHON_2_STAMP)
 	@command -v kcat >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq kcat >/dev/null; } || echo "kcat not installed: its tests will be skipped"
 
+# promtool and prometheus for the monitoring files' tests (tests/kraftlog/test_monitoring_rules.py,
+# test_metrics.py), from Debian's prometheus package where missing: unpacked into the venv rather
+# than installed, so no Prometheus service is set up or started (the tests skip, saying why, without).
+prometheus-tools: venv
+	@{ command -v promtool && command -v prometheus; } >/dev/null 2>&1 || test -x $(BIN)/prometheus || ( \
+		tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && cd "$$tmp" && { apt-get update -qq || true; } \
+		&& apt-get download -qq prometheus 2>/dev/null && dpkg-deb -x prometheus_*.deb root \
+		&& cp root/usr/bin/promtool root/usr/bin/prometheus $(abspath $(BIN))/ ) \
+		|| echo "promtool and prometheus not installed: the monitoring tests that need them will be skipped"
+
 go-test: go-toolchain
 	cd $(CHECKER_DIR) && test -z "$$(gofmt -l .)" && go vet ./... && go test ./...
 
@@ -62,13 +72,30 @@ $(CHECKER_DIR)/bin/lincheck: go-toolchain $(shell find $(CHECKER_DIR) -name '*.g
 
 lincheck: $(CHECKER_DIR)/bin/lincheck
 
-pytest: venv chaos-tools java-runtime kafka-clients bench-deps bench-tools
-	$(BIN)/pytest -q --durations=25
+# Modules run on TEST_WORKERS pytest-xdist workers (grouped and ordered by tests/conftest.py);
+# TEST_WORKERS=0 runs them one after another in this process.
+TEST_WORKERS ?= 2
+pytest: venv chaos-tools java-runtime kafka-clients prometheus-tools bench-deps bench-tools
+	$(BIN)/pytest -q --durations=25 $(if $(filter-out 0,$(TEST_WORKERS)),-n $(TEST_WORKERS) --dist loadscope --no-loadscope-reorder)
 
 test: go-test pytest
 
 demo: venv java-runtime
 	$(BIN)/python -m kraftlog.demo
+
+# A Spark standalone cluster from PySpark's own distribution (1 master, 2 workers, each its
+# own JVM on 127.0.0.1, ports free at start, work dirs in a temporary directory), in the
+# foreground: it prints the spark:// URL for spark-submit and `kraftlog spark --master`;
+# Ctrl-C (or SIGTERM) stops every process it started, by PID, and removes the directory.
+.PHONY: spark-cluster
+spark-cluster: venv java-runtime
+	$(BIN)/python -m devcluster.spark_standalone $(if $(WORKERS),--workers $(WORKERS))
+
+# tests/spark_jobs/test_standalone.py whole: `make test` runs its worker-kill test (one
+# spark-submit); this adds the wordcount job through spark-submit (a second driver, minutes).
+.PHONY: spark-cluster-test
+spark-cluster-test: venv java-runtime
+	KRAFTLOG_SPARK_CLUSTER_JOBS=1 $(BIN)/pytest -q -p no:cacheprovider --durations=0 tests/spark_jobs/test_standalone.py
 
 # The deterministic Raft simulator, 20,000 seeded schedules (the test suite runs the first 500).
 sim: venv
@@ -88,6 +115,12 @@ fuzz: venv
 # Every chaos scenario for 10 seeds each, 60 s of faults per run, and the table of results.
 chaos: venv chaos-tools lincheck
 	$(BIN)/kraftlog chaos run --scenario all --runs 10 --seed 0 --time-limit 60 --results chaos-results
+
+# 30 minutes of steady load under rotating faults; each node's RSS, open fds and
+# threads sampled each minute, charted (soak-results/soak.png) and their growth reported.
+.PHONY: soak
+soak: venv chaos-tools lincheck
+	$(BIN)/python -m chaos.soak --minutes 30 --results soak-results
 
 # Regenerate kraftlog_api/ (protobuf + gRPC modules) from proto/; commit the result.
 proto: venv
@@ -117,9 +150,12 @@ bench-quick: bench
 bench-log: venv
 	$(BIN)/python -m bench.log_append
 
-# The metadata image at 100,000 partitions, built through the controller: snapshot size, write/load time, memory.
+# The metadata image at 100,000 partitions, built through the controller: snapshot size, write/load time, memory,
+# a broker's bytes per replica; the controller's pipelined appends against one at a time. On a real cluster:
+# `python -m bench.metadata_scale --cluster` (bench/metadata_cluster.py; minutes per 10,000 partitions).
 bench-metadata: venv
 	$(BIN)/python -m bench.metadata_scale
+	$(BIN)/python -m bench.controller_pipeline
 
 # The cost of security: produce RF3 acks=all and raw fetch, plaintext vs SASL_SSL (+ mTLS between
 # nodes), as a ratio; one SCRAM-SHA-256/512 login's time. A few minutes.
@@ -133,6 +169,19 @@ bench-transactions: venv
 
 bench-quorum: venv
 	$(BIN)/python -m bench.quorum
+
+# A new follower catching up a 1 GB partition with and without a replication throttle (KIP-73), and the
+# produce p99 of other partitions meanwhile; SIZE_MB=128 for a shorter run. Several minutes.
+.PHONY: bench-reassignment
+bench-reassignment: venv
+	$(BIN)/python -m bench.reassignment --size-mb $(or $(SIZE_MB),1024)
+
+# A full rolling restart of 3 controllers + 3 brokers under an acks=all load
+# (devcluster/roll.py): the roll's time, per node down and back, produce p99 and
+# each partition's longest unavailability. A few minutes.
+.PHONY: bench-roll
+bench-roll: venv
+	$(BIN)/python -m bench.rolling_restart
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -124,6 +124,14 @@ def paced_latency(cluster: LocalCluster, topic: str, rate_per_s: float, seconds:
     return {"batches_per_s": rate_per_s, "records_per_s": rate_per_s * BATCH_RECORDS, "latency_ms": _ms(latencies)}
 
 
+def raw_fetch_request(topic: str, partition: int, offset: int) -> bpb.FetchRequest:
+    """A consumer's Fetch of one partition, 4 MiB at most, no long poll."""
+    return bpb.FetchRequest(replica_id=-1, max_wait_ms=0, max_bytes=8 << 20, topics=[bpb.FetchRequest.FetchTopic(
+        topic=topic, partitions=[bpb.FetchRequest.FetchPartition(
+            partition=partition, current_leader_epoch=-1, fetch_offset=offset, last_fetched_epoch=-1,
+            partition_max_bytes=4 << 20)])])
+
+
 def consume_throughput(cluster: LocalCluster, topic: str,
                        stub: Optional[Callable[[int], Any]] = None) -> dict[str, Any]:
     """Fetch every partition whole from its leader; `stub(broker_id)`: the
@@ -136,11 +144,7 @@ def consume_throughput(cluster: LocalCluster, topic: str,
     while True:
         got = 0
         for partition, leader in led.items():
-            response = stub(leader).Fetch(bpb.FetchRequest(
-                replica_id=-1, max_wait_ms=0, max_bytes=8 << 20, topics=[bpb.FetchRequest.FetchTopic(
-                    topic=topic, partitions=[bpb.FetchRequest.FetchPartition(
-                        partition=partition, current_leader_epoch=-1, fetch_offset=positions[partition],
-                        last_fetched_epoch=-1, partition_max_bytes=4 << 20)])]), timeout=30)
+            response = stub(leader).Fetch(raw_fetch_request(topic, partition, positions[partition]), timeout=30)
             data = response.responses[0].partitions[0].records
             if data:
                 fetched_bytes += len(data)

@@ -16,7 +16,7 @@ costs.
 
 Compare trees by alternating them in one sitting (this machine is shared):
 
-    for i in 1 2; do for t in /tmp/old /work/wt; do
+    for i in 1 2; do for t in /tmp/old /tmp/new; do
         PYTHONPATH=$t python -m bench.produce_validation throughput --tree $t; done; done
 """
 from __future__ import annotations

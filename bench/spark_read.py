@@ -8,7 +8,13 @@ A 4-partition topic (RF 1, one combined node) is filled with N 100-byte
 keyless records in batches of 4,000, then read three times by each source; the
 best of three runs counts (the first also warms Spark's Python workers).
 
-    python -m bench.spark_read [--records 1000000] [--out bench/results/spark_read.json]
+Then the same read on a Spark standalone cluster on this machine
+(devcluster.spark_standalone: a master and two workers of 1 core each, so
+two tasks at once as in local[2]), the driver in this process: what the
+executors' own JVMs and Python workers, and the rows' way back to the
+driver, cost against local[2], where the tasks run in the driver's JVM.
+
+    python -m bench.spark_read [--records 1000000] [--no-standalone] [--out bench/results/spark_read.json]
 """
 from __future__ import annotations
 
@@ -85,10 +91,47 @@ def timed_noop(df) -> float:
     return time.perf_counter() - started
 
 
+def best_rows_per_s(reader, records: int, runs: list[float]) -> float:  # type: ignore[no-untyped-def]
+    """Three noop reads of `reader` timed into `runs`; rows/s of the best."""
+    for _ in range(3):
+        runs.append(timed_noop(reader.load()))
+    return records / min(runs)
+
+
+def on_standalone(directory: Path, bootstrap: str, records: int) -> dict:
+    """The kraftlog read on a standalone cluster (its driver: a new
+    SparkSession in this process, after the local one stopped)."""
+    from pyspark.sql import SparkSession
+
+    from devcluster.spark_standalone import HOST, SparkStandalone
+    from spark_jobs import register
+
+    started = time.perf_counter()
+    with SparkStandalone(directory).running(timeout=180) as standalone:
+        up_s = time.perf_counter() - started
+        spark = (SparkSession.builder.master(standalone.master_url).config("spark.ui.enabled", "false")
+                 .config("spark.driver.host", HOST).config("spark.driver.bindAddress", HOST)
+                 .config("spark.driver.memory", "2g").getOrCreate())
+        try:
+            spark.sparkContext.setLogLevel("ERROR")
+            register(spark)
+            reader = (spark.read.format("kraftlog").option("kraftlog.bootstrap.servers", bootstrap)
+                      .option("subscribe", "bench"))
+            runs: list[float] = []
+            rows_per_s = best_rows_per_s(reader, records, runs)
+            assert reader.load().count() == records
+        finally:
+            spark.stop()
+    return {"workers": len(standalone.workers), "cores_per_worker": 1, "cluster_start_s": up_s, "runs_s": runs,
+            "kraftlog_rows_per_s": rows_per_s}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--out", default=str(HERE / "results" / "spark_read.json"))
+    parser.add_argument("--no-standalone", dest="standalone", action="store_false",
+                        help="skip the read on a Spark standalone cluster")
     args = parser.parse_args()
     records = args.records // PARTITIONS * PARTITIONS
 
@@ -131,8 +174,15 @@ def main() -> None:
             results["ratio_of_ceiling"] = results["kraftlog_rows_per_s"] / results["arrow_ceiling_rows_per_s"]
             print(f"kraftlog source: {results['kraftlog_rows_per_s']:,.0f} rows/s; in-memory Arrow ceiling: "
                   f"{results['arrow_ceiling_rows_per_s']:,.0f} rows/s; ratio {results['ratio_of_ceiling']:.0%}")
-            print(f"written {save_results(args.out, results)}")
             spark.stop()
+            if args.standalone:
+                standalone = on_standalone(Path(tmp) / "spark-standalone", cluster.broker_addresses[1], records)
+                standalone["ratio_of_local"] = standalone["kraftlog_rows_per_s"] / results["kraftlog_rows_per_s"]
+                results["standalone"] = standalone
+                print(f"standalone cluster (2 workers x 1 core): {standalone['kraftlog_rows_per_s']:,.0f} rows/s, "
+                      f"{standalone['ratio_of_local']:.0%} of local[2]'s (cluster up in "
+                      f"{standalone['cluster_start_s']:.1f} s)")
+            print(f"written {save_results(args.out, results)}")
         finally:
             cluster.close()
 

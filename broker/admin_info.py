@@ -5,8 +5,11 @@ topic's override (DYNAMIC_TOPIC_CONFIG), else the cluster-wide dynamic
 default of the broker setting it falls back to
 (DYNAMIC_DEFAULT_BROKER_CONFIG), else this broker's file
 (STATIC_BROKER_CONFIG, reported when it differs from Kafka's default), else
-Kafka's default (DEFAULT_CONFIG). Per-broker dynamic configs
-(DYNAMIC_BROKER_CONFIG) are never set here: the controller refuses them.
+Kafka's default (DEFAULT_CONFIG). The only per-broker dynamic configs
+(DYNAMIC_BROKER_CONFIG) are the two replication throttle rates, which come
+before the cluster-wide default of the same name; topic settings without a
+broker-wide fallback (the throttled-replicas lists) are their own override
+or Kafka's default.
 
 A broker describes only its own broker settings, as in Kafka: a request
 naming another broker is INVALID_REQUEST (the admin client sends it there).
@@ -19,6 +22,7 @@ from kraftlog_api import broker_pb2 as bpb
 from metadata_quorum.controller.dynamic_configs import DYNAMIC_CLUSTER_CONFIGS, TOPIC_CONFIG_DEFS, config_text
 from metadata_quorum.image import MetadataImage
 from partition_log.config import LogConfig, broker_key
+from kafka_protocol.replication_throttles import RATES, UNLIMITED
 
 from .config import KAFKA_PROPERTY_NAMES, BrokerConfig
 from .errors import Error
@@ -26,6 +30,7 @@ from .metadata import client_endpoint
 
 TOPIC, BROKER = 2, 4
 DYNAMIC_TOPIC_CONFIG = 1
+DYNAMIC_BROKER_CONFIG = 2
 DYNAMIC_DEFAULT_BROKER_CONFIG = 3
 STATIC_BROKER_CONFIG = 4
 DEFAULT_CONFIG = 5
@@ -34,10 +39,13 @@ Setting = tuple[str, int]  # (value, source)
 
 
 def describe_cluster(image: MetadataImage, *, cluster_id: str, controller_id: int,
-                     listener: Optional[str] = None) -> bpb.DescribeClusterResponse:
-    """Every registered broker, fenced or not, with where clients reach it."""
+                     listener: Optional[str] = None, metadata_offset: Optional[int] = None) -> bpb.DescribeClusterResponse:
+    """Every registered broker, fenced or not, with where clients reach it;
+    `metadata_offset`: how far this node applied the metadata log (control
+    entries included), the image's last record when not given."""
     response = bpb.DescribeClusterResponse(cluster_id=cluster_id, controller_id=controller_id,
-                                           metadata_offset=image.offset)
+                                           metadata_offset=image.offset if metadata_offset is None
+                                           else metadata_offset)
     for broker_id in sorted(image.brokers):
         broker = image.brokers[broker_id]
         endpoint = client_endpoint(broker, listener)
@@ -94,8 +102,9 @@ def _settings(image: MetadataImage, resource: bpb.DescribeConfigsRequest.Resourc
             result.error_code = Error.INVALID_REQUEST
             result.error_message = f"broker {broker_id} describes only its own settings: ask broker {name} itself"
             return None
-        return [(key, setting, key not in DYNAMIC_CLUSTER_CONFIGS)
-                for key, setting in broker_settings(image, static)]
+        return sorted([(key, setting, key not in DYNAMIC_CLUSTER_CONFIGS)
+                       for key, setting in broker_settings(image, static)]
+                      + [(key, setting, False) for key, setting in throttle_rates(image, broker_id)])
     result.error_code = Error.INVALID_REQUEST
     result.error_message = f"resource type {resource.resource_type}: only topics (2) and brokers (4) have configs"
     return None
@@ -113,7 +122,8 @@ def static_broker_settings(config: BrokerConfig) -> dict[str, tuple[str, bool]]:
     for topic_key, value in config.log.to_mapping().items():
         settings[broker_key(topic_key)] = (config_text(value), value == default_log[topic_key])
     for definition in TOPIC_CONFIG_DEFS.values():
-        settings.setdefault(definition.broker_key, (definition.default, True))
+        if definition.broker_key is not None:
+            settings.setdefault(definition.broker_key, (definition.default, True))
     return settings
 
 
@@ -129,6 +139,8 @@ def topic_settings(image: MetadataImage, topic: str,
         fallback = TOPIC_CONFIG_DEFS[name].broker_key
         if name in overrides:
             yield name, (overrides[name], DYNAMIC_TOPIC_CONFIG)
+        elif fallback is None:
+            yield name, (TOPIC_CONFIG_DEFS[name].default, DEFAULT_CONFIG)
         elif fallback in cluster:
             yield name, (cluster[fallback], DYNAMIC_DEFAULT_BROKER_CONFIG)
         else:
@@ -140,3 +152,15 @@ def broker_settings(image: MetadataImage,
     cluster = image.cluster_config()
     for key in sorted(static):
         yield key, ((cluster[key], DYNAMIC_DEFAULT_BROKER_CONFIG) if key in cluster else _static(static, key))
+
+
+def throttle_rates(image: MetadataImage, broker_id: int) -> Iterator[tuple[str, Setting]]:
+    """The KIP-73 rates of one broker: its own setting, else the cluster-wide default, else none."""
+    own, cluster = image.broker_config(broker_id), image.cluster_config()
+    for key in RATES:
+        if key in own:
+            yield key, (own[key], DYNAMIC_BROKER_CONFIG)
+        elif key in cluster:
+            yield key, (cluster[key], DYNAMIC_DEFAULT_BROKER_CONFIG)
+        else:
+            yield key, (str(UNLIMITED), DEFAULT_CONFIG)

@@ -42,6 +42,11 @@ TRANSACTION_STATE_LOG_SEGMENT_BYTES = "transaction.state.log.segment.bytes"
 TRANSACTION_MAX_TIMEOUT_MS = "transaction.max.timeout.ms"
 TRANSACTIONAL_ID_EXPIRATION_MS = "transactional.id.expiration.ms"
 TRANSACTION_ABORT_TIMED_OUT_CLEANUP_INTERVAL_MS = "transaction.abort.timed.out.transaction.cleanup.interval.ms"
+# KIP-73: the windows the replication throttles' byte rates are measured over (broker/replication_quota.py).
+REPLICATION_QUOTA_WINDOW_NUM = "replication.quota.window.num"
+REPLICATION_QUOTA_WINDOW_SIZE_SECONDS = "replication.quota.window.size.seconds"
+# KIP-227: how many incremental fetch sessions the broker keeps (0: none, every fetch is full).
+MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS = "max.incremental.fetch.session.cache.slots"
 
 # Kafka property name -> (field, default, minimum)
 _PROPERTIES: dict[str, tuple[str, int, int]] = {
@@ -74,6 +79,9 @@ _PROPERTIES: dict[str, tuple[str, int, int]] = {
     TRANSACTIONAL_ID_EXPIRATION_MS: ("transactional_id_expiration_ms", 604_800_000, 1),
     TRANSACTION_ABORT_TIMED_OUT_CLEANUP_INTERVAL_MS: ("transaction_abort_timed_out_transaction_cleanup_interval_ms",
                                                       10_000, 1),
+    REPLICATION_QUOTA_WINDOW_NUM: ("replication_quota_window_num", 11, 1),
+    REPLICATION_QUOTA_WINDOW_SIZE_SECONDS: ("replication_quota_window_size_seconds", 1, 1),
+    MAX_INCREMENTAL_FETCH_SESSION_CACHE_SLOTS: ("max_incremental_fetch_session_cache_slots", 1000, 0),
 }
 KAFKA_PROPERTY_NAMES = frozenset(_PROPERTIES) | {GROUP_CONSUMER_MIGRATION_POLICY}
 
@@ -105,6 +113,9 @@ class BrokerConfig:
     transaction_max_timeout_ms: int = 900_000
     transactional_id_expiration_ms: int = 604_800_000
     transaction_abort_timed_out_transaction_cleanup_interval_ms: int = 10_000  # how often the timer looks at timeouts
+    replication_quota_window_num: int = 11
+    replication_quota_window_size_seconds: int = 1
+    max_incremental_fetch_session_cache_slots: int = 1000
     log: LogConfig = field(default_factory=LogConfig)
 
     @classmethod

@@ -17,6 +17,7 @@ from typing import Optional
 import grpc
 from google.protobuf.message import Message
 
+from kafka_protocol import grpc_keepalive
 from kafka_protocol.errors import Errors
 from kraftlog_api import controller_pb2_grpc as cpb_grpc
 from security.ssl_config import SslConfig
@@ -35,6 +36,8 @@ CHANNEL_OPTIONS = [
     ("grpc.initial_reconnect_backoff_ms", 100),
     ("grpc.min_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", 1000),
+    # A controller's host gone without a RST: pings find the dead connection, the next call reconnects.
+    *grpc_keepalive.CHANNEL_OPTIONS,
 ]
 
 
@@ -116,6 +119,21 @@ class ControllerClient:
             self._forget(target)
             await asyncio.sleep(min(RETRY_BACKOFF_S, max(deadline - loop.time(), 0)))
         raise ControllerUnavailable(f"{rpc}: no active controller within {timeout_s:g}s ({last})")
+
+    def update(self, controllers: dict[int, str]) -> None:
+        """A dynamic quorum's voters moved (KIP-853): ask these from now on.
+        A controller whose address changed gets a new channel."""
+        if not controllers or controllers == self.controllers:
+            return
+        for controller_id in list(self._stubs):
+            if self.controllers.get(controller_id) != controllers.get(controller_id):
+                self._stubs.pop(controller_id)
+                channel = self._channels.pop(controller_id)
+                asyncio.ensure_future(channel.close())
+        self.controllers = dict(sorted(controllers.items()))
+        self._order = list(self.controllers)
+        if self.active_id not in self.controllers:
+            self.active_id = None
 
     def _forget(self, controller_id: int) -> None:
         if self.active_id == controller_id:

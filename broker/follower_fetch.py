@@ -19,10 +19,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from enum import Enum
-from typing import Optional
+from typing import Mapping, NamedTuple, Optional
 
 from kraftlog_api import broker_pb2 as bpb
 from kafka_protocol import batch as b
+from kafka_protocol.fetch_session_handler import FINAL_EPOCH, INVALID_SESSION_ID, FetchPlan
+from partition_log.leader_epoch import UNDEFINED_EPOCH
 from partition_log.log import Log
 
 from .epochs import end_offset_for_epoch
@@ -50,13 +52,32 @@ class FetchOutcome:
     outcome: Outcome
     error: int = Error.NONE
     log_end_offset: int = -1
+    appended_bytes: int = 0
+
+
+class FetchState(NamedTuple):
+    """What a follower fetches a partition with: FetchRequest.FetchPartition's
+    fields, as a value a fetch session compares (equal: nothing to send)."""
+    partition: int
+    current_leader_epoch: int
+    fetch_offset: int
+    last_fetched_epoch: int
+    log_start_offset: int
+    partition_max_bytes: int
+
+
+def fetch_state(partition: Partition, max_bytes: int) -> tuple[int, int, int, int, int, int]:
+    """A FetchState's fields as a plain tuple: made for every followed
+    partition on every round, where a NamedTuple's constructor was the
+    largest cost of an idle follower (bench/idle_fetch.py's profile)."""
+    lg = partition.log
+    entries = lg.leader_epochs.entries
+    return (partition.index, partition.leader_epoch, lg.log_end_offset,
+            entries[-1].epoch if entries else UNDEFINED_EPOCH, lg.log_start_offset, max_bytes)
 
 
 def fetch_partition(partition: Partition, max_bytes: int) -> FetchPartition:
-    lg = partition.log
-    return FetchPartition(partition=partition.index, current_leader_epoch=partition.leader_epoch,
-                          fetch_offset=lg.log_end_offset, last_fetched_epoch=lg.leader_epochs.latest_epoch,
-                          log_start_offset=lg.log_start_offset, partition_max_bytes=max_bytes)
+    return FetchPartition(**FetchState._make(fetch_state(partition, max_bytes))._asdict())
 
 
 def fetch_requests(replicas: ReplicaManager, *, max_wait_ms: Optional[int] = None,
@@ -74,42 +95,69 @@ def fetch_requests(replicas: ReplicaManager, *, max_wait_ms: Optional[int] = Non
 
 def fetch_request(replicas: ReplicaManager, partitions: list[Partition], *,
                   max_wait_ms: Optional[int] = None) -> Optional[bpb.FetchRequest]:
-    """The Fetch for `partitions` (of one leader), long-polled per
+    """The sessionless Fetch for `partitions` (of one leader), long-polled per
     replica.fetch.wait.max.ms; None when there are none."""
     if not partitions:
         return None
+    max_bytes = replicas.config.replica_fetch_max_bytes
+    return session_request(replicas, FetchPlan(INVALID_SESSION_ID, FINAL_EPOCH, {
+        (p.topic, p.index): fetch_state(p, max_bytes) for p in partitions}, []), max_wait_ms=max_wait_ms,
+        sessionless=True)
+
+
+def session_request(replicas: ReplicaManager, plan: FetchPlan[TopicPartition, tuple], *,
+                    max_wait_ms: Optional[int] = None, sessionless: bool = False) -> bpb.FetchRequest:
+    """The Fetch a session's plan (kafka_protocol/fetch_session_handler.py) asks for."""
     config = replicas.config
     me = replicas.image.brokers.get(replicas.broker_id)
     request = bpb.FetchRequest(
         replica_id=replicas.broker_id, replica_epoch=me.broker_epoch if me is not None else -1,
         max_wait_ms=config.replica_fetch_wait_max_ms if max_wait_ms is None else max_wait_ms,
         min_bytes=config.replica_fetch_min_bytes, max_bytes=DEFAULT_RESPONSE_MAX_BYTES)
+    if not sessionless:
+        request.session_id, request.session_epoch = plan.session_id, plan.epoch
     by_topic: dict[str, bpb.FetchRequest.FetchTopic] = {}
-    for partition in sorted(partitions, key=lambda p: (p.topic, p.index)):
-        topic = by_topic.get(partition.topic)
+    for (name, _), state in sorted(plan.send.items()):
+        topic = by_topic.get(name)
         if topic is None:
-            topic = by_topic[partition.topic] = request.topics.add(topic=partition.topic)
-        topic.partitions.append(fetch_partition(partition, config.replica_fetch_max_bytes))
+            topic = by_topic[name] = request.topics.add(topic=name)
+        topic.partitions.add(**FetchState._make(state)._asdict())
+    forgotten: dict[str, bpb.FetchRequest.ForgottenTopic] = {}
+    for name, index in sorted(plan.forgotten):
+        topic = forgotten.get(name)
+        if topic is None:
+            topic = forgotten[name] = request.forgotten.add(topic=name)
+        topic.partitions.append(index)
     return request
 
 
-def apply_fetch_response(replicas: ReplicaManager, request: bpb.FetchRequest,
+def sent_states(request: bpb.FetchRequest) -> dict[TopicPartition, FetchPartition]:
+    """The partitions a (full) request names, with what it sent for each."""
+    return {(t.topic, p.partition): p for t in request.topics for p in t.partitions}
+
+
+def apply_fetch_response(replicas: ReplicaManager, sent: Mapping[TopicPartition, FetchPartition | tuple],
                          response: bpb.FetchResponse) -> dict[TopicPartition, FetchOutcome]:
-    answers = {(t.topic, p.partition_index): p for t in response.responses for p in t.partitions}
+    """Apply each partition of the answer, given what the session holds for
+    it (`sent`: for an incremental answer, the whole session, as it carries
+    only the partitions with something new)."""
     outcomes = {}
-    for topic in request.topics:
-        for sent in topic.partitions:
-            tp = (topic.topic, sent.partition)
+    for topic in response.responses:
+        for got in topic.partitions:
+            tp = (topic.topic, got.partition_index)
             partition = replicas.partitions.get(tp)
-            got = answers.get(tp)
-            if partition is None or got is None:
+            state = sent.get(tp)
+            if partition is None or state is None:
                 outcomes[tp] = FetchOutcome(Outcome.STALE)
             else:
-                outcomes[tp] = apply_partition(partition, sent, got)
+                if type(state) is tuple:  # fetch_state's plain tuple
+                    state = FetchState._make(state)
+                outcomes[tp] = apply_partition(partition, state, got)
+                replicas.traffic.replication_bytes_in += outcomes[tp].appended_bytes
     return outcomes
 
 
-def apply_partition(partition: Partition, sent: FetchPartition, got: PartitionData) -> FetchOutcome:
+def apply_partition(partition: Partition, sent: FetchPartition | FetchState, got: PartitionData) -> FetchOutcome:
     lg = partition.log
     if (partition.is_leader or partition.stopped or partition.leader_epoch != sent.current_leader_epoch
             or lg.log_end_offset != sent.fetch_offset):
@@ -128,8 +176,7 @@ def apply_partition(partition: Partition, sent: FetchPartition, got: PartitionDa
             partition.changed.fire()
             return FetchOutcome(Outcome.TRUNCATED, log_end_offset=lg.log_end_offset)
         records = _from_offset(got.records, lg.log_end_offset)
-        if records:
-            partition.append_as_follower(records)
+        appended = partition.append_as_follower(records).size if records else 0
         lg.maybe_increment_high_watermark(got.high_watermark)
         if got.log_start_offset > lg.log_start_offset:
             lg.advance_log_start_offset(min(got.log_start_offset, lg.high_watermark))
@@ -139,7 +186,7 @@ def apply_partition(partition: Partition, sent: FetchPartition, got: PartitionDa
                   partition.leader_id, err)
         return FetchOutcome(Outcome.ERROR, err.error, lg.log_end_offset)
     partition.changed.fire()
-    return FetchOutcome(Outcome.APPENDED, log_end_offset=lg.log_end_offset)
+    return FetchOutcome(Outcome.APPENDED, log_end_offset=lg.log_end_offset, appended_bytes=appended)
 
 
 def truncation_offset(lg: Log, leader_epoch: int, leader_end_offset: int) -> int:

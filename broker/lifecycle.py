@@ -23,6 +23,9 @@ heartbeats, and controlled shutdown.
   elect one - nobody can answer, and the wait ends then instead of sitting
   out the timeout.
 - INCONSISTENT_CLUSTER_ID is fatal: this broker belongs to another cluster.
+- The registration carries the feature levels this software supports
+  (metadata_quorum/features.py); UNSUPPORTED_VERSION means the cluster
+  finalized a level it does not: logged as an error, retried.
 """
 from __future__ import annotations
 
@@ -35,6 +38,7 @@ from kafka_protocol.errors import error_name
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.controller.errors import Error
+from metadata_quorum.features import supported_records
 from metadata_quorum.image import Endpoint
 
 from .controller_client import ControllerClient, ControllerUnavailable
@@ -148,7 +152,7 @@ class BrokerLifecycle:
         request = cpb.BrokerRegistrationRequest(
             broker_id=self.broker_id, cluster_id=self.cluster_id, incarnation_id=self.incarnation_id,
             listeners=[mpb.BrokerEndpoint(name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol)
-                       for e in self.listeners])
+                       for e in self.listeners], features=supported_records())
         if self.rack is not None:
             request.rack = self.rack
         try:
@@ -163,6 +167,10 @@ class BrokerLifecycle:
                      response.controller_id, self.broker_epoch, self.incarnation_id)
         elif response.error_code == Error.INCONSISTENT_CLUSTER_ID:
             self._fail(f"the controllers refuse this broker: {response.error_message}")
+        elif response.error_code == Error.UNSUPPORTED_VERSION:
+            # As Kafka's broker: keep trying (the level stays); the operator runs newer software here.
+            log.error("broker %d: registration refused: this software does not support the cluster's finalized "
+                      "feature levels: %s", self.broker_id, response.error_message)
         else:
             log.warning("broker %d: registration refused: %s %s", self.broker_id,
                         error_name(response.error_code), response.error_message)

@@ -98,7 +98,7 @@ class LogJobs:
         self._tasks = []
 
     async def _every(self, name: str, interval_ms: int, job: Callable[[], object]) -> None:
-        while True:
+        while not self.logs.failure.offline:  # an offline directory is touched no more
             await asyncio.sleep(interval_ms / 1000)
             try:
                 job()

@@ -24,6 +24,7 @@ from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.image import PartitionState
 from kafka_protocol.batch import parse_header
 from kafka_protocol.control_records import TxnMarker, encode_txn_marker
+from partition_log.clock import monotonic_ms
 from partition_log.log import AppendInfo, Clock, Log
 from partition_log.validator import check_producer_batches
 
@@ -56,13 +57,15 @@ class Leadership:
 
 class Partition:
     def __init__(self, topic: str, index: int, topic_id: bytes, log: Log, broker_id: int, clock: Clock, *,
-                 producers: Optional[ProducerStateManager] = None) -> None:
+                 producers: Optional[ProducerStateManager] = None, timer: Clock = monotonic_ms) -> None:
         self.topic = topic
         self.index = index
         self.topic_id = topic_id
         self.log = log
         self.broker_id = broker_id
-        self.clock = clock
+        self.clock = clock  # wall time: batch and marker timestamps
+        # Replica lag is a duration: measured on a clock no wall-clock jump moves.
+        self.timer = timer
         self.leader_id = NO_LEADER
         self.leader_epoch = NO_EPOCH
         self.partition_epoch = NO_EPOCH
@@ -122,7 +125,7 @@ class Partition:
         new_epoch = self.leadership is None or state.leader_epoch != self.leader_epoch
         lead = self.leadership
         if new_epoch:
-            now = self.clock()
+            now = self.timer()
             end = self.log.log_end_offset
             # Kafka records the epoch's start at once, not at its first
             # append: a follower holding batches of an epoch this leader never
@@ -207,15 +210,23 @@ class Partition:
         sequence checks. Transactional batches are verified by the caller
         (produce.py) before they come here."""
         self.leader()
-        self._check_min_isr(acks)
         view = memoryview(records)
-        validated = self.log.validate_as_leader(view)
         now = self.clock()
-        check_producer_batches(view, validated, self.log.config, now)
-        duplicate = self.producers.check_leader_append([h for _, h in validated], now, origin)
+        try:
+            validated = self.log.validate_as_leader(view)
+            check_producer_batches(view, validated, self.log.config, now)
+            duplicate = self.producers.check_leader_append([h for _, h in validated], now, origin)
+        except Exception:
+            self._check_min_isr(acks)  # Kafka's order for a refused batch: the ISR first
+            raise
         if duplicate is not None:
-            # A retry of batches already written: the original offsets, nothing appended.
+            # A retry of batches already written: the original offsets, nothing
+            # appended - also below min.insync.replicas, where NOT_ENOUGH_REPLICAS
+            # would tell the producer they were not written (librdkafka then
+            # renumbers them on its next epoch bump: written twice). acks=all
+            # waits for the ISR to be back (produce.py).
             return AppendInfo(duplicate.first_offset, duplicate.last_offset, duplicate.timestamp, 0, 0)
+        self._check_min_isr(acks)
         info = self.log.append_as_leader(view, self.leader_epoch, validated=validated)
         self.producer_log.appended_data((h for _, h in validated), info.first_offset)
         self._appended()
@@ -315,7 +326,7 @@ class Partition:
             raise BrokerError(Error.NOT_LEADER_OR_FOLLOWER,
                               f"broker {replica_id} is not a replica of {self.topic}-{self.index}")
         start_moved = log_start_offset != follower.log_start_offset
-        follower.record_fetch(fetch_offset, self.log.log_end_offset, self.clock(), broker_epoch, log_start_offset)
+        follower.record_fetch(fetch_offset, self.log.log_end_offset, self.timer(), broker_epoch, log_start_offset)
         if start_moved:
             self.changed.fire()  # DeleteRecords waits on the low watermark
         self.maybe_advance_high_watermark()
@@ -337,7 +348,7 @@ class Partition:
         lead = self.leadership
         if lead is None or lead.pending is not None:
             return
-        now = self.clock()
+        now = self.timer()
         end = self.log.log_end_offset
         recovering = self.leader_recovery_state == mpb.RECOVERING
         leaving = isr_rules.out_of_sync(self.isr, self.broker_id, lead.followers, end, now, lag_max_ms)

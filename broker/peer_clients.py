@@ -19,12 +19,27 @@ from kraftlog_api import transactions_pb2 as tpb
 from kraftlog_api import transactions_pb2_grpc as tpb_grpc
 from kafka_protocol.addresses import format_address
 from kafka_protocol.fetch_framing import broker_stub
+from kafka_protocol import grpc_keepalive
 from security.ssl_config import SslConfig
 from security.tls import open_aio_channel
 
 from .controller_client import CHANNEL_OPTIONS, reraise_cancellation
 from .metadata import client_endpoint
 from .replica_manager import ReplicaManager
+
+
+# gRPC's min reconnect backoff is also the least time a connection attempt
+# gets (TCP and the HTTP/2 settings exchange). The 100 ms set for a quick
+# reconnect to a restarted node left an attempt about the reconnect backoff
+# (< 1 s), so a follower behind a link slower than that never connected.
+# Kafka gives a connection setup 10 s (socket.connection.setup.timeout.ms);
+# a refused connection still fails at once and is retried after the backoff.
+CONNECTION_SETUP_TIMEOUT_MS = 10_000
+# A follower's fetch waits for its answer on a connection that may have died
+# silently; keepalive finds that within seconds (kafka_protocol/grpc_keepalive.py).
+PEER_CHANNEL_OPTIONS = (*(o for o in CHANNEL_OPTIONS if o[0] != "grpc.min_reconnect_backoff_ms"),
+                        ("grpc.min_reconnect_backoff_ms", CONNECTION_SETUP_TIMEOUT_MS),
+                        *grpc_keepalive.CHANNEL_OPTIONS)
 
 
 class UnknownLeader(Exception):
@@ -56,7 +71,7 @@ class BrokerPeers:
     def _channel(self, address: str) -> grpc.aio.Channel:
         channel = self._channels.get(address)
         if channel is None:
-            channel = self._channels[address] = open_aio_channel(address, CHANNEL_OPTIONS, self.ssl)
+            channel = self._channels[address] = open_aio_channel(address, PEER_CHANNEL_OPTIONS, self.ssl)
         return channel
 
     def _stub(self, broker_id: int) -> bpb_grpc.KafkaBrokerStub:

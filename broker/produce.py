@@ -85,7 +85,7 @@ def start_append(replicas: ReplicaManager, topic: str, index: int, records: byte
 
 
 def _append_here(replicas: ReplicaManager, topic: str, index: int, records: bytes, acks: int,
-                 origin: AppendOrigin) -> ProduceResult | tuple[Partition, int, ProduceResult]:
+                 origin: AppendOrigin) -> ProduceResult | tuple[Partition, int, ProduceResult, bool]:
     """The local append: the answer when nothing is left to wait for (acks 0
     and 1, a refusal), else (the partition, the offset its high watermark
     must reach, the answer once it has)."""
@@ -97,14 +97,20 @@ def _append_here(replicas: ReplicaManager, topic: str, index: int, records: byte
         info = partition.append(records, acks, origin)
     except Exception as exc:  # noqa: BLE001 - every failure becomes a per-partition error code
         return _failed(replicas, topic, index, exc, partition)
+    if info.batches:  # a retried duplicate appends nothing
+        replicas.traffic.bytes_in += info.size
+        replicas.traffic.messages_in += info.last_offset - info.first_offset + 1
     done = ProduceResult(base_offset=info.first_offset, log_start_offset=partition.log.log_start_offset)
-    return done if acks != -1 else (partition, info.last_offset + 1, done)
+    return done if acks != -1 else (partition, info.last_offset + 1, done, not info.batches)
 
 
 async def _replicated(replicas: ReplicaManager, partition: Partition, offset: int, done: ProduceResult,
-                      timeout_ms: int) -> ProduceResult:
+                      retried: bool, timeout_ms: int) -> ProduceResult:
     try:
-        await wait_replicated(partition, offset, timeout_ms)
+        if retried:
+            await wait_replicated_to_min_isr(partition, offset, timeout_ms)
+        else:
+            await wait_replicated(partition, offset, timeout_ms)
     except Exception as exc:  # noqa: BLE001 - every failure becomes a per-partition error code
         return _failed(replicas, partition.topic, partition.index, exc, partition)
     return done
@@ -137,6 +143,33 @@ async def wait_replicated(partition: Partition, offset: int, timeout_ms: int) ->
         raise BrokerError(Error.REQUEST_TIMED_OUT, f"not replicated to the isr within {timeout_ms} ms") from None
     if error != Error.NONE:
         raise BrokerError(error, "while waiting for the isr to replicate the batch")
+
+
+async def wait_replicated_to_min_isr(partition: Partition, offset: int, timeout_ms: int) -> None:
+    """acks=all for a retry of batches already written: until the high
+    watermark passes them with the ISR at min.insync.replicas, however long
+    the ISR is short (up to `timeout_ms`: REQUEST_TIMED_OUT, outcome unknown).
+    An error that says "written, ISR too small" would leave them
+    unacknowledged, and a producer that bumps its epoch meanwhile (librdkafka,
+    after an OUT_OF_ORDER_SEQUENCE_NUMBER of a later batch once the ISR grew)
+    sends them again as new batches; held here, the producer's later
+    requests on the connection wait behind this one and find the ISR whole."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max(timeout_ms, 0) / 1000
+    while True:
+        remaining = deadline - loop.time()
+        try:
+            await wait_replicated(partition, offset, int(max(remaining, 0) * 1000))
+            return
+        except BrokerError as exc:
+            if exc.error != Error.NOT_ENOUGH_REPLICAS_AFTER_APPEND:
+                raise
+        remaining = deadline - loop.time()
+        if remaining > 0:
+            await asyncio.wait([partition.changed.wait()], timeout=remaining)  # an ISR change fires it
+        if deadline - loop.time() <= 0:
+            raise BrokerError(Error.REQUEST_TIMED_OUT,
+                              f"written, but the isr stayed below min.insync.replicas for {timeout_ms} ms")
 
 
 async def _verify_transactions(replicas: ReplicaManager, partition: Partition, records: bytes,

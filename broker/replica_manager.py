@@ -21,14 +21,17 @@ from kraftlog_api import metadata_pb2 as mpb
 from kafka_protocol.internal_topics import is_reserved
 from metadata_quorum.image import MetadataDelta, MetadataImage, PartitionState
 from kafka_protocol.errors import KafkaError
+from partition_log.clock import monotonic_ms
 from partition_log.log import Clock, wall_clock_ms
 from partition_log.config import LogConfig
 from partition_log.log_manager import LogManager
 
 from .config import BrokerConfig, topic_log_config, topic_min_insync_replicas
 from .errors import BrokerError, Error
+from .fetch_session import FetchSessionCache
 from .partition import NO_EPOCH, NO_LEADER, Partition
 from .producer_state import ProducerStateManager
+from .replication_quota import ReplicationQuotas
 from .waiting import Signal
 
 log = logging.getLogger(__name__)
@@ -44,6 +47,20 @@ class ReplicaChanges:
     followers: list[Partition] = field(default_factory=list)  # new leader or epoch to fetch from
     stopped: list[TopicPartition] = field(default_factory=list)
     failed: dict[TopicPartition, str] = field(default_factory=dict)  # logs that could not open
+
+
+@dataclass(slots=True)
+class TrafficStats:
+    """Kafka's BrokerTopicMetrics over every topic, as plain counters: added
+    to once per partition of a request (or of a follower's fetch answer),
+    never per record. Clients' bytes apart from the replicas' (Kafka's
+    BytesIn/BytesOut against ReplicationBytesIn/ReplicationBytesOut)."""
+
+    bytes_in: int = 0               # appended as leader (clients, the coordinators' own writes)
+    messages_in: int = 0            # records in those appends
+    bytes_out: int = 0              # answered to consumers' fetches
+    replication_bytes_in: int = 0   # appended as follower
+    replication_bytes_out: int = 0  # answered to followers' fetches
 
 
 class TxnVerifier(Protocol):
@@ -66,10 +83,11 @@ TxnMarkerListener = Callable[[int, int, bool], None]
 
 class ReplicaManager:
     def __init__(self, broker_id: int, log_manager: LogManager, clock: Clock = wall_clock_ms,
-                 config: Optional[BrokerConfig] = None) -> None:
+                 config: Optional[BrokerConfig] = None, *, timer: Clock = monotonic_ms) -> None:
         self.broker_id = broker_id
         self.log_manager = log_manager
-        self.clock = clock
+        self.clock = clock  # wall time (timestamps); `timer` for durations (replica lag)
+        self.timer = timer
         self.config = config or BrokerConfig(log=log_manager.default_config)
         self.image = MetadataImage()
         self.partitions: dict[TopicPartition, Partition] = {}
@@ -83,6 +101,12 @@ class ReplicaManager:
         # verification (INVALID_TXN_STATE); the server sets the coordinator's.
         self.txn_verifier: Optional[TxnVerifier] = None
         self.txn_marker_listeners: list[TxnMarkerListener] = []
+        self.traffic = TrafficStats()  # read by the node's metrics at scrape time
+        # KIP-227 incremental fetch sessions of followers and consumers (broker/fetch_session.py).
+        self.fetch_sessions = FetchSessionCache(self.config.max_incremental_fetch_session_cache_slots, clock)
+        # KIP-73 throttles: the leader's Fetch answers (fetch.py) and the fetcher (replica_fetcher.py) use them.
+        self.replication_quotas = ReplicationQuotas(broker_id, self.config.replication_quota_window_num,
+                                                    self.config.replication_quota_window_size_seconds)
 
     # -- metadata --------------------------------------------------------------
     def apply_metadata(self, image: MetadataImage, delta: MetadataDelta) -> ReplicaChanges:
@@ -113,6 +137,7 @@ class ReplicaManager:
                 self._remove(current, changes)
         if delta.changed_configs:
             self._apply_configs(delta)
+            self.replication_quotas.apply_configs(image, delta.changed_configs)
         return changes
 
     def _replicate(self, topic: str, index: int, topic_id: bytes, state: PartitionState,
@@ -133,7 +158,8 @@ class ReplicaManager:
             producers = ProducerStateManager(
                 expiration_ms=self.config.producer_id_expiration_ms,
                 check_interval_ms=self.config.producer_id_expiration_check_interval_ms)
-            partition = Partition(topic, index, topic_id, lg, self.broker_id, self.clock, producers=producers)
+            partition = Partition(topic, index, topic_id, lg, self.broker_id, self.clock, producers=producers,
+                                  timer=self.timer)
             partition.min_insync_replicas = self._topic_settings(topic)[1]
             self.partitions[tp] = partition
             self.offline.pop(tp, None)

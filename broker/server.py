@@ -149,7 +149,7 @@ class BrokerServer:
         self.fetcher = ReplicaFetcher(self.replicas, self.peers.fetch, self.peers.list_offsets)
         self.lifecycle = BrokerLifecycle(
             broker_id, settings.cluster_id, settings.listeners, settings.rack, self.controllers,
-            lambda: self.metadata.image.offset, heartbeat_interval_ms=settings.heartbeat_interval_ms,
+            lambda: self.metadata.applied_offset, heartbeat_interval_ms=settings.heartbeat_interval_ms,
             request_timeout_s=settings.session_timeout_ms / 1000)
         self.isr_updates = IsrUpdates(self.replicas, self.controllers,
                                       request_timeout_s=settings.session_timeout_ms / 1000)
@@ -175,6 +175,11 @@ class BrokerServer:
         self._publisher: Optional[asyncio.Task[None]] = None
         self._failure_watch: Optional[asyncio.Task[None]] = None
         metadata.add_listener(self._on_metadata)
+        # KIP-112: the partitions' only log directory went offline. Kafka halts a
+        # broker whose every log directory failed; this one first asks for a
+        # controlled shutdown (the controller moves its leaderships away), then stops.
+        self.log_dir_offline: Optional[str] = None
+        logs.failure.add_listener(self._on_log_dir_failure)
 
     @property
     def broker_id(self) -> int:
@@ -198,7 +203,8 @@ class BrokerServer:
                 ready=lambda: self.published, controller_id=self.controller_id,
                 forward_timeout_s=self.settings.request_timeout_ms / 1000, producer_ids=self.producer_ids,
                 access=self.access, quotas=self.quotas, transactions=self.transactions,
-                txn_request_timeout_ms=self.settings.request_timeout_ms), service.SERVICE),
+                txn_request_timeout_ms=self.settings.request_timeout_ms,
+                metadata_offset=lambda: self.metadata.applied_offset), service.SERVICE),
             groups=quota.metered(group_service.GroupCoordinatorService(
                 self.groups, listener=listener, ready=lambda: self.published, access=self.access,
                 transactions=self.transactions), group_service.SERVICE),
@@ -282,7 +288,7 @@ class BrokerServer:
     def _apply(self, image: MetadataImage, delta: MetadataDelta) -> None:
         try:
             changes = self.replicas.apply_metadata(image, delta)
-            self.fetcher.sync()
+            self.fetcher.sync(changes)
             self.groups.on_replica_changes(changes)  # load or drop the coordinators of __consumer_offsets
             self.transactions.on_replica_changes(changes)  # and of __transaction_state
             self.groups.on_topics_removed({t.name for t in delta.removed_topics.values()})  # their offsets go
@@ -297,6 +303,10 @@ class BrokerServer:
     async def _watch_lifecycle(self) -> None:
         await self.lifecycle.failed.wait()
         self._fail(self.lifecycle.failure or "lifecycle failure")
+
+    def _on_log_dir_failure(self, reason: str) -> None:
+        self.log_dir_offline = reason
+        self._fail(reason)
 
     def _fail(self, reason: str) -> None:
         if self.failure is None:

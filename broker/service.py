@@ -2,13 +2,14 @@
 
 Produce, Fetch, ListOffsets, Metadata, OffsetForLeaderEpoch, InitProducerId,
 DescribeCluster, DescribeConfigs, DescribeAcls, DescribeUserScramCredentials,
-DescribeClientQuotas, WriteTxnMarkers, DescribeProducers and DeleteRecords
-(broker/delete_records.py) are answered
+DescribeClientQuotas, WriteTxnMarkers, DescribeProducers, DeleteRecords
+(broker/delete_records.py) and DescribeFeatures (broker/features.py) are answered
 here by the broker's handlers (InitProducerId with a transactional id by
 the transaction coordinator, broker/transactions/);
 CreateTopics, DeleteTopics, CreatePartitions, ElectLeaders,
-IncrementalAlterConfigs, CreateAcls, DeleteAcls, AlterUserScramCredentials
-and AlterClientQuotas are
+IncrementalAlterConfigs, CreateAcls, DeleteAcls, AlterUserScramCredentials,
+AlterClientQuotas, UpdateFeatures, AlterPartitionReassignments,
+ListPartitionReassignments and UnregisterBroker are
 forwarded to the active controller, and its answer is
 returned as it is (REQUEST_TIMED_OUT at the request level when no
 controller answered in time).
@@ -40,6 +41,7 @@ from kafka_protocol import grpc_serving
 from kafka_protocol.fetch_framing import throttle_time_field
 from security.acl import AclOperation, ResourceType
 from security.authorization import NodeAuthorizer
+from security.request_context import current_session
 
 from . import access as acl
 from .client_quota_manager import ClientQuotaManager, ClientQuotas
@@ -48,6 +50,7 @@ from .delete_records import delete_records
 from .admin_info import TOPIC as CONFIG_RESOURCE_TOPIC, describe_cluster, describe_configs
 from .controller_client import ControllerClient, ControllerUnavailable
 from .errors import Error
+from .features import describe_features
 from .fetch import handle_fetch
 from .metadata import metadata_response
 from .offsets import handle_list_offsets, handle_offset_for_leader_epoch
@@ -75,6 +78,10 @@ FORWARDED = {
     "DeleteAcls": cpb.DeleteAclsResponse,
     "AlterUserScramCredentials": cpb.AlterUserScramCredentialsResponse,
     "AlterClientQuotas": cpb.AlterClientQuotasResponse,
+    "UpdateFeatures": cpb.UpdateFeaturesResponse,
+    "AlterPartitionReassignments": cpb.AlterPartitionReassignmentsResponse,
+    "ListPartitionReassignments": cpb.ListPartitionReassignmentsResponse,
+    "UnregisterBroker": cpb.UnregisterBrokerResponse,
 }
 
 
@@ -83,8 +90,10 @@ class KafkaBrokerService:
                  ready: Callable[[], bool], controller_id: Callable[[], int], forward_timeout_s: float,
                  producer_ids: Optional[ProducerIdManager] = None,
                  access: Optional[NodeAuthorizer] = None, quotas: Optional[ClientQuotas] = None,
-                 transactions: Optional[TransactionCoordinator] = None, txn_request_timeout_ms: int = 30000) -> None:
+                 transactions: Optional[TransactionCoordinator] = None, txn_request_timeout_ms: int = 30000,
+                 metadata_offset: Optional[Callable[[], int]] = None) -> None:
         self.replicas = replicas
+        self.metadata_offset = metadata_offset or (lambda: replicas.image.offset)
         self.transactions = transactions
         self.txn_request_timeout_ms = txn_request_timeout_ms  # how long a marker waits for replication
         self.quotas = quotas or ClientQuotas()
@@ -137,15 +146,17 @@ class KafkaBrokerService:
             # (Replication is not a client's traffic: no client quota applies.)
             if not self.access.allows_cluster(AclOperation.CLUSTER_ACTION):
                 return acl.refuse_all(request, acl.FETCH, Error.CLUSTER_AUTHORIZATION_FAILED).SerializeToString()
-            return await handle_fetch(self.replicas, request)
+            return await handle_fetch(self.replicas, request, _principal())
         denied = acl.denied_topics(self.access, AclOperation.READ, acl.topic_names(request, acl.FETCH))
         if not denied:
-            answer = await handle_fetch(self.replicas, request)
+            answer = await handle_fetch(self.replicas, request, _principal())
         else:
             allowed, refused = acl.split_topics(request, acl.FETCH, denied)
             # The answer is already encoded (record batches spliced in); repeated
             # fields of concatenated encodings append, so the refusals go after it.
-            answer = (await handle_fetch(self.replicas, allowed) if allowed.topics else b"") + refused.SerializeToString()
+            # (An incremental fetch without topics still reads its session.)
+            answer = (await handle_fetch(self.replicas, allowed, _principal())
+                      if allowed.topics or allowed.HasField("session_epoch") else b"") + refused.SerializeToString()
         # The same holds for the throttle time: its field appended sets it.
         return answer + throttle_time_field(self._throttle(self.quotas.fetch, answer.__len__, context))
 
@@ -261,7 +272,8 @@ class KafkaBrokerService:
         if not self.access.allows_cluster(AclOperation.DESCRIBE):
             return bpb.DescribeClusterResponse(error_code=Error.CLUSTER_AUTHORIZATION_FAILED, controller_id=-1)
         return describe_cluster(self.replicas.image, cluster_id=self.cluster_id,
-                                controller_id=self.controller_id(), listener=self.listener)
+                                controller_id=self.controller_id(), listener=self.listener,
+                                metadata_offset=self.metadata_offset())
 
     async def DescribeConfigs(self, request: bpb.DescribeConfigsRequest,
                               context: grpc.aio.ServicerContext) -> bpb.DescribeConfigsResponse:
@@ -387,7 +399,8 @@ class KafkaBrokerService:
     async def _forward_cluster_alter(self, rpc_name: str, request: Message,
                                      operation: AclOperation = AclOperation.ALTER) -> Message:
         """ACLs and SCRAM credentials change who may do what: Alter on the
-        cluster; client quotas are cluster configs: AlterConfigs on it."""
+        cluster; client quotas are cluster configs: AlterConfigs on it;
+        `operation` says which."""
         if not self.access.allows_cluster(operation):
             return FORWARDED[rpc_name](error_code=Error.CLUSTER_AUTHORIZATION_FAILED,
                                        controller_id=self.controller_id())
@@ -406,6 +419,35 @@ class KafkaBrokerService:
     async def AlterClientQuotas(self, request: cpb.AlterClientQuotasRequest,
                                 context: grpc.aio.ServicerContext) -> Message:
         return await self._forward_cluster_alter("AlterClientQuotas", request, AclOperation.ALTER_CONFIGS)
+
+    async def DescribeFeatures(self, request: bpb.DescribeFeaturesRequest,
+                               context: grpc.aio.ServicerContext) -> bpb.DescribeFeaturesResponse:
+        """As Kafka's ApiVersions, which carries them: no ACL."""
+        await self._check_ready(context)
+        return describe_features(self.replicas.image)
+
+    async def UpdateFeatures(self, request: cpb.UpdateFeaturesRequest, context: grpc.aio.ServicerContext) -> Message:
+        """Alter on the cluster, as Kafka asks for it."""
+        return await self._forward_cluster_alter("UpdateFeatures", request)
+
+    # Reassignments and decommissioning: Alter on the cluster, listing Describe on it, as Kafka checks them.
+    async def AlterPartitionReassignments(self, request: cpb.AlterPartitionReassignmentsRequest,
+                                          context: grpc.aio.ServicerContext) -> Message:
+        return await self._forward_cluster_alter("AlterPartitionReassignments", request)
+
+    async def ListPartitionReassignments(self, request: cpb.ListPartitionReassignmentsRequest,
+                                         context: grpc.aio.ServicerContext) -> Message:
+        return await self._forward_cluster_alter("ListPartitionReassignments", request, AclOperation.DESCRIBE)
+
+    async def UnregisterBroker(self, request: cpb.UnregisterBrokerRequest,
+                               context: grpc.aio.ServicerContext) -> Message:
+        return await self._forward_cluster_alter("UnregisterBroker", request)
+
+
+def _principal() -> str:
+    """The calling principal, to whom a fetch session belongs ("" without security)."""
+    session = current_session()
+    return str(session.principal) if session is not None else ""
 
 
 def add_to_server(server: grpc.aio.Server, service: Any) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+from typing import Callable, Hashable, Optional
 
 
 class Signal:
@@ -20,6 +21,19 @@ class Signal:
 
     def __init__(self) -> None:
         self._future: asyncio.Future[None] | None = None
+        # Standing listeners (fetch sessions, broker/fetch_session.py): called
+        # on every fire() until removed, so a parked session learns which of
+        # its partitions changed without a future per partition per wait.
+        self._listeners: Optional[dict[Hashable, Callable[[], None]]] = None
+
+    def listen(self, key: Hashable, callback: Callable[[], None]) -> None:
+        if self._listeners is None:
+            self._listeners = {}
+        self._listeners[key] = callback
+
+    def unlisten(self, key: Hashable) -> None:
+        if self._listeners is not None:
+            self._listeners.pop(key, None)
 
     def wait(self) -> asyncio.Future[None]:
         if self._future is None or self._future.done():
@@ -30,6 +44,9 @@ class Signal:
         future, self._future = self._future, None
         if future is not None and not future.done():
             future.set_result(None)
+        if self._listeners:
+            for callback in list(self._listeners.values()):
+                callback()
 
 
 class OffsetWaiters:

@@ -11,6 +11,18 @@ process faults (kill -9 then restart, SIGSTOP then SIGCONT) through the
 cluster's process handles, network faults (partitions, one-way drops, loss,
 delays) through a NetworkTestbed. Without a testbed the network faults are
 skipped, and the history says so.
+
+Slow and lossy links (`LINK_FAULTS`; no netem on this kernel, so tbf/htb,
+iptables `statistic` and the testbed's link proxy): a slow follower (its
+leader's fetch answers delayed and its inbound bandwidth capped), a slow
+controller (the active controller's answers delayed on every link to it),
+asymmetric delay (one direction of one link), a stalled link (bytes held,
+connections open), a resetting link, a bandwidth cap on one directed link,
+and a lossy directed link. `LONG_FAULTS` last longer than the workload's
+`delivery.timeout.ms` in the long-partition scenario (`SCENARIO_TIMING`,
+`LONG_FAULT_PRODUCER`), so sends end with an unknown outcome; `mute-clients`
+drops only the brokers' answers to the workload, so those sends are written
+but never acknowledged.
 """
 from __future__ import annotations
 
@@ -18,7 +30,10 @@ import random
 from dataclasses import dataclass
 from typing import Callable, Optional, Protocol, Sequence
 
+from .clock_skew import ClockFiles, draw_skew
+from .disk_nemesis import DISK_FAULTS, DiskNemesis
 from .history import HistoryRecorder
+from .linkproxy import Toxics
 from .testbed import FaultUnsupported, NetworkTestbed, TestbedError
 
 PROCESS_FAULTS = ("kill", "pause")
@@ -31,6 +46,21 @@ FAULTS = PROCESS_FAULTS + NETWORK_FAULTS
 TRANSACTIONS = "transactions"
 TXN_FAULTS = ("kill", "pause", "kill-coordinator", "pause-coordinator", "isolate-coordinator", "kill-producer",
               "isolate-leader", "partition-halves")
+# One whole rolling restart (devcluster/roll.py: every node in turn, each once
+# the cluster is healthy again), after a warm-up, as an operator's upgrade would.
+ROLLING_RESTART = "rolling-restart"
+ROLL_WARMUP_S = 5.0
+REASSIGNMENT = "reassignment"
+LINK_FAULTS = ("slow-follower", "slow-controller", "asymmetric-delay", "stall-link", "reset-link", "bandwidth",
+               "lossy-link")
+LONG_PARTITION = "long-partition"
+LONG_FAULTS = ("mute-clients", "partition-halves", "isolate-leader")
+# Faults of 10-14 s against a producer that gives up on a send after 6 s
+# (and on a request after 2 s): every send caught by a fault ends unknown.
+LONG_FAULT_PRODUCER = {"delivery.timeout.ms": 6000, "request.timeout.ms": 2000}
+SCENARIO_TIMING: dict[str, dict] = {LONG_PARTITION: {"interval_s": 20.0, "fault_s": (10.0, 14.0)}}
+# One node's wall clock jumps and drifts (chaos/clock_skew.py); undoing it jumps back.
+CLOCK_SKEW = "clock-skew"
 
 # scenario -> the faults it draws from (targets: see Nemesis._targets)
 SCENARIOS: dict[str, tuple[str, ...]] = {
@@ -39,8 +69,25 @@ SCENARIOS: dict[str, tuple[str, ...]] = {
     "partition-halves": ("partition-halves",),
     "isolate-controller": ("isolate-controller",),
     "isolate-leader": ("isolate-leader",),
-    "mixed": FAULTS,
+    "mixed": FAULTS + LINK_FAULTS + ("mute-clients",),
     TRANSACTIONS: TXN_FAULTS,
+    ROLLING_RESTART: ("roll",),
+    # leaders killed while the workload topic's partitions move (chaos/reassign_workload.py)
+    REASSIGNMENT: ("kill",),
+    # A dynamic quorum's controller replaced under load (chaos/replacement_run.py): process faults.
+    "controller-replacement": ("kill", "pause"),
+    "slow-follower": ("slow-follower",),
+    "slow-controller": ("slow-controller",),
+    "lossy-link": ("lossy-link", "bandwidth"),
+    "slow-links": LINK_FAULTS,
+    LONG_PARTITION: LONG_FAULTS,
+    CLOCK_SKEW: (CLOCK_SKEW,),
+    # Disk faults and power loss (chaos/disk_nemesis.py; the runner sets the cluster's disk up for them).
+    "disk-eio-fsync": ("eio-fsync",),
+    "disk-enospc": ("enospc",),
+    "disk-torn-write": ("torn-write",),
+    "power-loss": ("power-loss",),  # Kafka's defaults: acknowledged writes may be lost, and are counted
+    "power-loss-durable": ("power-loss",),  # log.flush.interval.messages=1: none may be
 }
 
 
@@ -55,14 +102,21 @@ class ScheduledFault:
         return f"{self.kind} at {self.start_s:.1f}s for {self.duration_s:.1f}s"
 
 
-def schedule(scenario: str, seed: int, duration_s: float, *, interval_s: float = 6.0,
-             fault_s: tuple[float, float] = (2.0, 5.0), quiet_end_s: float = 5.0) -> list[ScheduledFault]:
+def schedule(scenario: str, seed: int, duration_s: float, *, interval_s: Optional[float] = None,
+             fault_s: Optional[tuple[float, float]] = None, quiet_end_s: float = 5.0) -> list[ScheduledFault]:
     """Faults one after another (never two at once), `interval_s` apart on
     average, each healed before the next; none in the last `quiet_end_s`
-    so the cluster recovers before the final reads."""
+    so the cluster recovers before the final reads. Unless given, the
+    spacing and lengths are the scenario's (`SCENARIO_TIMING`), else 6 s
+    apart and 2-5 s long."""
     if scenario not in SCENARIOS:
         raise ValueError(f"unknown scenario {scenario!r}; known: {', '.join(sorted(SCENARIOS))}")
+    timing = SCENARIO_TIMING.get(scenario, {})
+    interval_s = interval_s if interval_s is not None else timing.get("interval_s", 6.0)
+    fault_s = fault_s if fault_s is not None else timing.get("fault_s", (2.0, 5.0))
     rng = random.Random(seed)
+    if scenario == ROLLING_RESTART:  # the roll takes as long as it takes; the run waits for it
+        return [ScheduledFault(min(ROLL_WARMUP_S, duration_s / 4), "roll", 0.0, rng.getrandbits(32))]
     kinds = SCENARIOS[scenario]
     faults: list[ScheduledFault] = []
     at = rng.uniform(1.0, interval_s / 2)
@@ -96,6 +150,16 @@ class Nemesis:
     # the transactions scenario: a workload id's coordinator, and the workload's producer fault
     txn_coordinator: Callable[[], Optional[int]] = lambda: None
     crash_producer: Optional[Callable[[random.Random], dict]] = None
+    # the rolling-restart scenario: a whole roll, returning what it did
+    roll: Optional[Callable[[], dict]] = None
+    # the listeners' ports on a testbed host (the link faults proxy and mute them)
+    broker_port: int = 9092
+    controller_port: int = 9093
+    client_ports: Sequence[int] = (9092,)
+    # the clock-skew fault: each node's clock file
+    clocks: Optional[ClockFiles] = None
+    # the disk scenarios: faults through each node's disk fault layer
+    disk: Optional[DiskNemesis] = None
 
     def __post_init__(self) -> None:
         self._undo: Optional[Callable[[], None]] = None
@@ -110,9 +174,15 @@ class Nemesis:
         try:
             details, undo = self._inflict(fault.kind, rng)
         except (FaultUnsupported, _NoTarget) as exc:
+            if self.testbed is not None and isinstance(exc, FaultUnsupported):
+                self.testbed.heal()  # what a half-made fault had set up before the refused command
             self.skipped.append(f"{fault.describe()}: {exc}")
             self.history.fault(fault.kind, "skipped", reason=str(exc))
             return
+        except BaseException:
+            if self.testbed is not None:
+                self.testbed.heal()  # a half-made network fault leaves nothing behind
+            raise
         self._current, self._undo = fault, undo
         self.history.fault(fault.kind, "start", **details)
 
@@ -138,11 +208,23 @@ class Nemesis:
             return self._stop_process(kind, self._pick_leader_or_any(rng))
         if kind in ("kill-coordinator", "pause-coordinator"):
             return self._stop_process(kind.split("-")[0], self._target(self.txn_coordinator, "no coordinator"))
+        if kind == "roll":
+            if self.roll is None:
+                raise _NoTarget("no roll in this run")
+            return self.roll(), lambda: None  # done when it returns: every node back
+        if kind == CLOCK_SKEW:
+            return self._skew_clock(rng)
         if kind == "kill-producer":
             if self.crash_producer is None:
                 raise _NoTarget("no transactional producers in this run")
             return self.crash_producer(rng), lambda: None  # replaced at once: nothing to undo
+        if kind in DISK_FAULTS:
+            if self.disk is None:
+                raise _NoTarget("this run's nodes have no disk fault layer")
+            return self.disk.inflict(kind, rng, self.partition_leader())
         testbed = self._testbed()
+        if kind in LINK_FAULTS or kind == "mute-clients":
+            return self._link_fault(kind, rng, testbed), lambda: self._heal_link(kind, testbed)
         nodes = list(self.nodes)
         if kind == "partition-halves":
             rng.shuffle(nodes)
@@ -181,6 +263,74 @@ class Nemesis:
             return {"nodes": [node], "delay_ms": delay_ms}, testbed.heal
         raise ValueError(f"unknown fault {kind!r}")
 
+    def _link_fault(self, kind: str, rng: random.Random, testbed: NetworkTestbed) -> dict:
+        """A slow, lossy, stalled or resetting link, or the clients' answers muted: what it hit."""
+        if kind == "mute-clients":
+            for broker in self.brokers:
+                testbed.mute(broker, self.client_ports)
+            return {"nodes": sorted(self.brokers), "ports": list(self.client_ports)}
+        if kind == "slow-follower":
+            leader = self._target(self.partition_leader, "nobody leads right now")
+            follower = rng.choice(sorted(b for b in self.brokers if b != leader))
+            latency, rate = rng.choice((200, 500, 1000)), rng.choice((256, 1024, 4096))
+            testbed.proxy_link(follower, leader, [self.broker_port], seed=rng.getrandbits(32),
+                               downstream=Toxics(latency, latency / 4))
+            testbed.shape(follower, rate, inbound=True)
+            return {"nodes": [follower], "leader": leader, "latency_ms": latency, "jitter_ms": latency / 4,
+                    "rate_kbit": rate}
+        if kind == "slow-controller":
+            controller = self._target(self.active_controller, "no active controller right now")
+            latency = rng.choice((100, 300, 600))
+            others = sorted(n for n in self.nodes if n != controller)
+            seed = rng.getrandbits(32)
+            for node in others:
+                testbed.proxy_link(node, controller, [self.controller_port], seed=seed,
+                                   downstream=Toxics(latency, latency / 4))
+            return {"nodes": [controller], "from": others, "latency_ms": latency}
+        source, destination = self._busy_link(rng)
+        link = {"from": source, "to": destination}
+        ports = [self.broker_port if destination in self.brokers else self.controller_port]
+        if kind == "asymmetric-delay":  # source's requests slow, the answers and the other direction not
+            latency = rng.choice((100, 300, 800))
+            testbed.proxy_link(source, destination, ports, seed=rng.getrandbits(32),
+                               upstream=Toxics(latency, latency / 4))
+            return {**link, "upstream_ms": latency}
+        if kind == "stall-link":
+            testbed.proxy_link(source, destination, ports, upstream=Toxics(stall=True),
+                               downstream=Toxics(stall=True))
+            return link
+        if kind == "reset-link":
+            after = rng.choice((0, 200, 1000))
+            testbed.proxy_link(source, destination, ports, reset_after_ms=after)
+            return {**link, "reset_after_ms": after}
+        if kind == "bandwidth":
+            rate = rng.choice((64, 256, 1024))
+            testbed.shape_link(source, [destination], rate)
+            return {**link, "rate_kbit": rate}
+        if kind == "lossy-link":
+            probability = round(rng.uniform(0.05, 0.3), 2)
+            testbed.loss(destination, probability, source=source)
+            return {**link, "probability": probability}
+        raise ValueError(f"unknown link fault {kind!r}")
+
+    def _busy_link(self, rng: random.Random) -> tuple[int, int]:
+        """A directed link that carries traffic: a broker fetching from another
+        (followers from leaders), or any node to the active controller (Raft
+        fetches, heartbeats, metadata); a link nobody uses would make the fault a no-op."""
+        brokers = sorted(self.brokers)
+        links = [(s, d) for d in brokers for s in brokers if s != d]
+        controller = self.active_controller()
+        if controller is not None:
+            links += [(s, controller) for s in sorted(self.nodes) if s != controller]
+        return rng.choice(links)
+
+    def _heal_link(self, kind: str, testbed: NetworkTestbed) -> None:
+        """Heal, first recording how many connections the link proxy carried (0 would mean the fault missed)."""
+        carried = testbed.proxied_connections()
+        testbed.heal()
+        if isinstance(carried, int):
+            self.history.fault(kind, "proxied", connections=carried)
+
     def _stop_process(self, kind: str, node: int) -> tuple[dict, Callable[[], None]]:
         """kill -9 (undone by a restart) or SIGSTOP (undone by SIGCONT)."""
         if kind == "kill":
@@ -188,6 +338,17 @@ class Nemesis:
             return {"nodes": [node]}, lambda: self.cluster.start(node)
         self.cluster.pause(node)
         return {"nodes": [node]}, lambda: self.cluster.resume(node)
+
+    def _skew_clock(self, rng: random.Random) -> tuple[dict, Callable[[], None]]:
+        """Jump one node's wall clock and let it drift; half the time the partition leader's."""
+        if self.clocks is None:
+            raise _NoTarget("the nodes were started without clock files")
+        leader = self.partition_leader()
+        node = leader if leader is not None and rng.random() < 0.5 else rng.choice(list(self.nodes))
+        skew = draw_skew(rng)
+        self.clocks.skew(node, skew)
+        clocks = self.clocks
+        return {"nodes": [node], "offset_ms": skew.offset_ms, "rate": skew.rate}, lambda: clocks.reset(node)
 
     @staticmethod
     def _target(find: Callable[[], Optional[int]], missing: str) -> int:

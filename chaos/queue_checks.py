@@ -4,7 +4,15 @@ twice or out of order, what was read that nobody wrote.
 
 The workload's history (chaos/history.py) holds, per process:
 - `send`: invoke value = the unique value, key = "topic-partition";
-  ok value = the offset it was written at; fail = not written; info = unknown.
+  ok value = the offset it was written at (null: acknowledged without one -
+  librdkafka's implicit ack of a batch a later batch's success covers, or
+  DUPLICATE_SEQUENCE_NUMBER - so it must be in the log, at an offset only
+  the reads tell); fail = not written; info = unknown
+  (indeterminate: a timeout - e.g. past delivery.timeout.ms in a long
+  fault - or a broken connection). A send still open when the history ends
+  is unknown too. An unknown send may or may not be in the log: absent it
+  is never "lost" (only counted, `lost-unacked-ok`), present it must be
+  there once (the `duplicate` check holds it as any other value).
 - `poll`: invoke value = {"consumer": C, "mode": "assign"|"subscribe"};
   ok value = {"topic-partition": [[offset, value], ...]} in the order polled.
   A consumer whose assignment changes writes an `assigned` note line
@@ -48,6 +56,8 @@ class QueueReport:
     sends: dict[str, int] = field(default_factory=lambda: {OK: 0, FAIL: 0, INFO: 0})
     polled_records: int = 0
     final_records: int = 0
+    open_sends: int = 0  # invoked, never completed: unknown outcome
+    unknown_written: int = 0  # unknown sends (info or open) found in the final read
     anomalies: dict[str, list[Any]] = field(default_factory=lambda: {k: [] for k in ANOMALY_KINDS})
 
     @property
@@ -60,9 +70,10 @@ class QueueReport:
 
 def analyze(history: Iterable[dict[str, Any]]) -> QueueReport:
     report = QueueReport()
-    acked: dict[str, tuple[str, int]] = {}  # value -> (partition, offset)
+    acked: dict[str, tuple[str, Optional[int]]] = {}  # value -> (partition, offset; None: not given)
     unknown: dict[str, str] = {}  # info sends: value -> partition
     invoked_values: set[str] = set()
+    pending: dict[str, str] = {}  # sends not yet completed: value -> partition
     final: dict[str, dict[int, Any]] = {}
     # every (partition, offset) -> values seen, and value -> offsets seen
     at_offset: dict[tuple[str, int], set[Any]] = defaultdict(set)
@@ -78,12 +89,15 @@ def analyze(history: Iterable[dict[str, Any]]) -> QueueReport:
         if line is None:
             if call["f"] == SEND:
                 invoked_values.add(call["value"])
+                pending[call["value"]] = call["key"]
             continue
         f, kind = call["f"], line["type"]
         if f == SEND:
+            pending.pop(call["value"], None)
             report.sends[kind] += 1
             if kind == OK:
-                acked[call["value"]] = (call["key"], int(line["value"]))
+                offset = line["value"]
+                acked[call["value"]] = (call["key"], None if offset is None else int(offset))
             elif kind == INFO:
                 unknown[call["value"]] = call["key"]
         elif f == POLL and kind == OK:
@@ -106,12 +120,17 @@ def analyze(history: Iterable[dict[str, Any]]) -> QueueReport:
                 records[offset] = value
                 seen(call["key"], offset, value)
 
+    report.open_sends = len(pending)
+    for value, partition in pending.items():
+        unknown.setdefault(value, partition)
     anomalies = report.anomalies
     final_values = {value for records in final.values() for value in records.values()}
-    for value, (partition, offset) in sorted(acked.items(), key=lambda kv: kv[1]):
+    report.unknown_written = sum(1 for value in unknown if value in final_values)
+    for value, (partition, offset) in sorted(acked.items(), key=lambda kv: (kv[1][0], kv[1][1] is not None,
+                                                                              kv[1][1] or 0)):
         if value not in final_values:
             anomalies["lost"].append({"value": value, "partition": partition, "offset": offset})
-        if final.get(partition, {}).get(offset, value) != value:
+        if offset is not None and final.get(partition, {}).get(offset, value) != value:
             anomalies["wrong-offset"].append({"value": value, "partition": partition, "acked_offset": offset,
                                               "holds": final[partition][offset]})
     for value, partition in sorted(unknown.items()):
@@ -162,22 +181,86 @@ def _check_stream(consumer: Any, partition: str, stream: list[int], assigned: bo
 def to_log_model(history: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     """The history as the `log` model's input: sends as recorded, and each
     record of a poll or final read a `read` op of its own (its own process
-    number, the poll's invoke and completion times)."""
+    number, the poll's invoke and completion times). A final read also says
+    where the log ends: nothing at the offset after its last record (it
+    read up to the high watermark, after the workload stopped), so an
+    acknowledged write past the end of the surviving log is a contradiction
+    the checker sees, not just a value nobody read.
+
+    A send of unknown outcome (info, or still open) is resolved where the
+    reads decide it, which keeps the checker's search small after a long
+    fault has left hundreds of them: one that some read saw took effect
+    before that read returned, so it becomes an ok of the offset it was read
+    at, returning when the earliest such read returned (the true
+    linearization point lies in that narrower window, so no legal history
+    turns illegal). One that no read ever saw is left out: had it taken
+    effect it could always be placed after every other operation, so it
+    changes no verdict. A value read at two offsets keeps the first: the
+    other read then fails the check, as it must (never allowed twice)."""
+    lines = list(history)
+    first_seen: dict[Any, tuple[int, str, int]] = {}  # value -> (read return time, partition, offset)
+    for call, line in paired(lines):
+        if line is None or line["type"] != OK or call["f"] not in (POLL, FINAL_READ):
+            continue
+        for partition, offset, value in _records(call, line):
+            if value not in first_seen or line["time"] < first_seen[value][0]:
+                first_seen[value] = (line["time"], partition, offset)
+    sends: dict[tuple[Any, int], dict[str, Any]] = {}  # a send's (process, invoke time) -> its completion
+    for call, line in paired(lines):
+        if call["f"] == SEND and line is not None:
+            sends[(call["process"], call["time"])] = line
     next_process = 1 << 20  # above the workload's own process numbers
-    for call, line in paired(history):
+    for call, line in paired(lines):
         if call["f"] == SEND:
-            yield call if line is None else line
+            if line is None:
+                yield from _send_as_checked(call, sends.get((call["process"], call["time"])), first_seen)
             continue
         if line is None or line["type"] != OK or call["f"] not in (POLL, FINAL_READ):
             continue
-        groups = line["value"].items() if call["f"] == POLL else [(call["key"], line["value"])]
-        for partition, records in groups:
-            for offset, value in records or ():
-                yield {"process": next_process, "type": INVOKE, "f": "read", "key": partition,
-                       "value": offset, "time": call["time"]}
-                yield {"process": next_process, "type": OK, "f": "read", "key": partition,
-                       "value": value, "time": line["time"]}
-                next_process += 1
+        for partition, offset, value in _records(call, line):
+            yield {"process": next_process, "type": INVOKE, "f": "read", "key": partition,
+                   "value": offset, "time": call["time"]}
+            yield {"process": next_process, "type": OK, "f": "read", "key": partition,
+                   "value": value, "time": line["time"]}
+            next_process += 1
+        if call["f"] == FINAL_READ and line["value"]:
+            end = line["value"][-1][0] + 1
+            yield {"process": next_process, "type": INVOKE, "f": "read", "key": call["key"],
+                   "value": end, "time": call["time"]}
+            yield {"process": next_process, "type": OK, "f": "read", "key": call["key"], "time": line["time"]}
+            next_process += 1
+
+
+def _records(call: dict[str, Any], line: dict[str, Any]) -> Iterator[tuple[str, int, Any]]:
+    """(partition, offset, value) of every record a poll or final read returned."""
+    groups = line["value"].items() if call["f"] == POLL else [(call["key"], line["value"])]
+    for partition, records in groups:
+        for offset, value in records or ():
+            yield partition, offset, value
+
+
+def _send_as_checked(call: dict[str, Any], completion: Optional[dict[str, Any]],
+                     first_seen: dict[Any, tuple[int, str, int]]) -> Iterator[dict[str, Any]]:
+    if completion is not None and completion["type"] == OK and completion.get("value") is None:
+        # Acknowledged without an offset: the reads place it, as an unknown
+        # send's (analyze() holds it to being in the final read).
+        completion = {**completion, "type": INFO}
+    if completion is not None and completion["type"] != INFO:
+        yield call
+        yield completion
+        return
+    seen = first_seen.get(call["value"])
+    if seen is None:
+        return  # never observed: placed last in any linearization, it decides nothing
+    returned, partition, offset = seen
+    yield call
+    if partition != call["key"] or returned < call["time"]:
+        # read elsewhere, or before it was sent: left unknown, for the checker to refuse
+        if completion is not None:
+            yield completion
+        return
+    yield {"process": call["process"], "type": OK, "f": SEND, "key": call["key"], "value": offset,
+           "time": returned, "resolved": "read back"}
 
 
 # The checker models fed from the same history, and the ops of each.
@@ -197,5 +280,8 @@ def summarize(report: QueueReport, *, faults: int, verdicts: dict[str, Optional[
     """`verdicts`: the checker's per model (log, offsets, metadata); None if not checked."""
     return {"sends": report.sends, "polled_records": report.polled_records,
             "final_records": report.final_records, "faults": faults, "anomalies": report.counts(),
+            "indeterminate_sends": {"info": report.sends[INFO], "open": report.open_sends,
+                                    "written": report.unknown_written,
+                                    "absent": len(report.anomalies["lost-unacked-ok"])},
             "valid": report.valid, "linearizable": verdicts["log"],
             "offsets_linearizable": verdicts["offsets"], "metadata_linearizable": verdicts["metadata"]}

@@ -26,6 +26,20 @@
 The `transactions` scenario (chaos/txn_run.py) runs the transactional
 workload and checks instead (chaos/txn_workload.py, chaos/txn_checks.py).
 
+The `rolling-restart` scenario is one whole rolling restart
+(devcluster/roll.py) under the workload: every controller, then every
+broker, each once the cluster is healthy again. The run fails if the roll
+stops. Every run's summary gives each partition's longest produce
+unavailability (chaos/availability.py).
+
+The `reassignment` scenario runs a fourth broker and moves the topic's
+partitions between the brokers while leaders are killed
+(chaos/reassign_workload.py); after recovery every move must complete.
+Meanwhile each partition's ISR is sampled (chaos/min_isr.py): the summary
+gives the longest time each spent below min ISR, explained by a fault and
+not; unexplained for longer than the moves' own steps allow
+(`MIN_ISR_BOUND_S`) makes the run invalid.
+
 The `unclean-election` scenario is scripted, not random: it drives Kafka's
 classic loss (ISR shrinks to the leader, which acknowledges alone and dies;
 a lagging replica comes back first) with `unclean.leader.election.enable`
@@ -46,14 +60,22 @@ from typing import Any, Callable, Iterable, Optional
 
 from client.admin import describe_quorum
 from devcluster.local_cluster import KAFKA_CLIENTS_PROPERTIES, LocalCluster
+from devcluster.local_cluster import BROKER_PORT, CLIENTS_PORT, CONTROLLER_PORT
 from devcluster.local_processes import wait_until
+from devcluster.roll import ProcessesControl, RollError, roll
 from devcluster.secured import CLIENT_LISTENER, secured_properties
 
 from . import lincheck
 from .history import NEMESIS, HistoryRecorder, read_history
-from .nemesis import SCENARIOS, TRANSACTIONS, Nemesis, ScheduledFault, schedule
+from .min_isr import SAMPLE_INTERVAL_S, IsrSampler, below_min_isr, fault_windows, violations
+from .availability import produce_unavailability
+from .clock_skew import ClockFiles
+from .nemesis import REASSIGNMENT, ROLLING_RESTART, SCENARIOS, TRANSACTIONS, Nemesis, ScheduledFault, schedule
+from .nemesis import LONG_FAULT_PRODUCER, LONG_PARTITION
+from .disk_nemesis import DISK_FAULTS, DiskNemesis, durable, env_prefix
 from .metadata_workload import MetadataWorkload
 from .queue_checks import analyze, model_history, summarize, to_log_model
+from .reassign_workload import ReassignWorkload
 from .secure import add_workload_user
 from .testbed import NetworkTestbed, probe
 from .workload import CLIENTS, QueueWorkload, group_of, leader_of
@@ -63,6 +85,7 @@ log = logging.getLogger(__name__)
 TOPIC = "chaos"
 PARTITIONS = 3
 UNCLEAN = "unclean-election"
+REPLACEMENT = "controller-replacement"  # in SCENARIOS; run by chaos/replacement_run.py
 ALL_SCENARIOS = tuple(SCENARIOS) + (UNCLEAN,)
 CLUSTER_PROPERTIES = {
     "broker.session.timeout.ms": 3000,
@@ -73,10 +96,36 @@ CLUSTER_PROPERTIES = {
     "kraftlog.log.level": "INFO",
 }
 RECOVERY_TIMEOUT_S = 120.0
-# A legal history checks in seconds; proving an illegal one (the unclean
-# run's lost writes) can take far longer: past this the verdict is
-# "unknown" and the queue checks still name every lost write.
+MIN_ISR = 2  # the workload topic's min.insync.replicas (1 in the unclean-election scenario)
+# The reassignment scenario's bound on a partition's time below min ISR with
+# no fault to explain it. A move's own steps never shrink the ISR: the new
+# replicas join it (AlterPartition) before the PartitionChangeRecord that
+# completes the move takes the old ones out, in that same record, so the
+# completion trades in-sync replicas one for one. With no fault, a partition
+# falls below min ISR only when followers are dropped for lag - the copy
+# competes with them for the leader's disk and loop - each after
+# replica.lag.time.max.ms behind, and one that keeps fetching is back within
+# one more such window. Two lag windows and the sampling's own error (a
+# stretch is measured to within one interval at each end) are all a move
+# explains; longer, and the run is invalid.
+MIN_ISR_BOUND_S = 2 * CLUSTER_PROPERTIES["replica.lag.time.max.ms"] / 1000 + 2 * SAMPLE_INTERVAL_S
+# After a killed broker is restarted, the ISR may still show it from before
+# the kill until the controller has fenced it (no heartbeat for
+# broker.session.timeout.ms): only a sighting in the ISR that long after the
+# fault stopped says it is back (chaos/min_isr.py).
+RECOVERY_GRACE_S = CLUSTER_PROPERTIES["broker.session.timeout.ms"] / 1000
+# A legal history checks in seconds, and so does the unclean run's illegal
+# one (the log model refutes two values at one offset without a search);
+# an illegal history no rule catches can take far longer: past this the
+# verdict is "unknown" and the queue checks still name every lost write.
 CHECK_TIME_LIMIT_S = 30.0
+# The disk scenarios (chaos/disk_nemesis.py): every node's storage under the
+# fault layer. EIO on fsync needs fsyncs to fail, so that scenario runs
+# durable too (flush.messages=1 everywhere); a whole cluster's power loss
+# and restart takes a while, so those come rarer.
+DISK_SCENARIOS = tuple(s for s, kinds in SCENARIOS.items() if set(kinds) <= set(DISK_FAULTS))
+DURABLE_SCENARIOS = ("power-loss-durable", "disk-eio-fsync")
+POWER_LOSS_INTERVAL_S = 20.0
 
 
 @dataclass(frozen=True)
@@ -98,7 +147,8 @@ class RunResult:
 
     @property
     def valid(self) -> bool:
-        return bool(self.summary["valid"]) and all(
+        # A reassignment run is also invalid when a move never completed after recovery.
+        return bool(self.summary["valid"]) and self.summary.get("moves_settled") is not False and all(
             self.summary[k] in ("ok", None) for k in ("linearizable", "offsets_linearizable", "metadata_linearizable"))
 
 
@@ -113,9 +163,13 @@ def run(settings: RunSettings) -> RunResult:
     if settings.scenario == TRANSACTIONS:
         from .txn_run import run_transactions  # its own workload and checks; it uses this module's helpers
         return run_transactions(settings)
+    if settings.scenario == REPLACEMENT:
+        from .replacement_run import run_replacement  # a dynamic quorum of controllers, its own checks
+        return run_replacement(settings)
     results = settings.results
     results.mkdir(parents=True, exist_ok=True)
-    node_ids = [1, 2, 3, 4, 5, 6]
+    moving = settings.scenario == REASSIGNMENT  # one broker more than the replication factor
+    node_ids = [1, 2, 3, 4, 5, 6, 7] if moving else [1, 2, 3, 4, 5, 6]
     capabilities = probe() if settings.network and settings.scenario != UNCLEAN else None
     use_testbed = capabilities is not None and capabilities.namespaces and capabilities.iptables
     notes: list[str] = []
@@ -123,10 +177,14 @@ def run(settings: RunSettings) -> RunResult:
         notes.append(f"network faults skipped: {capabilities.explain()}")
     workdir = Path(tempfile.mkdtemp(prefix="kraftlog-chaos-"))
     testbed = NetworkTestbed([str(n) for n in node_ids]) if use_testbed else None
+    clocks = ClockFiles(workdir, node_ids)
+    in_testbed = testbed.exec_prefix if testbed else (lambda node_id: [])
     history = HistoryRecorder(results / "history.jsonl")
     cluster: Optional[LocalCluster] = None
     workload: Optional[QueueWorkload] = None
     topics: Optional[MetadataWorkload] = None
+    mover: Optional[ReassignWorkload] = None
+    sampler: Optional[IsrSampler] = None
     try:
         if testbed is not None:
             testbed.create()
@@ -137,61 +195,106 @@ def run(settings: RunSettings) -> RunResult:
             properties.update(secured_properties(node_ids))
         if kafka:
             properties.update(KAFKA_CLIENTS_PROPERTIES)
+        prefix = lambda node_id: (*in_testbed(node_id), *clocks.prefix(node_id))  # noqa: E731
+        if settings.scenario in DISK_SCENARIOS:
+            prefix = env_prefix(workdir / "disk", prefix)
+            properties = durable(properties) if settings.scenario in DURABLE_SCENARIOS else properties
         cluster = LocalCluster(
-            workdir, properties=properties,
+            workdir, properties=properties, brokers=len(node_ids) - 3,
             hosts={n: testbed.address(n) for n in node_ids} if testbed else None,
-            command_prefix=testbed.exec_prefix if testbed else (lambda node_id: ()),
+            command_prefix=prefix,
             tls=settings.secure,
             client_listener=CLIENT_LISTENER if settings.secure else "PLAINTEXT" if kafka else None)
         cluster.start()
         cluster.wait_for_brokers(timeout=RECOVERY_TIMEOUT_S)
-        min_isr = 1 if settings.scenario == UNCLEAN else 2
+        min_isr = 1 if settings.scenario == UNCLEAN else MIN_ISR
         cluster.create_topic(TOPIC, PARTITIONS, 3, configs={"min.insync.replicas": str(min_isr)})
         cluster.wait_for_leaders(TOPIC, timeout=RECOVERY_TIMEOUT_S)
         user = add_workload_user(cluster, TOPIC, group_of(TOPIC)) if settings.secure else None
         bootstrap = cluster.client_bootstrap if user else cluster.bootstrap
         clients = CLIENTS[settings.client]()
         workload = QueueWorkload(history, cluster.client_bootstrap if kafka else bootstrap, TOPIC, PARTITIONS,
-                                 client_security=user.client_config() if user else {}, clients=clients)
+                                 client_security=user.client_config() if user else {}, clients=clients,
+                                 producer_config=dict(LONG_FAULT_PRODUCER) if settings.scenario == LONG_PARTITION
+                                 else {})
         if not clients.groups:
             notes.append(f"{clients.name} clients: no group consumers (every reader is assigned)")
+        rolled: dict[str, Any] = {}
         nemesis = Nemesis(cluster, node_ids, list(cluster.brokers), history, testbed,
                           partition_leader=lambda: leader_of(cluster.metadata(topics=[TOPIC]), TOPIC),
-                          active_controller=lambda: _active_controller(cluster))
+                          active_controller=lambda: _active_controller(cluster),
+                          roll=(lambda: _roll(cluster, history, rolled)) if settings.scenario == ROLLING_RESTART
+                          else None,
+                          broker_port=BROKER_PORT, controller_port=CONTROLLER_PORT,
+                          client_ports=(CLIENTS_PORT,) if kafka else (BROKER_PORT,), clocks=clocks,
+                          disk=DiskNemesis(cluster, workdir / "disk", node_ids, list(cluster.brokers), TOPIC,
+                                           note=history.fault) if settings.scenario in DISK_SCENARIOS else None)
         topics = MetadataWorkload(history, bootstrap, ",".join(cluster.controller_addresses.values()),
                                   seed=settings.seed, security=user.client_security() if user else None,
                                   controller_security=user.certificate_security() if user else None)
+        if moving:
+            sampler = IsrSampler(lambda: cluster.metadata(topics=[TOPIC]), TOPIC, lambda: history.now_ns() / 1e9)
+            sampler.start()
+            mover = ReassignWorkload(history, bootstrap, TOPIC, list(cluster.brokers), seed=settings.seed,
+                                     security=user.client_security() if user else None)
+            mover.start()
         workload.start()
         topics.start()
         if settings.scenario == UNCLEAN:
             faults = _unclean_election(cluster, history, settings.time_limit_s)
         else:
-            faults = schedule(settings.scenario, settings.seed, settings.time_limit_s)
+            faults = schedule(settings.scenario, settings.seed, settings.time_limit_s,
+                              **({"interval_s": POWER_LOSS_INTERVAL_S} if "power-loss" in settings.scenario else {}))
             _drive(nemesis, faults, settings.time_limit_s)
         workload.stop()
         topics.stop()
+        if mover is not None:
+            mover.stop()
         nemesis.heal_all()
         _recover(cluster)
+        if mover is not None:
+            mover.settle(RECOVERY_TIMEOUT_S)
+            notes.append(f"moves: {mover.counts}")
+        if sampler is not None:
+            sampler.stop()
         workload.final_read()
         notes += nemesis.skipped
     finally:
-        for running in (workload, topics):
-            if running is not None:
-                running.stop(timeout=5)
-        history.close()
-        if cluster is not None:
-            _keep_logs(cluster, results)
-            cluster.close()
-        if testbed is not None:
-            testbed.close()
-        shutil.rmtree(workdir, ignore_errors=True)
+        _tear_down(results, history, cluster, testbed, workdir, workload, topics, mover, sampler)
     (results / "schedule.json").write_text(json.dumps([f.__dict__ for f in faults], indent=1))
     summary = _check(results, history.faults,
-                     notes + (workload.errors if workload else []) + (topics.errors if topics else []))
+                     notes + (workload.errors if workload else []) + (topics.errors if topics else [])
+                     + (mover.errors if mover else []) + (sampler.errors if sampler else []))
+    if mover is not None:
+        summary["moves_settled"] = mover.settled
+        if mover.settled is False:  # the CLI's verdict reads "valid"
+            summary["valid"] = False
+    if sampler is not None:
+        summary["below_min_isr"] = _below_min_isr(results, sampler)
+        if summary["below_min_isr"]["violations"]:
+            summary["valid"] = False
+            summary["notes"].extend(summary["below_min_isr"]["violations"])
     summary.update(scenario=settings.scenario, seed=settings.seed, time_limit_s=settings.time_limit_s,
-                   testbed=use_testbed, unclean=settings.unclean, secure=settings.secure, client=settings.client)
+                   testbed=use_testbed, unclean=settings.unclean, secure=settings.secure, client=settings.client,
+                   testbed_run_id=testbed.run_id if testbed is not None else None)
+    if settings.scenario == ROLLING_RESTART:
+        summary["roll"] = rolled
+        if not rolled.get("ok"):  # a roll that stopped (or never ran) fails the run, whatever the checks say
+            summary["valid"] = False
     (results / "summary.json").write_text(json.dumps(summary, indent=1))
     return RunResult(settings, summary)
+
+
+def _below_min_isr(results: Path, sampler: IsrSampler) -> dict[str, Any]:
+    """Each partition's longest time below min ISR, explained by a fault and not (seconds); the
+    samples go to isr-samples.jsonl."""
+    with (results / "isr-samples.jsonl").open("w", encoding="utf-8") as out:
+        for sample in sampler.samples:
+            out.write(json.dumps(sample.__dict__) + "\n")
+    report = below_min_isr(sampler.samples, fault_windows(read_history(results / "history.jsonl")), MIN_ISR,
+                           RECOVERY_GRACE_S)
+    return {"min_isr": MIN_ISR, "bound_s": MIN_ISR_BOUND_S, "samples": len(sampler.samples),
+            "partitions": {str(p): r for p, r in report.items()}, "violations": violations(report, MIN_ISR_BOUND_S)}
 
 
 def _drive(nemesis: Nemesis, faults: list[ScheduledFault], time_limit_s: float) -> None:
@@ -207,6 +310,21 @@ def _drive(nemesis: Nemesis, faults: list[ScheduledFault], time_limit_s: float) 
 
 def _sleep_until(deadline: float) -> None:
     time.sleep(max(0.0, deadline - time.monotonic()))
+
+
+def _roll(cluster: LocalCluster, history: HistoryRecorder, outcome: dict[str, Any]) -> dict[str, Any]:
+    """The rolling-restart scenario's fault: one whole roll of the cluster
+    (devcluster/roll.py), each step in the history; `outcome` gets what it did."""
+    try:
+        report = roll(tuple(cluster.plans.values()), timeout_s=RECOVERY_TIMEOUT_S, control=ProcessesControl(cluster),
+                      on_event=lambda line: history.fault("roll", "step", event=line))
+    except RollError as exc:
+        outcome.update(ok=False, error=str(exc))
+        return {"error": str(exc)}
+    outcome.update(ok=True, seconds=round(report.seconds, 3),
+                   nodes=[{"node": n.node_id, "down_s": round(n.down_s, 3), "healthy_s": round(n.healthy_s, 3)}
+                          for n in report.nodes])
+    return {"nodes": [n.node_id for n in report.nodes], "seconds": outcome["seconds"]}
 
 
 def _active_controller(cluster: LocalCluster) -> Optional[int]:
@@ -288,6 +406,7 @@ def _check(results: Path, faults: int, notes: list[str],
     for model in ("offsets", "metadata"):
         verdicts[model] = _linearizable(results, model, model_history(history, model), notes)
     summary = summarize(report, faults=faults, verdicts=verdicts)
+    summary["produce_unavailability_s"] = produce_unavailability(history)
     summary["notes"] = notes
     return summary
 
@@ -308,6 +427,23 @@ def _linearizable(results: Path, model: str, lines: Iterable[dict[str, Any]], no
     if verdict == "ok":
         html.unlink(missing_ok=True)
     return verdict
+
+
+def _tear_down(results: Path, history: HistoryRecorder, cluster: Optional[LocalCluster],
+               testbed: Optional[NetworkTestbed], workdir: Path, *running: Any) -> None:
+    """End of a run, also after a failure: stop what still runs (workloads,
+    samplers: anything with stop(timeout=)), keep the node logs, stop every
+    node, remove the namespaces and the cluster's files."""
+    for thing in running:
+        if thing is not None:
+            thing.stop(timeout=5)
+    history.close()
+    if cluster is not None:
+        _keep_logs(cluster, results)
+        cluster.close()
+    if testbed is not None:
+        testbed.close()
+    shutil.rmtree(workdir, ignore_errors=True)
 
 
 def _keep_logs(cluster: LocalCluster, results: Path) -> None:

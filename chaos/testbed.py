@@ -7,7 +7,11 @@ address on a /24 that no interface of this machine uses. The run's process
 through the bridge's address; servers are started inside a host with
 `exec_prefix(host)`. Faults between hosts are real: iptables rules inside the
 namespaces drop packets (partitions, one-way drops, random loss), and
-`tc netem` delays them where the kernel has netem.
+`tc netem` delays them where the kernel has netem. Slow links without netem
+(chaos/netfaults.py builds the commands): `tbf`/`htb` caps on the veths,
+loss from one source, delay, jitter, stalls and resets through a TCP proxy
+(chaos/linkproxy.py) in the run's process that a directed link is steered
+to, and the brokers' answers to the run's own clients dropped (`mute`).
 
 Names carry a per-run id so that runs never collide, and `close()` removes
 every namespace, link and rule the run made, and kills processes left in
@@ -27,6 +31,9 @@ import signal
 import subprocess
 from dataclasses import dataclass, field
 from typing import Iterable, Optional, Sequence
+
+from . import netfaults
+from .linkproxy import LinkProxy, Toxics
 
 BRIDGE_HOST = 254  # the bridge's own address in the run's /24 (the clients' side)
 COMMAND_TIMEOUT_S = 10.0
@@ -139,6 +146,11 @@ class NetworkTestbed:
     bridge: str = field(default="", init=False)
     bridge_address: str = field(default="", init=False)
     _delayed: set[str] = field(default_factory=set, init=False)
+    # slow-link faults in effect: (namespace or None for the root one, device) with a qdisc,
+    # rules added in the root namespace, and the proxy of proxied links
+    _shaped: set[tuple[Optional[str], str]] = field(default_factory=set, init=False)
+    _root_rules: list[list[str]] = field(default_factory=list, init=False)
+    _proxy: Optional[LinkProxy] = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         if len(self.host_names) > 250:
@@ -175,6 +187,7 @@ class NetworkTestbed:
 
     def close(self) -> None:
         """Remove everything this run made; safe to call twice and after a failed create()."""
+        self._heal_slow_links()  # the proxy and the root namespace's rules outlive the namespaces
         for host in self.hosts.values():
             self._kill_processes_in(host)
             _run(["ip", "netns", "del", host.netns], check=False)
@@ -227,12 +240,69 @@ class NetworkTestbed:
         src, dst = self.hosts[str(source)], self.hosts[str(destination)]
         self._in(dst, "iptables", "-A", "INPUT", "-s", src.address, "-j", "DROP")
 
-    def loss(self, name: object, probability: float) -> None:
-        """Drop each packet arriving at the host with this probability."""
-        if not 0 < probability <= 1:
-            raise ValueError(f"loss probability must be in (0, 1]: {probability}")
-        self._in(self.hosts[str(name)], "iptables", "-A", "INPUT", "-m", "statistic", "--mode", "random",
-                 "--probability", f"{probability:.4f}", "-j", "DROP")
+    def loss(self, name: object, probability: float, source: Optional[object] = None) -> None:
+        """Drop each packet arriving at the host with this probability (only
+        those from `source`, a lossy directed link, when given)."""
+        rule = netfaults.loss(netfaults.ADD, probability,
+                              self.hosts[str(source)].address if source is not None else None)
+        self._in(self.hosts[str(name)], *rule)
+
+    def shape(self, name: object, rate_kbit: int, inbound: bool = False) -> None:
+        """Cap the host's bandwidth (tbf): what it sends, or with `inbound`
+        what it receives (the cap then sits on the bridge's end of its veth)."""
+        host = self.hosts[str(name)]
+        if inbound:
+            self._fault(None, netfaults.tbf(host.host_veth, rate_kbit))
+            self._shaped.add((None, host.host_veth))
+        else:
+            self._fault(host, netfaults.tbf("eth0", rate_kbit))
+            self._shaped.add((host.netns, "eth0"))
+
+    def shape_link(self, source: object, destinations: Iterable[object], rate_kbit: int) -> None:
+        """Cap what `source` sends to `destinations` only (htb, u32 filters)."""
+        host = self.hosts[str(source)]
+        self._shaped.add((host.netns, "eth0"))  # before: a half-made htb is removed at heal too
+        for command in netfaults.htb("eth0", rate_kbit, [self.hosts[str(d)].address for d in destinations]):
+            self._fault(host, command)
+
+    def proxy_link(self, source: object, destination: object, ports: Iterable[int], *, seed: int = 0,
+                   upstream: Toxics = Toxics(), downstream: Toxics = Toxics(),
+                   reset_after_ms: Optional[float] = None) -> dict[int, int]:
+        """Send the connections `source` opens to `destination`'s `ports`
+        through the run's link proxy with these toxics (upstream: what
+        source sends; downstream: the answers). Connections already open on
+        the link are reset once, so that all of it goes through the proxy.
+        The proxy's port for each port."""
+        src, dst = self.hosts[str(source)], self.hosts[str(destination)]
+        if self._proxy is None:
+            self._proxy = LinkProxy(seed)
+        routes = {}
+        for port in ports:
+            routes[port] = self._proxy.add_route(self.bridge_address, (dst.address, port), upstream=upstream,
+                                                 downstream=downstream, reset_after_ms=reset_after_ms)
+            for rule in netfaults.redirect(netfaults.ADD, dst.address, port, self.bridge_address, routes[port]):
+                self._fault(src, rule)
+        return routes
+
+    def _fault(self, host: Optional[TestHost], args: Sequence[str]) -> None:
+        """Run a slow-link command in the host's namespace (None: the root one);
+        a kernel or tool that refuses it makes the fault unsupported here, as
+        netem's absence does for delays (the nemesis skips it, with the reason)."""
+        try:
+            _run([*(("ip", "netns", "exec", host.netns) if host is not None else ()), *args])
+        except TestbedError as exc:
+            raise FaultUnsupported(str(exc)) from exc
+
+    def proxied_connections(self) -> Optional[int]:
+        """Connections the link proxy has carried since the last heal; None when no link is proxied."""
+        return self._proxy.accepted() if self._proxy is not None else None
+
+    def mute(self, name: object, ports: Iterable[int]) -> None:
+        """The host's answers from `ports` to the run's own process are
+        dropped (requests still arrive and are carried out)."""
+        for rule in netfaults.mute(netfaults.ADD, self.bridge, self.hosts[str(name)].address, list(ports)):
+            self._fault(None, rule)
+            self._root_rules.append(rule)
 
     def delay(self, name: object, delay_ms: int, jitter_ms: int = 0) -> None:
         """Delay packets leaving the host (netem); FaultUnsupported without sch_netem."""
@@ -246,9 +316,28 @@ class NetworkTestbed:
         self._delayed.add(host.name)
 
     def heal(self) -> None:
-        """Remove every drop, loss and delay: all hosts reach each other again."""
+        """Remove every drop, loss, delay and slow link: all hosts reach each other again."""
         for host in self.hosts.values():
             self._in(host, "iptables", "-F", "INPUT", check=False)
             if host.name in self._delayed:
                 self._in(host, "tc", "qdisc", "del", "dev", "eth0", "root", check=False)
         self._delayed.clear()
+        self._heal_slow_links()
+
+    def _heal_slow_links(self) -> None:
+        by_netns = {h.netns: h for h in self.hosts.values()}
+        for netns, device in self._shaped:
+            if netns is None:
+                _run(netfaults.clear_qdisc(device), check=False)
+            elif netns in by_netns:
+                self._in(by_netns[netns], *netfaults.clear_qdisc(device), check=False)
+        self._shaped.clear()
+        for rule in self._root_rules:
+            _run([rule[0], netfaults.DELETE, *rule[2:]], check=False)
+        self._root_rules.clear()
+        if self._proxy is not None:
+            for host in self.hosts.values():  # the steering rules; the proxy then resets what it carried
+                self._in(host, "iptables", "-t", "nat", "-F", "OUTPUT", check=False)
+                self._in(host, "iptables", "-F", "OUTPUT", check=False)
+            self._proxy.close()
+            self._proxy = None

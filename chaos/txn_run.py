@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Any, Optional
@@ -32,7 +31,7 @@ from kafka_protocol.coordinator_placement import partition_for
 from .history import HistoryRecorder, read_history
 from .nemesis import Nemesis, schedule
 from .runner import (CLUSTER_PROPERTIES, RECOVERY_TIMEOUT_S, RunResult, RunSettings, _active_controller, _drive,
-                     _keep_logs, _recover)
+                     _recover, _tear_down)
 from .testbed import NetworkTestbed, probe
 from .txn_checks import analyze, summarize
 from .txn_workload import TxnWorkload, transactional_id
@@ -107,20 +106,13 @@ def run_transactions(settings: RunSettings) -> RunResult:
         workload.final_read()
         notes += nemesis.skipped
     finally:
-        if workload is not None:
-            workload.stop(timeout=5)
-        history.close()
-        if cluster is not None:
-            _keep_logs(cluster, results)
-            cluster.close()
-        if testbed is not None:
-            testbed.close()
-        shutil.rmtree(workdir, ignore_errors=True)
+        _tear_down(results, history, cluster, testbed, workdir, workload)
     (results / "schedule.json").write_text(json.dumps([f.__dict__ for f in faults], indent=1))
     late_markers = _late_marker_copies(results / "logs")
     summary = check_transactions(results, history.faults, notes + (workload.errors if workload else []))
     summary.update(scenario=settings.scenario, seed=settings.seed, time_limit_s=settings.time_limit_s,
-                   testbed=use_testbed, unclean=False, secure=False, late_marker_copies=late_markers)
+                   testbed=use_testbed, unclean=False, secure=False, late_marker_copies=late_markers,
+                   testbed_run_id=testbed.run_id if testbed is not None else None)
     (results / "summary.json").write_text(json.dumps(summary, indent=1))
     return RunResult(settings, summary)
 

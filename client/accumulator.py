@@ -87,6 +87,18 @@ class RecordAccumulator:
         self.buffered_bytes += size + HEADER_SIZE
         return True
 
+    def append_batch(self, batch: ProducerBatch) -> None:
+        """Queue a whole batch (produce_arrow's, already encoded) behind the
+        partition's others, closing the open one: records keep their order."""
+        dq = self._queues.get(batch.tp)
+        if dq:
+            dq[-1].closed = True
+        elif dq is None:
+            dq = self._queues[batch.tp] = deque()
+        batch.serial = next(self._serials)
+        dq.append(batch)
+        self.buffered_bytes += batch.size
+
     # --- choosing what to send ---------------------------------------------
 
     def _sendable_now(self, tp: TopicPartition, batch: ProducerBatch, now: float) -> Optional[float]:

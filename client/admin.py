@@ -55,7 +55,9 @@ def ask_any_broker(cluster: "Cluster", method: str, request: Any, timeout: float
             problems.append(_rpc_problem(exc))
             continue
         if getattr(response, "error_code", 0):
-            raise error_for_code(response.error_code, f"{method}: {error_name(response.error_code)}")
+            why = getattr(response, "error_message", "")
+            raise error_for_code(response.error_code,
+                                 f"{method}: {error_name(response.error_code)}" + (f": {why}" if why else ""))
         return response
     raise NetworkError(f"no broker answered {method} ({'; '.join(problems) or 'none known'})")
 
@@ -210,12 +212,16 @@ def quorum_info(response: quorum_pb2.DescribeQuorumResponse) -> dict[str, Any]:
         "high_watermark": response.high_watermark,
         "voters": [_replica(r) for r in response.current_voters],
         "observers": [_replica(r) for r in response.observers],
+        # KIP-853: where each voter listens ("NAME://HOST:PORT"), by node id.
+        "endpoints": {str(n.node_id): [f"{e.name}://{format_address(e.host, e.port)}" for e in n.listeners]
+                      for n in response.nodes},
     }
 
 
-def _replica(state: quorum_pb2.ReplicaState) -> dict[str, int]:
+def _replica(state: quorum_pb2.ReplicaState) -> dict[str, Any]:
     return {
         "replica_id": state.replica_id,
+        "directory_id": state.replica_directory_id or None,  # KIP-853; None when unknown (static voters)
         "log_end_offset": state.log_end_offset,
         "last_fetch_timestamp": state.last_fetch_timestamp,
         "last_caught_up_timestamp": state.last_caught_up_timestamp,

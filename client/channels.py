@@ -11,6 +11,7 @@ from typing import Optional
 
 import grpc
 
+from kafka_protocol import grpc_keepalive
 from kafka_protocol.grpc_serving import CLIENT_ID_METADATA
 from security.client_security import ClientSecurity
 from security.sasl_client import sasl_aio_channel, sasl_channel
@@ -24,6 +25,9 @@ CHANNEL_OPTIONS = (
     ("grpc.max_reconnect_backoff_ms", 500),
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    # A broker's host gone without a RST: pings find the dead connection under a long-polled fetch
+    # or a produce waiting on acks=all, instead of the call sitting to its deadline.
+    *grpc_keepalive.CHANNEL_OPTIONS,
 )
 
 

@@ -38,7 +38,7 @@ import concurrent.futures
 import logging
 import re
 import time
-from typing import Any, Awaitable, Callable, Iterable, Mapping, Optional, Sequence, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Iterable, Mapping, Optional, Sequence, TypeVar, Union
 
 from kafka_protocol.errors import Errors
 
@@ -53,6 +53,9 @@ from .io_thread import IoThread
 from .metadata import Metadata
 from .offsets import list_offsets, offset_commit, offset_fetch
 from .subscription_state import EARLIEST, LATEST, RESET_TIMESTAMPS, SubscriptionState
+
+if TYPE_CHECKING:
+    import pyarrow
 
 log = logging.getLogger(__name__)
 
@@ -186,11 +189,35 @@ class Consumer:
         up to `timeout` seconds (None: until some arrive) when none are ready.
         Rebalance callbacks run in here. Raises a partition's error once
         (OFFSET_OUT_OF_RANGE with auto.offset.reset=none, ...)."""
+        return self._poll(timeout, None, lambda state: state.drain(self.config.max_poll_records))
+
+    def poll_arrow(self, timeout: Optional[float] = None, *, max_records: Optional[int] = None,
+                   include_headers: bool = False) -> "pyarrow.RecordBatch":
+        """poll() column-wise: the same records, positions, errors and
+        callbacks, as one pyarrow.RecordBatch with the rows of Spark's Kafka
+        source (key, value, topic, partition, offset, timestamp,
+        timestampType; headers with `include_headers`), decoded by the
+        compiled kernel the Spark source uses; no rows when none arrived in
+        `timeout`. At most `max_records` rows (default max.poll.records).
+        Records prefetched for poll() are fetched again for this, and the
+        other way round: switching costs one fetch per partition."""
+        from .arrow_fetch import join_rows  # pyarrow: only for poll_arrow()
+        limit = self.config.max_poll_records if max_records is None else max_records
+        if limit < 1:
+            raise ValueError(f"max_records must be at least 1, not {limit}")
+        batches = self._poll(timeout, include_headers, lambda state: state.drain_rows(limit, include_headers))
+        return join_rows(batches, include_headers)
+
+    def _poll(self, timeout: Optional[float], arrow_headers: Optional[bool],
+              drain: Callable[[SubscriptionState], list[Any]]) -> list[Any]:
         self._check_open()
         if self._mode is None:
             raise IllegalStateError("poll() before assign() or subscribe()")
         deadline = None if timeout is None else time.monotonic() + max(timeout, 0)
         with self._state.cond:
+            if self._state.arrow_headers != arrow_headers:
+                self._state.arrow_headers = arrow_headers  # the fetcher decodes for this kind of poll from now on
+                self._state.wake_fetcher()
             self._state.want_positions()
             if self._membership is not None:
                 self._membership.last_poll = time.monotonic()
@@ -203,7 +230,7 @@ class Consumer:
                 # As Kafka's consumer: records fetched for other partitions come
                 # first, a partition's error (a batch that does not decode, ...)
                 # is raised by a poll that has nothing else to return.
-                records = self._state.drain(self.config.max_poll_records)
+                records = drain(self._state)
                 if not records:
                     self._raise_errors()
                 if records or self._rebalance_pending():

@@ -15,6 +15,12 @@ metadata and retries after retry.backoff.ms; OFFSET_OUT_OF_RANGE resets by
 auto.offset.reset, or with `none` is raised by the next poll(); anything
 else is raised by the next poll().
 
+Each leader's fetches form a KIP-227 session
+(kafka_protocol/fetch_session_handler.py): a partition is sent again only
+when its position or leader epoch changed (one with records waiting in the
+buffer is left out, so forgotten, until poll() takes them), and the answer
+holds only the partitions with something new.
+
 A broker that answers with throttle_time_ms (the consumer is over its
 consumer_byte_rate quota) gets no further Fetch from this consumer until
 that time has passed (Kafka's client behaviour since KIP-219).
@@ -31,6 +37,7 @@ import grpc
 from kraftlog_api import broker_pb2 as bpb
 from kafka_protocol.batch import NO_PARTITION_LEADER_EPOCH, parse_header
 from kafka_protocol.errors import Errors, KafkaError
+from kafka_protocol.fetch_session_handler import FetchSessionHandler
 from kafka_protocol.records import DecodedBatch, decode_batch
 
 from .consumer_config import ConsumerConfig
@@ -39,7 +46,7 @@ from .errors import NoOffsetForPartitionError, OffsetOutOfRangeError, error_for_
 from .io_thread import LoopWorker
 from .metadata import STALE_METADATA_ERRORS, TRANSPORT_FAILURES, Metadata
 from .offsets import list_offsets
-from .read_committed import AbortedTransactions
+from kafka_protocol.read_committed import AbortedTransactions
 from .subscription_state import RESET_TIMESTAMPS, CompletedFetch, SubscriptionState
 
 log = logging.getLogger(__name__)
@@ -54,7 +61,7 @@ def decode_fetched(tp: TopicPartition, position: int, data: bpb.FetchResponse.Pa
     """The records of a fetch answer from `position` on, below the high
     watermark (read_committed: the last stable offset); control batches
     (transaction markers) are stepped over, and with read_committed the
-    batches of aborted transactions too (client/read_committed.py). The
+    batches of aborted transactions too (kafka_protocol/read_committed.py). The
     position moves past what is dropped.
 
     A batch that does not decode ends the answer there: the records before
@@ -140,6 +147,7 @@ class Fetcher(LoopWorker):
         self._committed_lookup = committed_lookup
         self._backoff_s = config.retry_backoff_ms / 1000
         self._in_flight: dict[int, set[TopicPartition]] = {}  # leader -> the partitions of its fetch
+        self._sessions: dict[int, FetchSessionHandler] = {}  # leader -> its KIP-227 fetch session
         self._throttled_until: dict[int, float] = {}  # leader -> monotonic time its quota throttle ends
         self.max_throttle_time_ms = 0  # the longest throttle a broker asked for (Kafka's fetch-throttle-time-max)
         self._resolving: Optional[asyncio.Task[None]] = None
@@ -203,19 +211,29 @@ class Fetcher(LoopWorker):
 
     async def _fetch_from(self, leader: int, parts: list[tuple[TopicPartition, int, int]]) -> None:
         c = self._config
+        session = self._sessions.setdefault(leader, FetchSessionHandler())
+        plan = session.plan({tp: (epoch if epoch is not None else -1, position)
+                             for tp, position, epoch in parts})
         topics: dict[str, list[bpb.FetchRequest.FetchPartition]] = {}
-        for tp, position, epoch in parts:
+        for tp, (epoch, position) in plan.send.items():
             topics.setdefault(tp.topic, []).append(bpb.FetchRequest.FetchPartition(
                 partition=tp.partition, current_leader_epoch=epoch, fetch_offset=position,
                 last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=c.max_partition_fetch_bytes))
+        forgotten: dict[str, list[int]] = {}
+        for tp in plan.forgotten:
+            forgotten.setdefault(tp.topic, []).append(tp.partition)
         request = bpb.FetchRequest(replica_id=-1, max_wait_ms=c.fetch_max_wait_ms, min_bytes=c.fetch_min_bytes,
                                    max_bytes=c.fetch_max_bytes, isolation_level=c.isolation_level,
                                    topics=[bpb.FetchRequest.FetchTopic(topic=t, partitions=ps)
-                                           for t, ps in topics.items()])
+                                           for t, ps in topics.items()],
+                                   session_id=plan.session_id, session_epoch=plan.epoch,
+                                   forgotten=[bpb.FetchRequest.ForgottenTopic(topic=t, partitions=ps)
+                                              for t, ps in forgotten.items()])
         try:
             stub = self._metadata.stub(leader)
             response = await stub.Fetch(request, timeout=(c.request_timeout_ms + c.fetch_max_wait_ms) / 1000)
         except (grpc.aio.AioRpcError, KeyError) as exc:
+            session.failed()
             if isinstance(exc, grpc.aio.AioRpcError) and exc.code() not in TRANSPORT_FAILURES:
                 raise
             log.info("fetch from broker %s: %s", leader, exc.code().name if isinstance(exc, grpc.aio.AioRpcError)
@@ -225,11 +243,16 @@ class Fetcher(LoopWorker):
                 for tp, _, _ in parts:
                     self._state.back_off(tp, self._backoff_s)
             return
+        if not session.answered(plan, response.error_code, response.session_id):
+            log.info("fetch session %d on broker %s: %s, starting a new one", plan.session_id, leader,
+                     Errors(response.error_code).name)
+            return
         if response.throttle_time_ms > 0:
             self._throttled_until[leader] = time.monotonic() + response.throttle_time_ms / 1000
             self.max_throttle_time_ms = max(self.max_throttle_time_ms, response.throttle_time_ms)
         positions = {tp: position for tp, position, _ in parts}
         read_committed = c.isolation_level == 1
+        arrow_headers = self._state.arrow_headers  # poll_arrow(): decode into Arrow rows
         decoded: list[tuple[TopicPartition, int, CompletedFetch | int | KafkaError]] = []
         for topic in response.responses:
             for data in topic.partitions:
@@ -238,10 +261,16 @@ class Fetcher(LoopWorker):
                 if position is None:
                     continue
                 if data.error_code:
+                    session.resend(tp)  # the broker's session answers it again only when it changes
                     decoded.append((tp, position, data.error_code))
                     continue
                 try:
-                    decoded.append((tp, position, decode_fetched(tp, position, data, read_committed)))
+                    if arrow_headers is None:
+                        decoded.append((tp, position, decode_fetched(tp, position, data, read_committed)))
+                    else:
+                        from .arrow_fetch import decode_fetched_arrow  # pyarrow: only for poll_arrow()
+                        decoded.append((tp, position, decode_fetched_arrow(tp, position, data, read_committed,
+                                                                           arrow_headers)))
                 except KafkaError as exc:  # a corrupt batch: poll() says so
                     decoded.append((tp, position, exc))
         with self._state.cond:

@@ -11,12 +11,25 @@ When the sequence state of the producer and the broker can no longer be
 reconciled (a batch with a sequence failed for good, the broker lost the
 producer's state: UNKNOWN_PRODUCER_ID, or refused the very next expected
 batch as out of order), the producer bumps its epoch as Kafka 3+ does
-(KIP-360): it waits until nothing is in flight, asks InitProducerId with its
-current id and epoch, and numbers the batches it still holds from 0 again,
-in their original order (a batch stamped under an older epoch gets a new
-sequence when it is next sent).
+(KIP-360), asking InitProducerId with its current id and epoch, and numbers
+batches from 0 again under the new epoch.
+
+A batch keeps the id, epoch and sequence it was first sent with for as long
+as its outcome is unknown: only then does the broker know a retry for what
+it is (a duplicate answered with the original offsets), whatever happened to
+the other batches. So the bump waits until every batch ever sent is either
+finished or known not written - refused for its sequence
+(OUT_OF_ORDER_SEQUENCE_NUMBER, UNKNOWN_PRODUCER_ID), as Kafka's producer
+waits for a partition's in-flight batches before it rewrites sequences; the
+sender keeps retrying the unknown ones under their old stamp meanwhile (and
+sends nothing new). A batch still unknown when delivery.timeout.ms ends
+fails with a timeout (outcome unknown to the application), never
+renumbered. Only refused batches get a new sequence after the bump, in
+their original order.
 """
 from __future__ import annotations
+
+from typing import Iterable
 
 from kafka_protocol.batch import NO_PRODUCER_ID, NO_SEQUENCE
 
@@ -32,6 +45,9 @@ class IdempotenceState:
         self.bump_needed = False
         self._next_sequence: dict[tuple[str, int], int] = {}
         self._last_acked: dict[tuple[str, int], int] = {}
+        # Sent, unfinished batches the broker refused for their sequence on their
+        # last attempt: known not written, so the only ones a new epoch may renumber.
+        self._refused: set[ProducerBatch] = set()
 
     @property
     def has_producer_id(self) -> bool:
@@ -46,16 +62,35 @@ class IdempotenceState:
         self._last_acked.clear()
 
     def stamp(self, batch: ProducerBatch) -> None:
-        """Give a batch being sent its producer id, epoch and (first time only) its sequence."""
-        if batch.base_sequence == NO_SEQUENCE or batch.producer_epoch != self.producer_epoch \
-                or batch.producer_id != self.producer_id:
+        """Give a batch being sent its producer id, epoch and sequence: the first
+        time, or after a new epoch if the broker refused it (known not written).
+        Any other retry keeps the stamp it was sent with, so that the broker can
+        recognise it (a sent batch of unknown outcome is never renumbered)."""
+        if batch.base_sequence == NO_SEQUENCE or batch in self._refused and (
+                batch.producer_epoch != self.producer_epoch or batch.producer_id != self.producer_id):
             seq = self._next_sequence.get(batch.tp, 0)
             batch.producer_id = self.producer_id
             batch.producer_epoch = self.producer_epoch
             batch.base_sequence = seq
             self._next_sequence[batch.tp] = (seq + batch.record_count) % SEQUENCE_MODULUS
-        # else a retry keeps its sequence
+        self._refused.discard(batch)  # this attempt's outcome is unknown until answered
         batch.next_when_sent = self.is_next_expected(batch)
+
+    def refused(self, batch: ProducerBatch) -> None:
+        """The broker answered OUT_OF_ORDER_SEQUENCE_NUMBER or UNKNOWN_PRODUCER_ID:
+        this attempt was not appended (and no earlier one was, or the broker would
+        have taken this one for a duplicate)."""
+        self._refused.add(batch)
+
+    def forget(self, batch: ProducerBatch) -> None:
+        """The batch is finished (acknowledged or failed for good)."""
+        self._refused.discard(batch)
+
+    def unsettled_partitions(self, queued: Iterable[ProducerBatch]) -> set[tuple[str, int]]:
+        """Partitions of the queued batches that were sent and whose outcome is
+        unknown: they must be retried under their stamp (and answered or expire)
+        before a new epoch may start."""
+        return {b.tp for b in queued if b.base_sequence != NO_SEQUENCE and b not in self._refused}
 
     def earlier_batch_may_explain(self, batch: ProducerBatch) -> bool:
         """OUT_OF_ORDER_SEQUENCE_NUMBER or UNKNOWN_PRODUCER_ID for a batch means

@@ -53,7 +53,7 @@ import logging
 import threading
 import time
 from collections import deque
-from typing import Any, Callable, Iterable, Mapping, Optional, Union
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
 
 from kafka_protocol.batch import HEADER_SIZE
 from kafka_protocol.errors import Errors, KafkaError, MessageTooLargeError
@@ -180,6 +180,47 @@ class AsyncProducer:
         future = AsyncRecordFuture(self._settlement, on_delivery)
         self.submit(topic, make_record(value, key, headers, timestamp), partition, future)
         return future
+
+    async def produce_arrow(self, topic: str, table: Any, partition: Optional[int] = None) -> list[AsyncRecordFuture]:
+        """Queue the rows of a pyarrow Table or RecordBatch (columns `value`,
+        optional `key`, `partition`, `timestamp`; see client/column_batch.py),
+        encoded into batches by compiled code; a future per batch, of where
+        its first row landed. Waits for the topic's metadata, not for room."""
+        from .column_batch import encode_table  # pyarrow: only for produce_arrow()
+        partitions = await self.partition_count(topic)
+        c = self.config
+        encoded = encode_table(table, partitions, partition, batch_size=c.batch_size,
+                               max_record_size=self._max_record_size, codec=c.compression,
+                               start=self._sticky.partition(topic, self._metadata.partitions(topic)))
+        futures = [AsyncRecordFuture(self._settlement, None) for _ in encoded]
+        self.enqueue_encoded(topic, encoded, futures)
+        return futures
+
+    async def partition_count(self, topic: str) -> int:
+        if not self._metadata.partitions(topic):
+            await self._metadata.partitions_for(topic, self.config.max_block_ms)
+        return len(self._metadata.partitions(topic))
+
+    def enqueue_encoded(self, topic: str, encoded: list[Any], futures: Sequence[RecordFuture]) -> None:
+        """Queue produce_arrow's batches (on this loop), each tied to its future."""
+        from .column_batch import ColumnBatch
+        if self._closed:
+            raise RuntimeError("cannot send after the producer is closed")
+        if self._sender_task is None:
+            self.start()
+        if self._sender.fatal_error is not None:
+            raise self._sender.fatal_error
+        if self._txn is not None:
+            self._txn.check_send()
+        now = time.monotonic()
+        with self._settlement.lock:  # the sync producer's futures may be read on other threads
+            for e, future in zip(encoded, futures):
+                batch = ColumnBatch(topic, e, self.config.compression, 0, now, self._settlement)
+                future._batch, future._index = batch, 0
+                if self._txn is not None:
+                    self._txn.add_partition(batch.tp)
+                self._accumulator.append_batch(batch)
+        self._sender.wakeup()
 
     async def send(self, topic: str, value: Optional[Bytes], key: Optional[Bytes] = None,
                    headers: HeadersArg = None, partition: Optional[int] = None, timestamp: Optional[int] = None,
@@ -547,6 +588,25 @@ class Producer:
             self._scheduled = True
             self._io.call_soon(self._hand_over)
         return future
+
+    def produce_arrow(self, topic: str, table: Any, partition: Optional[int] = None) -> list[SyncRecordFuture]:
+        """AsyncProducer.produce_arrow from this thread: the rows are encoded
+        here (compiled, the GIL released) while the I/O thread sends; after
+        what produce() queued before. Blocks, as produce() does, while
+        buffer.memory is full."""
+        from .column_batch import encode_table  # pyarrow: only for produce_arrow()
+        if self._closed:
+            raise RuntimeError("cannot send after the producer is closed")
+        p = self._producer
+        partitions = self._io.call(p.partition_count(topic))
+        start = self._io.call(_run(lambda: p._sticky.partition(topic, p._metadata.partitions(topic))))
+        encoded = encode_table(table, partitions, partition, batch_size=p.config.batch_size,
+                               max_record_size=p._max_record_size, codec=p.config.compression, start=start)
+        self._wait_for_room()
+        self._drain_incoming()
+        futures = [SyncRecordFuture(self._settlement, None) for _ in encoded]
+        self._io.call(_run(lambda: p.enqueue_encoded(topic, encoded, futures)))
+        return futures
 
     def _hand_over(self) -> None:
         """On the I/O thread: move what produce() queued into the producer, in order."""

@@ -2,8 +2,8 @@
 partition leaders and settles every batch with its answer.
 
 Each turn it expires batches past `delivery.timeout.ms`, starts a metadata
-refresh when one is due, gets (or bumps) the producer id of an idempotent
-producer, drains the accumulator for every broker with room for another
+refresh when one is due, gets (or bumps, once every batch it sent is
+settled: idempotence.py) the producer id of an idempotent producer, drains the accumulator for every broker with room for another
 request (`max.in.flight.requests.per.connection`), and sends one Produce
 request per broker. Answers are handled per partition: success completes
 the batch, a retriable error puts it back in order after a backoff
@@ -166,7 +166,11 @@ class Sender:
             self._maybe_add_partitions()
             allowed = self._txn.sendable
         elif self._idem is not None and (not self._idem.has_producer_id or self._idem.bump_needed):
-            return self._init_producer_id_step(now)
+            # Before a new epoch, retry what was sent and may be written under its old stamp
+            # (idempotence.py); nothing new goes out meanwhile.
+            allowed = self._idem.unsettled_partitions(self._acc.queued())
+            if not allowed:
+                return self._init_producer_id_step(now)
         check = self._acc.ready(now, self._metadata_leader, allowed)
         if check.unknown_leaders:
             self._metadata.request_update()
@@ -262,6 +266,7 @@ class Sender:
         self._metadata.note_error(code)
         retriable = error.retriable  # Kafka's retriable flag of the code (the table's)
         if self._idem is not None and code in (Errors.OUT_OF_ORDER_SEQUENCE_NUMBER, Errors.UNKNOWN_PRODUCER_ID):
+            self._idem.refused(batch)
             if not self._idem.earlier_batch_may_explain(batch):
                 # The broker's sequence state and ours differ: start a new epoch (KIP-360).
                 log.info("%s for %s: bumping the producer epoch", error.name, batch)
@@ -293,6 +298,8 @@ class Sender:
         self._finished(batch)
 
     def _finished(self, batch: ProducerBatch) -> None:
+        if self._idem is not None:
+            self._idem.forget(batch)
         self._acc.finished(batch)
         self._on_batch_finished()
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Optional
+from typing import Any, Callable, Iterable, Optional
 
 from .consumer_types import ConsumerRecord, TopicPartition
 from .errors import IllegalStateError, KafkaError
@@ -49,8 +49,26 @@ class PartitionState:
 
 
 @dataclass
+class FetchedRows:
+    """A fetch answer's records decoded column-wise (for poll_arrow): Arrow
+    rows, their offsets, and each batch's base offset and leader epoch (the
+    epoch of a returned row's batch is what commit() sends)."""
+
+    batch: Any                             # pyarrow.RecordBatch, Spark's Kafka source rows
+    headers: bool                          # whether `batch` has the headers column
+    offsets: Any                           # numpy int64, one per row
+    batch_bases: Any                       # numpy int64, ascending
+    batch_epochs: Any                      # numpy int64, -1: none
+
+    def epoch_at(self, offset: int) -> Optional[int]:
+        epoch = int(self.batch_epochs[int(self.batch_bases.searchsorted(offset, "right")) - 1])
+        return None if epoch < 0 else epoch
+
+
+@dataclass
 class CompletedFetch:
-    """Records fetched for one partition, starting exactly at `position`."""
+    """Records fetched for one partition, starting exactly at `position`:
+    ConsumerRecords, or with `rows` Arrow rows (poll_arrow) and no `records`."""
 
     tp: TopicPartition
     position: int                          # where the unreturned records start
@@ -58,6 +76,11 @@ class CompletedFetch:
     next_offset: int                       # the position once all are returned
     cursor: int = 0
     size: int = 0                          # the batch bytes they came from
+    rows: Optional[FetchedRows] = None
+
+    @property
+    def count(self) -> int:
+        return len(self.records) if self.rows is None else len(self.rows.offsets)
 
 
 @dataclass
@@ -70,6 +93,10 @@ class SubscriptionState:
     # position()), as Kafka's updateFetchPositions: so assign() then commit()
     # then poll() starts from what was just committed.
     positions_wanted: bool = False
+    # How the fetcher decodes: None, into ConsumerRecords (poll()); else into
+    # Arrow rows (poll_arrow()), with the headers column or not. A prefetched
+    # chunk of the other kind is dropped unreturned and fetched again.
+    arrow_headers: Optional[bool] = None
 
     # --- assignment (callers hold cond) -------------------------------------
 
@@ -131,7 +158,7 @@ class SubscriptionState:
         ps = self.position_is(fetched.tp, fetched.position)
         if ps is None:
             return
-        if fetched.records:
+        if fetched.count:
             self.buffer[fetched.tp] = fetched
             self.cond.notify_all()
         elif fetched.next_offset > fetched.position:
@@ -147,6 +174,9 @@ class SubscriptionState:
                 continue
             if ps.paused:
                 continue
+            if fetched.rows is not None:  # decoded for poll_arrow(): fetched again as records
+                self._drop(tp)
+                continue
             take = fetched.records[fetched.cursor:fetched.cursor + max_records - len(out)]
             out.extend(take)
             fetched.cursor += len(take)
@@ -159,6 +189,42 @@ class SubscriptionState:
             if len(out) >= max_records:
                 break
         return out
+
+    def drain_rows(self, max_records: int, include_headers: bool) -> list[Any]:
+        """drain() for poll_arrow(): up to `max_records` prefetched rows, as
+        slices (no copy) of each partition's pyarrow.RecordBatch."""
+        out: list[Any] = []
+        left = max_records
+        for tp, fetched in list(self.buffer.items()):
+            ps = self.position_is(tp, fetched.position)
+            if ps is None:
+                del self.buffer[tp]
+                continue
+            if ps.paused:
+                continue
+            rows = fetched.rows
+            if rows is None or rows.headers != include_headers:  # decoded another way: fetched again
+                self._drop(tp)
+                continue
+            take = min(left, len(rows.offsets) - fetched.cursor)
+            out.append(rows.batch.slice(fetched.cursor, take))
+            fetched.cursor += take
+            left -= take
+            last = int(rows.offsets[fetched.cursor - 1])
+            ps.position = fetched.position = last + 1
+            ps.leader_epoch = rows.epoch_at(last)
+            if fetched.cursor == len(rows.offsets):
+                ps.position = max(ps.position, fetched.next_offset)
+                del self.buffer[tp]
+                self.wake_fetcher()
+            if not left:
+                break
+        return out
+
+    def _drop(self, tp: TopicPartition) -> None:
+        """Forget a prefetched chunk unreturned: the position is where it starts, so it is fetched again."""
+        del self.buffer[tp]
+        self.wake_fetcher()
 
     def take_errors(self) -> list[tuple[TopicPartition, KafkaError]]:
         """Errors to raise from poll(), each once."""

@@ -36,7 +36,9 @@ finds and stops processes.
 """
 from __future__ import annotations
 
+import ipaddress
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -61,7 +63,7 @@ from security.scram_credentials import DEFAULT_ITERATIONS, ScramMechanism
 
 from kraftlog_server.server_config import (
     CLUSTER_ID, LOG_DIR, LOG_DIRS, NODE_ID, VOTERS, WILDCARD_HOSTS, ServerConfig, find_controller_endpoint,
-    format_address, parse_controller_listener_names, parse_listeners, parse_roles, parse_yaml_properties,
+    format_address, local_dial_host, parse_controller_listener_names, parse_listeners, parse_roles, parse_yaml_properties,
 )
 from kraftlog_server.storage_format import format_storage
 
@@ -69,8 +71,18 @@ DEFAULTS = "defaults"
 NODES = "nodes"
 TLS = "tls"
 SCRAM_USERS = "scram_users"  # user name -> password, for each controller's bootstrap.checkpoint
-CLUSTER_KEYS = (CLUSTER_ID, DEFAULTS, NODES, TLS, SCRAM_USERS)
+# `quorum: dynamic` (KIP-853): only `cluster render` writes one (devcluster/render.py); `cluster up` is static.
+QUORUM = "quorum"
+STATIC, DYNAMIC = "static", "dynamic"
+CLUSTER_KEYS = (CLUSTER_ID, DEFAULTS, NODES, TLS, SCRAM_USERS, QUORUM)
+# A node's host (name or address) in the cluster file: not a node property but
+# where the node runs and what the others dial when its listener binds every
+# interface (`kraftlog cluster render`, devcluster/render.py).
+NODE_HOST = "host"
+# `join: true` on a controller of a dynamic quorum: formatted to join later, not an initial voter.
+NODE_JOIN = "join"
 CERTS_DIR = "certs"
+LOG_NAME = "server.log"  # in each node's directory, beside server.yaml
 ADMIN_CERT = "admin"  # the launcher's own client certificate
 # The launcher lays out each node's directory itself.
 LAUNCHER_OWNED = (LOG_DIRS, LOG_DIR)
@@ -84,6 +96,9 @@ class ClusterSpec:
     defaults: dict[str, Any]
     nodes: tuple[dict[str, Any], ...]  # each node's own properties, node.id included
     tls: bool = False  # certificates made by the launcher, every listener SSL, mTLS
+    hosts: dict[int, str] = field(default_factory=dict)  # node id -> its `host`, where the file gives one
+    quorum: str = STATIC  # `quorum:` of the file: static voters or a dynamic (KIP-853) quorum
+    joining: frozenset[int] = frozenset()  # controllers with `join: true` (a dynamic quorum's, formatted to join)
 
 
 @dataclass(frozen=True)
@@ -104,7 +119,7 @@ class NodePlan:
 
     @property
     def log_path(self) -> Path:
-        return self.home / "server.log"
+        return self.home / LOG_NAME
 
     @property
     def pid_path(self) -> Path:
@@ -139,6 +154,8 @@ def parse_cluster(text: str) -> ClusterSpec:
     if not isinstance(nodes, list) or not nodes:
         raise InvalidConfigError(f"{NODES}: expected a list of nodes, each a mapping with {NODE_ID}")
     specs = tuple(_properties(f"{NODES}[{i}]", node) for i, node in enumerate(nodes))
+    host_of = [_node_host(f"{NODES}[{i}]", node.pop(NODE_HOST, None)) for i, node in enumerate(specs)]
+    joins = [_flag(f"{NODES}[{i}]: {NODE_JOIN}", node.pop(NODE_JOIN, False)) for i, node in enumerate(specs)]
     seen: set[Any] = set()
     for i, node in enumerate(specs):
         node_id = node.get(NODE_ID)
@@ -148,10 +165,43 @@ def parse_cluster(text: str) -> ClusterSpec:
         if node[NODE_ID] in seen:
             raise InvalidConfigError(f"{NODES}[{i}]: {NODE_ID} {node[NODE_ID]} is used twice")
         seen.add(node[NODE_ID])
-    tls = data.get(TLS, False)
-    if not isinstance(tls, bool):
-        raise InvalidConfigError(f"{TLS}: expected true or false, got {tls!r}")
-    return ClusterSpec(cluster_id=data[CLUSTER_ID], defaults=defaults, nodes=specs, tls=tls)
+    tls = _flag(TLS, data.get(TLS, False))
+    quorum = data.get(QUORUM, STATIC)
+    if quorum not in (STATIC, DYNAMIC):
+        raise InvalidConfigError(f"{QUORUM}: expected {STATIC} or {DYNAMIC}, got {quorum!r}")
+    hosts = {node[NODE_ID]: host for node, host in zip(specs, host_of) if host is not None}
+    joining = frozenset(node[NODE_ID] for node, join in zip(specs, joins) if join)
+    if joining and quorum != DYNAMIC:
+        raise InvalidConfigError(f"{NODE_JOIN}: only a controller of a `{QUORUM}: {DYNAMIC}` cluster joins later "
+                                 f"(nodes {', '.join(map(str, sorted(joining)))})")
+    return ClusterSpec(cluster_id=data[CLUSTER_ID], defaults=defaults, nodes=specs, tls=tls, hosts=hosts,
+                       quorum=quorum, joining=joining)
+
+
+def _flag(where: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidConfigError(f"{where}: expected true or false, got {value!r}")
+    return value
+
+
+_HOST_NAME = re.compile(r"(?=.{1,253}$)[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
+                        r"(\.[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*\.?")
+
+
+def _node_host(where: str, value: Any) -> str | None:
+    """A DNS name or an IP address, never a wildcard: others dial it."""
+    if value is None:
+        return None
+    host = value.strip() if isinstance(value, str) else ""
+    if host not in WILDCARD_HOSTS and not _HOST_NAME.fullmatch(host):
+        try:
+            ipaddress.ip_address(host)
+        except ValueError:
+            host = ""
+    if host in WILDCARD_HOSTS:
+        raise InvalidConfigError(f"{where}: {NODE_HOST}: expected the host name or address the node is "
+                                 f"reached at (not a wildcard), got {value!r}")
+    return host
 
 
 def parse_scram_users(text: str) -> tuple[ScramSetting, ...]:
@@ -168,9 +218,11 @@ def plan_nodes(spec: ClusterSpec, data_dir: Path) -> tuple[NodePlan, ...]:
     """Each node's properties: cluster.id, the defaults, its own, then what
     the launcher derives (controller.quorum.voters unless given, log.dirs)."""
     data_dir = data_dir.absolute()
-    merged = [{NODE_ID: node[NODE_ID], CLUSTER_ID: spec.cluster_id, **spec.defaults, **node}
-              for node in spec.nodes]
-    voters = None if VOTERS in spec.defaults else _derived_voters(merged)
+    if spec.quorum != STATIC:
+        raise InvalidConfigError(f"{QUORUM}: {spec.quorum}: `cluster up` runs static voters; "
+                                 "`cluster render` renders a dynamic quorum")
+    merged = merged_properties(spec)
+    voters = None if VOTERS in spec.defaults else derived_voters(merged, spec.hosts)
     certs_dir = data_dir / CERTS_DIR if spec.tls else None
     plans = []
     for props in merged:
@@ -181,7 +233,7 @@ def plan_nodes(spec: ClusterSpec, data_dir: Path) -> tuple[NodePlan, ...]:
                 props.setdefault(VOTERS, voters)
             props[LOG_DIRS] = str(home / "data")
             if certs_dir is not None:
-                _add_tls(props, certs_dir)
+                add_tls(props, certs_dir)
             config = ServerConfig.from_mapping(props)
         except InvalidConfigError as exc:
             raise InvalidConfigError(f"node {node_id}: {exc.args[0] if exc.args else exc}") from None
@@ -189,7 +241,12 @@ def plan_nodes(spec: ClusterSpec, data_dir: Path) -> tuple[NodePlan, ...]:
     return tuple(plans)
 
 
-def _add_tls(props: dict[str, Any], certs_dir: Path) -> None:
+def merged_properties(spec: ClusterSpec) -> list[dict[str, Any]]:
+    """Each node's properties as the file gives them: cluster.id, the defaults, then its own."""
+    return [{NODE_ID: node[NODE_ID], CLUSTER_ID: spec.cluster_id, **spec.defaults, **node} for node in spec.nodes]
+
+
+def add_tls(props: dict[str, Any], certs_dir: Path) -> None:
     """A TLS cluster's settings, where the file does not give its own."""
     names = [e.name for e in parse_listeners(props)] + list(parse_controller_listener_names(props))
     props.setdefault(LISTENER_SECURITY_PROTOCOL_MAP, ",".join(f"{n}:SSL" for n in dict.fromkeys(names)))
@@ -218,18 +275,25 @@ def client_properties(plans: Sequence[NodePlan]) -> dict[str, str]:
 
 
 def ensure_certificates(plan: NodePlan) -> None:
-    """A `tls: true` cluster's CA, this node's certificate (its listeners'
-    hosts, and the loopback names) and the admin client's, made once."""
-    if plan.certs_dir is None:
-        return
-    if not (plan.certs_dir / certs.CA_CERT).exists():
-        certs.init_ca(plan.certs_dir)
-    hosts = {e.host for e in (*plan.config.listeners, *plan.config.advertised_listeners)
-             if e.host not in WILDCARD_HOSTS} | {"127.0.0.1", "localhost"}
-    if not (plan.certs_dir / f"node-{plan.node_id}.pem").exists():
-        certs.issue(plan.certs_dir, f"node-{plan.node_id}", sorted(hosts))
-    if not (plan.certs_dir / f"{ADMIN_CERT}.pem").exists():
-        certs.issue(plan.certs_dir, ADMIN_CERT, client=True)
+    """A `tls: true` cluster's CA, this node's certificate and the admin client's, made once."""
+    if plan.certs_dir is not None:
+        ensure_node_certificates(plan.certs_dir, plan.node_id, plan.config)
+
+
+def ensure_node_certificates(certs_dir: Path, node_id: int, config: ServerConfig, hosts: Iterable[str] = ()) -> Path:
+    """The CA, node-<id>.pem and the admin's in `certs_dir`, each made only if
+    missing; the node's names its listeners' hosts, `hosts` and the loopback
+    names (a node's own checks dial those). The node's keystore path."""
+    if not (certs_dir / certs.CA_CERT).exists():
+        certs.init_ca(certs_dir)
+    names = {e.host for e in (*config.listeners, *config.advertised_listeners)
+             if e.host not in WILDCARD_HOSTS} | {"127.0.0.1", "localhost", *hosts}
+    keystore = certs_dir / f"node-{node_id}.pem"
+    if not keystore.exists():
+        certs.issue(certs_dir, f"node-{node_id}", sorted(names))
+    if not (certs_dir / f"{ADMIN_CERT}.pem").exists():
+        certs.issue(certs_dir, ADMIN_CERT, client=True)
+    return keystore
 
 
 def bootstrap_controllers(plans: Iterable[NodePlan]) -> str:
@@ -252,9 +316,9 @@ def _properties(where: str, value: Any) -> dict[str, Any]:
     return dict(value)
 
 
-def _derived_voters(nodes: list[dict[str, Any]]) -> str:
+def derived_voters(nodes: Sequence[Mapping[str, Any]], hosts: Mapping[int, str]) -> str:
     """`id@host:port` of each controller's controller listener; a wildcard
-    host is dialled on the loopback interface."""
+    host is dialled at the node's `host`, else on the loopback interface."""
     voters = []
     for props in nodes:
         try:
@@ -263,10 +327,8 @@ def _derived_voters(nodes: list[dict[str, Any]]) -> str:
             endpoint = find_controller_endpoint(parse_listeners(props), parse_controller_listener_names(props))
         except InvalidConfigError as exc:
             raise InvalidConfigError(f"node {props[NODE_ID]}: {exc.args[0] if exc.args else exc}") from None
-        host = endpoint.host
-        if host in WILDCARD_HOSTS:
-            host = "::1" if host == "::" else "127.0.0.1"
-        voters.append(f"{props[NODE_ID]}@{format_address(host, endpoint.port)}")
+        host = hosts.get(props[NODE_ID], endpoint.host) if endpoint.host in WILDCARD_HOSTS else endpoint.host
+        voters.append(f"{props[NODE_ID]}@{format_address(local_dial_host(host), endpoint.port)}")
     if not voters:
         raise InvalidConfigError(f"{NODES}: no node has process.roles controller")
     return ",".join(voters)
@@ -288,8 +350,16 @@ def read_pid(plan: NodePlan) -> int | None:
 
 def is_alive(pid: int, config_path: Path) -> bool:
     """The process runs and is this node's server: its command line names the
-    node's config file, so a reused pid is not taken for the node."""
-    return str(config_path).encode() in _command_line(pid)
+    node's config file, or (a node the tests' fork server started, whose command
+    line is the server's) its stdout is the node's log; so a reused pid is not
+    taken for the node."""
+    command_line = _command_line(pid)
+    if str(config_path).encode() in command_line:
+        return True
+    try:
+        return bool(command_line) and os.readlink(f"/proc/{pid}/fd/1") == str(config_path.parent / LOG_NAME)
+    except OSError:
+        return False
 
 
 def _command_line(pid: int) -> list[bytes]:
@@ -317,17 +387,37 @@ def start_node(plan: NodePlan, command_prefix: Sequence[str] = ()) -> int:
     """Write the node's server.yaml and start it in its own session; its pid.
     `command_prefix` runs it through another command that execs it (the
     chaos testbed's `ip netns exec NS`), so the pid is still the server's."""
+    return launch_node(plan, command_prefix).pid
+
+
+def launch_node(plan: NodePlan, command_prefix: Sequence[str] = ()) -> subprocess.Popen:
+    """start_node's process, for a starter that waits for it itself."""
+    prepare_node(plan)
+    command = [*command_prefix, sys.executable, "-m", "kraftlog", *node_arguments(plan)]
+    with plan.log_path.open("ab") as log:
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+    write_pid(plan, process.pid)
+    return process
+
+
+def prepare_node(plan: NodePlan) -> None:
+    """What a node's start needs on disk: its directory, certificates, server.yaml and (on a
+    controller's first start with scram_users) its formatted storage."""
     plan.home.mkdir(parents=True, exist_ok=True)
     ensure_certificates(plan)
     write_atomically(plan.config_path, yaml.safe_dump(plan.properties, sort_keys=False).encode())
     if plan.scram_users and plan.config.is_controller:
         format_storage(plan.config, plan.scram_users, ignore_formatted=True)  # first start only
-    command = [*command_prefix, sys.executable, "-m", "kraftlog", "server", "--config", str(plan.config_path)]
-    with plan.log_path.open("ab") as log:
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                   start_new_session=True)
-    write_atomically(plan.pid_path, f"{process.pid}\n".encode())
-    return process.pid
+
+
+def node_arguments(plan: NodePlan) -> list[str]:
+    """`kraftlog` arguments that run the node."""
+    return ["server", "--config", str(plan.config_path)]
+
+
+def write_pid(plan: NodePlan, pid: int) -> None:
+    write_atomically(plan.pid_path, f"{pid}\n".encode())
 
 
 def wait_for_leader(plans: tuple[NodePlan, ...], timeout: float) -> dict[str, Any]:
@@ -402,6 +492,11 @@ def stop_nodes(plans: tuple[NodePlan, ...], grace: float = 10.0) -> dict[int, st
     if controllers_only:
         outcome.update(_stop_group(controllers_only, grace))
     return dict(sorted(outcome.items()))
+
+
+def stop_node(plan: NodePlan, grace: float = 10.0) -> str:
+    """SIGTERM one node, SIGKILL it if it outlives `grace` seconds; what happened."""
+    return _stop_group((plan,), grace)[plan.node_id]
 
 
 def _stop_group(plans: tuple[NodePlan, ...], grace: float) -> dict[int, str]:

@@ -120,6 +120,8 @@ class LocalCluster(LocalProcesses):
         spec = {"cluster.id": CLUSTER_ID, "defaults": properties, "nodes": nodes, **({"tls": True} if tls else {})}
         super().__init__(directory, spec, command_prefix)
         self._channels: dict[str, grpc.Channel] = {}
+        # A stub per address, as the channel: making one builds a callable for every method (about 1 ms).
+        self._broker_stubs: dict[str, bpb_grpc.KafkaBrokerStub] = {}
         self.security = launcher.client_security(tuple(self.plans.values()))
         self.client_properties = launcher.client_properties(tuple(self.plans.values()))
 
@@ -156,6 +158,7 @@ class LocalCluster(LocalProcesses):
         for channel in self._channels.values():
             channel.close()
         self._channels.clear()
+        self._broker_stubs.clear()
         super().close()
 
     # --- the cluster over gRPC --------------------------------------------
@@ -167,7 +170,11 @@ class LocalCluster(LocalProcesses):
         return channel
 
     def broker_stub(self, broker_id: int) -> bpb_grpc.KafkaBrokerStub:
-        return broker_stub(self.channel(self.broker_addresses[broker_id]))
+        address = self.broker_addresses[broker_id]
+        stub = self._broker_stubs.get(address)
+        if stub is None:
+            stub = self._broker_stubs[address] = broker_stub(self.channel(address))
+        return stub
 
     def controller_stub(self, controller_id: int) -> cpb_grpc.KRaftControllerStub:
         return cpb_grpc.KRaftControllerStub(self.channel(self.controller_addresses[controller_id]))

@@ -13,15 +13,22 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import subprocess
 import time
 from pathlib import Path
-from typing import Any, Callable, Mapping, Optional, Sequence, TypeVar
+from typing import Any, Callable, Mapping, Optional, Sequence, TypeVar, Union
 
 import yaml
 
-from . import launcher
+from . import fork_server, launcher
 
 T = TypeVar("T")
+Process = Union[subprocess.Popen, fork_server.ForkedProcess]
+# KRAFTLOG_TEST_NODES=fork (tests/conftest.py sets it): nodes are forked from the fork server.
+# Otherwise (bench, the demo, `KRAFTLOG_TEST_NODES=subprocess` to compare) each node is
+# `python -m kraftlog server` from scratch, as `cluster up` starts it: a forked controller carries
+# the broker's preloaded modules (numba among them), which a bench's RSS figure must not count.
+NODES_ENV = "KRAFTLOG_TEST_NODES"
 
 
 def free_ports(count: int) -> list[int]:
@@ -65,15 +72,33 @@ class LocalProcesses:
         self.cluster_file.write_text(yaml.safe_dump(dict(spec), sort_keys=False))
         self.plans = {p.node_id: p for p in launcher.plan_cluster(self.cluster_file, self.directory / "data")}
         self.pids: dict[int, int] = {}
+        self._processes: dict[int, Process] = {}
 
     def start(self, *node_ids: int) -> None:
         for node_id in node_ids or tuple(self.plans):
-            self.pids[node_id] = launcher.start_node(self.plans[node_id], self.command_prefix(node_id))
+            process = self._launch(self.plans[node_id], self.command_prefix(node_id))
+            self._processes[node_id] = process
+            self.pids[node_id] = process.pid
+
+    def _launch(self, plan: launcher.NodePlan, prefix: Sequence[str]) -> "Process":
+        """Forked from the fork server in tests (NODES_ENV); a node behind a command prefix (in the
+        testbed's namespace) or outside tests is exec'd as `cluster up` does."""
+        server = fork_server.shared_server() if not prefix and os.environ.get(NODES_ENV) == "fork" else None
+        # A module may read a KRAFTLOG_* variable at import (partition_log/clock.py's clock file): a
+        # node whose settings differ from those the server imported with is exec'd.
+        if server is None or _settings(os.environ) != _settings(server.environment):
+            return launcher.launch_node(plan, prefix)
+        launcher.prepare_node(plan)
+        log = (str(plan.log_path), os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+        process = server.start(launcher.node_arguments(plan), [(os.devnull, os.O_RDONLY), log, log], os.environ,
+                               session=True)
+        launcher.write_pid(plan, process.pid)
+        return process
 
     def alive(self, node_id: int) -> bool:
-        """The node's process has not exited (it is our child: waitpid knows)."""
-        pid = self.pids.get(node_id)
-        return pid is not None and os.waitpid(pid, os.WNOHANG)[0] == 0
+        """The node's process has not exited."""
+        process = self._processes.get(node_id)
+        return process is not None and process.poll() is None
 
     def signal(self, node_id: int, sig: signal.Signals) -> None:
         os.kill(self.pids[node_id], sig)
@@ -86,50 +111,53 @@ class LocalProcesses:
 
     def kill(self, node_id: int) -> None:
         """kill -9, and wait until the process is gone."""
-        pid = self.pids.pop(node_id)
-        os.kill(pid, signal.SIGKILL)
-        _reap(pid)
+        self._end(node_id, (signal.SIGKILL,))
 
     def stop(self, node_id: int, timeout: Optional[float] = None) -> int:
         """SIGTERM, wait; the exit status. SIGKILL if it outlives `timeout` (default: stop_timeout_s)."""
-        pid = self.pids.pop(node_id)
-        os.kill(pid, signal.SIGTERM)
-        deadline = time.monotonic() + (self.stop_timeout_s if timeout is None else timeout)
-        while time.monotonic() < deadline:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                return os.waitstatus_to_exitcode(status)
-            time.sleep(0.02)
-        os.kill(pid, signal.SIGKILL)
-        _, status = os.waitpid(pid, 0)
-        return os.waitstatus_to_exitcode(status)
+        process = self._processes[node_id]
+        self._signal(process, signal.SIGTERM)
+        if _wait(process, self.stop_timeout_s if timeout is None else timeout) is None:
+            self._signal(process, signal.SIGKILL)
+        return self._end(node_id, ())
 
     def wait_exit(self, node_id: int, timeout: float) -> int:
         """Wait for a node to exit by itself; its exit status."""
-        pid = self.pids[node_id]
-        deadline = time.monotonic() + timeout
-        while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                del self.pids[node_id]
-                return os.waitstatus_to_exitcode(status)
-            if time.monotonic() >= deadline:
-                raise TimeoutError(f"node {node_id} still runs after {timeout:g}s")
-            time.sleep(0.05)
+        if _wait(self._processes[node_id], timeout) is None:
+            raise TimeoutError(f"node {node_id} still runs after {timeout:g}s")
+        return self._end(node_id, ())
+
+    def _end(self, node_id: int, signals: Sequence[signal.Signals]) -> int:
+        """Send `signals` (unless it exited already), wait for the exit, forget the process; its status."""
+        process = self._processes.pop(node_id)
+        del self.pids[node_id]
+        try:
+            for sig in signals:
+                self._signal(process, sig)
+            code = _wait(process, None)
+        finally:
+            if isinstance(process, fork_server.ForkedProcess):
+                process.release()
+        assert code is not None
+        return code
+
+    @staticmethod
+    def _signal(process: "Process", sig: signal.Signals) -> None:
+        # Not once its status is in: the pid is no longer the node's (a direct child's
+        # pid is held by its zombie until waited for; a forked one's, by its manager's).
+        if process.poll() is None:
+            try:
+                os.kill(process.pid, sig)
+            except ProcessLookupError:
+                pass
 
     def log_text(self, node_id: int) -> str:
         return self.plans[node_id].log_path.read_text(errors="replace")
 
     def close(self) -> None:
         """Kill every process still running (a paused one is resumed first, so it can die)."""
-        for node_id in list(self.pids):
-            pid = self.pids.pop(node_id)
-            for sig in (signal.SIGCONT, signal.SIGKILL):
-                try:
-                    os.kill(pid, sig)
-                except ProcessLookupError:
-                    break
-            _reap(pid)
+        for node_id in list(self._processes):
+            self._end(node_id, (signal.SIGCONT, signal.SIGKILL))
 
     def __enter__(self):  # type: ignore[no-untyped-def]
         return self
@@ -138,8 +166,13 @@ class LocalProcesses:
         self.close()
 
 
-def _reap(pid: int) -> None:
+def _settings(environment: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in environment.items() if k.startswith("KRAFTLOG_")}
+
+
+def _wait(process: "Process", timeout: Optional[float]) -> Optional[int]:
+    """The exit status, or None if the process still runs after `timeout` seconds (None: wait on)."""
     try:
-        os.waitpid(pid, 0)
-    except ChildProcessError:
-        pass
+        return process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        return None

@@ -31,6 +31,8 @@ class ControlType(enum.IntEnum):
     LEADER_CHANGE = 2
     SNAPSHOT_HEADER = 3
     SNAPSHOT_FOOTER = 4
+    KRAFT_VERSION = 5  # KIP-853: the metadata quorum's kraft.version
+    KRAFT_VOTERS = 6  # KIP-853: the metadata quorum's voter set (VotersRecord)
 
 
 _KEY = struct.Struct(">hh")

@@ -129,15 +129,17 @@ class FetchedTopic:
 
 
 class FetchedResponse:
-    """What a client reads of a FetchResponse: `error_code`, `responses` and
-    `throttle_time_ms`, shaped as the protobuf message is."""
+    """What a client reads of a FetchResponse: `error_code`, `responses`,
+    `throttle_time_ms` and `session_id`, shaped as the protobuf message is."""
 
-    __slots__ = ("error_code", "responses", "throttle_time_ms")
+    __slots__ = ("error_code", "responses", "throttle_time_ms", "session_id")
 
-    def __init__(self, error_code: int, responses: list[FetchedTopic], throttle_time_ms: int = 0) -> None:
+    def __init__(self, error_code: int, responses: list[FetchedTopic], throttle_time_ms: int = 0,
+                 session_id: int = 0) -> None:
         self.error_code = error_code
         self.responses = responses
         self.throttle_time_ms = throttle_time_ms
+        self.session_id = session_id
 
 
 def decode_fetch_response(raw: bytes) -> FetchedResponse:
@@ -161,7 +163,7 @@ def _decode_framed(view: memoryview) -> FetchedResponse:
         others, partitions = _split(topic_view, _PARTITIONS)
         name = TopicResponse.FromString(others).topic if others else ""
         topics.append(FetchedTopic(name, [_partition(p) for p in partitions]))
-    return FetchedResponse(top.error_code, topics, top.throttle_time_ms)
+    return FetchedResponse(top.error_code, topics, top.throttle_time_ms, top.session_id)
 
 
 def _partition(view: memoryview) -> FetchedPartition:
@@ -213,7 +215,7 @@ def _read_varint(view: memoryview, pos: int) -> tuple[int, int]:
 def _from_message(message: FetchResponse) -> FetchedResponse:
     return FetchedResponse(message.error_code, [
         FetchedTopic(t.topic, [FetchedPartition(p, p.records) for p in t.partitions]) for t in message.responses],
-        message.throttle_time_ms)
+        message.throttle_time_ms, message.session_id)
 
 
 __all__ = ["BytesLike", "DecodeError", "broker_stub", "FetchedPartition", "FetchedResponse", "FetchedTopic",

@@ -6,7 +6,7 @@ headers), so where one field starts depends on every byte before it; numpy
 cannot vectorize that, while a compiled loop does it at memory speed. Two
 users: the broker checks every record of a producer's batches before it
 appends them (partition_log.validator), and the Spark source decodes
-records column-wise (spark_jobs.columnar_records). Both walk with
+records column-wise (kafka_protocol.columnar_records). Both walk with
 `checked_record` below, so both accept exactly what kafka_protocol.records
 decodes: every field inside its record, record lengths adding up to the
 body, varints of at most 10 bytes, no negative length but -1 for null,

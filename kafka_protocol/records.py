@@ -75,6 +75,20 @@ def encode_batch(
             raise InvalidRecordError(f"last_offset_delta {last_offset_delta} is below the last record's {last_delta}")
         last_delta = last_offset_delta
     payload = compress(codec, body)
+    return seal_batch(payload, len(records), base_offset=base_offset, codec=codec, log_append_time=log_append_time,
+                      producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=base_sequence,
+                      partition_leader_epoch=partition_leader_epoch, transactional=transactional, control=control,
+                      delete_horizon=delete_horizon_ms is not None, last_offset_delta=last_delta,
+                      base_timestamp=base_ts, max_timestamp=max_ts)
+
+
+def seal_batch(payload: bytes, count: int, *, base_offset: int, codec: Codec, log_append_time: bool,
+               producer_id: int, producer_epoch: int, base_sequence: int, partition_leader_epoch: int,
+               transactional: bool, control: bool, delete_horizon: bool, last_offset_delta: int,
+               base_timestamp: int, max_timestamp: int) -> bytes:
+    """A batch around its (compressed) records section: the header, then the
+    CRC-32C of everything from the attributes on (encode_batch's last step,
+    and the columnar encoder's)."""
     attributes = int(codec)
     if log_append_time:
         attributes |= b.TIMESTAMP_TYPE_MASK
@@ -82,13 +96,13 @@ def encode_batch(
         attributes |= b.TRANSACTIONAL_MASK
     if control:
         attributes |= b.CONTROL_MASK
-    if delete_horizon_ms is not None:
+    if delete_horizon:
         attributes |= b.DELETE_HORIZON_MASK
     size = b.HEADER_SIZE + len(payload)
     out = bytearray(size)
     b.HEADER.pack_into(
         out, 0, base_offset, size - b.LOG_OVERHEAD, partition_leader_epoch, b.MAGIC, 0, attributes,
-        last_delta, base_ts, max_ts, producer_id, producer_epoch, base_sequence, len(records),
+        last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence, count,
     )
     out[b.HEADER_SIZE:] = payload
     crc = b.compute_crc(out, 0, size)

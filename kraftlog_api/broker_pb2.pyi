@@ -76,7 +76,7 @@ class EpochEndOffset(_message.Message):
     def __init__(self, epoch: _Optional[int] = ..., end_offset: _Optional[int] = ...) -> None: ...
 
 class FetchRequest(_message.Message):
-    __slots__ = ("replica_id", "replica_epoch", "max_wait_ms", "min_bytes", "max_bytes", "isolation_level", "topics")
+    __slots__ = ("replica_id", "replica_epoch", "max_wait_ms", "min_bytes", "max_bytes", "isolation_level", "topics", "session_id", "session_epoch", "forgotten")
     class FetchPartition(_message.Message):
         __slots__ = ("partition", "current_leader_epoch", "fetch_offset", "last_fetched_epoch", "log_start_offset", "partition_max_bytes")
         PARTITION_FIELD_NUMBER: _ClassVar[int]
@@ -99,6 +99,13 @@ class FetchRequest(_message.Message):
         topic: str
         partitions: _containers.RepeatedCompositeFieldContainer[FetchRequest.FetchPartition]
         def __init__(self, topic: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[FetchRequest.FetchPartition, _Mapping]]] = ...) -> None: ...
+    class ForgottenTopic(_message.Message):
+        __slots__ = ("topic", "partitions")
+        TOPIC_FIELD_NUMBER: _ClassVar[int]
+        PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+        topic: str
+        partitions: _containers.RepeatedScalarFieldContainer[int]
+        def __init__(self, topic: _Optional[str] = ..., partitions: _Optional[_Iterable[int]] = ...) -> None: ...
     REPLICA_ID_FIELD_NUMBER: _ClassVar[int]
     REPLICA_EPOCH_FIELD_NUMBER: _ClassVar[int]
     MAX_WAIT_MS_FIELD_NUMBER: _ClassVar[int]
@@ -106,6 +113,9 @@ class FetchRequest(_message.Message):
     MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
     ISOLATION_LEVEL_FIELD_NUMBER: _ClassVar[int]
     TOPICS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
+    SESSION_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    FORGOTTEN_FIELD_NUMBER: _ClassVar[int]
     replica_id: int
     replica_epoch: int
     max_wait_ms: int
@@ -113,7 +123,10 @@ class FetchRequest(_message.Message):
     max_bytes: int
     isolation_level: int
     topics: _containers.RepeatedCompositeFieldContainer[FetchRequest.FetchTopic]
-    def __init__(self, replica_id: _Optional[int] = ..., replica_epoch: _Optional[int] = ..., max_wait_ms: _Optional[int] = ..., min_bytes: _Optional[int] = ..., max_bytes: _Optional[int] = ..., isolation_level: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[FetchRequest.FetchTopic, _Mapping]]] = ...) -> None: ...
+    session_id: int
+    session_epoch: int
+    forgotten: _containers.RepeatedCompositeFieldContainer[FetchRequest.ForgottenTopic]
+    def __init__(self, replica_id: _Optional[int] = ..., replica_epoch: _Optional[int] = ..., max_wait_ms: _Optional[int] = ..., min_bytes: _Optional[int] = ..., max_bytes: _Optional[int] = ..., isolation_level: _Optional[int] = ..., topics: _Optional[_Iterable[_Union[FetchRequest.FetchTopic, _Mapping]]] = ..., session_id: _Optional[int] = ..., session_epoch: _Optional[int] = ..., forgotten: _Optional[_Iterable[_Union[FetchRequest.ForgottenTopic, _Mapping]]] = ...) -> None: ...
 
 class AbortedTransaction(_message.Message):
     __slots__ = ("producer_id", "first_offset")
@@ -124,7 +137,7 @@ class AbortedTransaction(_message.Message):
     def __init__(self, producer_id: _Optional[int] = ..., first_offset: _Optional[int] = ...) -> None: ...
 
 class FetchResponse(_message.Message):
-    __slots__ = ("error_code", "responses", "throttle_time_ms")
+    __slots__ = ("error_code", "responses", "throttle_time_ms", "session_id")
     class PartitionData(_message.Message):
         __slots__ = ("partition_index", "error_code", "high_watermark", "last_stable_offset", "log_start_offset", "diverging_epoch", "current_leader_id", "current_leader_epoch", "records", "aborted_transactions")
         PARTITION_INDEX_FIELD_NUMBER: _ClassVar[int]
@@ -158,10 +171,12 @@ class FetchResponse(_message.Message):
     ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
     RESPONSES_FIELD_NUMBER: _ClassVar[int]
     THROTTLE_TIME_MS_FIELD_NUMBER: _ClassVar[int]
+    SESSION_ID_FIELD_NUMBER: _ClassVar[int]
     error_code: int
     responses: _containers.RepeatedCompositeFieldContainer[FetchResponse.FetchableTopicResponse]
     throttle_time_ms: int
-    def __init__(self, error_code: _Optional[int] = ..., responses: _Optional[_Iterable[_Union[FetchResponse.FetchableTopicResponse, _Mapping]]] = ..., throttle_time_ms: _Optional[int] = ...) -> None: ...
+    session_id: int
+    def __init__(self, error_code: _Optional[int] = ..., responses: _Optional[_Iterable[_Union[FetchResponse.FetchableTopicResponse, _Mapping]]] = ..., throttle_time_ms: _Optional[int] = ..., session_id: _Optional[int] = ...) -> None: ...
 
 class ListOffsetsRequest(_message.Message):
     __slots__ = ("replica_id", "isolation_level", "topics")
@@ -679,3 +694,35 @@ class DescribeClientQuotasResponse(_message.Message):
     error_message: str
     entries: _containers.RepeatedCompositeFieldContainer[DescribeClientQuotasResponse.Entry]
     def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., entries: _Optional[_Iterable[_Union[DescribeClientQuotasResponse.Entry, _Mapping]]] = ...) -> None: ...
+
+class DescribeFeaturesRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class DescribeFeaturesResponse(_message.Message):
+    __slots__ = ("error_code", "supported_features", "finalized_features", "finalized_features_epoch")
+    class SupportedFeature(_message.Message):
+        __slots__ = ("name", "min_version", "max_version")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        MIN_VERSION_FIELD_NUMBER: _ClassVar[int]
+        MAX_VERSION_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        min_version: int
+        max_version: int
+        def __init__(self, name: _Optional[str] = ..., min_version: _Optional[int] = ..., max_version: _Optional[int] = ...) -> None: ...
+    class FinalizedFeature(_message.Message):
+        __slots__ = ("name", "max_version_level")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        MAX_VERSION_LEVEL_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        max_version_level: int
+        def __init__(self, name: _Optional[str] = ..., max_version_level: _Optional[int] = ...) -> None: ...
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    SUPPORTED_FEATURES_FIELD_NUMBER: _ClassVar[int]
+    FINALIZED_FEATURES_FIELD_NUMBER: _ClassVar[int]
+    FINALIZED_FEATURES_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    supported_features: _containers.RepeatedCompositeFieldContainer[DescribeFeaturesResponse.SupportedFeature]
+    finalized_features: _containers.RepeatedCompositeFieldContainer[DescribeFeaturesResponse.FinalizedFeature]
+    finalized_features_epoch: int
+    def __init__(self, error_code: _Optional[int] = ..., supported_features: _Optional[_Iterable[_Union[DescribeFeaturesResponse.SupportedFeature, _Mapping]]] = ..., finalized_features: _Optional[_Iterable[_Union[DescribeFeaturesResponse.FinalizedFeature, _Mapping]]] = ..., finalized_features_epoch: _Optional[int] = ...) -> None: ...

@@ -150,6 +150,31 @@ class KafkaBrokerStub:
                 request_serializer=kraftlog__api_dot_broker__pb2.DeleteRecordsRequest.SerializeToString,
                 response_deserializer=kraftlog__api_dot_broker__pb2.DeleteRecordsResponse.FromString,
                 _registered_method=True)
+        self.AlterPartitionReassignments = channel.unary_unary(
+                '/kraftlog.broker.v1.KafkaBroker/AlterPartitionReassignments',
+                request_serializer=kraftlog__api_dot_controller__pb2.AlterPartitionReassignmentsRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_controller__pb2.AlterPartitionReassignmentsResponse.FromString,
+                _registered_method=True)
+        self.ListPartitionReassignments = channel.unary_unary(
+                '/kraftlog.broker.v1.KafkaBroker/ListPartitionReassignments',
+                request_serializer=kraftlog__api_dot_controller__pb2.ListPartitionReassignmentsRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_controller__pb2.ListPartitionReassignmentsResponse.FromString,
+                _registered_method=True)
+        self.UnregisterBroker = channel.unary_unary(
+                '/kraftlog.broker.v1.KafkaBroker/UnregisterBroker',
+                request_serializer=kraftlog__api_dot_controller__pb2.UnregisterBrokerRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_controller__pb2.UnregisterBrokerResponse.FromString,
+                _registered_method=True)
+        self.DescribeFeatures = channel.unary_unary(
+                '/kraftlog.broker.v1.KafkaBroker/DescribeFeatures',
+                request_serializer=kraftlog__api_dot_broker__pb2.DescribeFeaturesRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_broker__pb2.DescribeFeaturesResponse.FromString,
+                _registered_method=True)
+        self.UpdateFeatures = channel.unary_unary(
+                '/kraftlog.broker.v1.KafkaBroker/UpdateFeatures',
+                request_serializer=kraftlog__api_dot_controller__pb2.UpdateFeaturesRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_controller__pb2.UpdateFeaturesResponse.FromString,
+                _registered_method=True)
 
 
 class KafkaBrokerServicer:
@@ -297,6 +322,39 @@ class KafkaBrokerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AlterPartitionReassignments(self, request, context):
+        """Forwarded to the active controller (Alter on the cluster; List: Describe on it).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListPartitionReassignments(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UnregisterBroker(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DescribeFeatures(self, request, context):
+        """Feature levels (KIP-584): what this broker supports and what the cluster
+        finalized, as Kafka's ApiVersions carries them; UpdateFeatures is forwarded.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateFeatures(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_KafkaBrokerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -414,6 +472,31 @@ def add_KafkaBrokerServicer_to_server(servicer, server):
                     servicer.DeleteRecords,
                     request_deserializer=kraftlog__api_dot_broker__pb2.DeleteRecordsRequest.FromString,
                     response_serializer=kraftlog__api_dot_broker__pb2.DeleteRecordsResponse.SerializeToString,
+            ),
+            'AlterPartitionReassignments': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterPartitionReassignments,
+                    request_deserializer=kraftlog__api_dot_controller__pb2.AlterPartitionReassignmentsRequest.FromString,
+                    response_serializer=kraftlog__api_dot_controller__pb2.AlterPartitionReassignmentsResponse.SerializeToString,
+            ),
+            'ListPartitionReassignments': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListPartitionReassignments,
+                    request_deserializer=kraftlog__api_dot_controller__pb2.ListPartitionReassignmentsRequest.FromString,
+                    response_serializer=kraftlog__api_dot_controller__pb2.ListPartitionReassignmentsResponse.SerializeToString,
+            ),
+            'UnregisterBroker': grpc.unary_unary_rpc_method_handler(
+                    servicer.UnregisterBroker,
+                    request_deserializer=kraftlog__api_dot_controller__pb2.UnregisterBrokerRequest.FromString,
+                    response_serializer=kraftlog__api_dot_controller__pb2.UnregisterBrokerResponse.SerializeToString,
+            ),
+            'DescribeFeatures': grpc.unary_unary_rpc_method_handler(
+                    servicer.DescribeFeatures,
+                    request_deserializer=kraftlog__api_dot_broker__pb2.DescribeFeaturesRequest.FromString,
+                    response_serializer=kraftlog__api_dot_broker__pb2.DescribeFeaturesResponse.SerializeToString,
+            ),
+            'UpdateFeatures': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateFeatures,
+                    request_deserializer=kraftlog__api_dot_controller__pb2.UpdateFeaturesRequest.FromString,
+                    response_serializer=kraftlog__api_dot_controller__pb2.UpdateFeaturesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1037,6 +1120,141 @@ class KafkaBroker:
             '/kraftlog.broker.v1.KafkaBroker/DeleteRecords',
             kraftlog__api_dot_broker__pb2.DeleteRecordsRequest.SerializeToString,
             kraftlog__api_dot_broker__pb2.DeleteRecordsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterPartitionReassignments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.broker.v1.KafkaBroker/AlterPartitionReassignments',
+            kraftlog__api_dot_controller__pb2.AlterPartitionReassignmentsRequest.SerializeToString,
+            kraftlog__api_dot_controller__pb2.AlterPartitionReassignmentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListPartitionReassignments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.broker.v1.KafkaBroker/ListPartitionReassignments',
+            kraftlog__api_dot_controller__pb2.ListPartitionReassignmentsRequest.SerializeToString,
+            kraftlog__api_dot_controller__pb2.ListPartitionReassignmentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UnregisterBroker(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.broker.v1.KafkaBroker/UnregisterBroker',
+            kraftlog__api_dot_controller__pb2.UnregisterBrokerRequest.SerializeToString,
+            kraftlog__api_dot_controller__pb2.UnregisterBrokerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DescribeFeatures(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.broker.v1.KafkaBroker/DescribeFeatures',
+            kraftlog__api_dot_broker__pb2.DescribeFeaturesRequest.SerializeToString,
+            kraftlog__api_dot_broker__pb2.DescribeFeaturesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateFeatures(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.broker.v1.KafkaBroker/UpdateFeatures',
+            kraftlog__api_dot_controller__pb2.UpdateFeaturesRequest.SerializeToString,
+            kraftlog__api_dot_controller__pb2.UpdateFeaturesResponse.FromString,
             options,
             channel_credentials,
             insecure,

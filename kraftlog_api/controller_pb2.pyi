@@ -16,18 +16,20 @@ PREFERRED: ElectionType
 UNCLEAN: ElectionType
 
 class BrokerRegistrationRequest(_message.Message):
-    __slots__ = ("broker_id", "cluster_id", "incarnation_id", "listeners", "rack")
+    __slots__ = ("broker_id", "cluster_id", "incarnation_id", "listeners", "rack", "features")
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     INCARNATION_ID_FIELD_NUMBER: _ClassVar[int]
     LISTENERS_FIELD_NUMBER: _ClassVar[int]
     RACK_FIELD_NUMBER: _ClassVar[int]
+    FEATURES_FIELD_NUMBER: _ClassVar[int]
     broker_id: int
     cluster_id: str
     incarnation_id: str
     listeners: _containers.RepeatedCompositeFieldContainer[_metadata_pb2.BrokerEndpoint]
     rack: str
-    def __init__(self, broker_id: _Optional[int] = ..., cluster_id: _Optional[str] = ..., incarnation_id: _Optional[str] = ..., listeners: _Optional[_Iterable[_Union[_metadata_pb2.BrokerEndpoint, _Mapping]]] = ..., rack: _Optional[str] = ...) -> None: ...
+    features: _containers.RepeatedCompositeFieldContainer[_metadata_pb2.FeatureRange]
+    def __init__(self, broker_id: _Optional[int] = ..., cluster_id: _Optional[str] = ..., incarnation_id: _Optional[str] = ..., listeners: _Optional[_Iterable[_Union[_metadata_pb2.BrokerEndpoint, _Mapping]]] = ..., rack: _Optional[str] = ..., features: _Optional[_Iterable[_Union[_metadata_pb2.FeatureRange, _Mapping]]] = ...) -> None: ...
 
 class BrokerRegistrationResponse(_message.Message):
     __slots__ = ("error_code", "error_message", "controller_id", "broker_epoch")
@@ -567,3 +569,143 @@ class AlterClientQuotasResponse(_message.Message):
     error_message: str
     entries: _containers.RepeatedCompositeFieldContainer[AlterClientQuotasResponse.EntryResult]
     def __init__(self, error_code: _Optional[int] = ..., controller_id: _Optional[int] = ..., error_message: _Optional[str] = ..., entries: _Optional[_Iterable[_Union[AlterClientQuotasResponse.EntryResult, _Mapping]]] = ...) -> None: ...
+
+class AlterPartitionReassignmentsRequest(_message.Message):
+    __slots__ = ("topics", "allow_replication_factor_change")
+    class ReassignablePartition(_message.Message):
+        __slots__ = ("partition_index", "replicas")
+        PARTITION_INDEX_FIELD_NUMBER: _ClassVar[int]
+        REPLICAS_FIELD_NUMBER: _ClassVar[int]
+        partition_index: int
+        replicas: _metadata_pb2.BrokerIdList
+        def __init__(self, partition_index: _Optional[int] = ..., replicas: _Optional[_Union[_metadata_pb2.BrokerIdList, _Mapping]] = ...) -> None: ...
+    class ReassignableTopic(_message.Message):
+        __slots__ = ("name", "partitions")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        partitions: _containers.RepeatedCompositeFieldContainer[AlterPartitionReassignmentsRequest.ReassignablePartition]
+        def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[AlterPartitionReassignmentsRequest.ReassignablePartition, _Mapping]]] = ...) -> None: ...
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    ALLOW_REPLICATION_FACTOR_CHANGE_FIELD_NUMBER: _ClassVar[int]
+    topics: _containers.RepeatedCompositeFieldContainer[AlterPartitionReassignmentsRequest.ReassignableTopic]
+    allow_replication_factor_change: bool
+    def __init__(self, topics: _Optional[_Iterable[_Union[AlterPartitionReassignmentsRequest.ReassignableTopic, _Mapping]]] = ..., allow_replication_factor_change: _Optional[bool] = ...) -> None: ...
+
+class AlterPartitionReassignmentsResponse(_message.Message):
+    __slots__ = ("error_code", "controller_id", "error_message", "responses")
+    class PartitionResult(_message.Message):
+        __slots__ = ("partition_index", "error_code", "error_message")
+        PARTITION_INDEX_FIELD_NUMBER: _ClassVar[int]
+        ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+        ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+        partition_index: int
+        error_code: int
+        error_message: str
+        def __init__(self, partition_index: _Optional[int] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ...) -> None: ...
+    class TopicResult(_message.Message):
+        __slots__ = ("name", "partitions")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        partitions: _containers.RepeatedCompositeFieldContainer[AlterPartitionReassignmentsResponse.PartitionResult]
+        def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[AlterPartitionReassignmentsResponse.PartitionResult, _Mapping]]] = ...) -> None: ...
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    CONTROLLER_ID_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    RESPONSES_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    controller_id: int
+    error_message: str
+    responses: _containers.RepeatedCompositeFieldContainer[AlterPartitionReassignmentsResponse.TopicResult]
+    def __init__(self, error_code: _Optional[int] = ..., controller_id: _Optional[int] = ..., error_message: _Optional[str] = ..., responses: _Optional[_Iterable[_Union[AlterPartitionReassignmentsResponse.TopicResult, _Mapping]]] = ...) -> None: ...
+
+class ListPartitionReassignmentsRequest(_message.Message):
+    __slots__ = ("topics",)
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    topics: _containers.RepeatedCompositeFieldContainer[TopicPartitions]
+    def __init__(self, topics: _Optional[_Iterable[_Union[TopicPartitions, _Mapping]]] = ...) -> None: ...
+
+class ListPartitionReassignmentsResponse(_message.Message):
+    __slots__ = ("error_code", "controller_id", "error_message", "topics")
+    class OngoingPartition(_message.Message):
+        __slots__ = ("partition_index", "replicas", "adding_replicas", "removing_replicas")
+        PARTITION_INDEX_FIELD_NUMBER: _ClassVar[int]
+        REPLICAS_FIELD_NUMBER: _ClassVar[int]
+        ADDING_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+        REMOVING_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+        partition_index: int
+        replicas: _containers.RepeatedScalarFieldContainer[int]
+        adding_replicas: _containers.RepeatedScalarFieldContainer[int]
+        removing_replicas: _containers.RepeatedScalarFieldContainer[int]
+        def __init__(self, partition_index: _Optional[int] = ..., replicas: _Optional[_Iterable[int]] = ..., adding_replicas: _Optional[_Iterable[int]] = ..., removing_replicas: _Optional[_Iterable[int]] = ...) -> None: ...
+    class OngoingTopic(_message.Message):
+        __slots__ = ("name", "partitions")
+        NAME_FIELD_NUMBER: _ClassVar[int]
+        PARTITIONS_FIELD_NUMBER: _ClassVar[int]
+        name: str
+        partitions: _containers.RepeatedCompositeFieldContainer[ListPartitionReassignmentsResponse.OngoingPartition]
+        def __init__(self, name: _Optional[str] = ..., partitions: _Optional[_Iterable[_Union[ListPartitionReassignmentsResponse.OngoingPartition, _Mapping]]] = ...) -> None: ...
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    CONTROLLER_ID_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    controller_id: int
+    error_message: str
+    topics: _containers.RepeatedCompositeFieldContainer[ListPartitionReassignmentsResponse.OngoingTopic]
+    def __init__(self, error_code: _Optional[int] = ..., controller_id: _Optional[int] = ..., error_message: _Optional[str] = ..., topics: _Optional[_Iterable[_Union[ListPartitionReassignmentsResponse.OngoingTopic, _Mapping]]] = ...) -> None: ...
+
+class UnregisterBrokerRequest(_message.Message):
+    __slots__ = ("broker_id",)
+    BROKER_ID_FIELD_NUMBER: _ClassVar[int]
+    broker_id: int
+    def __init__(self, broker_id: _Optional[int] = ...) -> None: ...
+
+class UnregisterBrokerResponse(_message.Message):
+    __slots__ = ("error_code", "controller_id", "error_message")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    CONTROLLER_ID_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    controller_id: int
+    error_message: str
+    def __init__(self, error_code: _Optional[int] = ..., controller_id: _Optional[int] = ..., error_message: _Optional[str] = ...) -> None: ...
+
+class UpdateFeaturesRequest(_message.Message):
+    __slots__ = ("feature_updates", "validate_only")
+    class FeatureUpdate(_message.Message):
+        __slots__ = ("feature", "max_version_level", "upgrade_type")
+        FEATURE_FIELD_NUMBER: _ClassVar[int]
+        MAX_VERSION_LEVEL_FIELD_NUMBER: _ClassVar[int]
+        UPGRADE_TYPE_FIELD_NUMBER: _ClassVar[int]
+        feature: str
+        max_version_level: int
+        upgrade_type: int
+        def __init__(self, feature: _Optional[str] = ..., max_version_level: _Optional[int] = ..., upgrade_type: _Optional[int] = ...) -> None: ...
+    FEATURE_UPDATES_FIELD_NUMBER: _ClassVar[int]
+    VALIDATE_ONLY_FIELD_NUMBER: _ClassVar[int]
+    feature_updates: _containers.RepeatedCompositeFieldContainer[UpdateFeaturesRequest.FeatureUpdate]
+    validate_only: bool
+    def __init__(self, feature_updates: _Optional[_Iterable[_Union[UpdateFeaturesRequest.FeatureUpdate, _Mapping]]] = ..., validate_only: _Optional[bool] = ...) -> None: ...
+
+class UpdateFeaturesResponse(_message.Message):
+    __slots__ = ("error_code", "error_message", "controller_id", "results")
+    class Result(_message.Message):
+        __slots__ = ("feature", "error_code", "error_message")
+        FEATURE_FIELD_NUMBER: _ClassVar[int]
+        ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+        ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+        feature: str
+        error_code: int
+        error_message: str
+        def __init__(self, feature: _Optional[str] = ..., error_code: _Optional[int] = ..., error_message: _Optional[str] = ...) -> None: ...
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    CONTROLLER_ID_FIELD_NUMBER: _ClassVar[int]
+    RESULTS_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    error_message: str
+    controller_id: int
+    results: _containers.RepeatedCompositeFieldContainer[UpdateFeaturesResponse.Result]
+    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., controller_id: _Optional[int] = ..., results: _Optional[_Iterable[_Union[UpdateFeaturesResponse.Result, _Mapping]]] = ...) -> None: ...

@@ -99,6 +99,26 @@ class KRaftControllerStub:
                 request_serializer=kraftlog__api_dot_controller__pb2.AlterClientQuotasRequest.SerializeToString,
                 response_deserializer=kraftlog__api_dot_controller__pb2.AlterClientQuotasResponse.FromString,
                 _registered_method=True)
+        self.AlterPartitionReassignments = channel.unary_unary(
+                '/kraftlog.controller.v1.KRaftController/AlterPartitionReassignments',
+                request_serializer=kraftlog__api_dot_controller__pb2.AlterPartitionReassignmentsRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_controller__pb2.AlterPartitionReassignmentsResponse.FromString,
+                _registered_method=True)
+        self.ListPartitionReassignments = channel.unary_unary(
+                '/kraftlog.controller.v1.KRaftController/ListPartitionReassignments',
+                request_serializer=kraftlog__api_dot_controller__pb2.ListPartitionReassignmentsRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_controller__pb2.ListPartitionReassignmentsResponse.FromString,
+                _registered_method=True)
+        self.UnregisterBroker = channel.unary_unary(
+                '/kraftlog.controller.v1.KRaftController/UnregisterBroker',
+                request_serializer=kraftlog__api_dot_controller__pb2.UnregisterBrokerRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_controller__pb2.UnregisterBrokerResponse.FromString,
+                _registered_method=True)
+        self.UpdateFeatures = channel.unary_unary(
+                '/kraftlog.controller.v1.KRaftController/UpdateFeatures',
+                request_serializer=kraftlog__api_dot_controller__pb2.UpdateFeaturesRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_controller__pb2.UpdateFeaturesResponse.FromString,
+                _registered_method=True)
 
 
 class KRaftControllerServicer:
@@ -182,6 +202,30 @@ class KRaftControllerServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AlterPartitionReassignments(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListPartitionReassignments(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UnregisterBroker(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateFeatures(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_KRaftControllerServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -249,6 +293,26 @@ def add_KRaftControllerServicer_to_server(servicer, server):
                     servicer.AlterClientQuotas,
                     request_deserializer=kraftlog__api_dot_controller__pb2.AlterClientQuotasRequest.FromString,
                     response_serializer=kraftlog__api_dot_controller__pb2.AlterClientQuotasResponse.SerializeToString,
+            ),
+            'AlterPartitionReassignments': grpc.unary_unary_rpc_method_handler(
+                    servicer.AlterPartitionReassignments,
+                    request_deserializer=kraftlog__api_dot_controller__pb2.AlterPartitionReassignmentsRequest.FromString,
+                    response_serializer=kraftlog__api_dot_controller__pb2.AlterPartitionReassignmentsResponse.SerializeToString,
+            ),
+            'ListPartitionReassignments': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListPartitionReassignments,
+                    request_deserializer=kraftlog__api_dot_controller__pb2.ListPartitionReassignmentsRequest.FromString,
+                    response_serializer=kraftlog__api_dot_controller__pb2.ListPartitionReassignmentsResponse.SerializeToString,
+            ),
+            'UnregisterBroker': grpc.unary_unary_rpc_method_handler(
+                    servicer.UnregisterBroker,
+                    request_deserializer=kraftlog__api_dot_controller__pb2.UnregisterBrokerRequest.FromString,
+                    response_serializer=kraftlog__api_dot_controller__pb2.UnregisterBrokerResponse.SerializeToString,
+            ),
+            'UpdateFeatures': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateFeatures,
+                    request_deserializer=kraftlog__api_dot_controller__pb2.UpdateFeaturesRequest.FromString,
+                    response_serializer=kraftlog__api_dot_controller__pb2.UpdateFeaturesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -602,6 +666,114 @@ class KRaftController:
             '/kraftlog.controller.v1.KRaftController/AlterClientQuotas',
             kraftlog__api_dot_controller__pb2.AlterClientQuotasRequest.SerializeToString,
             kraftlog__api_dot_controller__pb2.AlterClientQuotasResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AlterPartitionReassignments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.controller.v1.KRaftController/AlterPartitionReassignments',
+            kraftlog__api_dot_controller__pb2.AlterPartitionReassignmentsRequest.SerializeToString,
+            kraftlog__api_dot_controller__pb2.AlterPartitionReassignmentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListPartitionReassignments(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.controller.v1.KRaftController/ListPartitionReassignments',
+            kraftlog__api_dot_controller__pb2.ListPartitionReassignmentsRequest.SerializeToString,
+            kraftlog__api_dot_controller__pb2.ListPartitionReassignmentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UnregisterBroker(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.controller.v1.KRaftController/UnregisterBroker',
+            kraftlog__api_dot_controller__pb2.UnregisterBrokerRequest.SerializeToString,
+            kraftlog__api_dot_controller__pb2.UnregisterBrokerResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateFeatures(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.controller.v1.KRaftController/UpdateFeatures',
+            kraftlog__api_dot_controller__pb2.UpdateFeaturesRequest.SerializeToString,
+            kraftlog__api_dot_controller__pb2.UpdateFeaturesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -63,7 +63,7 @@ class BrokerEndpoint(_message.Message):
     def __init__(self, name: _Optional[str] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., security_protocol: _Optional[str] = ...) -> None: ...
 
 class RegisterBrokerRecord(_message.Message):
-    __slots__ = ("broker_id", "incarnation_id", "broker_epoch", "endpoints", "rack", "fenced", "in_controlled_shutdown")
+    __slots__ = ("broker_id", "incarnation_id", "broker_epoch", "endpoints", "rack", "fenced", "in_controlled_shutdown", "features")
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]
     INCARNATION_ID_FIELD_NUMBER: _ClassVar[int]
     BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
@@ -71,6 +71,7 @@ class RegisterBrokerRecord(_message.Message):
     RACK_FIELD_NUMBER: _ClassVar[int]
     FENCED_FIELD_NUMBER: _ClassVar[int]
     IN_CONTROLLED_SHUTDOWN_FIELD_NUMBER: _ClassVar[int]
+    FEATURES_FIELD_NUMBER: _ClassVar[int]
     broker_id: int
     incarnation_id: str
     broker_epoch: int
@@ -78,7 +79,8 @@ class RegisterBrokerRecord(_message.Message):
     rack: str
     fenced: bool
     in_controlled_shutdown: bool
-    def __init__(self, broker_id: _Optional[int] = ..., incarnation_id: _Optional[str] = ..., broker_epoch: _Optional[int] = ..., endpoints: _Optional[_Iterable[_Union[BrokerEndpoint, _Mapping]]] = ..., rack: _Optional[str] = ..., fenced: _Optional[bool] = ..., in_controlled_shutdown: _Optional[bool] = ...) -> None: ...
+    features: _containers.RepeatedCompositeFieldContainer[FeatureRange]
+    def __init__(self, broker_id: _Optional[int] = ..., incarnation_id: _Optional[str] = ..., broker_epoch: _Optional[int] = ..., endpoints: _Optional[_Iterable[_Union[BrokerEndpoint, _Mapping]]] = ..., rack: _Optional[str] = ..., fenced: _Optional[bool] = ..., in_controlled_shutdown: _Optional[bool] = ..., features: _Optional[_Iterable[_Union[FeatureRange, _Mapping]]] = ...) -> None: ...
 
 class UnregisterBrokerRecord(_message.Message):
     __slots__ = ("broker_id", "broker_epoch")
@@ -312,3 +314,13 @@ class MetadataRecordBatch(_message.Message):
     RECORDS_FIELD_NUMBER: _ClassVar[int]
     records: _containers.RepeatedCompositeFieldContainer[MetadataRecord]
     def __init__(self, records: _Optional[_Iterable[_Union[MetadataRecord, _Mapping]]] = ...) -> None: ...
+
+class FeatureRange(_message.Message):
+    __slots__ = ("name", "min_supported_version", "max_supported_version")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MIN_SUPPORTED_VERSION_FIELD_NUMBER: _ClassVar[int]
+    MAX_SUPPORTED_VERSION_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    min_supported_version: int
+    max_supported_version: int
+    def __init__(self, name: _Optional[str] = ..., min_supported_version: _Optional[int] = ..., max_supported_version: _Optional[int] = ...) -> None: ...

@@ -33,7 +33,7 @@ class Entry(_message.Message):
     def __init__(self, epoch: _Optional[int] = ..., data: _Optional[bytes] = ..., control: _Optional[bool] = ...) -> None: ...
 
 class VoteRequest(_message.Message):
-    __slots__ = ("cluster_id", "destination_id", "candidate_epoch", "candidate_id", "last_offset_epoch", "last_offset", "pre_vote")
+    __slots__ = ("cluster_id", "destination_id", "candidate_epoch", "candidate_id", "last_offset_epoch", "last_offset", "pre_vote", "candidate_directory_id", "voter_directory_id")
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     DESTINATION_ID_FIELD_NUMBER: _ClassVar[int]
     CANDIDATE_EPOCH_FIELD_NUMBER: _ClassVar[int]
@@ -41,6 +41,8 @@ class VoteRequest(_message.Message):
     LAST_OFFSET_EPOCH_FIELD_NUMBER: _ClassVar[int]
     LAST_OFFSET_FIELD_NUMBER: _ClassVar[int]
     PRE_VOTE_FIELD_NUMBER: _ClassVar[int]
+    CANDIDATE_DIRECTORY_ID_FIELD_NUMBER: _ClassVar[int]
+    VOTER_DIRECTORY_ID_FIELD_NUMBER: _ClassVar[int]
     cluster_id: str
     destination_id: int
     candidate_epoch: int
@@ -48,7 +50,9 @@ class VoteRequest(_message.Message):
     last_offset_epoch: int
     last_offset: int
     pre_vote: bool
-    def __init__(self, cluster_id: _Optional[str] = ..., destination_id: _Optional[int] = ..., candidate_epoch: _Optional[int] = ..., candidate_id: _Optional[int] = ..., last_offset_epoch: _Optional[int] = ..., last_offset: _Optional[int] = ..., pre_vote: _Optional[bool] = ...) -> None: ...
+    candidate_directory_id: str
+    voter_directory_id: str
+    def __init__(self, cluster_id: _Optional[str] = ..., destination_id: _Optional[int] = ..., candidate_epoch: _Optional[int] = ..., candidate_id: _Optional[int] = ..., last_offset_epoch: _Optional[int] = ..., last_offset: _Optional[int] = ..., pre_vote: _Optional[bool] = ..., candidate_directory_id: _Optional[str] = ..., voter_directory_id: _Optional[str] = ...) -> None: ...
 
 class VoteResponse(_message.Message):
     __slots__ = ("error_code", "leader_epoch", "leader_id", "vote_granted", "pre_vote")
@@ -65,16 +69,18 @@ class VoteResponse(_message.Message):
     def __init__(self, error_code: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., leader_id: _Optional[int] = ..., vote_granted: _Optional[bool] = ..., pre_vote: _Optional[bool] = ...) -> None: ...
 
 class BeginQuorumEpochRequest(_message.Message):
-    __slots__ = ("cluster_id", "destination_id", "leader_epoch", "leader_id")
+    __slots__ = ("cluster_id", "destination_id", "leader_epoch", "leader_id", "voter_directory_id")
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     DESTINATION_ID_FIELD_NUMBER: _ClassVar[int]
     LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     LEADER_ID_FIELD_NUMBER: _ClassVar[int]
+    VOTER_DIRECTORY_ID_FIELD_NUMBER: _ClassVar[int]
     cluster_id: str
     destination_id: int
     leader_epoch: int
     leader_id: int
-    def __init__(self, cluster_id: _Optional[str] = ..., destination_id: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., leader_id: _Optional[int] = ...) -> None: ...
+    voter_directory_id: str
+    def __init__(self, cluster_id: _Optional[str] = ..., destination_id: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., leader_id: _Optional[int] = ..., voter_directory_id: _Optional[str] = ...) -> None: ...
 
 class BeginQuorumEpochResponse(_message.Message):
     __slots__ = ("error_code", "leader_epoch", "leader_id")
@@ -111,7 +117,7 @@ class EndQuorumEpochResponse(_message.Message):
     def __init__(self, error_code: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., leader_id: _Optional[int] = ...) -> None: ...
 
 class FetchRequest(_message.Message):
-    __slots__ = ("cluster_id", "destination_id", "replica_id", "current_leader_epoch", "fetch_offset", "last_fetched_epoch", "max_wait_ms")
+    __slots__ = ("cluster_id", "destination_id", "replica_id", "current_leader_epoch", "fetch_offset", "last_fetched_epoch", "max_wait_ms", "replica_directory_id")
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     DESTINATION_ID_FIELD_NUMBER: _ClassVar[int]
     REPLICA_ID_FIELD_NUMBER: _ClassVar[int]
@@ -119,6 +125,7 @@ class FetchRequest(_message.Message):
     FETCH_OFFSET_FIELD_NUMBER: _ClassVar[int]
     LAST_FETCHED_EPOCH_FIELD_NUMBER: _ClassVar[int]
     MAX_WAIT_MS_FIELD_NUMBER: _ClassVar[int]
+    REPLICA_DIRECTORY_ID_FIELD_NUMBER: _ClassVar[int]
     cluster_id: str
     destination_id: int
     replica_id: int
@@ -126,7 +133,8 @@ class FetchRequest(_message.Message):
     fetch_offset: int
     last_fetched_epoch: int
     max_wait_ms: int
-    def __init__(self, cluster_id: _Optional[str] = ..., destination_id: _Optional[int] = ..., replica_id: _Optional[int] = ..., current_leader_epoch: _Optional[int] = ..., fetch_offset: _Optional[int] = ..., last_fetched_epoch: _Optional[int] = ..., max_wait_ms: _Optional[int] = ...) -> None: ...
+    replica_directory_id: str
+    def __init__(self, cluster_id: _Optional[str] = ..., destination_id: _Optional[int] = ..., replica_id: _Optional[int] = ..., current_leader_epoch: _Optional[int] = ..., fetch_offset: _Optional[int] = ..., last_fetched_epoch: _Optional[int] = ..., max_wait_ms: _Optional[int] = ..., replica_directory_id: _Optional[str] = ...) -> None: ...
 
 class FetchResponse(_message.Message):
     __slots__ = ("error_code", "leader_epoch", "leader_id", "high_watermark", "log_start_offset", "base_offset", "records", "diverging_epoch", "snapshot_id")
@@ -151,7 +159,7 @@ class FetchResponse(_message.Message):
     def __init__(self, error_code: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., leader_id: _Optional[int] = ..., high_watermark: _Optional[int] = ..., log_start_offset: _Optional[int] = ..., base_offset: _Optional[int] = ..., records: _Optional[_Iterable[_Union[Entry, _Mapping]]] = ..., diverging_epoch: _Optional[_Union[EpochEndOffset, _Mapping]] = ..., snapshot_id: _Optional[_Union[SnapshotId, _Mapping]] = ...) -> None: ...
 
 class FetchSnapshotRequest(_message.Message):
-    __slots__ = ("cluster_id", "destination_id", "replica_id", "current_leader_epoch", "snapshot_id", "position", "max_bytes")
+    __slots__ = ("cluster_id", "destination_id", "replica_id", "current_leader_epoch", "snapshot_id", "position", "max_bytes", "replica_directory_id")
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     DESTINATION_ID_FIELD_NUMBER: _ClassVar[int]
     REPLICA_ID_FIELD_NUMBER: _ClassVar[int]
@@ -159,6 +167,7 @@ class FetchSnapshotRequest(_message.Message):
     SNAPSHOT_ID_FIELD_NUMBER: _ClassVar[int]
     POSITION_FIELD_NUMBER: _ClassVar[int]
     MAX_BYTES_FIELD_NUMBER: _ClassVar[int]
+    REPLICA_DIRECTORY_ID_FIELD_NUMBER: _ClassVar[int]
     cluster_id: str
     destination_id: int
     replica_id: int
@@ -166,7 +175,8 @@ class FetchSnapshotRequest(_message.Message):
     snapshot_id: SnapshotId
     position: int
     max_bytes: int
-    def __init__(self, cluster_id: _Optional[str] = ..., destination_id: _Optional[int] = ..., replica_id: _Optional[int] = ..., current_leader_epoch: _Optional[int] = ..., snapshot_id: _Optional[_Union[SnapshotId, _Mapping]] = ..., position: _Optional[int] = ..., max_bytes: _Optional[int] = ...) -> None: ...
+    replica_directory_id: str
+    def __init__(self, cluster_id: _Optional[str] = ..., destination_id: _Optional[int] = ..., replica_id: _Optional[int] = ..., current_leader_epoch: _Optional[int] = ..., snapshot_id: _Optional[_Union[SnapshotId, _Mapping]] = ..., position: _Optional[int] = ..., max_bytes: _Optional[int] = ..., replica_directory_id: _Optional[str] = ...) -> None: ...
 
 class FetchSnapshotResponse(_message.Message):
     __slots__ = ("error_code", "leader_epoch", "leader_id", "snapshot_id", "size", "position", "unaligned_records")
@@ -191,16 +201,18 @@ class DescribeQuorumRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class ReplicaState(_message.Message):
-    __slots__ = ("replica_id", "log_end_offset", "last_fetch_timestamp", "last_caught_up_timestamp")
+    __slots__ = ("replica_id", "log_end_offset", "last_fetch_timestamp", "last_caught_up_timestamp", "replica_directory_id")
     REPLICA_ID_FIELD_NUMBER: _ClassVar[int]
     LOG_END_OFFSET_FIELD_NUMBER: _ClassVar[int]
     LAST_FETCH_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
     LAST_CAUGHT_UP_TIMESTAMP_FIELD_NUMBER: _ClassVar[int]
+    REPLICA_DIRECTORY_ID_FIELD_NUMBER: _ClassVar[int]
     replica_id: int
     log_end_offset: int
     last_fetch_timestamp: int
     last_caught_up_timestamp: int
-    def __init__(self, replica_id: _Optional[int] = ..., log_end_offset: _Optional[int] = ..., last_fetch_timestamp: _Optional[int] = ..., last_caught_up_timestamp: _Optional[int] = ...) -> None: ...
+    replica_directory_id: str
+    def __init__(self, replica_id: _Optional[int] = ..., log_end_offset: _Optional[int] = ..., last_fetch_timestamp: _Optional[int] = ..., last_caught_up_timestamp: _Optional[int] = ..., replica_directory_id: _Optional[str] = ...) -> None: ...
 
 class DescribeQuorumResponse(_message.Message):
     __slots__ = ("error_code", "leader_id", "leader_epoch", "high_watermark", "current_voters", "observers", "nodes")
@@ -235,6 +247,64 @@ class DescribeQuorumResponse(_message.Message):
     observers: _containers.RepeatedCompositeFieldContainer[ReplicaState]
     nodes: _containers.RepeatedCompositeFieldContainer[DescribeQuorumResponse.Node]
     def __init__(self, error_code: _Optional[int] = ..., leader_id: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., high_watermark: _Optional[int] = ..., current_voters: _Optional[_Iterable[_Union[ReplicaState, _Mapping]]] = ..., observers: _Optional[_Iterable[_Union[ReplicaState, _Mapping]]] = ..., nodes: _Optional[_Iterable[_Union[DescribeQuorumResponse.Node, _Mapping]]] = ...) -> None: ...
+
+class VoterEndpoint(_message.Message):
+    __slots__ = ("name", "host", "port")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    host: str
+    port: int
+    def __init__(self, name: _Optional[str] = ..., host: _Optional[str] = ..., port: _Optional[int] = ...) -> None: ...
+
+class AddRaftVoterRequest(_message.Message):
+    __slots__ = ("cluster_id", "timeout_ms", "voter_id", "voter_directory_id", "listeners")
+    CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
+    TIMEOUT_MS_FIELD_NUMBER: _ClassVar[int]
+    VOTER_ID_FIELD_NUMBER: _ClassVar[int]
+    VOTER_DIRECTORY_ID_FIELD_NUMBER: _ClassVar[int]
+    LISTENERS_FIELD_NUMBER: _ClassVar[int]
+    cluster_id: str
+    timeout_ms: int
+    voter_id: int
+    voter_directory_id: str
+    listeners: _containers.RepeatedCompositeFieldContainer[VoterEndpoint]
+    def __init__(self, cluster_id: _Optional[str] = ..., timeout_ms: _Optional[int] = ..., voter_id: _Optional[int] = ..., voter_directory_id: _Optional[str] = ..., listeners: _Optional[_Iterable[_Union[VoterEndpoint, _Mapping]]] = ...) -> None: ...
+
+class RemoveRaftVoterRequest(_message.Message):
+    __slots__ = ("cluster_id", "voter_id", "voter_directory_id")
+    CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
+    VOTER_ID_FIELD_NUMBER: _ClassVar[int]
+    VOTER_DIRECTORY_ID_FIELD_NUMBER: _ClassVar[int]
+    cluster_id: str
+    voter_id: int
+    voter_directory_id: str
+    def __init__(self, cluster_id: _Optional[str] = ..., voter_id: _Optional[int] = ..., voter_directory_id: _Optional[str] = ...) -> None: ...
+
+class UpdateRaftVoterRequest(_message.Message):
+    __slots__ = ("cluster_id", "voter_id", "voter_directory_id", "listeners")
+    CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
+    VOTER_ID_FIELD_NUMBER: _ClassVar[int]
+    VOTER_DIRECTORY_ID_FIELD_NUMBER: _ClassVar[int]
+    LISTENERS_FIELD_NUMBER: _ClassVar[int]
+    cluster_id: str
+    voter_id: int
+    voter_directory_id: str
+    listeners: _containers.RepeatedCompositeFieldContainer[VoterEndpoint]
+    def __init__(self, cluster_id: _Optional[str] = ..., voter_id: _Optional[int] = ..., voter_directory_id: _Optional[str] = ..., listeners: _Optional[_Iterable[_Union[VoterEndpoint, _Mapping]]] = ...) -> None: ...
+
+class RaftVoterChangeResponse(_message.Message):
+    __slots__ = ("error_code", "error_message", "leader_id", "leader_epoch")
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    ERROR_MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    LEADER_ID_FIELD_NUMBER: _ClassVar[int]
+    LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
+    error_code: int
+    error_message: str
+    leader_id: int
+    leader_epoch: int
+    def __init__(self, error_code: _Optional[int] = ..., error_message: _Optional[str] = ..., leader_id: _Optional[int] = ..., leader_epoch: _Optional[int] = ...) -> None: ...
 
 class AppendRequest(_message.Message):
     __slots__ = ("records",)

@@ -27,7 +27,7 @@ if _version_not_supported:
 
 class KRaftQuorumStub:
     """The quorum protocol between controllers (and observers), plus
-    DescribeQuorum for operators. Served by every controller.
+    DescribeQuorum and the voter changes for operators. Served by every controller.
     """
 
     def __init__(self, channel):
@@ -66,11 +66,26 @@ class KRaftQuorumStub:
                 request_serializer=kraftlog__api_dot_quorum__pb2.DescribeQuorumRequest.SerializeToString,
                 response_deserializer=kraftlog__api_dot_quorum__pb2.DescribeQuorumResponse.FromString,
                 _registered_method=True)
+        self.AddRaftVoter = channel.unary_unary(
+                '/kraftlog.quorum.v1.KRaftQuorum/AddRaftVoter',
+                request_serializer=kraftlog__api_dot_quorum__pb2.AddRaftVoterRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_quorum__pb2.RaftVoterChangeResponse.FromString,
+                _registered_method=True)
+        self.RemoveRaftVoter = channel.unary_unary(
+                '/kraftlog.quorum.v1.KRaftQuorum/RemoveRaftVoter',
+                request_serializer=kraftlog__api_dot_quorum__pb2.RemoveRaftVoterRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_quorum__pb2.RaftVoterChangeResponse.FromString,
+                _registered_method=True)
+        self.UpdateRaftVoter = channel.unary_unary(
+                '/kraftlog.quorum.v1.KRaftQuorum/UpdateRaftVoter',
+                request_serializer=kraftlog__api_dot_quorum__pb2.UpdateRaftVoterRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_quorum__pb2.RaftVoterChangeResponse.FromString,
+                _registered_method=True)
 
 
 class KRaftQuorumServicer:
     """The quorum protocol between controllers (and observers), plus
-    DescribeQuorum for operators. Served by every controller.
+    DescribeQuorum and the voter changes for operators. Served by every controller.
     """
 
     def Vote(self, request, context):
@@ -109,6 +124,24 @@ class KRaftQuorumServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AddRaftVoter(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RemoveRaftVoter(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UpdateRaftVoter(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_KRaftQuorumServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -142,6 +175,21 @@ def add_KRaftQuorumServicer_to_server(servicer, server):
                     request_deserializer=kraftlog__api_dot_quorum__pb2.DescribeQuorumRequest.FromString,
                     response_serializer=kraftlog__api_dot_quorum__pb2.DescribeQuorumResponse.SerializeToString,
             ),
+            'AddRaftVoter': grpc.unary_unary_rpc_method_handler(
+                    servicer.AddRaftVoter,
+                    request_deserializer=kraftlog__api_dot_quorum__pb2.AddRaftVoterRequest.FromString,
+                    response_serializer=kraftlog__api_dot_quorum__pb2.RaftVoterChangeResponse.SerializeToString,
+            ),
+            'RemoveRaftVoter': grpc.unary_unary_rpc_method_handler(
+                    servicer.RemoveRaftVoter,
+                    request_deserializer=kraftlog__api_dot_quorum__pb2.RemoveRaftVoterRequest.FromString,
+                    response_serializer=kraftlog__api_dot_quorum__pb2.RaftVoterChangeResponse.SerializeToString,
+            ),
+            'UpdateRaftVoter': grpc.unary_unary_rpc_method_handler(
+                    servicer.UpdateRaftVoter,
+                    request_deserializer=kraftlog__api_dot_quorum__pb2.UpdateRaftVoterRequest.FromString,
+                    response_serializer=kraftlog__api_dot_quorum__pb2.RaftVoterChangeResponse.SerializeToString,
+            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'kraftlog.quorum.v1.KRaftQuorum', rpc_method_handlers)
@@ -152,7 +200,7 @@ def add_KRaftQuorumServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class KRaftQuorum:
     """The quorum protocol between controllers (and observers), plus
-    DescribeQuorum for operators. Served by every controller.
+    DescribeQuorum and the voter changes for operators. Served by every controller.
     """
 
     @staticmethod
@@ -307,6 +355,87 @@ class KRaftQuorum:
             '/kraftlog.quorum.v1.KRaftQuorum/DescribeQuorum',
             kraftlog__api_dot_quorum__pb2.DescribeQuorumRequest.SerializeToString,
             kraftlog__api_dot_quorum__pb2.DescribeQuorumResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AddRaftVoter(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.quorum.v1.KRaftQuorum/AddRaftVoter',
+            kraftlog__api_dot_quorum__pb2.AddRaftVoterRequest.SerializeToString,
+            kraftlog__api_dot_quorum__pb2.RaftVoterChangeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RemoveRaftVoter(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.quorum.v1.KRaftQuorum/RemoveRaftVoter',
+            kraftlog__api_dot_quorum__pb2.RemoveRaftVoterRequest.SerializeToString,
+            kraftlog__api_dot_quorum__pb2.RaftVoterChangeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UpdateRaftVoter(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/kraftlog.quorum.v1.KRaftQuorum/UpdateRaftVoter',
+            kraftlog__api_dot_quorum__pb2.UpdateRaftVoterRequest.SerializeToString,
+            kraftlog__api_dot_quorum__pb2.RaftVoterChangeResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -32,7 +32,7 @@ import signal
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Callable, Iterable, Optional, Sequence
 
 import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -49,8 +49,12 @@ from metadata_quorum.records_only import quorum_log_service
 from metadata_quorum.records_only.record_store import RecordStore
 from metadata_quorum.controller.bootstrap import check_bootstrap_records
 from metadata_quorum.storage import StorageError, open_metadata_storage
-from metadata_quorum.storage.bootstrap_checkpoint import FILE_NAME as BOOTSTRAP_FILE, read_bootstrap_checkpoint
+from metadata_quorum.storage.bootstrap_checkpoint import (FILE_NAME as BOOTSTRAP_FILE, read_bootstrap_checkpoint,
+                                                         read_bootstrap_voters)
+from metadata_quorum.raft import Entry
+from metadata_quorum.raft.voters import VoterSet
 from kafka_protocol.errors import InvalidConfigError, KafkaStorageError
+from partition_log import disk_faults
 from partition_log.log_manager import LogManager
 from kafka_protocol import grpc_serving
 from security import sasl_server
@@ -90,10 +94,23 @@ def configure_logging(config: ServerConfig) -> None:
         logging.getLogger(name).setLevel(getattr(logging, level))
 
 
+def loop_factory(config: ServerConfig) -> Optional[Callable[[], asyncio.AbstractEventLoop]]:
+    """kraftlog.event.loop: None for the standard library's loop, or uvloop's
+    (a StartupError when it is not installed)."""
+    if config.event_loop != "uvloop":
+        return None
+    try:
+        import uvloop
+    except ImportError:
+        raise StartupError("kraftlog.event.loop is uvloop, which is not installed") from None
+    return uvloop.new_event_loop
+
+
 def run(config: ServerConfig) -> int:
     configure_logging(config)
     try:
-        return asyncio.run(serve(config))
+        with asyncio.Runner(loop_factory=loop_factory(config)) as runner:
+            return runner.run(serve(config))
     except (StorageError, KafkaStorageError, StartupError) as exc:
         log.critical("%s", exc)
         print(f"kraftlog: error: {exc}", file=sys.stderr)
@@ -168,7 +185,35 @@ def controller_bootstrap(config: ServerConfig) -> list[mpb.MetadataRecord]:
     return records
 
 
+def quorum_voters(config: ServerConfig) -> "Iterable[int] | VoterSet":
+    """What the quorum core is built from: the static voter ids, or (KIP-853)
+    the initial voters `storage format` wrote for a controller, none for a
+    controller formatted to join and for a broker (they learn them from the log)."""
+    if not config.dynamic_quorum:
+        return config.voters.keys()
+    if config.is_controller:
+        return read_bootstrap_voters(Path(config.metadata_log_dir)) or VoterSet()
+    return VoterSet()
+
+
+def follow_controllers(node: QuorumNode, broker: "BrokerServer", listener_name: str) -> None:
+    """A dynamic quorum's broker asks the voters in force for the active controller,
+    wherever their VotersRecord says they listen."""
+    def moved(base: int, entries: Sequence[Entry]) -> None:
+        if not any(entry.control for entry in entries):
+            return
+        addresses = {}
+        for voter in node.voter_set():
+            endpoint = node.voter_set().endpoint(voter.key.id, listener_name)
+            if endpoint is not None:
+                addresses[voter.key.id] = format_address(endpoint.host, endpoint.port)
+        broker.controllers.update(addresses)
+    node.add_listener(moved)
+
+
 async def serve(config: ServerConfig) -> int:
+    # The chaos testbed's disk faults: only with its environment variable set (never from a config file).
+    disk_faults.install_from_env([*config.log_dirs, config.metadata_log_dir])
     bootstrap = controller_bootstrap(config)
     # The partition logs (LogManager leaves the metadata log, which may share
     # their directory, to the quorum).
@@ -180,7 +225,7 @@ async def serve(config: ServerConfig) -> int:
             config.metadata_log_dir,
             cluster_id=config.cluster_id,
             node_id=config.node_id,
-            voters=config.voters.keys(),
+            voters=None if config.dynamic_quorum else config.voters.keys(),
             segment_bytes=config.metadata_log_segment_bytes,
         )
     except BaseException:
@@ -198,8 +243,10 @@ async def serve(config: ServerConfig) -> int:
     )
     peers = transport.PeerTransport(
         {i: a for i, a in config.voters.items() if i != config.node_id}, config.quorum.request_timeout_ms,
-        ssl=config.controller_client_ssl,
+        ssl=config.controller_client_ssl, bootstrap=config.quorum_bootstrap,
+        listener_name=config.controller_listener_names[0],
     )
+    voters = quorum_voters(config)
     state_machine: StateMachine
     metadata: Optional[MetadataStateMachine] = None
     if config.state_machine == "records":
@@ -208,7 +255,7 @@ async def serve(config: ServerConfig) -> int:
         state_machine = metadata = MetadataStateMachine()
     node = QuorumNode(
         config.node_id,
-        config.voters.keys(),
+        voters,
         config.cluster_id,
         storage,
         state_machine,
@@ -216,6 +263,7 @@ async def serve(config: ServerConfig) -> int:
         max_bytes_between_snapshots=config.max_bytes_between_snapshots,
         send=peers.send,
         rng=random.Random(),
+        bootstrap_ids=peers.bootstrap,
     )
     peers.node = node
     metrics = NodeMetrics() if config.metrics_listener is not None else None
@@ -242,7 +290,7 @@ async def serve(config: ServerConfig) -> int:
             active = controller_service.ActiveController(node, metadata, config.controller, bootstrap)
             controller_service.add_to_server(controller.server, active, access)
             if metrics is not None:
-                metrics.add_controller(node, metadata)
+                metrics.add_controller(node, metadata, active.elections)
             app_services = controller_service.SERVICE_NAMES
         controller.services = (*transport.SERVICE_NAMES, *app_services)
         listeners.append(controller)
@@ -253,10 +301,12 @@ async def serve(config: ServerConfig) -> int:
         from broker.server import BrokerServer
         broker = BrokerServer(broker_settings(config), logs, metadata, node.leader, access)
         if metrics is not None:
-            metrics.add_broker(broker)
+            metrics.add_broker(broker, node)
+        if config.dynamic_quorum:
+            follow_controllers(node, broker, config.controller_listener_names[0])
         for endpoint in config.broker_listeners():
             if config.is_kafka_protocol(endpoint):
-                kafka_listeners.append((endpoint, new_kafka_listener(endpoint, config, broker, sasl)))
+                kafka_listeners.append((endpoint, new_kafka_listener(endpoint, config, broker, sasl, metrics)))
                 continue
             listener = new_listener(endpoint, config, metrics, sasl)
             listener.services = broker.add_services(listener.server, endpoint.name)
@@ -287,6 +337,8 @@ async def serve(config: ServerConfig) -> int:
         loop.add_signal_handler(sig, stop.set)
 
     for listener in listeners:
+        if listener.ready is not None:  # grpc's servicer starts with the whole server ("") SERVING
+            await listener.health.set("", health_pb2.HealthCheckResponse.NOT_SERVING)
         await listener.server.start()
     node.start()
     if active is not None:
@@ -307,14 +359,17 @@ async def serve(config: ServerConfig) -> int:
     await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
     failure = node.failure or (broker.failure if broker is not None else None)
     log.info("node %d shutting down%s", config.node_id, f" after failure: {failure}" if failure else "")
-    if broker is not None and failure is None:
-        # While the controller moves leaderships away, followers still fetch here.
+    # A partition log directory gone offline (KIP-112) leaves the node able to hand over in order.
+    orderly = failure is None or (broker is not None and failure == broker.log_dir_offline)
+    if broker is not None and orderly:
+        # While the controller moves leaderships away, followers still fetch
+        # here (after a log directory failure they get KAFKA_STORAGE_ERROR).
         await broker.controlled_shutdown()
     for listener in listeners:
         await listener.health.enter_graceful_shutdown()
     if broker is not None:
         await broker.stop()
-    if failure is None:
+    if orderly:
         await node.resign()
     # The node first, so that nothing is stepped, written or sent while the
     # servers and the channels close.
@@ -369,7 +424,7 @@ def bind(listener: Listener) -> None:
 
 
 def new_kafka_listener(endpoint: Endpoint, config: ServerConfig, broker: BrokerServer,
-                       sasl: SaslServers) -> KafkaListener:
+                       sasl: SaslServers, metrics: Optional[NodeMetrics] = None) -> KafkaListener:
     """A Kafka-protocol listener over the broker's client services for this
     listener name (its Metadata lists this listener's endpoints), secured by
     its protocol as a gRPC listener of that name would be: the same ssl.*
@@ -380,7 +435,8 @@ def new_kafka_listener(endpoint: Endpoint, config: ServerConfig, broker: BrokerS
     security = ListenerSecurity(protocol, config.listener_ssl.get(endpoint.name),
                                 sasl.for_listener(protocol) if protocol.uses_sasl else None,
                                 config.security.max_reauth_ms)
-    return KafkaListener(endpoint.name, KafkaApis(broker.client_services(endpoint.name)),
+    timers = metrics.requests.stats if metrics is not None else None  # counted as a gRPC listener's requests
+    return KafkaListener(endpoint.name, KafkaApis(broker.client_services(endpoint.name), timers),
                          max_request_bytes=config.socket_request_max_bytes,
                          idle_timeout_ms=config.connections_max_idle_ms, security=security)
 

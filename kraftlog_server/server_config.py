@@ -38,7 +38,7 @@ from metadata_quorum.controller.controller_config import ControllerConfig
 from metadata_quorum.raft.config import KAFKA_PROPERTY_NAMES as QUORUM_PROPERTY_NAMES
 from metadata_quorum.raft.config import QuorumConfig
 from partition_log.config import LogConfig, is_log_config_key
-from kafka_protocol.addresses import format_address
+from kafka_protocol.addresses import WILDCARD_HOSTS, format_address, local_dial_host  # noqa: F401 (re-exported)
 from kafka_protocol.errors import InvalidConfigError
 from security.listeners import (LISTENER_SECURITY_PROTOCOL_MAP, SecurityProtocol, effective_protocol_map,
                                 listener_protocol)
@@ -49,6 +49,7 @@ NODE_ID = "node.id"
 PROCESS_ROLES = "process.roles"
 CLUSTER_ID = "cluster.id"
 VOTERS = "controller.quorum.voters"
+BOOTSTRAP_SERVERS = "controller.quorum.bootstrap.servers"  # KIP-853: find a dynamic quorum
 LISTENERS = "listeners"
 CONTROLLER_LISTENER_NAMES = "controller.listener.names"
 LOG_DIRS = "log.dirs"
@@ -71,6 +72,10 @@ BROKER_RACK = "broker.rack"
 # `make bench-quorum`). Not a Kafka setting; Kafka has only the former.
 STATE_MACHINE = "kraftlog.quorum.state.machine"
 STATE_MACHINES = ("metadata", "records")
+# The node's event loop: `asyncio` (the standard library's) or `uvloop`
+# (libuv's, when installed). Not a Kafka setting: the choice a JVM never has.
+EVENT_LOOP = "kraftlog.event.loop"
+EVENT_LOOPS = ("asyncio", "uvloop")
 # Where the node serves Prometheus metrics (HOST:PORT; absent or empty: no
 # metrics). Kafka has no such setting: it exposes JMX, which the Prometheus
 # JMX exporter agent turns into what this listener serves directly.
@@ -87,9 +92,9 @@ CONNECTIONS_MAX_IDLE_MS = "connections.max.idle.ms"
 DEFAULT_CONNECTIONS_MAX_IDLE_MS = 600000
 
 KNOWN_PROPERTIES = frozenset({
-    NODE_ID, PROCESS_ROLES, CLUSTER_ID, VOTERS, LISTENERS, CONTROLLER_LISTENER_NAMES,
+    NODE_ID, PROCESS_ROLES, CLUSTER_ID, VOTERS, BOOTSTRAP_SERVERS, LISTENERS, CONTROLLER_LISTENER_NAMES,
     LOG_DIRS, LOG_DIR, METADATA_LOG_DIR, MAX_BYTES_BETWEEN_SNAPSHOTS, METADATA_LOG_SEGMENT_BYTES,
-    LOG_LEVEL, LOGGER_LEVELS, STATE_MACHINE, METRICS_LISTENER, KAFKA_PROTOCOL_LISTENERS, SOCKET_REQUEST_MAX_BYTES,
+    LOG_LEVEL, LOGGER_LEVELS, STATE_MACHINE, EVENT_LOOP, METRICS_LISTENER, KAFKA_PROTOCOL_LISTENERS, SOCKET_REQUEST_MAX_BYTES,
     CONNECTIONS_MAX_IDLE_MS,
     ADVERTISED_LISTENERS, INTER_BROKER_LISTENER_NAME, BROKER_RACK,
     LISTENER_SECURITY_PROTOCOL_MAP, *NODE_SECURITY_PROPERTY_NAMES,
@@ -102,9 +107,8 @@ POSITIVE_TIMINGS = frozenset({"controller.quorum.election.timeout.ms", "controll
 ROLES = ("controller", "broker")
 LOG_LEVELS = {"DEBUG": "DEBUG", "INFO": "INFO", "WARN": "WARNING", "WARNING": "WARNING",
               "ERROR": "ERROR", "CRITICAL": "CRITICAL"}
-# Hosts on which a listener accepts connections from anywhere: such a
-# listener matches a voter entry by port alone.
-WILDCARD_HOSTS = frozenset({"", "0.0.0.0", "::"})
+# WILDCARD_HOSTS (kafka_protocol/addresses.py): a listener on one of them
+# matches a voter entry by port alone.
 
 _CLUSTER_ID = re.compile(r"[A-Za-z0-9_-]+")
 _LOGGER_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
@@ -163,6 +167,9 @@ class ServerConfig:
     # sasl.enabled.mechanisms, connections.max.reauth.ms, the authorizer's settings
     security: NodeSecuritySettings = field(compare=False)
     properties: dict[str, Any] = field(compare=False, repr=False)  # may hold ssl.key.password
+    # controller.quorum.bootstrap.servers: where a dynamic quorum (no static voters) is found.
+    quorum_bootstrap: tuple[tuple[str, int], ...] = ()
+    event_loop: str = EVENT_LOOPS[0]  # one of EVENT_LOOPS
     warnings: tuple[str, ...] = field(default=(), compare=False)
 
     @classmethod
@@ -192,6 +199,7 @@ class ServerConfig:
             process_roles=roles,
             cluster_id=cluster_id,
             voters=_voters(props),
+            quorum_bootstrap=_bootstrap_servers(props),
             listeners=listeners,
             controller_listener_names=controller_listener_names,
             log_dirs=log_dirs,
@@ -204,6 +212,7 @@ class ServerConfig:
             log_level=_log_level(props),
             logger_levels=_logger_levels(props),
             state_machine=_choice(props, STATE_MACHINE, STATE_MACHINES),
+            event_loop=_choice(props, EVENT_LOOP, EVENT_LOOPS),
             controller=ControllerConfig.from_properties(props),
             broker=BrokerConfig.from_properties({k: v for k, v in props.items() if k not in TOPIC_LOG_KEYS}),
             log_jobs=LogJobIntervals.from_properties(props),
@@ -307,20 +316,38 @@ class ServerConfig:
         return self.client_ssl(name)
 
     def voter_addresses(self) -> dict[int, str]:
-        """Node id -> HOST:PORT of every voter, for dialling it over gRPC."""
+        """Node id -> HOST:PORT of every voter, for dialling it over gRPC. A
+        dynamic quorum's are not known yet: its bootstrap servers, under the
+        negative ids the quorum transport gives them too."""
+        if self.dynamic_quorum:
+            return {-2 - i: format_address(host, port) for i, (host, port) in enumerate(self.quorum_bootstrap)}
         return {node: format_address(host, port) for node, (host, port) in self.voters.items()}
+
+    @property
+    def dynamic_quorum(self) -> bool:
+        """No static voters: the voters are in the metadata log (KIP-853)."""
+        return not self.voters
+
+    def _check_quorum_source(self, required: str) -> None:
+        if not self.voters and not self.quorum_bootstrap:
+            raise InvalidConfigError(f"{VOTERS}: {required}, unless {BOOTSTRAP_SERVERS} (HOST:PORT,...) "
+                                     "finds a dynamic quorum")
+        if self.voters and self.quorum_bootstrap:
+            raise InvalidConfigError(f"{VOTERS} and {BOOTSTRAP_SERVERS}: set one, not both (static voters, "
+                                     "or a dynamic quorum found through its bootstrap servers)")
 
     def _check_controller(self) -> None:
         endpoint = self.controller_endpoint()
         names = set(self.controller_listener_names)
-        if not self.voters:
-            raise InvalidConfigError(f"{VOTERS}: is required on a controller (ID@HOST:PORT,...)")
+        self._check_quorum_source("is required on a controller (ID@HOST:PORT,...)")
         others = [e.name for e in self.listeners if e.name not in names]
         if others and not self.is_broker:
             # A controller-only node serves nothing but the quorum (Kafka's rule too).
             raise InvalidConfigError(
                 f"{LISTENERS}: {','.join(others)} is not in {CONTROLLER_LISTENER_NAMES} "
                 "(a controller-only node has only controller listeners)")
+        if self.dynamic_quorum:
+            return  # its voters, and whether it is one, are the metadata log's business
         if self.node_id not in self.voters:
             raise InvalidConfigError(
                 f"{VOTERS}: does not include this controller's {NODE_ID} {self.node_id}")
@@ -334,8 +361,7 @@ class ServerConfig:
         if self.state_machine != STATE_MACHINES[0]:
             raise InvalidConfigError(f"{STATE_MACHINE}: a broker needs the metadata image "
                                      f"({STATE_MACHINES[0]}), not {self.state_machine}")
-        if not self.voters:
-            raise InvalidConfigError(f"{VOTERS}: is required on a broker too (it finds the controllers there)")
+        self._check_quorum_source("is required on a broker too (it finds the controllers there)")
         if not self.is_controller:
             if self.node_id in self.voters:
                 raise InvalidConfigError(f"{VOTERS}: names this broker-only node's {NODE_ID} {self.node_id} "
@@ -420,6 +446,16 @@ def _cluster_id(props: Mapping[str, Any]) -> str:
     if not _CLUSTER_ID.fullmatch(value):
         raise InvalidConfigError(f"{CLUSTER_ID}: {value!r} may hold only letters, digits, '_' and '-'")
     return value
+
+
+def _bootstrap_servers(props: Mapping[str, Any]) -> tuple[tuple[str, int], ...]:
+    servers = []
+    for entry in parse_list(props, BOOTSTRAP_SERVERS):
+        host, port = parse_host_port(BOOTSTRAP_SERVERS, entry)
+        if not host or not port:
+            raise InvalidConfigError(f"{BOOTSTRAP_SERVERS}: {entry!r} needs a host and a non-zero port")
+        servers.append((host, port))
+    return tuple(servers)
 
 
 def _voters(props: Mapping[str, Any]) -> dict[int, tuple[str, int]]:

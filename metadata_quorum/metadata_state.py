@@ -24,6 +24,12 @@ class MetadataStateMachine:
     def __init__(self) -> None:
         self.image = MetadataImage()
         self._listeners: list[DeltaListener] = []
+        # The last committed offset applied, control entries (leader changes,
+        # voter sets) included: the image's own offset stops at the last
+        # metadata record, so after a leader change it would never reach the
+        # high watermark. What a node reports as how far it has applied the
+        # log (Kafka's loader advances over control batches the same way).
+        self.committed_offset = -1
 
     def add_listener(self, listener: DeltaListener) -> None:
         """Called after every applied run with the image and what changed (never with an empty delta)."""
@@ -37,6 +43,15 @@ class MetadataStateMachine:
         if not delta.is_empty():
             for listener in self._listeners:
                 listener(image, delta)
+
+    def committed_through(self, offset: int) -> None:
+        """Everything up to `offset` is committed and applied (called by the quorum node)."""
+        self.committed_offset = max(self.committed_offset, offset)
+
+    @property
+    def applied_offset(self) -> int:
+        """How far this node has applied the metadata log: the last record, or a later control entry."""
+        return max(self.image.offset, self.committed_offset)
 
     def snapshot(self) -> bytes:
         return self.image.snapshot()

@@ -32,6 +32,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Callable, Iterable, Optional, Protocol, Sequence
 
+from partition_log import clock
+
 from .raft import (
     CommittedEntries,
     Entry,
@@ -42,10 +44,11 @@ from .raft import (
     QuorumInfo,
     RaftCore,
     Ready,
-    Snapshot,
     is_request,
 )
+from .raft.voters import Endpoint, Voter, VoterSet
 from .storage import MetadataStorage
+from kafka_protocol.errors import KafkaStorageError
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +61,9 @@ class StateMachine(Protocol):
     def snapshot(self) -> bytes: ...
 
     def load_snapshot(self, data: Optional[bytes]) -> None: ...
+
+    def committed_through(self, offset: int) -> None:
+        """Every entry up to `offset` is committed and applied, control entries included."""
 
 
 class AppendLostError(Exception):
@@ -79,7 +85,7 @@ class QuorumNode:
     def __init__(
         self,
         node_id: int,
-        voters: Iterable[int],
+        voters: Iterable[int] | VoterSet,
         cluster_id: str,
         storage: MetadataStorage,
         state_machine: StateMachine,
@@ -88,7 +94,11 @@ class QuorumNode:
         max_bytes_between_snapshots: int,
         send: Callable[[Message], None],
         rng: Optional[random.Random] = None,
+        bootstrap_ids: Iterable[int] = (),
     ) -> None:
+        """`voters`: static ids (controller.quorum.voters), or the bootstrap
+        VoterSet of a dynamic quorum (KIP-853; empty for a node that joins).
+        `bootstrap_ids`: the ids the shell gave controller.quorum.bootstrap.servers."""
         self.node_id = node_id
         self.cluster_id = cluster_id
         self.storage = storage
@@ -99,13 +109,16 @@ class QuorumNode:
         self._epoch_start = time.monotonic()
         durable = storage.durable
         self.core = RaftCore(
-            node_id, voters, cluster_id, rng or random.Random(), config, now=self.now_ms(), durable=durable
+            node_id, voters, cluster_id, rng or random.Random(), config, now=self.now_ms(), durable=durable,
+            directory_id=storage.directory_id if isinstance(voters, VoterSet) else None,
+            bootstrap_ids=bootstrap_ids,
         )
         self.core.on_transition = self._on_transition
         state_machine.load_snapshot(durable.snapshot.data if durable.snapshot else None)
         self._bytes_since_snapshot = 0
         # Committed entries handed to the state machine end here.
         self.applied_end = durable.log_start_offset
+        state_machine.committed_through(self.applied_end - 1)
         self._responses: dict[tuple[int, int], asyncio.Future[Message]] = {}
         self._waiters: list[_Waiter] = []
         self._listeners: list[Callable[[int, Sequence[Entry]], None]] = []
@@ -117,6 +130,10 @@ class QuorumNode:
         self.failure: Optional[BaseException] = None
         self._closing = False  # set by stop(): nothing more is stepped, written or sent
         self.stopped = asyncio.Event()
+        # Every voter seen in a voter set, by id: a removed voter (a leader
+        # handing over) must still be reachable while it leads.
+        self._known_voters: dict[int, Voter] = {}
+        self._remember_voters()
 
     # ------------------------------------------------------------------
     # Lifecycle
@@ -130,7 +147,7 @@ class QuorumNode:
         """A core timestamp as wall-clock milliseconds (-1 stays -1)."""
         if core_ms < 0:
             return core_ms
-        return int(time.time() * 1000) - (self.now_ms() - core_ms)
+        return clock.wall_ms() - (self.now_ms() - core_ms)
 
     def start(self) -> None:
         self._tasks = [
@@ -205,6 +222,26 @@ class QuorumNode:
         self.core.tick(self.now_ms())
         return self.core.describe_quorum()
 
+    def voter_set(self) -> VoterSet:
+        """The voter set in force here (KIP-853; a static quorum's ids without endpoints)."""
+        return self.core.voter_set
+
+    def endpoint(self, node_id: int, listener: Optional[str] = None) -> Optional[Endpoint]:
+        """Where voter `node_id` listens: in the voter set in force, else as last seen in one."""
+        found = self.core.voter_set.endpoint(node_id, listener)
+        if found is None and node_id in self._known_voters:
+            found = VoterSet([self._known_voters[node_id]]).endpoint(node_id, listener)
+        return found
+
+    def known_voter(self, node_id: int) -> Optional[Voter]:
+        return self.core.voter_set.get(node_id) or self._known_voters.get(node_id)
+
+    def _remember_voters(self) -> None:
+        voters = self.core.voter_set
+        if getattr(self, "_remembered", None) is not voters:
+            self._remembered = voters
+            self._known_voters.update((v.key.id, v) for v in voters if v.endpoints)
+
     def add_listener(self, listener: Callable[[int, Sequence[Entry]], None]) -> None:
         """Called with (base_offset, entries) for every committed run, control entries included."""
         self._listeners.append(listener)
@@ -215,6 +252,16 @@ class QuorumNode:
         Raises NotLeaderError when this node does not lead, AppendLostError
         when a leader change overwrote the records before they committed.
         """
+        base, last, committed = self.submit(records)
+        await committed
+        return base, last
+
+    def submit(self, records: Sequence[bytes]) -> tuple[int, int, "asyncio.Future[None]"]:
+        """Append through this node (the leader) without waiting: (base, last,
+        a future done once they commit). Several submits may be in flight;
+        they commit in the order submitted. Raises NotLeaderError (at once)
+        or StorageFailure; the future fails with AppendLostError or
+        StorageFailure."""
         if self.failure is not None:
             raise StorageFailure(str(self.failure))
         core = self.core
@@ -224,8 +271,7 @@ class QuorumNode:
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._waiters.append(_Waiter(last, epoch, future))
         self.drain()
-        await future
-        return last - len(records) + 1, last
+        return last - len(records) + 1, last, future
 
     # ------------------------------------------------------------------
     # Network input
@@ -271,8 +317,11 @@ class QuorumNode:
         try:
             while (ready := self.core.ready()) is not None:
                 self._handle(ready)
-        except OSError as exc:
+        except (OSError, KafkaStorageError) as exc:
+            # A failed write or fsync stops the node before anything it promised
+            # leaves (step 6 comes after): never retried, never acknowledged.
             self._fail(StorageFailure(f"metadata log I/O error: {exc}"))
+        self._remember_voters()
         self._wakeup.set()
 
     def _handle(self, r: Ready) -> None:
@@ -286,6 +335,7 @@ class QuorumNode:
             storage.log.reset_to(snapshot.snapshot_id.end_offset)
             self.state_machine.load_snapshot(snapshot.data)
             self.applied_end = snapshot.snapshot_id.end_offset
+            self.state_machine.committed_through(self.applied_end - 1)
             self._bytes_since_snapshot = 0
             log.info("node %d installed snapshot %s", self.node_id, tuple(snapshot.snapshot_id))
         if r.snapshot_to_save is not None:
@@ -315,6 +365,7 @@ class QuorumNode:
         self._bytes_since_snapshot += sum(len(data) for _, data in records)
         end = base + len(entries)
         self.applied_end = end
+        self.state_machine.committed_through(end - 1)
         if self._waiters:
             self._answer_waiters(base, entries, end)
         for listener in self._listeners:

@@ -9,8 +9,16 @@ pairs each response with its request, so the receiving shell makes up a
 correlation id of its own, and the sending shell restores addressing from
 the request it sent.
 
+Directory ids (KIP-853) are Kafka's base64url text on the wire, "" for
+unknown (None in the core). A request to a bootstrap server, whose id is
+not known (the core names it by a negative id), carries no destination_id.
+AddRaftVoter, RemoveRaftVoter and UpdateRaftVoter come from operators'
+tools, not from peers: `voter_change_from_proto` makes them core requests
+from client id -1.
+
 Checks here are only for what the core cannot be handed at all: a sender
-that is no node id, a FetchSnapshot naming no snapshot. Whatever the core
+that is no node id, a FetchSnapshot naming no snapshot, a directory id that
+is no UUID. Whatever the core
 can judge (cluster id, voter set, epochs, offsets, sizes) it answers with a
 Kafka error code, so it is passed through untouched.
 """
@@ -23,6 +31,11 @@ from google.protobuf.message import Message as PbMessage
 
 from kraftlog_api import quorum_pb2 as pb
 from metadata_quorum.raft.messages import (
+    AddVoterRequest,
+    RemoveVoterRequest,
+    UpdateVoterRequest,
+    VOTER_CHANGE_ERRORS,
+    VoterChangeResponse,
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
     EndQuorumEpochRequest,
@@ -43,6 +56,7 @@ from metadata_quorum.raft.messages import (
     VoteRequest,
     VoteResponse,
 )
+from metadata_quorum.raft.voters import Endpoint, ReplicaKey, Voter, check_directory_id
 
 # Kafka's "none" for a node id or an offset not known yet (leader_id, high_watermark).
 ABSENT = -1
@@ -126,6 +140,25 @@ _SCALARS: dict[type, dict[str, str]] = {
     FetchSnapshotRequest: {**_same("replica_id", "position", "max_bytes"), "epoch": "current_leader_epoch"},
     FetchSnapshotResponse: {**_same("size", "position"), "chunk": "unaligned_records"},
 }
+
+
+# Directory ids: None in the core, "" on the wire.
+_DIRECTORY_FIELDS: dict[type, tuple[str, ...]] = {
+    VoteRequest: ("candidate_directory_id", "voter_directory_id"),
+    BeginQuorumEpochRequest: ("voter_directory_id",),
+    FetchRequest: ("replica_directory_id",),
+    FetchSnapshotRequest: ("replica_directory_id",),
+}
+
+
+def directory_id_from_pb(text: str, field: str = "directory id") -> Optional[str]:
+    """A wire directory id as the core's (None for ""); MalformedRequest if it is no UUID."""
+    if not text:
+        return None
+    try:
+        return check_directory_id(text)
+    except ValueError as exc:
+        raise MalformedRequest(f"{field}: {exc}") from None
 
 
 # --- fields that need converting ----------------------------------------------
@@ -212,6 +245,8 @@ def _body_to_pb(message: Request | Response) -> dict[str, Any]:
     """The protobuf fields of `message` other than its envelope."""
     cls = type(message)
     fields = {pb_name: getattr(message, name) for name, pb_name in _SCALARS[cls].items()}
+    for name in _DIRECTORY_FIELDS.get(cls, ()):
+        fields[name] = getattr(message, name) or ""
     if cls in _CONVERTED:
         fields.update(_CONVERTED[cls][0](message))
     return fields
@@ -220,6 +255,8 @@ def _body_to_pb(message: Request | Response) -> dict[str, Any]:
 def _body_from_pb(cls: type, msg: PbMessage) -> dict[str, Any]:
     """The dataclass fields of a `cls` other than its envelope."""
     fields = {name: getattr(msg, pb_name) for name, pb_name in _SCALARS[cls].items()}
+    for name in _DIRECTORY_FIELDS.get(cls, ()):
+        fields[name] = directory_id_from_pb(getattr(msg, name), name)
     if cls in _CONVERTED:
         fields.update(_CONVERTED[cls][1](msg))
     return fields
@@ -245,7 +282,8 @@ def request_to_proto(req: Request) -> tuple[str, PbMessage]:
     method = _method_of(type(req))
     msg = METHODS[method].request_pb(
         cluster_id=req.cluster_id,  # type: ignore[union-attr]
-        destination_id=req.dst,
+        # A bootstrap server's id is not known (negative here): name no destination.
+        destination_id=req.dst if req.dst >= 0 else None,
         **_body_to_pb(req),
     )
     return method, msg
@@ -349,6 +387,7 @@ def _replica_to_pb(replica: ReplicaState, wall_ms: Callable[[int], int]) -> pb.R
         log_end_offset=replica.log_end_offset,
         last_fetch_timestamp=_wall(replica.last_fetch_timestamp, wall_ms),
         last_caught_up_timestamp=_wall(replica.last_caught_up_timestamp, wall_ms),
+        replica_directory_id=replica.directory_id or "",
     )
 
 
@@ -375,3 +414,59 @@ def describe_quorum_response(
     resp.observers.extend(_replica_to_pb(r, wall_ms) for r in info.observers)
     return resp
 
+
+
+# --- AddRaftVoter / RemoveRaftVoter / UpdateRaftVoter (KIP-853) -------------------
+
+VOTER_CHANGE_METHODS = ("AddRaftVoter", "RemoveRaftVoter", "UpdateRaftVoter")
+CLIENT_ID = -1  # the core's src for a request from an operator's tool
+
+
+def _endpoints_from_pb(listeners: Any) -> tuple[Endpoint, ...]:
+    endpoints = []
+    for listener in listeners:
+        if not listener.name or not listener.host or not 0 < listener.port < 65536:
+            raise MalformedRequest(f"listener {listener.name!r} {listener.host!r}:{listener.port} is not an endpoint")
+        endpoints.append(Endpoint(listener.name, listener.host, listener.port))
+    return tuple(endpoints)
+
+
+def endpoints_to_pb(endpoints: tuple[Endpoint, ...]) -> list[pb.VoterEndpoint]:
+    return [pb.VoterEndpoint(name=e.name, host=e.host, port=e.port) for e in endpoints]
+
+
+def voter_change_from_proto(
+    method: str, pb_req: PbMessage, receiver_id: int, correlation_id: int
+) -> AddVoterRequest | RemoveVoterRequest | UpdateVoterRequest:
+    """The core's request for a voter change that reached node `receiver_id`.
+
+    MalformedRequest for what no correct tool sends (a negative voter id, a
+    directory id that is no UUID, an endpoint without a host or port); the
+    rest (an unknown voter, a missing directory id) the leader judges.
+    """
+    voter_id = pb_req.voter_id  # type: ignore[attr-defined]
+    if voter_id < 0:
+        raise MalformedRequest(f"voter_id {voter_id} is not a node id")
+    key = ReplicaKey(voter_id, directory_id_from_pb(pb_req.voter_directory_id, "voter_directory_id"))  # type: ignore[attr-defined]
+    envelope = dict(src=CLIENT_ID, dst=receiver_id, correlation_id=correlation_id,
+                    cluster_id=pb_req.cluster_id)  # type: ignore[attr-defined]
+    if method == "RemoveRaftVoter":
+        _expect(pb_req, pb.RemoveRaftVoterRequest)
+        return RemoveVoterRequest(voter=key, **envelope)  # type: ignore[arg-type]
+    voter = Voter(key, _endpoints_from_pb(pb_req.listeners))  # type: ignore[attr-defined]
+    if method == "AddRaftVoter":
+        _expect(pb_req, pb.AddRaftVoterRequest)
+        timeout = pb_req.timeout_ms  # type: ignore[attr-defined]
+        if timeout < 0:
+            raise MalformedRequest(f"timeout_ms {timeout} is negative")
+        return AddVoterRequest(voter=voter, timeout_ms=timeout, **envelope)  # type: ignore[arg-type]
+    _expect(pb_req, pb.UpdateRaftVoterRequest)
+    return UpdateVoterRequest(voter=voter, **envelope)  # type: ignore[arg-type]
+
+
+def voter_change_response_to_proto(resp: VoterChangeResponse) -> pb.RaftVoterChangeResponse:
+    assert resp.error in VOTER_CHANGE_ERRORS, resp.error
+    return pb.RaftVoterChangeResponse(
+        error_code=resp.error.code, error_message=resp.error_message,
+        leader_id=_absent_to_pb(resp.leader_id), leader_epoch=resp.epoch,
+    )

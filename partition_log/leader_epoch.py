@@ -35,13 +35,17 @@ class EpochEntry:
 
 class LeaderEpochCache:
     def __init__(self, directory: Path) -> None:
-        self.path = directory / FILE_NAME
+        self.directory = directory  # the log's own Path, shared; `path` is made on use
         try:
             rows = read_checkpoint(self.path, 0, 2)
         except ValueError as exc:
             raise KafkaStorageError(str(exc)) from exc
         self.entries: list[EpochEntry] = [EpochEntry(int(e), int(o)) for e, o in rows or []]
         self.unsynced = False  # entries not yet written and fsynced (sync=False)
+
+    @property
+    def path(self) -> Path:
+        return self.directory / FILE_NAME
 
     @property
     def latest_epoch(self) -> int:

@@ -22,7 +22,6 @@ import logging
 import os
 import re
 import shutil
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterator, Optional
@@ -34,10 +33,13 @@ from kafka_protocol.errors import (InvalidRecordError, KafkaStorageError, Messag
 from kafka_protocol.records import decode_batch
 from kafka_protocol.wording import counted
 
+from . import clock
 from . import producer_snapshot as snapshots
+from .checkpoint import fsync_dir
 from .config import LogConfig
 from .index import IndexCorruptError
 from .leader_epoch import LeaderEpochCache
+from .log_dir_failure import LogDirFailure, guarded
 from .segment import BatchPosition, LogSegment
 from .segment_handles import SegmentHandles
 from .txn_index import AbortedTxn
@@ -51,7 +53,7 @@ Clock = Callable[[], int]
 
 
 def wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
+    return clock.wall_ms()  # the one wall clock, skewable by the chaos testbed
 
 
 def parse_partition_dir(name: str) -> tuple[str, int]:
@@ -85,13 +87,21 @@ class LoadReport:
     rebuilt_txn_indexes: bool = False  # the .txnindex files were rebuilt from the log's markers
 
 
+# Every new log's report, shared (a broker creating 100,000 replicas keeps one,
+# not 100,000); a report is read, never changed.
+NEW_LOG = LoadReport(new_log=True)
+
+
 class Log:
     def __init__(self, directory: Path, config: LogConfig, *, recovery_point: int = 0,
                  log_start_offset: int = 0, clean_shutdown: bool = False, clock: Clock = wall_clock_ms,
-                 handles: SegmentHandles | None = None, high_watermark: int = 0) -> None:
+                 handles: SegmentHandles | None = None, high_watermark: int = 0,
+                 dir_failure: LogDirFailure | None = None) -> None:
         """`handles`: the bound on open segment files shared with other logs (LogManager's);
-        `high_watermark`: a checkpointed one, capped into [log start, log end]."""
-        self.directory = Path(directory)
+        `high_watermark`: a checkpointed one, capped into [log start, log end];
+        `dir_failure`: shared by the logs of one log directory (log_dir_failure.py)."""
+        self.directory = directory if isinstance(directory, Path) else Path(directory)  # the caller's, not a copy
+        self.dir_failure = dir_failure or LogDirFailure(self.directory)
         self.handles = handles
         self.topic, self.partition = parse_partition_dir(self.directory.name)
         self.config = config
@@ -116,6 +126,7 @@ class Log:
         self.txn_index_damaged = False
         self._unflushed_batches = 0
         self._last_flush_ms = clock()
+        self._new_files = False  # a segment was created since the last flush: its folder's entry needs an fsync
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
             if not os.access(self.directory, os.R_OK | os.W_OK | os.X_OK):
@@ -150,6 +161,7 @@ class Log:
         (its descriptor is opened by the first append or read)."""
         seg = self._new_segment(base_offset)
         seg.create()
+        self._new_files = True
         return seg
 
     def _set_segments(self, segments: list[LogSegment]) -> None:
@@ -194,7 +206,7 @@ class Log:
             # A new log: one empty segment, nothing to recover, read or fsync
             # (a broker creating thousands of partitions pays no disk flush each).
             self._set_segments([self._create_segment(self.log_start_offset)])
-            report = LoadReport(new_log=True)
+            report = NEW_LOG
         self._log_end_offset = self.active_segment.base_offset if report.new_log else \
             max(self.active_segment.load_tail(), self.active_segment.base_offset)
         self.recovery_point = min(max(self.recovery_point, 0), self._log_end_offset)
@@ -317,6 +329,7 @@ class Log:
             # older batch INVALID_RECORD (an unknown magic is CORRUPT_MESSAGE).
             raise InvalidRecordError(*exc.args) from None
 
+    @guarded
     def append_as_leader(self, data: bytes | bytearray | memoryview, leader_epoch: int, *,
                          validated: list[tuple[int, b.BatchHeader]] | None = None) -> AppendInfo:
         """Append producer batches: checks, then offsets and the leader epoch are
@@ -337,6 +350,7 @@ class Log:
         self.leader_epochs.assign(leader_epoch, self._log_end_offset)
         return self._append(chunks, len(view), stamped)
 
+    @guarded
     def append_as_follower(self, data: bytes | bytearray | memoryview) -> AppendInfo:
         """Append batches fetched from the leader, keeping their offsets and epochs."""
         headers = self._validate(data, require_dense=False)
@@ -387,6 +401,7 @@ class Log:
                 or last_offset - seg.base_offset > INT32_MAX):
             self.roll()
 
+    @guarded
     def roll(self) -> LogSegment:
         """Seal the active segment and start a new one at the log end offset."""
         if self.active_segment.size == 0:
@@ -410,6 +425,7 @@ class Log:
         if self._unflushed_batches and now - self._last_flush_ms >= self.config.flush_ms:
             self.flush()
 
+    @guarded
     def flush(self) -> None:
         """fsync every segment holding data past the recovery point (and
         first the leader epochs its batches carry). Nothing to do when
@@ -421,6 +437,11 @@ class Log:
             next_base = self._next_base(seg)
             if next_base is None or next_base > self.recovery_point:
                 seg.flush()
+        if self._new_files:
+            # A new segment's data is durable only with its name: after a power
+            # loss an fsynced file whose folder entry was not is gone.
+            fsync_dir(self.directory)
+            self._new_files = False
         self.recovery_point = self._log_end_offset
         self._unflushed_batches = 0
         self._last_flush_ms = self.clock()
@@ -443,7 +464,13 @@ class Log:
                 f"offset {offset} is outside [{self.log_start_offset}, {self._log_end_offset}] "
                 f"of {self.topic}-{self.partition}")
         if offset == self._log_end_offset:
+            if self.dir_failure.reason is not None:  # inline, not @guarded: every caught-up fetch comes here
+                raise KafkaStorageError(self.dir_failure.reason)
             return b""  # a caught-up reader (every idle follower, each fetch): no index, no file
+        return self._read(offset, max_bytes, max_offset, min_one_batch)
+
+    @guarded
+    def _read(self, offset: int, max_bytes: int, max_offset: int | None, min_one_batch: bool) -> bytes | memoryview:
         i = max(0, bisect.bisect_right(self._bases, offset) - 1)
         for seg in self.segments[i:]:
             found = seg.read(offset, max_bytes, max_offset, min_one_batch)
@@ -507,6 +534,7 @@ class Log:
         return False
 
     # -- truncation ----------------------------------------------------------
+    @guarded
     def truncate_to(self, offset: int) -> int:
         """Drop every batch at or after the one holding `offset` (follower
         divergence). Returns the new log end offset."""
@@ -529,6 +557,7 @@ class Log:
         self._after_truncation()
         return self._log_end_offset
 
+    @guarded
     def truncate_fully_and_start_at(self, offset: int) -> None:
         """Empty the log and start it at `offset` (a follower far behind the
         leader's log start): every segment, index and snapshot goes."""
@@ -550,6 +579,7 @@ class Log:
             self.first_unstable_offset = None  # the broker sets it again from its reloaded state
 
     # -- retention -----------------------------------------------------------
+    @guarded
     def delete_old_segments(self) -> int:
         """Retention: delete whole segments past retention.ms or retention.bytes,
         never the active segment and never data above the high watermark.
@@ -618,6 +648,7 @@ class Log:
         self._delete_snapshots_below(self.log_start_offset)
         return count
 
+    @guarded
     def advance_log_start_offset(self, offset: int) -> None:
         """DeleteRecords: records below `offset` become unreadable at once;
         their segments go at the next retention pass."""
@@ -628,6 +659,7 @@ class Log:
             self.leader_epochs.truncate_from_start(offset)
 
     # -- segment swap (used by the cleaner) ----------------------------------
+    @guarded
     def replace_segments(self, cleaned: LogSegment, old: list[LogSegment]) -> None:
         """Swap `cleaned` in for `old` so that a crash at any point leaves either
         the old segments or the cleaned one (completed by `_complete_swap`)."""
@@ -642,6 +674,7 @@ class Log:
         self._set_segments(remaining + [cleaned])
 
     # -- transactions: aborted-transaction indexes -----------------------------
+    @guarded
     def append_aborted_txn(self, entry: AbortedTxn) -> None:
         """Index an aborted transaction whose ABORT marker was just appended
         (so it lies in the active segment). Entries come in marker order."""
@@ -749,7 +782,12 @@ class Log:
     def close(self) -> None:
         """Flush and trim the active segment's indexes: the files are as Kafka
         leaves them after a clean shutdown. The broker's snapshot of the
-        producer state at the log end is written first (snapshot_listener)."""
+        producer state at the log end is written first (snapshot_listener).
+        In an offline directory only the descriptors close: nothing is written."""
+        if self.dir_failure.offline:
+            for seg in self.segments:
+                seg.close()
+            return
         if self.snapshot_listener is not None:
             self.snapshot_listener(self._log_end_offset)
         self.flush()

@@ -7,6 +7,7 @@ The only parsing is of 61-byte batch headers, to find batch boundaries.
 from __future__ import annotations
 
 import os
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -19,6 +20,7 @@ from .txn_index import TxnIndex
 
 OFFSET_DIGITS = 20
 _IOV_MAX = 512  # buffers per gather write, below the kernel's IOV_MAX of 1024
+TAIL_BATCHES = 64  # the last batches appended whose positions a segment keeps (translate_offset)
 
 
 def segment_name(base_offset: int) -> str:
@@ -49,7 +51,6 @@ class LogSegment:
         self.base_offset = base_offset
         self.suffix = suffix
         stem = segment_name(base_offset)
-        self.log_path = directory / f"{stem}.log{suffix}"
         self.offset_index = OffsetIndex(directory / f"{stem}.index{suffix}", base_offset, max_index_bytes)
         self.time_index = TimeIndex(directory / f"{stem}.timeindex{suffix}", base_offset, max_index_bytes)
         self.txn_index = TxnIndex(directory / f"{stem}.txnindex{suffix}", base_offset)
@@ -63,8 +64,18 @@ class LogSegment:
         self.bytes_since_last_index_entry = 0
         self._max_timestamp: tuple[int, int] | None = None  # (timestamp, offset), loaded lazily
         self._first_batch_timestamp: int | None = None
+        # The last batches appended, back to back up to the end of the file:
+        # followers and tailing consumers fetch there, and find their batch
+        # here instead of reading headers from the last index entry on.
+        self._tail: deque[BatchPosition] = deque(maxlen=TAIL_BATCHES)
 
     # -- files ---------------------------------------------------------------
+    @property
+    def log_path(self) -> Path:
+        """Made on each use: a broker holds a segment per replica, often
+        100,000 of them, and a kept Path costs ~300 bytes each."""
+        return self.directory / f"{segment_name(self.base_offset)}.log{self.suffix}"
+
     @property
     def fd(self) -> int:
         """The .log file's descriptor, opened on first use. Use it at once and
@@ -129,7 +140,7 @@ class LogSegment:
         stem = segment_name(self.base_offset)
         new_log = self.directory / f"{stem}.log{suffix}"
         os.replace(self.log_path, new_log)
-        self.log_path = new_log
+        self.suffix = suffix  # log_path follows it
         for index, ext in ((self.offset_index, "index"), (self.time_index, "timeindex")):
             target = self.directory / f"{stem}.{ext}{suffix}"
             if index.path.exists():
@@ -137,7 +148,6 @@ class LogSegment:
             else:
                 index.path = target
         self.txn_index.rename(self.directory / f"{stem}.txnindex{suffix}")
-        self.suffix = suffix
 
     # -- timestamps ----------------------------------------------------------
     @property
@@ -194,6 +204,7 @@ class LogSegment:
         ts, ts_offset = self.max_timestamp_and_offset
         for bp in batches:
             h = bp.header
+            self._tail.append(BatchPosition(start + bp.position, h))
             if self._first_batch_timestamp is None and start + bp.position == 0:
                 self._first_batch_timestamp = h.max_timestamp
             if h.max_timestamp > ts:
@@ -214,6 +225,14 @@ class LogSegment:
 
     def translate_offset(self, offset: int, start_position: int = 0) -> BatchPosition | None:
         """The first batch at or after `start_position` whose last offset >= `offset`."""
+        tail = self._tail
+        if tail and tail[0].header.base_offset <= offset:  # in the tail, or past the end
+            found = None
+            for bp in reversed(tail):
+                if bp.header.last_offset < offset or bp.position < start_position:
+                    break
+                found = bp
+            return found
         entry = self.offset_index.lookup(offset)
         position = max(start_position, entry[1] if entry else 0)
         while position < self.size:
@@ -289,6 +308,7 @@ class LogSegment:
         self._max_timestamp = (b.NO_TIMESTAMP, self.base_offset)
         self._first_batch_timestamp = None
         self.bytes_since_last_index_entry = 0
+        self._tail.clear()
         self.size = os.fstat(self.fd).st_size
         position, next_offset, reason = 0, self.base_offset, None
         while position < self.size:
@@ -331,6 +351,7 @@ class LogSegment:
         removed = self.size - found.position
         os.ftruncate(self.fd, found.position)
         self.size = found.position
+        self._tail.clear()
         self.offset_index.truncate_to(offset)
         self.time_index.truncate_to(offset)
         self.txn_index.truncate_to(offset)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from kafka_protocol.errors import KafkaStorageError
 
-from .index import IndexCorruptError
+from .index import IndexCorruptError, StrPath
 
 ENTRY = struct.Struct(">hqqqq")
 ENTRY_SIZE = ENTRY.size  # 34
@@ -72,8 +72,9 @@ def collect(entries: list[AbortedTxn], fetch_offset: int,
 
 
 class TxnIndex:
+    path = StrPath()
     def __init__(self, path: Path, base_offset: int = 0) -> None:
-        self.path = Path(path)
+        self.path = path  # kept as a str (StrPath)
         self.base_offset = base_offset
         self._entries: list[AbortedTxn] | None = None  # loaded on first use
         self._unflushed = False

@@ -16,17 +16,16 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Optional
 
-import numpy as np
 import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     ArrayType, BinaryType, IntegerType, LongType, StringType, StructField, StructType, TimestampType,
 )
 
-from client.read_committed import AbortedTransactions
+from kafka_protocol.read_committed import AbortedTransactions
 from kafka_protocol.records import iter_batches
 
-from .columnar_records import decode_columns
+from kafka_protocol.columnar_records import decode_columns, record_batch, rows_batch
 
 from .range_fetch import FetchedChunk
 
@@ -62,22 +61,9 @@ def chunk_to_arrow(chunk: FetchedChunk, topic: str, partition: int,
                              aborted=chunk.aborted)
     if columns is None:
         return _record_at_a_time(chunk, topic, partition, include_headers)
-    count = len(columns.offsets)
-    if not count:
+    if not len(columns.offsets):
         return None
-    schema = arrow_schema(include_headers)
-    arrays = [
-        columns.keys,
-        columns.values,
-        pa.repeat(pa.scalar(topic, pa.string()), count),
-        pa.array(np.full(count, partition, dtype=np.int32)),
-        pa.array(columns.offsets),
-        pa.array(columns.timestamps_ms * 1000, pa.timestamp("us", tz="UTC")),
-        pa.array(columns.log_append_time.astype(np.int32)),
-    ]
-    if include_headers:
-        arrays.append(columns.headers)
-    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+    return record_batch(columns, topic, partition, include_headers)
 
 
 def _record_at_a_time(chunk: FetchedChunk, topic: str, partition: int,
@@ -107,17 +93,4 @@ def _record_at_a_time(chunk: FetchedChunk, topic: str, partition: int,
                     headers.append([{"key": k, "value": v} for k, v in r.headers])
     if not offsets:
         return None
-    count = len(offsets)
-    schema = arrow_schema(include_headers)
-    columns = [
-        pa.array(keys, pa.binary()),
-        pa.array(values, pa.binary()),
-        pa.array([topic] * count, pa.string()),
-        pa.array(np.full(count, partition, dtype=np.int32)),
-        pa.array(offsets, pa.int64()),
-        pa.array(np.asarray(stamps, dtype=np.int64) * 1000, pa.timestamp("us", tz="UTC")),
-        pa.array(types, pa.int32()),
-    ]
-    if include_headers:
-        columns.append(pa.array(headers, schema.field("headers").type))
-    return pa.RecordBatch.from_arrays(columns, schema=schema)
+    return rows_batch(topic, partition, keys, values, offsets, stamps, types, headers if include_headers else None)

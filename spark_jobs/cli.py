@@ -15,7 +15,8 @@ from security.client_security import CLIENT_SECURITY_KEYS
 from .options import parse_security
 
 app = typer.Typer(name="spark", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
-                  help="Stream processing on Spark over kraftlog topics (local[2] unless --master).")
+                  help="Stream processing on Spark over kraftlog topics (local[2] unless --master, or "
+                       "spark-submit's --master under spark-submit).")
 
 Bootstrap = Annotated[Optional[str], typer.Option("--bootstrap", metavar="HOST:PORT[,...]",
                                                   help="Brokers (default: $KRAFTLOG_BOOTSTRAP).")]
@@ -23,7 +24,9 @@ CommandConfig = Annotated[Optional[Path], typer.Option(
     "--command-config", metavar="FILE", show_default=False,
     help="Client settings in a Java properties file, with Kafka's names: security.protocol, ssl.*, sasl.* "
          "(the job's kraftlog.security.protocol, ... options).")]
-Master = Annotated[str, typer.Option("--master", help="Spark master URL.")]
+Master = Annotated[Optional[str], typer.Option("--master", show_default=False, help=(
+    "Spark master URL, e.g. spark://HOST:7077 (default: spark-submit's --master when run by spark-submit, "
+    "else local[2])."))]
 AvailableNow = Annotated[bool, typer.Option("--available-now", help="Process what is there now, then stop "
                                                                     "(Trigger.AvailableNow).")]
 Timeout = Annotated[Optional[float], typer.Option("--timeout", metavar="SECONDS", help="Stop after this long.")]
@@ -76,7 +79,7 @@ def wordcount_command(
     source: Annotated[str, typer.Argument(help="Topic of text lines.")],
     table: Annotated[str, typer.Option("--table", help="Compacted topic of the counts (created if missing).")],
     checkpoint: Annotated[str, typer.Option("--checkpoint", help="Spark checkpoint directory.")],
-    bootstrap: Bootstrap = None, command_config: CommandConfig = None, master: Master = "local[2]",
+    bootstrap: Bootstrap = None, command_config: CommandConfig = None, master: Master = None,
     available_now: AvailableNow = False, timeout: Timeout = None,
     top: Annotated[int, typer.Option("--top", help="Then print the N most frequent words, rebuilt from the "
                                                    "table topic.")] = 10,
@@ -99,7 +102,7 @@ def enrich_command(
     reference: Annotated[str, typer.Option("--reference", help="Compacted topic of reference data by key.")],
     output: Annotated[str, typer.Option("--output", help="Topic of the enriched events (created if missing).")],
     checkpoint: Annotated[str, typer.Option("--checkpoint", help="Spark checkpoint directory.")],
-    bootstrap: Bootstrap = None, command_config: CommandConfig = None, master: Master = "local[2]",
+    bootstrap: Bootstrap = None, command_config: CommandConfig = None, master: Master = None,
     available_now: AvailableNow = False, timeout: Timeout = None,
 ) -> None:
     """Stream-table join: events joined by key with the latest reference value, to an output topic."""
@@ -121,7 +124,7 @@ def sql_command(
                                                                    "value column) instead of the console.")] = None,
     checkpoint: Annotated[Optional[str], typer.Option("--checkpoint", help="With --stream: checkpoint "
                                                                            "directory.")] = None,
-    bootstrap: Bootstrap = None, command_config: CommandConfig = None, master: Master = "local[2]",
+    bootstrap: Bootstrap = None, command_config: CommandConfig = None, master: Master = None,
     available_now: AvailableNow = False, timeout: Timeout = None,
     json_out: Annotated[bool, typer.Option("--json", help="Batch: one JSON object a row.")] = False,
 ) -> None:

@@ -32,17 +32,29 @@ from .options import cluster_options, parse_security
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 TOPIC_ALREADY_EXISTS = "TOPIC_ALREADY_EXISTS"
 Settings = Optional[Mapping[str, str]]  # a client's security.protocol, ssl.*, sasl.* (None: plaintext)
+DEFAULT_MASTER = "local[2]"
+# Set by spark-submit for the Python driver it starts: its JVM, which holds spark-submit's --master.
+GATEWAY_PORT_ENV = "PYSPARK_GATEWAY_PORT"
 
 
-def session(app_name: str, master: str = "local[2]"):  # type: ignore[no-untyped-def]
+def started_by_spark_submit() -> bool:
+    return GATEWAY_PORT_ENV in os.environ
+
+
+def session(app_name: str, master: Optional[str] = None):  # type: ignore[no-untyped-def]
     """A SparkSession whose Python workers use this interpreter, with RocksDB
-    state and the kraftlog source registered."""
+    state and the kraftlog source registered. `master` None: spark-submit's
+    (its --master; a master set here would override it), or local[2] when
+    this process was not started by spark-submit."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     from . import register
 
-    spark = (SparkSession.builder.master(master).appName(app_name)
+    builder = SparkSession.builder
+    if master is not None or not started_by_spark_submit():
+        builder = builder.master(master or DEFAULT_MASTER)
+    spark = (builder.appName(app_name)
              .config("spark.ui.enabled", "false")
              .config("spark.sql.shuffle.partitions", "4")
              .config("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)

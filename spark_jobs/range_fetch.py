@@ -59,7 +59,7 @@ class FetchedChunk:
     position: int
     end: int
     # read_committed: the answer's aborted transactions, (producer id, first
-    # offset), whose batches the decoder drops (client/read_committed.py); None: read_uncommitted.
+    # offset), whose batches the decoder drops (kafka_protocol/read_committed.py); None: read_uncommitted.
     aborted: Optional[tuple[tuple[int, int], ...]] = None
 
 

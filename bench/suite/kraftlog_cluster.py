@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import asyncio
 import time
+import urllib.request
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from bench import cluster as cluster_bench
 from bench.bench_results import percentile
@@ -25,13 +28,17 @@ from client.consumer import Consumer, TopicPartition
 from client.producer import AsyncProducer
 from devcluster.local_cluster import KAFKA_CLIENTS_PROPERTIES, LocalCluster
 from devcluster.local_processes import wait_until
+from kraftlog_server.metrics.loop_lag import NAME as LOOP_LAG
+from kafka_protocol.batch import iter_headers
 
 from . import REPO_ROOT
 
 PARTITIONS = 6
 CHUNK = 1000  # records queued between two turns of the event loop
+ARROW_ROWS = 100_000  # rows per produce_arrow() call and at most per poll_arrow()
 PRODUCER_SETTINGS = {"batch.size": 65536, "linger.ms": 5, "max.in.flight.requests.per.connection": 5}
 LATENCY_LINGER_MS = 1
+REQUEST_TIME = "kafka_network_requestmetrics_totaltimems"
 
 
 def local_yaml_defaults() -> dict[str, Any]:
@@ -40,11 +47,15 @@ def local_yaml_defaults() -> dict[str, Any]:
     return {**defaults, **cluster_bench.PROPERTIES, "kraftlog.log.level": "WARNING"}
 
 
-def start_cluster(directory: Path, brokers: int) -> LocalCluster:
+def start_cluster(directory: Path, brokers: int, properties: Optional[dict[str, Any]] = None,
+                  combined: bool = False) -> LocalCluster:
     """3 controllers + 3 brokers (deploy/local.yaml), or 1 + 1; topics rf1 (and rf3 with 3 brokers).
-    Every broker has a second listener, CLIENTS, speaking Kafka's binary protocol (kafka_bootstrap())."""
-    cluster = LocalCluster(directory, controllers=3 if brokers == 3 else 1, brokers=brokers,
-                           properties={**local_yaml_defaults(), **KAFKA_CLIENTS_PROPERTIES},
+    Every broker has a second listener, CLIENTS, speaking Kafka's binary protocol (kafka_bootstrap()).
+    `properties` are added to every node's; `combined`: `brokers` broker,controller nodes instead
+    (half the processes: bench/produce_latency.py)."""
+    shape = {"combined": brokers} if combined else {"controllers": 3 if brokers == 3 else 1, "brokers": brokers}
+    cluster = LocalCluster(directory, **shape,
+                           properties={**local_yaml_defaults(), **KAFKA_CLIENTS_PROPERTIES, **(properties or {})},
                            client_listener="PLAINTEXT")
     try:
         cluster.start()
@@ -117,6 +128,41 @@ class ProduceJob(_ProducerJob):
 
 
 @dataclass
+class ArrowProduceJob(_ProducerJob):
+    """produce_arrow(): the records as pyarrow tables of ARROW_ROWS rows, built before the clock starts."""
+    bootstrap: str
+    topic: str
+    records: int
+    value_bytes: int
+    acks: str
+    seconds: float
+
+    def settings(self) -> dict[str, Any]:
+        return {"acks": self.acks, "enable.idempotence": False}
+
+    async def prepare(self) -> None:
+        import pyarrow as pa
+        await super().prepare()
+        rows = min(ARROW_ROWS, self.records)
+        self._table = pa.table({"value": pa.array([bytes(self.value_bytes)] * rows, pa.binary())})
+        await self._producer.produce_arrow(self.topic, self._table.slice(0, 10))  # compiles or loads the kernel
+
+    async def run(self) -> dict[str, Any]:
+        producer = self._producer
+        deadline = time.monotonic() + self.seconds
+        sent = 0
+        while sent < self.records and time.monotonic() < deadline:
+            await producer.wait_for_room()
+            table = self._table.slice(0, min(self._table.num_rows, self.records - sent))
+            await producer.produce_arrow(self.topic, table)
+            sent += table.num_rows
+            await asyncio.sleep(0)  # let the sender drain
+        undelivered = await producer.flush(timeout=300)
+        errors = producer.metrics()["record-error-total"]
+        return {"records": sent - errors - undelivered, "errors": errors, "undelivered": undelivered}
+
+
+@dataclass
 class LatencyJob(_ProducerJob):
     """Records at a fixed rate (in 1 ms ticks); each record's time from produce() to its acknowledgement."""
     bootstrap: str
@@ -138,37 +184,53 @@ class LatencyJob(_ProducerJob):
                     latencies.append(time.monotonic() - sent_at)
             return done
 
-        started = time.monotonic()
+        started, (ran_from, waited_from) = time.monotonic(), schedstat()
         sent = 0
+        lags: list[float] = []  # the client's own scheduling delay: how late each 1 ms tick woke
         while (now := time.monotonic()) - started < self.seconds:
             for _ in range(int((now - started) * self.rate) - sent):
                 producer.produce(self.topic, value).add_done_callback(acknowledged_since(time.monotonic()))
                 sent += 1
+            slept_from = time.monotonic()
             await asyncio.sleep(0.001)
+            lags.append(max(time.monotonic() - slept_from - 0.001, 0.0))
+        ran, waited = (now - then for now, then in zip(schedstat(), (ran_from, waited_from)))
         await producer.flush(timeout=120)
-        ordered = sorted(latencies)
+        ordered, lags = sorted(latencies), sorted(lags)
         ms = {f"p{name}_ms": percentile(ordered, q) * 1000 for name, q in (("50", .5), ("99", .99), ("99.9", .999))}
-        return {"records": len(ordered), "target_rate": self.rate, **ms}
+        client_lag = {f"client_lag_p{name}_ms": percentile(lags, q) * 1000 for name, q in (("50", .5), ("99", .99))}
+        return {"records": len(ordered), "target_rate": self.rate, **ms, **client_lag,
+                "client_ran_s": ran, "client_runqueue_wait_s": waited}
 
 
 @dataclass
 class ConsumeJob:
-    """The consumer, assigned every partition, from the beginning: decoded records until `records`."""
+    """The consumer, assigned every partition, from the beginning: decoded records until `records`;
+    `arrow`: decoded into Arrow rows by poll_arrow() instead of ConsumerRecords by poll()."""
     bootstrap: str
     topic: str
     records: int
     seconds: float
+    arrow: bool = False
 
     async def prepare(self) -> None:
         self._consumer = Consumer({"bootstrap.servers": self.bootstrap, "auto.offset.reset": "earliest",
                                    "max.poll.records": 10_000})
         self._consumer.assign([TopicPartition(self.topic, p) for p in range(PARTITIONS)])
+        if self.arrow:  # the compiled decode loaded (or compiled) before the clock starts
+            from kafka_protocol.columnar_records import decode_columns
+            from kafka_protocol.records import Record, encode_batch
+            decode_columns(encode_batch([Record(None, b"warm-up", 0)]), 0, 1, need_headers=False)
 
     async def run(self) -> dict[str, Any]:
         read = 0
         deadline = time.monotonic() + self.seconds
-        while read < self.records and time.monotonic() < deadline:
-            read += len(self._consumer.poll(1.0))
+        if self.arrow:
+            while read < self.records and time.monotonic() < deadline:
+                read += self._consumer.poll_arrow(1.0, max_records=ARROW_ROWS).num_rows
+        else:
+            while read < self.records and time.monotonic() < deadline:
+                read += len(self._consumer.poll(1.0))
         return {"records": read}
 
     async def close(self) -> None:
@@ -176,9 +238,92 @@ class ConsumeJob:
             await asyncio.to_thread(self._consumer.close)
 
 
-def raw_fetch_mb_per_s(cluster: LocalCluster, topic: str) -> float:
-    """Fetch RPCs straight to the leaders, batches left undecoded (bench/cluster.py)."""
-    return cluster_bench.consume_throughput(cluster, topic)["fetched_mb_per_s"]
+Buckets = dict[float, float]  # le -> cumulative samples
+
+
+def histogram_buckets(address: str, name: str, **labels: str) -> Buckets:
+    with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    return {float(s.labels["le"]): s.value for f in text_string_to_metric_families(text) if f.name == name
+            for s in f.samples if s.name == name + "_bucket"
+            and all(s.labels.get(k) == v for k, v in labels.items())}
+
+
+# What is pooled over the nodes: the event-loop lag (s) and the brokers' time per Produce (ms, the
+# client's wait minus its own queueing and the network) and per follower Fetch.
+HISTOGRAMS = {"lag": (LOOP_LAG, {}), "produce": (REQUEST_TIME, {"request": "Produce"}),
+              "follower_fetch": (REQUEST_TIME, {"request": "FetchFollower"})}
+
+
+def scrape_histograms(cluster: Any) -> dict[str, dict[int, Buckets]]:
+    return {key: {node: histogram_buckets(address, name, **labels)
+                  for node, address in cluster.metrics_addresses.items()}
+            for key, (name, labels) in HISTOGRAMS.items()}
+
+
+def quantile_bound(buckets: Buckets, q: float) -> float:
+    """The upper bound of the bucket holding the q-quantile (seconds; inf past the last)."""
+    ordered = sorted(buckets.items())
+    total = ordered[-1][1] if ordered else 0
+    for le, count in ordered:
+        if total and count >= q * total:
+            return le
+    return float("nan")
+
+
+def pooled_delta(after: dict[int, Buckets], before: dict[int, Buckets]) -> Buckets:
+    """The samples every node took between two scrapes, pooled."""
+    pooled: Counter[float] = Counter()
+    for node, buckets in after.items():
+        for le, count in buckets.items():
+            pooled[le] += count - before[node].get(le, 0)
+    return dict(pooled)
+
+
+def schedstat(pid: int | str = "self") -> tuple[float, float]:
+    """(seconds run, seconds waited runnable on a run queue) of the process's main thread, from the
+    kernel (/proc/PID/schedstat): the machine's share of the scheduling delay, apart from our own."""
+    ran_ns, waited_ns, _ = Path(f"/proc/{pid}/schedstat").read_text().split()
+    return int(ran_ns) / 1e9, int(waited_ns) / 1e9
+
+
+def raw_fetch_mb_per_s(cluster: LocalCluster, topic: str, *, in_flight: bool = False) -> float:
+    """Fetch RPCs straight to the leaders, batches left undecoded: one fetch
+    at a time (bench/cluster.py, the suite's row), or every partition's fetch
+    in flight at once (`in_flight`: bench/raw_fetch.py compares the two; not
+    yet the row's, its gain unproven on a loaded machine)."""
+    if not in_flight:
+        return cluster_bench.consume_throughput(cluster, topic)["fetched_mb_per_s"]
+    return fetch_all_in_flight(cluster, topic)["fetched_mb_per_s"]
+
+
+def fetch_all_in_flight(cluster: LocalCluster, topic: str) -> dict[str, Any]:
+    """As bench/cluster.consume_throughput, but with one Fetch in flight per
+    partition (several per leader connection): each leader reads and frames
+    one answer while gRPC moves another and this process walks a third, where
+    one fetch at a time leaves all but one of them idle."""
+    led = cluster_bench.leaders(cluster, topic)
+    positions = dict.fromkeys(led, 0)
+    fetched_bytes = records = 0
+    started = time.monotonic()
+    pending = set(led)
+    while pending:
+        calls = {partition: cluster.broker_stub(led[partition]).Fetch.future(
+                     cluster_bench.raw_fetch_request(topic, partition, positions[partition]), timeout=30)
+                 for partition in pending}
+        for partition, call in calls.items():
+            data = call.result().responses[0].partitions[0].records
+            if not data:
+                pending.discard(partition)
+                continue
+            fetched_bytes += len(data)
+            last = None
+            for _, header in iter_headers(data, validate=False):
+                last = header
+                records += header.records_count
+            positions[partition] = last.last_offset + 1
+    elapsed = time.monotonic() - started
+    return {"records": records, "fetched_mb_per_s": round(fetched_bytes / elapsed / 1e6, 2)}
 
 
 def partition_failover_s(cluster: LocalCluster, topic: str, trials: int) -> list[float]:

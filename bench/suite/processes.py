@@ -12,6 +12,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,11 @@ def missing(program: str, modules: Mapping[str, str] = {}) -> Optional[str]:  # 
         if importlib.util.find_spec(module) is None:
             return f"{package} is not installed (pip install -e '.[bench]')"
     return None
+
+
+def py_spy() -> str:
+    """py-spy for the benches' profiles: the one on PATH, else the venv's (bench-deps installs it)."""
+    return shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
 
 
 @dataclass

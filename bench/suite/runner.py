@@ -167,22 +167,42 @@ class Suite:
                                    f"{records:,} records within {s.run_seconds:g}s")
             return rate
 
+        def produce_arrow(bootstrap: str) -> None:
+            done = run_jobs([kl.ArrowProduceJob(bootstrap, "rf1", s.records, VALUE_BYTES, "1", s.run_seconds)],
+                            s.run_seconds, list(servers[bootstrap].pids.values()))
+            self.throughput("kraftlog.produce.arrow.rf1_acks1.1p", f"{label}, produce_arrow(), 1 producer",
+                            "kraftlog", done, VALUE_BYTES, split=True)
+
         def rf3_and_latency() -> None:
             rate = produce("rf3_all_idem.1p", "kraftlog RF3 acks=all idempotent, 1 producer", main, "rf3", "all",
                            True, 1, VALUE_BYTES, s.records)
             target = max(1.0, rate * LATENCY_LOAD)
+            before = kl.scrape_histograms(cluster)
             done = run_jobs([kl.LatencyJob(main, "rf3", target, s.latency_seconds, VALUE_BYTES)],
                             s.latency_seconds + 120)
+            after = kl.scrape_histograms(cluster)
             [worker] = done["workers"]
             for p in ("50", "99", "99.9"):
                 add(f"kraftlog.latency.rf3_all.p{p}", f"kraftlog produce latency p{p}, RF3 acks=all at 20% of max",
                     "ms", "kraftlog", worker[f"p{p}_ms"])
+            # The scheduling delay beside it (issue 21 target 3): the servers' event-loop lag (bucket bounds)
+            # and the client's own.
+            lag = kl.pooled_delta(after["lag"], before["lag"])
+            for p, q in (("50", .5), ("99", .99)):
+                add(f"kraftlog.latency.rf3_all.server_loop_lag.p{p}", f"servers' event-loop lag p{p} (at most) "
+                    "during the latency run", "ms", "kraftlog", kl.quantile_bound(lag, q) * 1000)
+            add("kraftlog.latency.rf3_all.client_loop_lag.p99", "client's event-loop lag p99 during the latency run",
+                "ms", "kraftlog", worker["client_lag_p99_ms"])
 
         def consume() -> None:
             done = run_jobs([kl.ConsumeJob(main, "rf3", s.records, s.run_seconds)], s.run_seconds,
                             list(cluster.pids.values()))
             self.throughput("kraftlog.consume.decoded", "kraftlog consumer, decoded records", "kraftlog", done,
                             VALUE_BYTES, split=True)
+            done = run_jobs([kl.ConsumeJob(main, "rf3", s.records, s.run_seconds, arrow=True)], s.run_seconds,
+                            list(cluster.pids.values()))
+            self.throughput("kraftlog.consume.arrow", "kraftlog consumer, poll_arrow() into Arrow rows", "kraftlog",
+                            done, VALUE_BYTES, split=True)
             add("kraftlog.fetch.raw", "kraftlog raw Fetch (batches undecoded)", "MB/s", "kraftlog",
                 kl.raw_fetch_mb_per_s(cluster, "rf3"))
 
@@ -196,6 +216,7 @@ class Suite:
             ("kraftlog RF1 acks=1, 1 KiB", lambda: produce(
                 "rf1_acks1.1p_1KiB", f"{label}, 1 producer, 1 KiB", main, "rf1", "1", False, 1, VALUE_1K,
                 s.records_1k)),
+            ("kraftlog RF1 acks=1, produce_arrow(), 1 producer", lambda: produce_arrow(main)),
             ("kraftlog RF1 acks=1, one-broker cluster", lambda: produce(
                 "rf1_acks1.1p_one_broker", f"{label}, 1 producer, one-broker cluster", one, "rf1", "1", False, 1,
                 VALUE_BYTES, s.records)),

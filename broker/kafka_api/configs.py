@@ -54,7 +54,8 @@ def synonym_name(resource_type: int, config: bpb.DescribeConfigsResponse.Config)
     """The setting a value comes from: a topic's own override, else the
     broker setting the topic setting falls back to."""
     definition = TOPIC_CONFIG_DEFS.get(config.name)
-    if resource_type != TOPIC or config.config_source == DYNAMIC_TOPIC_CONFIG or definition is None:
+    if (resource_type != TOPIC or config.config_source == DYNAMIC_TOPIC_CONFIG or definition is None
+            or definition.broker_key is None):
         return config.name
     return definition.broker_key
 

@@ -72,17 +72,29 @@ def _whole_body(kind: type, buf: BytesLike, offset: int) -> Any:
     return body
 
 
-# (api key, version) -> the bytes a client nobody here wrote leaves after a
-# request of that version, accepted (Kafka's broker ignores what follows a
-# request in its frame). librdkafka (2.x, up to 2.16) ends its
-# AlterUserScramCredentials v0 with a second empty tagged-field buffer.
-KNOWN_TRAILERS: dict[tuple[int, int], bytes] = {
-    (51, 0): b"\x00",  # AlterUserScramCredentials
+# (api key, version) -> the bytes a client nobody here wrote may leave after
+# a request of that version, accepted (Kafka's broker ignores what follows a
+# request in its frame); any other leftover is refused.
+# - librdkafka (2.x, up to 2.16) ends its AlterUserScramCredentials v0 with
+#   a second empty tagged-field buffer.
+# - librdkafka's all-topics Metadata from v9 on leaves its topic array's
+#   4-byte count placeholder unfinalized: Kafka (and kio) read its first
+#   byte as a null array (all topics) and the next three as
+#   allow_auto_topic_creation, include_topic_authorized_operations and the
+#   tagged fields, all false or empty, so the real three (two booleans and
+#   an empty tag buffer) are left over. Seen with librdkafka 2.16's
+#   Producer.list_topics(); this listener serves Metadata up to v12, and only
+#   v11-12 have that layout (v9-10 carry a fourth field and fail to parse).
+_BOOLS = (b"\x00", b"\x01")
+KNOWN_TRAILERS: dict[tuple[int, int], frozenset[bytes]] = {
+    (51, 0): frozenset({b"\x00"}),  # AlterUserScramCredentials
+    **{(3, version): frozenset(auto + authorized + b"\x00" for auto in _BOOLS for authorized in _BOOLS)
+       for version in (11, 12)},  # Metadata
 }
 
 
 def _known_quirk(api_key: int, api_version: int, rest: BytesLike) -> bool:
-    return KNOWN_TRAILERS.get((api_key, api_version)) == bytes(rest)
+    return bytes(rest) in KNOWN_TRAILERS.get((api_key, api_version), ())
 
 
 class EncodedResponse(NamedTuple):

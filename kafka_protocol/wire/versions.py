@@ -15,7 +15,7 @@ stops at 6: 7 brings the max-timestamp query (-3) the broker does not answer.
 """
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any, Mapping, NamedTuple, Optional
 
 from kio.index import load_response_schema
 
@@ -36,6 +36,8 @@ CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS = 19, 20, 37
 DESCRIBE_CONFIGS, INCREMENTAL_ALTER_CONFIGS = 32, 44
 DESCRIBE_CLUSTER, OFFSET_FOR_LEADER_EPOCH, ELECT_LEADERS = 60, 23, 43
 DELETE_RECORDS = 21
+# Reassignments (broker/kafka_api/reassignments.py).
+ALTER_PARTITION_REASSIGNMENTS, LIST_PARTITION_REASSIGNMENTS = 45, 46
 # Transactions (broker/kafka_api/transactions.py; FindCoordinator is with the groups).
 ADD_PARTITIONS_TO_TXN, ADD_OFFSETS_TO_TXN, END_TXN = 24, 25, 26
 DESCRIBE_TRANSACTIONS, LIST_TRANSACTIONS, DESCRIBE_PRODUCERS = 65, 66, 61
@@ -87,6 +89,10 @@ ADVERTISED: dict[int, ApiRange] = {
     ELECT_LEADERS: ApiRange("ElectLeaders", 0, 2),
     # DeleteRecords: librdkafka asks 0-2, kafka-python 3 0-2 (Kafka 4 serves 0-2 too).
     DELETE_RECORDS: ApiRange("DeleteRecords", 0, 2),
+    # Reassignments (KIP-455): every version there is (kafka-python 3 asks for
+    # them all). AlterPartitionReassignments 1 adds KIP-860's allow_replication_factor_change.
+    ALTER_PARTITION_REASSIGNMENTS: ApiRange("AlterPartitionReassignments", 0, 1),
+    LIST_PARTITION_REASSIGNMENTS: ApiRange("ListPartitionReassignments", 0, 0),
     # Transactions as Kafka clients run them (transaction version 1):
     # librdkafka sends AddPartitionsToTxn 0, AddOffsetsToTxn 0, EndTxn 0-1;
     # kafka-python 3 caps all three at 3. AddPartitionsToTxn 4+ is the
@@ -142,10 +148,17 @@ def is_served(api_key: int, api_version: int) -> bool:
     return served is not None and served.min_version <= api_version <= served.max_version
 
 
-def api_versions_response(version: int, error_code: int = 0) -> Any:
+FEATURES_FROM = 3  # ApiVersions carries the feature levels (KIP-584) from v3, as tagged fields
+
+
+def api_versions_response(version: int, error_code: int = 0, features: Optional[Mapping[str, Any]] = None) -> Any:
     """The ApiVersions answer of `version` listing every served API
-    (UNSUPPORTED_VERSION answers in v0, whatever the client asked for)."""
+    (UNSUPPORTED_VERSION answers in v0, whatever the client asked for).
+    `features` (v3+): supported_features [{name, min_version, max_version}],
+    finalized_features [{name, max_version_level, min_version_level}] and
+    finalized_features_epoch, as kafka-features.sh describe reads them."""
+    extra = dict(features) if features is not None and version >= FEATURES_FROM else {}
     return build(load_response_schema(API_VERSIONS, version), {
         "error_code": error_code, "throttle_time": 0,
         "api_keys": [{"api_key": key, "min_version": r.min_version, "max_version": r.max_version}
-                     for key, r in sorted(ADVERTISED.items())]})
+                     for key, r in sorted(ADVERTISED.items())], **extra})

@@ -1,6 +1,8 @@
 """`kraftlog cluster up|status|down`: a local cluster from one YAML file,
 each node a background `kraftlog server` process (see deploy/README.md);
-`kraftlog cluster describe`: any running cluster's brokers as a broker sees them."""
+`kraftlog cluster roll`: restart its nodes one at a time (devcluster/roll.py);
+`kraftlog cluster describe`: any running cluster's brokers as a broker sees them;
+`kraftlog cluster unregister --id N`: a decommissioned broker's registration removed."""
 from __future__ import annotations
 
 import json
@@ -12,9 +14,11 @@ from rich import box
 from rich.table import Table
 
 from client.admin import describe_cluster
+from client.reassignments import unregister_broker
+from kafka_protocol.errors import InvalidConfigError
 
 from .common import BootstrapOption, CommandConfigOption, JsonOption, connect, output_console, print_json
-from kraftlog_server.server_config import WILDCARD_HOSTS, format_address
+from kraftlog_server.server_config import format_address, local_dial_host
 
 if TYPE_CHECKING:
     from devcluster import launcher
@@ -71,6 +75,54 @@ def up(
                    f"bootstrap: {launcher.broker_bootstrap(plans)}")
 
 
+@cluster_app.command("render")
+def render(
+    config: ClusterFile,
+    out: Annotated[Path, typer.Option("--out", metavar="DIR", help="Where to write node-<id>.yaml per node.",
+                                      show_default=False)],
+    data_dir: Annotated[str, typer.Option("--data-dir", metavar="DIR",
+                                          help="log.dirs on each node's host: DIR/node-<id>.")] = "/var/lib/kraftlog",
+    config_dir: Annotated[str, typer.Option(
+        "--config-dir", metavar="DIR", help="Where the files go on each host (TLS certificates: DIR/certs/).")]
+        = "/etc/kraftlog",
+    node_id: Annotated[Optional[int], typer.Option(
+        "--node-id", metavar="ID", show_default=False,
+        help="Write only this node's file (every node is still checked): what one host renders for itself.")]
+        = None,
+) -> None:
+    """Write one node file per node, for nodes on their own hosts: listeners,
+    advertised listeners at each node's `host`, the quorum, data and certificate
+    paths. Nothing is written if a node's file would not start (see deploy/README.md)."""
+    from pathlib import PurePosixPath
+
+    from devcluster import launcher, render as rendering
+    try:
+        spec = launcher.parse_cluster(config.read_text(encoding="utf-8"))
+        nodes = rendering.render_nodes(spec, PurePosixPath(data_dir), PurePosixPath(config_dir))
+    except InvalidConfigError as exc:
+        raise InvalidConfigError(f"{config}: {exc.args[0] if exc.args else exc}") from None
+    if node_id is not None:
+        nodes = tuple(node for node in nodes if node.node_id == node_id)
+        if not nodes:
+            raise InvalidConfigError(f"{config}: --node-id: no node {node_id} in the file")
+        if spec.quorum == launcher.DYNAMIC:  # each host would make directory ids of its own
+            raise InvalidConfigError(f"{config}: --node-id: a dynamic quorum is rendered for every node at once, "
+                                     "so that every controller is formatted with the same --initial-controllers")
+    # One host rendering its own file makes no certificates: a CA per host would trust no other.
+    certificates = spec.tls and node_id is None
+    rendering.write_rendered(nodes, out, str(config), certificates, PurePosixPath(config_dir))
+    for node in nodes:
+        formatted = f", format first: {out / node.format_file_name}" if node.dynamic else ""
+        typer.echo(f"node {node.node_id} ({','.join(node.config.process_roles)}) on {node.host}: "
+                   f"{out / node.file_name}{formatted}")
+    if certificates:
+        typer.echo(f"certificates: {out / launcher.CERTS_DIR} (give each host ca.pem and its node-<id>.pem; "
+                   "keep ca.key off the nodes)")
+    elif spec.tls:
+        typer.echo(f"no certificates written (--node-id): put the CA's ca.pem and node-{node_id}.pem "
+                   f"in {config_dir}/certs/")
+
+
 @cluster_app.command("status")
 def status(
     config: ClusterFile,
@@ -119,6 +171,34 @@ def down(
         raise typer.Exit(1)
 
 
+@cluster_app.command("roll")
+def roll(
+    config: ClusterFile,
+    data_dir: DataDir = None,
+    brokers_only: Annotated[bool, typer.Option("--brokers-only", help="Restart only the nodes with the broker role.")] = False,
+    controllers_only: Annotated[bool, typer.Option(
+        "--controllers-only", help="Restart only the nodes with the controller role.")] = False,
+    timeout: Annotated[float, typer.Option(
+        "--timeout", help="Seconds each restarted node has to bring the cluster back to health.")] = 120.0,
+) -> None:
+    """Restart the nodes one at a time (controllers first, the active one last;
+    then brokers), each only once the last is back, the quorum stable and
+    caught up and no partition under-replicated (devcluster/roll.py). Exits 1
+    where the cluster does not get healthy in time; the rest stay untouched."""
+    from devcluster import launcher, roll as rolling
+    if brokers_only and controllers_only:
+        typer.echo("kraftlog cluster roll: --brokers-only and --controllers-only exclude each other", err=True)
+        raise typer.Exit(2)
+    plans = launcher.plan_cluster(config, data_dir)
+    try:
+        report = rolling.roll(plans, timeout_s=timeout, brokers_only=brokers_only,
+                              controllers_only=controllers_only, on_event=typer.echo)
+    except rolling.RollError as exc:
+        typer.echo(f"kraftlog cluster roll: {exc}", err=True)
+        raise typer.Exit(1) from None
+    typer.echo(f"rolled {len(report.nodes)} node(s) in {report.seconds:.1f}s")
+
+
 @cluster_app.command("describe")
 def describe(as_json: JsonOption = False, bootstrap: BootstrapOption = None,
                  command_config: CommandConfigOption = None) -> None:
@@ -141,6 +221,20 @@ def describe(as_json: JsonOption = False, bootstrap: BootstrapOption = None,
     console.print(table)
 
 
+@cluster_app.command("unregister")
+def unregister(
+    broker_id: Annotated[int, typer.Option("--id", help="The broker to unregister.", show_default=False)],
+    bootstrap: BootstrapOption = None,
+    command_config: CommandConfigOption = None,
+) -> None:
+    """Remove a decommissioned broker's registration (Kafka's kafka-cluster.sh unregister): move
+    its partitions away first (reassign-partitions) and stop it; a broker still running
+    registers again. It leaves every ISR and leadership it still has."""
+    with connect(bootstrap, command_config) as cluster:
+        unregister_broker(cluster, broker_id)
+    print(f"Broker {broker_id} is no longer registered.")
+
+
 def _node_status(plan: launcher.NodePlan) -> dict[str, Any]:
     from devcluster import launcher
     pid = launcher.read_pid(plan)
@@ -161,9 +255,7 @@ def _metrics_url(plan: launcher.NodePlan) -> str | None:
     if plan.config.metrics_listener is None:
         return None
     host, port = plan.config.metrics_listener
-    if host in WILDCARD_HOSTS:
-        host = "::1" if host == "::" else "127.0.0.1"
-    return f"http://{format_address(host, port)}/metrics"
+    return f"http://{format_address(local_dial_host(host), port)}/metrics"
 
 
 def _data_dir(config: Path, data_dir: Path | None) -> Path:

@@ -24,6 +24,9 @@ CommandConfigOption = Annotated[Optional[Path], typer.Option(
     help="Client settings in a Java properties file, with Kafka's names: security.protocol, ssl.*, sasl.*.")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON for scripts instead of a table.")]
 BOOTSTRAP_SERVERS = "bootstrap.servers"
+# The node file `kraftlog server` and `kraftlog health` read without --config
+# (the container image sets it: deploy/Dockerfile).
+NODE_CONFIG_ENV = "KRAFTLOG_NODE_CONFIG"
 
 
 def read_client_file(path: Optional[Path], option: str) -> dict[str, str]:

@@ -4,7 +4,10 @@ its first start, with the first super user's SCRAM credentials:
 
     kraftlog storage format --config node.yaml --add-scram 'SCRAM-SHA-512=[name=admin,password=admin-secret]'
 
-The rest of kafka-storage (random-uuid, info) comes with issue 20.
+A dynamic quorum's first controllers (KIP-853) are formatted with the same
+`--initial-controllers 1@host1:9093:DIRID1,2@host2:9093:DIRID2,...` (directory
+ids from `kraftlog storage random-uuid`), or one with `--standalone`; a
+controller that will join later is formatted with neither.
 """
 from __future__ import annotations
 
@@ -40,6 +43,12 @@ def format_command(
     ignore_formatted: Annotated[bool, typer.Option(
         "--ignore-formatted", "-g", help="Leave a directory formatted for this node as it is, without error.")
     ] = False,
+    initial_controllers: Annotated[Optional[str], typer.Option(
+        "--initial-controllers", "-I", metavar="ID@HOST:PORT:DIRECTORY_ID,...",
+        help="A dynamic quorum's first voters (the same list on each of them); this node takes its "
+             "directory id from its entry.", show_default=False)] = None,
+    standalone: Annotated[bool, typer.Option(
+        "--standalone", "-s", help="A dynamic quorum of this controller alone (others join later).")] = False,
 ) -> None:
     """Write meta.properties and bootstrap.checkpoint into the node's metadata.log.dir."""
     loaded = ServerConfig.load(config)
@@ -47,10 +56,21 @@ def format_command(
     # Imported here: hashing and the storage layer are only needed by this command.
     from kraftlog_server.storage_format import format_storage
 
-    outcome = format_storage(loaded, scram, cluster_id=cluster_id, ignore_formatted=ignore_formatted)
+    outcome = format_storage(loaded, scram, cluster_id=cluster_id, ignore_formatted=ignore_formatted,
+                             initial_controllers=initial_controllers, standalone=standalone)
     if not outcome.formatted:
         print(f"All of the log directories are already formatted ({outcome.directory}).")
         return
     users = f" with {outcome.credentials} SCRAM credential{'s' * (outcome.credentials != 1)}" \
         if outcome.credentials else ""
-    print(f"Formatting {outcome.directory}{users}.")
+    voters = "" if outcome.voters is None else \
+        f" with initial voters {','.join(str(v.key) for v in outcome.voters)}"
+    print(f"Formatting {outcome.directory}{users}{voters} (directory.id {outcome.directory_id}).")
+
+
+@storage_app.command("random-uuid")
+def random_uuid() -> None:
+    """Print a new random UUID in Kafka's base64url form (a cluster id or a directory id)."""
+    from metadata_quorum.storage.meta_properties import new_directory_id
+
+    print(new_directory_id())

@@ -22,7 +22,7 @@ import grpc
 from prometheus_client.core import CounterMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.utils import floatToGoString
 
-from broker.service import SERVICE as BROKER_SERVICE
+from kraftlog_api import broker_pb2
 from kafka_protocol.errors import error_name
 
 # Upper bounds of the latency buckets, in milliseconds: from an in-memory
@@ -30,7 +30,8 @@ from kafka_protocol.errors import error_name
 LATENCY_BUCKETS_MS = (0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0,
                       1000.0, 2500.0, 5000.0, 10000.0, 30000.0)
 BUCKET_LABELS = (*map(floatToGoString, LATENCY_BUCKETS_MS), "+Inf")
-BROKER_FETCH = f"/{BROKER_SERVICE.full_name}/Fetch"
+# From the descriptor, not broker.service: a controller-only node never loads the broker.
+BROKER_FETCH = f"/{broker_pb2.DESCRIPTOR.services_by_name['KafkaBroker'].full_name}/Fetch"
 # Services that are not Kafka requests: grpc.health.v1, grpc.reflection.*.
 UNMEASURED_PREFIX = "/grpc."
 

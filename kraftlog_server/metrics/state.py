@@ -2,9 +2,12 @@
 
 Each collector reads the objects the node runs on (the replica manager,
 the metadata image, the Raft core) at scrape time, so nothing is counted
-twice and nothing costs anything between scrapes. Scrapes are served on
-the node's event loop (exposition.py), so these reads never race the
-code that changes the state.
+twice and nothing costs anything between scrapes. What cannot be read
+off the state - bytes moved, leaders elected - is counted where it
+happens, as plain integers (broker/replica_manager.py TrafficStats, the
+active controller's `elections`), and read here the same way. Scrapes
+are served on the node's event loop (exposition.py), so these reads never
+race the code that changes the state.
 
 Names are those of the Prometheus JMX exporter over Kafka's MBeans with
 lowercaseOutputName, as Strimzi's dashboards use them: MBean
@@ -14,18 +17,27 @@ counter, raft-metrics' `current-leader` kafka_server_raftmetrics_current_leader.
 """
 from __future__ import annotations
 
+import os
+import shutil
 from collections import Counter
-from typing import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from broker.server import BrokerServer
+from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.image.model import NO_LEADER
 from metadata_quorum.metadata_state import MetadataStateMachine
 from metadata_quorum.node import QuorumNode
 
+if TYPE_CHECKING:  # a controller-only node never loads the broker's code (nor numba)
+    from broker.replication_quota import ReplicationQuotas
+    from broker.server import BrokerServer
+
 REPLICA_MANAGER = "kafka_server_replicamanager_"
+TOPIC_METRICS = "kafka_server_brokertopicmetrics_"
 CONTROLLER = "kafka_controller_kafkacontroller_"
+CONTROLLER_STATS = "kafka_controller_controllerstats_"
 RAFT = "kafka_server_raftmetrics_"
 
 # Kafka's BrokerState values (org.apache.kafka.metadata.BrokerState).
@@ -36,11 +48,36 @@ def gauge(name: str, documentation: str, value: float) -> GaugeMetricFamily:
     return GaugeMetricFamily(name, documentation, value=value)
 
 
-class BrokerCollector:
-    """kafka.server:type=ReplicaManager and BrokerState, from this broker's replicas."""
+def counter(name: str, documentation: str, value: float) -> CounterMetricFamily:
+    return CounterMetricFamily(name, documentation, value=value)
 
-    def __init__(self, broker: BrokerServer) -> None:
+
+def last_applied_offset(node: QuorumNode) -> int:
+    """The offset of the last committed metadata log entry this node has
+    applied, control entries included (a new quorum leader's LeaderChange
+    is no record of the image), as Kafka's controllers count them: caught
+    up, it is the last committed offset, high watermark - 1."""
+    return node.applied_end - 1
+
+
+def unusable_log_dirs(directories: Iterable[Path]) -> int:
+    """Log directories this process cannot write to now: gone, not a
+    directory, or not writable - a file system the kernel remounted
+    read-only after disk errors shows here (access() says EROFS even to
+    root). One access() per directory per scrape."""
+    return sum(not (os.path.isdir(d) and os.access(d, os.W_OK | os.X_OK)) for d in directories)
+
+
+class BrokerCollector:
+    """kafka.server:type=ReplicaManager and BrokerState from this broker's
+    replicas; BrokerTopicMetrics (all topics) from the counters the produce
+    and fetch paths keep (broker/replica_manager.py TrafficStats); the
+    metadata offset applied here; LogManager's offline log directories, and
+    the partitions' bytes and their disk's space (kraftlog's own)."""
+
+    def __init__(self, broker: BrokerServer, node: QuorumNode) -> None:
         self.broker = broker
+        self.node = node  # the broker's observer of the metadata quorum
 
     def collect(self) -> Iterator[Metric]:
         replicas = self.broker.replicas
@@ -65,14 +102,67 @@ class BrokerCollector:
         yield gauge(REPLICA_MANAGER + "offlinereplicacount",
                     "Replicas on this broker whose log could not be opened", len(replicas.offline))
         updates = self.broker.isr_updates
-        yield CounterMetricFamily(REPLICA_MANAGER + "isrshrinks",
-                                  "ISR shrinks of partitions led here, accepted by the controller", value=updates.shrinks)
-        yield CounterMetricFamily(REPLICA_MANAGER + "isrexpands",
-                                  "ISR expansions of partitions led here, accepted by the controller",
-                                  value=updates.expands)
+        yield counter(REPLICA_MANAGER + "isrshrinks", "ISR shrinks of partitions led here, accepted by the controller",
+                      updates.shrinks)
+        yield counter(REPLICA_MANAGER + "isrexpands",
+                      "ISR expansions of partitions led here, accepted by the controller", updates.expands)
+        yield from replication_throttle_metrics(replicas.replication_quotas)
         state = STARTING if not self.broker.published else RECOVERY if self.broker.lifecycle.fenced else RUNNING
         yield gauge("kafka_server_kafkaserver_brokerstate",
                     "1 starting (catching up with the metadata log), 2 recovery (fenced), 3 running", state)
+        yield gauge("kafka_server_brokermetadatametrics_last_applied_record_offset",
+                    "Offset of the last metadata log entry applied here", last_applied_offset(self.node))
+        yield from self._storage()
+        yield from self._traffic()
+
+    def _storage(self) -> Iterator[Metric]:
+        log_dir = self.broker.logs.log_dir
+        yield gauge("kafka_log_logmanager_offlinelogdirectorycount",
+                    "Log directories of this broker it cannot write to (missing, not writable, read-only)",
+                    unusable_log_dirs((log_dir,)))
+        yield gauge("kraftlog_log_size_bytes", "Bytes of the segment files of the partitions on this broker",
+                    sum(p.log.size_in_bytes for p in self.broker.replicas.partitions.values()))
+        try:
+            disk = shutil.disk_usage(log_dir)
+        except OSError:
+            return  # the directory is gone: offlinelogdirectorycount says so
+        yield gauge("kraftlog_log_dir_free_bytes", "Bytes free on the file system of this broker's log directory",
+                    disk.free)
+        yield gauge("kraftlog_log_dir_total_bytes", "Size of the file system of this broker's log directory",
+                    disk.total)
+
+    def _traffic(self) -> Iterator[Metric]:
+        traffic = self.broker.replicas.traffic
+        yield counter(TOPIC_METRICS + "bytesin", "Bytes appended by this broker as leader", traffic.bytes_in)
+        yield counter(TOPIC_METRICS + "messagesin", "Records appended by this broker as leader", traffic.messages_in)
+        yield counter(TOPIC_METRICS + "bytesout", "Record bytes this broker answered to consumers' fetches",
+                      traffic.bytes_out)
+        yield counter(TOPIC_METRICS + "replicationbytesin", "Bytes this broker appended as follower",
+                      traffic.replication_bytes_in)
+        yield counter(TOPIC_METRICS + "replicationbytesout", "Record bytes this broker answered to followers' fetches",
+                      traffic.replication_bytes_out)
+
+
+def replication_throttle_metrics(quotas: ReplicationQuotas) -> Iterator[Metric]:
+    """KIP-73: Kafka's LeaderReplication/FollowerReplication byte-rate, and
+    kraftlog's counters of throttled bytes, held-back partitions and the
+    fetcher's waits, by side."""
+    now = quotas.clock()
+    throttled = CounterMetricFamily("kraftlog_replication_throttled_bytes",
+                                    "Bytes of throttled replicas sent (leader) or fetched (follower)", labels=["side"])
+    held = CounterMetricFamily("kraftlog_replication_throttle_held_back",
+                               "Partition reads (leader) or fetches (follower) held back over the throttle rate",
+                               labels=["side"])
+    for side, quota in (("leader", quotas.leader), ("follower", quotas.follower)):
+        yield gauge(f"kafka_server_{side}replication_byte_rate",
+                    f"Measured byte rate of the {side} replication throttle", quota.rate.measure(now))
+        throttled.add_metric([side], quota.throttled_bytes)
+        held.add_metric([side], quota.held_back)
+    yield throttled
+    yield held
+    yield CounterMetricFamily("kraftlog_replication_throttle_wait_seconds",
+                              "Time the replica fetcher slept with every partition held back by the throttle",
+                              value=quotas.follower_wait_s)
 
 
 class ControllerCollector:
@@ -82,9 +172,10 @@ class ControllerCollector:
     the same on each (aggregate them with max, not sum); only
     ActiveControllerCount tells the active one."""
 
-    def __init__(self, node: QuorumNode, metadata: MetadataStateMachine) -> None:
+    def __init__(self, node: QuorumNode, metadata: MetadataStateMachine, elections: Counter) -> None:
         self.node = node
         self.metadata = metadata
+        self.elections = elections  # ElectionKind -> leaders elected while this node was the active controller
 
     def collect(self) -> Iterator[Metric]:
         image = self.metadata.image
@@ -105,10 +196,16 @@ class ControllerCollector:
         yield gauge(CONTROLLER + "fencedbrokercount", "Registered brokers that are fenced", fenced)
         yield gauge(CONTROLLER + "activebrokercount", "Registered brokers that are unfenced",
                     len(image.brokers) - fenced)
-        yield gauge(CONTROLLER + "lastappliedrecordoffset", "Offset of the last metadata record applied here",
-                    image.offset)
+        yield gauge(CONTROLLER + "lastappliedrecordoffset", "Offset of the last metadata log entry applied here",
+                    last_applied_offset(self.node))
         yield gauge(CONTROLLER + "lastcommittedrecordoffset", "Offset of the last committed metadata record",
                     self.node.high_watermark() - 1)
+        yield counter(CONTROLLER_STATS + "leaderelections",
+                      "Partition leaders elected by this node as the active controller (clean, unclean, preferred)",
+                      sum(self.elections.values()))
+        yield counter(CONTROLLER_STATS + "uncleanleaderelections",
+                      "Partition leaders this node elected from outside the ISR as the active controller",
+                      self.elections[mpb.ELECTION_UNCLEAN])
 
 
 class RaftCollector:

@@ -23,14 +23,16 @@ transactions describe-producers`) then tells which partition and producer.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from broker.server import BrokerServer
 from broker.transactions.records import TxnState
 
 from .state import gauge
+
+if TYPE_CHECKING:  # a controller-only node never loads the broker's code (nor numba)
+    from broker.server import BrokerServer
 
 COORDINATOR = "kraftlog_transaction_coordinator_"
 PARTITION = "kraftlog_transaction_partition_"

@@ -8,6 +8,7 @@ controller, as one decision (one Raft entry), led by a marker record:
 
     FeatureLevelRecord  name=kraftlog.bootstrap, level 1   (first, always)
     UserScramCredentialRecord ...                          (salted and hashed, never a password)
+    FeatureLevelRecord  name=metadata.version, ...         (levels finalized at format time, if any)
 
 The marker is what makes it happen once: the image keeps it among its
 features (and snapshots carry it), and a controller appends only while its
@@ -30,6 +31,7 @@ from typing import Iterable, Sequence
 
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
+from metadata_quorum.features import SUPPORTED, is_internal
 from metadata_quorum.image import MetadataImage
 
 from security.scram_credentials import ScramMechanism
@@ -40,7 +42,9 @@ from .scram_credentials import upsertion_record
 
 BOOTSTRAP_FEATURE = "kraftlog.bootstrap"
 BOOTSTRAP_LEVEL = 1
-_ALLOWED = ("user_scram_credential",)
+# Feature levels too: what `kraftlog storage format --release-version/--feature`
+# finalizes from the first start (metadata_quorum/features.py).
+_ALLOWED = ("user_scram_credential", "feature_level")
 
 
 def bootstrap_marker() -> mpb.MetadataRecord:
@@ -69,13 +73,20 @@ def bootstrap_records(upsertions: Iterable[cpb.AlterUserScramCredentialsRequest.
 
 
 def check_bootstrap_records(records: Sequence[mpb.MetadataRecord]) -> None:
-    """ValueError unless the records are the marker and then only SCRAM credentials."""
+    """ValueError unless the records are the marker and then only SCRAM
+    credentials and feature levels this software supports."""
     if not records or records[0] != bootstrap_marker():
         raise ValueError(f"the first record is not the {BOOTSTRAP_FEATURE} marker")
     for i, record in enumerate(records[1:], 1):
         kind = record.WhichOneof("record")
         if kind not in _ALLOWED:
             raise ValueError(f"record {i} is a {kind}; only {', '.join(_ALLOWED)} records are bootstrapped")
+        if kind == "feature_level":
+            level = record.feature_level
+            supported = SUPPORTED.get(level.name)
+            if supported is None or is_internal(level.name) or not supported.supports(level.feature_level):
+                raise ValueError(f"record {i} finalizes {level.name[:64]} at level {level.feature_level}, "
+                                 "which this software does not support")
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from metadata_quorum.image import MetadataImage
 
 from .controller_config import ControllerConfig
 from .errors import ControllerError, Error
+from .features import check_registration
 from .heartbeats import BrokerHeartbeats
 from .partitions import check_broker_epoch, elect_offline, move_away
 from .result import ControllerResult
@@ -50,6 +51,7 @@ def register(
         broker_epoch=epoch,
         endpoints=request.listeners,
         fenced=True,
+        features=request.features,
     )
     if request.HasField("rack"):
         record.rack = request.rack
@@ -75,6 +77,7 @@ def _validate_registration(
     for listener in request.listeners:
         if not listener.name or not 0 <= listener.port <= MAX_PORT:
             raise ControllerError(Error.INVALID_REQUEST, f"bad listener {listener.name!r} port {listener.port}")
+    check_registration(image, request)
     existing = image.brokers.get(request.broker_id)
     if (existing is not None and existing.incarnation_id != request.incarnation_id
             and not existing.fenced and not heartbeats.session_expired(request.broker_id, now_ms)):
@@ -136,6 +139,29 @@ def heartbeat(
     response.is_caught_up = caught_up
     response.is_fenced = fenced
     response.should_shut_down = should_shut_down
+    return ControllerResult(records, response)
+
+
+def unregister(image: MetadataImage, config: ControllerConfig, request: cpb.UnregisterBrokerRequest,
+               node_id: int) -> ControllerResult:
+    """Kafka's UnregisterBroker: the broker leaves every ISR and leadership,
+    then its registration goes (UnregisterBrokerRecord).
+
+    Allowed whatever the broker's state, as in Kafka: decommissioning is
+    moving its replicas away first (reassignment), shutting it down, then
+    this. A broker still running registers again at its next heartbeat.
+    Replica lists still naming it are left as they are (Kafka leaves them
+    too): those partitions stay under-replicated until they are reassigned.
+    """
+    response = cpb.UnregisterBrokerResponse(controller_id=node_id)
+    broker = image.brokers.get(request.broker_id)
+    if broker is None:
+        response.error_code = Error.BROKER_ID_NOT_REGISTERED
+        response.error_message = f"Broker ID {request.broker_id} is not currently registered"
+        return ControllerResult([], response)
+    records = move_away(image, config, {request.broker_id})
+    records.append(mpb.MetadataRecord(unregister_broker=mpb.UnregisterBrokerRecord(
+        broker_id=request.broker_id, broker_epoch=broker.broker_epoch)))
     return ControllerResult(records, response)
 
 

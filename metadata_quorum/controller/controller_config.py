@@ -12,6 +12,7 @@ from dataclasses import dataclass, fields
 from typing import Any, Callable, Mapping
 
 from kafka_protocol.config_values import parse_bool, parse_int
+from kafka_protocol.replication_throttles import REPLICA_LISTS, check_replicas
 from partition_log.config import LogConfig
 from kafka_protocol.errors import InvalidConfigError
 
@@ -148,6 +149,7 @@ TOPIC_CONFIGS: dict[str, Callable[[str, str], None]] = {
     "message.downconversion.enable": _boolean,
     "preallocate": _boolean,
     "file.delete.delay.ms": _at_least(0),
+    **{key: check_replicas for key in REPLICA_LISTS},  # KIP-73: which replicas are throttled
 }
 
 

@@ -6,15 +6,18 @@ to and Kafka's default, so that DescribeConfigs can say where an effective
 value comes from; and the broker settings that may change cluster-wide at
 runtime - those something here reads from the image (the partition logs'
 `log.*` settings, `min.insync.replicas` on brokers,
-`unclean.leader.election.enable` on the controller).
+`unclean.leader.election.enable` on the controller, the KIP-73 replication
+throttle rates on brokers).
 
 IncrementalAlterConfigs: each resource's operations are all validated
 before any record is made, so a resource with one bad operation changes
 nothing; a good one becomes one ConfigRecord per operation (no value for
 DELETE). SET and DELETE work on every config; APPEND and SUBTRACT only on
 list-valued ones (`cleanup.policy`), starting from the value in effect.
-Per-broker dynamic configs are refused: nothing reads them, so accepting
-them would be a silent no-op.
+Per-broker dynamic configs (resource name a broker id) hold only the two
+replication throttle rates, the one per-broker setting brokers read; any
+other is refused, as accepting it would be a silent no-op. As in Kafka, the
+broker id need not be registered yet.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.image import MetadataImage
 from partition_log.config import LogConfig, broker_key
 from kafka_protocol.errors import InvalidConfigError
+from kafka_protocol.replication_throttles import INT_MAX, RATES, REPLICA_LISTS, UNLIMITED, check_rate
 
 from .controller_config import MIN_INSYNC_REPLICAS, TOPIC_CONFIGS, UNCLEAN_LEADER_ELECTION_ENABLE
 from .errors import ControllerError, Error
@@ -42,7 +46,7 @@ LONG_MAX = str(2**63 - 1)
 @dataclass(frozen=True)
 class TopicConfigDef:
     name: str
-    broker_key: str  # the broker-wide setting a topic without an override uses
+    broker_key: Optional[str]  # the broker-wide setting a topic without an override uses (None: none)
     default: str     # Kafka's default of that setting
 
 
@@ -64,6 +68,7 @@ _OTHER_TOPIC_CONFIGS = (
     TopicConfigDef("message.downconversion.enable", "log.message.downconversion.enable", "true"),
     TopicConfigDef("preallocate", "log.preallocate", "false"),
     TopicConfigDef("file.delete.delay.ms", "log.segment.delete.delay.ms", "60000"),
+    *(TopicConfigDef(key, None, "") for key in REPLICA_LISTS),  # no broker-wide fallback in Kafka either
 )
 
 # Topic config name -> its definition; the same names CreateTopics accepts.
@@ -82,7 +87,10 @@ DYNAMIC_CLUSTER_CONFIGS: dict[str, str] = {
 }
 
 # Kafka's LIST-typed settings among ours: the only ones APPEND and SUBTRACT take.
-LIST_CONFIGS = frozenset({"cleanup.policy", broker_key("cleanup.policy")})
+LIST_CONFIGS = frozenset({"cleanup.policy", broker_key("cleanup.policy"), *REPLICA_LISTS})
+
+# The broker settings a broker id may hold, and what each is without a setting.
+PER_BROKER_CONFIGS: dict[str, str] = {key: str(UNLIMITED) for key in RATES}
 
 
 def inherited_topic_value(image: MetadataImage, name: str) -> str:
@@ -90,6 +98,8 @@ def inherited_topic_value(image: MetadataImage, name: str) -> str:
 
     (A broker's own file may differ; the controller does not know it.)"""
     definition = TOPIC_CONFIG_DEFS[name]
+    if definition.broker_key is None:
+        return definition.default
     return image.cluster_config().get(definition.broker_key, definition.default)
 
 
@@ -131,6 +141,9 @@ class _Scope:
     checks: Mapping[str, Check]         # config name -> check of a value
     inherited: Callable[[str], str]     # what it has without an override
     unknown: str                        # why a name not in `checks` is refused
+    # Kafka refuses a config one broker cannot hold at runtime with INVALID_REQUEST
+    # ("Cannot update these configs dynamically"), an unknown topic config with INVALID_CONFIG.
+    unknown_error: Error = Error.INVALID_CONFIG
 
 
 def _changes(image: MetadataImage, resource: cpb.IncrementalAlterConfigsRequest.Resource,
@@ -146,7 +159,7 @@ def _changes(image: MetadataImage, resource: cpb.IncrementalAlterConfigsRequest.
             raise ControllerError(Error.INVALID_REQUEST, f"config {op.name}: unknown operation {op.op}")
         check = scope.checks.get(op.name)
         if check is None:
-            raise ControllerError(Error.INVALID_CONFIG, f"{op.name}: {scope.unknown}")
+            raise ControllerError(scope.unknown_error, f"{op.name}: {scope.unknown}")
         if op.op == DELETE:
             changes.append((op.name, None))
             continue
@@ -174,19 +187,24 @@ def _scope(image: MetadataImage, resource: cpb.IncrementalAlterConfigsRequest.Re
         return _Scope(image.topic_config(name), TOPIC_CONFIGS, lambda key: inherited_topic_value(image, key),
                       "unknown topic config")
     if resource.resource_type == BROKER:
+        cluster = image.cluster_config()
+        rate_checks = {key: check_rate for key in PER_BROKER_CONFIGS}
         if name:
-            if not name.isdigit():
+            if not name.isdigit() or int(name) > INT_MAX:
                 raise ControllerError(
                     Error.INVALID_REQUEST, f"{name!r} is not a broker id (the cluster-wide default is named \"\")")
-            raise ControllerError(
-                Error.INVALID_REQUEST,
-                "per-broker dynamic configs are not supported; change the cluster-wide default (resource name \"\") instead")
+            return _Scope(
+                image.broker_config(int(name)), rate_checks,
+                lambda key: cluster.get(key, PER_BROKER_CONFIGS[key]),
+                "not a config one broker can hold at runtime; per broker only "
+                f"{', '.join(sorted(PER_BROKER_CONFIGS))} (others: the cluster-wide default, resource name \"\")",
+                Error.INVALID_REQUEST)
         return _Scope(
-            image.cluster_config(),
-            {key: TOPIC_CONFIGS[topic_key] for key, topic_key in DYNAMIC_CLUSTER_CONFIGS.items()},
-            lambda key: TOPIC_CONFIG_DEFS[DYNAMIC_CLUSTER_CONFIGS[key]].default,
+            cluster,
+            {**{key: TOPIC_CONFIGS[topic_key] for key, topic_key in DYNAMIC_CLUSTER_CONFIGS.items()}, **rate_checks},
+            lambda key: PER_BROKER_CONFIGS.get(key) or TOPIC_CONFIG_DEFS[DYNAMIC_CLUSTER_CONFIGS[key]].default,
             "not a broker config that can change cluster-wide at runtime "
-            f"(those are: {', '.join(sorted(DYNAMIC_CLUSTER_CONFIGS))})")
+            f"(those are: {', '.join(sorted([*DYNAMIC_CLUSTER_CONFIGS, *PER_BROKER_CONFIGS]))})")
     raise ControllerError(
         Error.INVALID_REQUEST, f"resource type {resource.resource_type}: only topics (2) and brokers (4) have configs")
 

@@ -17,8 +17,9 @@ so the partition can come back cleanly when that replica returns.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
-from typing import AbstractSet, Callable, Optional
+from typing import AbstractSet, Callable, Iterable, Optional
 
 from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.image import MetadataImage, PartitionState
@@ -120,3 +121,10 @@ def change_record(
         changed = True
     return mpb.MetadataRecord(partition_change=change) if changed else None
 
+
+
+def elections_in(records: Iterable[mpb.MetadataRecord]) -> Counter[int]:
+    """How many leaders `records` elect, by ElectionKind (clean, unclean,
+    preferred): what the active controller counts once they commit."""
+    return Counter(r.partition_change.election for r in records
+                   if r.WhichOneof("record") == "partition_change" and r.partition_change.election)

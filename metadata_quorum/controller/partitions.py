@@ -7,12 +7,14 @@ response); nothing here changes the image.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import replace
 from typing import AbstractSet, Callable, Iterable, Iterator, Mapping
 
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.image import BrokerRegistration, MetadataImage, PartitionState
 
+from . import reassignments
 from .controller_config import ControllerConfig
 from .elections import (
     NO_LEADER,
@@ -190,9 +192,18 @@ def alter_partition(image: MetadataImage, request: cpb.AlterPartitionRequest, no
             except ControllerError as exc:
                 out.error_code = exc.error
                 continue
-            record = change_record(topic_data.topic_id, data.partition_index, state, election)
+            proposal = replace(state, isr=election.isr, leader_recovery_state=election.leader_recovery_state)
+            # The ISR change that brings in the last new replica of a reassignment completes it.
+            new, election = (reassignments.complete(proposal, live.__contains__)
+                             if reassignments.is_reassigning(state) else None) or (proposal, election)
+            record = reassignments.partition_change(topic_data.topic_id, data.partition_index, state, new, election)
             if record is not None:
                 records.append(record)
+            if election.leader != state.leader:
+                # The completion moved leadership off a removed replica: as
+                # Kafka, the asking leader hears of it from the metadata log.
+                out.error_code = Error.NEW_LEADER_ELECTED
+                continue
             out.leader_id = state.leader
             out.leader_epoch = state.leader_epoch
             out.isr.extend(election.isr)

@@ -31,7 +31,8 @@ from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.image import MetadataImage
 
-from . import acls, brokers, client_quotas, dynamic_configs, partitions, scram_credentials, topics
+from . import (acls, brokers, client_quotas, dynamic_configs, features, partitions, reassignments, scram_credentials,
+               topics)
 from .controller_config import ControllerConfig
 from .errors import ControllerError, Error
 from .heartbeats import BrokerHeartbeats
@@ -94,6 +95,17 @@ class Controller:
         # Elections of every partition (no partitions named) grow with the cluster.
         return self._capped(partitions.elect_leaders(self.image, self.config, request, self.node_id))
 
+    def handle_alter_partition_reassignments(self, request: cpb.AlterPartitionReassignmentsRequest
+                                             ) -> ControllerResult:
+        return self._capped(reassignments.alter_partition_reassignments(self.image, request, self.node_id))
+
+    def handle_list_partition_reassignments(self, request: cpb.ListPartitionReassignmentsRequest
+                                            ) -> ControllerResult:
+        return reassignments.list_partition_reassignments(self.image, request, self.node_id)
+
+    def handle_unregister_broker(self, request: cpb.UnregisterBrokerRequest) -> ControllerResult:
+        return brokers.unregister(self.image, self.config, request, self.node_id)
+
     # --- topics ----------------------------------------------------------------------------
 
     def handle_create_topics(self, request: cpb.CreateTopicsRequest) -> ControllerResult:
@@ -123,6 +135,11 @@ class Controller:
 
     def handle_alter_client_quotas(self, request: cpb.AlterClientQuotasRequest) -> ControllerResult:
         return self._capped(client_quotas.alter_client_quotas(self.image, request, self.node_id))
+
+    # --- feature levels (KIP-584, KIP-778) ------------------------------------------------
+
+    def handle_update_features(self, request: cpb.UpdateFeaturesRequest) -> ControllerResult:
+        return features.update_features(self.image, request, self.node_id)
 
     # --- producer ids ----------------------------------------------------------------------
 

@@ -77,6 +77,8 @@ class BrokerRegistration:
     rack: Optional[str]
     fenced: bool
     in_controlled_shutdown: bool
+    # (name, min, max) of each feature its software supports, as registered (metadata_quorum/features.py)
+    features: tuple[tuple[str, int, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +210,16 @@ class MetadataImage:
         self._replay(record, offset, delta)
         self.offset = offset
 
+    def apply_decision(self, records: Sequence[mpb.MetadataRecord], offset: int) -> None:
+        """Replay one decision's records, all at `offset`, as the one Raft
+        entry decision_entry() makes of them replays (without its encoding)."""
+        if offset <= self.offset:
+            raise MetadataReplayError(
+                f"metadata record at offset {offset}: offsets must grow, the image is at {self.offset}")
+        for record in records:
+            self._replay(record, offset, None)
+        self.offset = offset
+
     def apply_bytes(self, data: bytes, offset: int,
                     delta: Optional[MetadataDelta] = None) -> None:
         """Parse one serialized MetadataRecord and apply it."""
@@ -235,6 +247,7 @@ class MetadataImage:
             rack=rec.rack if rec.HasField("rack") else None,
             fenced=rec.fenced,
             in_controlled_shutdown=rec.in_controlled_shutdown,
+            features=tuple((f.name, f.min_supported_version, f.max_supported_version) for f in rec.features),
         )
         if delta is not None:
             delta.changed_brokers.add(rec.broker_id)
@@ -516,6 +529,10 @@ class MetadataImage:
         """The cluster-wide broker defaults (a copy)."""
         return dict(self.configs.get((mpb.BROKER, ""), {}))
 
+    def broker_config(self, broker_id: int) -> dict[str, str]:
+        """One broker's own dynamic settings (a copy; its cluster-wide defaults are in cluster_config())."""
+        return dict(self.configs.get((mpb.BROKER, str(broker_id)), {}))
+
     def acl_index(self) -> AclIndex:
         """The ACLs indexed for an Authorizer: built once after each change
         of the ACLs, then shared (immutable) until the next one."""
@@ -577,6 +594,8 @@ class MetadataImage:
                            for e in broker.endpoints],
                 fenced=broker.fenced,
                 in_controlled_shutdown=broker.in_controlled_shutdown,
+                features=[mpb.FeatureRange(name=name, min_supported_version=low, max_supported_version=high)
+                          for name, low, high in broker.features],
             )
             if broker.rack is not None:
                 rec.rack = broker.rack
@@ -623,6 +642,27 @@ class MetadataImage:
             image._replay(_parse(data, offset), offset, None)
         image.offset = offset
         return image
+
+    def copy(self) -> "MetadataImage":
+        """An independent image equal to this one, made without a snapshot's
+        encode and replay: the active controller's working image, which takes
+        its decisions' records before they commit (controller_service.py).
+        Every container is copied; the immutable values in them (partition
+        states, registrations, ACL bindings, credentials) are shared."""
+        other = MetadataImage()
+        other.offset = self.offset
+        other.brokers = dict(self.brokers)
+        other.topics = {tid: TopicImage(t.name, t.topic_id, dict(t.partitions)) for tid, t in self.topics.items()}
+        other.topic_ids = dict(self.topic_ids)
+        other.configs = {key: dict(settings) for key, settings in self.configs.items()}
+        other.features = dict(self.features)
+        other.next_producer_id = self.next_producer_id
+        other.acls = dict(self.acls)
+        other.scram_credentials = dict(self.scram_credentials)
+        other.client_quotas = {entity: dict(quotas) for entity, quotas in self.client_quotas.items()}
+        other._acl_index = self._acl_index
+        other._by_broker = {broker_id: set(keys) for broker_id, keys in self._by_broker.items()}
+        return other
 
     # ---- plumbing ----
 

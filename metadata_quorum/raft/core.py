@@ -11,8 +11,18 @@ clock or touches a file, so the same code runs under the gRPC shell and
 under the deterministic simulator.
 
 This class holds what every state shares: the log, the snapshot, the high
-watermark known here, and the checks every request goes through (cluster
-id, voter set, epochs). What depends on the election state is delegated to
+watermark known here, the voter set, and the checks every request goes
+through (cluster id, voter set, epochs).
+
+Voters (KIP-853): built with a plain iterable of node ids, the quorum is
+static (`controller.quorum.voters`, kraft.version 0) and behaves exactly as
+KIP-595 says. Built with a `VoterSet` (the bootstrap voters written by
+`storage format`, possibly empty for a node that will join), it is dynamic:
+the voter set in force is the latest VotersRecord control entry in the log,
+committed or not, else the snapshot's, else the bootstrap set; truncation
+reverts it. A node is a voter when its replica key (id, directory id) is in
+the set and an observer otherwise, and moves between the two as the set
+changes (`_settle`, after each input). What depends on the election state is delegated to
 `self.state` (states.py, leader.py); transitions go through `self.quorum`.
 """
 
@@ -43,10 +53,22 @@ from .messages import (
     SnapshotId,
     VoteRequest,
     VoteResponse,
+    AddVoterRequest,
+    RemoveVoterRequest,
+    UpdateVoterRequest,
+    VoterChangeResponse,
 )
 from .quorum import QuorumState
 from .ready import CommittedEntries, DurableState, QuorumStateData, Ready, Snapshot
 from .states import ElectionState
+from .voters import (
+    ReplicaKey,
+    VoterSet,
+    check_directory_id,
+    snapshot_payload,
+    voters_entry_data,
+    voters_of_entry,
+)
 
 
 class NotLeaderError(Exception):
@@ -62,20 +84,25 @@ class RaftCore:
     def __init__(
         self,
         node_id: int,
-        voters: Iterable[int],
+        voters: Iterable[int] | VoterSet,
         cluster_id: str,
         rng: random.Random,
         config: Optional[QuorumConfig] = None,
         now: int = 0,
         durable: Optional[DurableState] = None,
+        *,
+        directory_id: Optional[str] = None,
+        bootstrap_ids: Iterable[int] = (),
     ) -> None:
         self.node_id = node_id
-        self.voters = frozenset(voters)
-        assert self.voters and all(v >= 0 for v in self.voters)
-        self.sorted_voters = tuple(sorted(self.voters))
-        self.other_voters = tuple(v for v in self.sorted_voters if v != node_id)
-        self.is_voter = node_id in self.voters
-        self.majority = len(self.voters) // 2 + 1
+        self.directory_id = check_directory_id(directory_id)
+        self.key = ReplicaKey(node_id, self.directory_id)
+        self.dynamic = isinstance(voters, VoterSet)
+        bootstrap = voters if isinstance(voters, VoterSet) else VoterSet.of_ids(voters)
+        assert self.dynamic or len(bootstrap) > 0
+        # Whom an observer that knows no voter asks who leads
+        # (controller.quorum.bootstrap.servers, resolved to ids by the shell).
+        self.bootstrap_ids = tuple(b for b in bootstrap_ids if b != node_id)
         self.cluster_id = cluster_id
         self.rng = rng
         self.config = config or QuorumConfig()
@@ -92,10 +119,20 @@ class RaftCore:
             assert durable.log_start_offset == 0
             self.log = RaftLog(0, 0, durable.entries)
         self.snapshot: Optional[Snapshot] = snapshot
+        # The voter set before the log's first VotersRecord, and every
+        # VotersRecord in the log as (offset, voters), oldest first.
+        self._base_voters = snapshot.voters if snapshot is not None and snapshot.voters is not None else bootstrap
+        self._voters_in_snapshot = snapshot is not None and snapshot.voters is not None
+        self._voter_records: list[tuple[int, VoterSet]] = []
+        self._payload_cache: Optional[tuple[SnapshotId, bytes]] = None
+        for offset, entry in enumerate(durable.entries, self.log.start_offset):
+            self._note_entry(offset, entry)
         self.flushed_end = self.log.end_offset  # what survived is flushed
         # The high watermark known here. After a restart only the snapshot is
         # known to be committed; the leader will tell us the rest.
         self.high_watermark = self.log.start_offset
+        self._apply_voters()
+        self._voters_moved = False
         self._applied_end = self.log.start_offset  # committed entries handed out so far
         self._handed_end = self.log.end_offset  # log end the shell has been told about
         self._pending_truncate: Optional[int] = None
@@ -111,15 +148,20 @@ class RaftCore:
             FetchRequest: self._on_fetch_request,  # type: ignore[dict-item]
             FetchSnapshotRequest: self._on_fetch_snapshot_request,  # type: ignore[dict-item]
             DescribeQuorumRequest: self._on_describe_quorum_request,  # type: ignore[dict-item]
+            AddVoterRequest: self._on_voter_change_request,  # type: ignore[dict-item]
+            RemoveVoterRequest: self._on_voter_change_request,  # type: ignore[dict-item]
+            UpdateVoterRequest: self._on_voter_change_request,  # type: ignore[dict-item]
             VoteResponse: self._on_response,
             BeginQuorumEpochResponse: self._on_response,
             EndQuorumEpochResponse: self._on_response,
             FetchResponse: self._on_response,
             FetchSnapshotResponse: self._on_response,
             DescribeQuorumResponse: lambda m: None,
+            VoterChangeResponse: lambda m: None,
         }
         self.quorum = QuorumState(self, durable.quorum_state)
         self.quorum.start()
+        self._settle()
 
     # ======================================================================
     # Public face
@@ -156,7 +198,9 @@ class RaftCore:
         records = list(records)
         if not records or not all(isinstance(r, (bytes, bytearray)) for r in records):
             raise ValueError("append takes a non-empty sequence of bytes")
-        return state.append(self, [bytes(r) for r in records])
+        last = state.append(self, [bytes(r) for r in records])
+        self._settle()
+        return last
 
     def resign(self) -> None:
         """Leader only: step down gracefully, handing over to the most caught-up voter."""
@@ -170,6 +214,7 @@ class RaftCore:
         if not self.is_voter or isinstance(self.state, Leader):
             raise ValueError("only a voter that is not leading can campaign")
         self.quorum.become_prospective()
+        self._settle()
 
     def describe_quorum(self) -> QuorumInfo:
         state = self.state
@@ -191,10 +236,16 @@ class RaftCore:
         if end_offset <= log.start_offset:
             raise ValueError(f"snapshot at {end_offset} is not after the log start {log.start_offset}")
         assert end_offset <= self._handed_end and end_offset <= self.high_watermark
-        snapshot = Snapshot(SnapshotId(end_offset, log.epoch_at(end_offset - 1)), bytes(data))
+        voters = self.voters_at(end_offset)
+        snapshot = Snapshot(
+            SnapshotId(end_offset, log.epoch_at(end_offset - 1)), bytes(data), voters if self.dynamic else None
+        )
         self.snapshot = snapshot
         self._pending_save = snapshot
         log.delete_before(end_offset)
+        self._base_voters = voters
+        self._voters_in_snapshot = self._voters_in_snapshot or self.dynamic
+        self._voter_records = [(o, v) for o, v in self._voter_records if o >= end_offset]
         self._pending_log_start = end_offset
         return snapshot.snapshot_id
 
@@ -206,6 +257,7 @@ class RaftCore:
         handler = self._dispatch.get(type(message))
         if handler is not None:
             handler(message)
+            self._settle()
 
     def peer_unreachable(self, node_id: int, now: int) -> None:
         """The shell could not reach `node_id` at all: the connection was refused
@@ -220,6 +272,7 @@ class RaftCore:
         """
         self._set_now(now)
         self.state.on_peer_unreachable(self, node_id)
+        self._settle()
 
     def tick(self, now: int) -> None:
         """Let time pass: fire every timer due at `now`."""
@@ -228,6 +281,7 @@ class RaftCore:
             if self.state.next_deadline() > self.now:
                 return
             self.state.tick(self)
+            self._settle()
 
     def next_deadline(self) -> float:
         """The next time (ms) tick() has something to do; inf when nothing is scheduled."""
@@ -243,6 +297,7 @@ class RaftCore:
         if flushed > self.flushed_end:
             self.flushed_end = flushed
             self.state.on_flushed(self)
+            self._settle()
 
     def ready(self) -> Optional[Ready]:
         """Everything to persist, send and apply since the last call, or None."""
@@ -288,6 +343,99 @@ class RaftCore:
         )
 
     # ======================================================================
+    # The voter set (KIP-853)
+    # ======================================================================
+
+    def _note_entry(self, offset: int, entry: Entry) -> None:
+        if entry.control:
+            try:
+                voters = voters_of_entry(entry.data)
+            except ValueError:
+                voters = None  # a damaged record names no voters; the leader never writes one
+            if voters is not None:
+                self._voter_records.append((offset, voters))
+
+    def _apply_voters(self) -> None:
+        """Make the voter fields describe the set in force; note whether they moved.
+
+        `in_voters`: this replica is in the set in force (its own vote and log
+        count toward majorities). `is_voter`: it acts as a voter (follows with
+        election timers, may campaign): when in the set, and also while the
+        latest VotersRecord, which removes it, is not known to be committed.
+        Until then it may still be needed to elect a leader that commits the
+        removal (the Raft dissertation, 4.2.2): its log may be the longest.
+        """
+        voter_set = self._voter_records[-1][1] if self._voter_records else self._base_voters
+        in_voters = voter_set.has_key(self.key)
+        is_voter = in_voters
+        if not in_voters and self._voter_records:
+            last = self._voter_records[-1][0]
+            is_voter = last >= self.high_watermark and self.voters_at(last).has_key(self.key)
+        if getattr(self, "voter_set", None) == voter_set and self.is_voter == is_voter:
+            self.voter_set = voter_set
+            return
+        self.voter_set = voter_set
+        self.voters = voter_set.ids
+        self.sorted_voters = tuple(sorted(self.voters))
+        self.other_voters = tuple(v for v in self.sorted_voters if v != self.node_id)
+        self.in_voters = in_voters
+        self.is_voter = is_voter
+        self.majority = voter_set.majority()
+        self._voters_moved = True
+
+    def _settle(self) -> None:
+        """After each input: states follow a voter set that moved, and a leader
+        that is no longer a voter resigns once the record removing it commits."""
+        if self._voters_moved:
+            self._voters_moved = False
+            self.quorum.on_voters_changed()
+        state = self.state
+        if isinstance(state, Leader) and state.must_resign(self):
+            self.quorum.become_resigned(state.preferred_successors())
+
+    def voters_at(self, offset: int) -> VoterSet:
+        """The voter set in force for the entries below `offset`."""
+        found = self._base_voters
+        for at, voters in self._voter_records:
+            if at >= offset:
+                break
+            found = voters
+        return found
+
+    def voter_record_offsets(self) -> tuple[int, ...]:
+        """Offsets of the VotersRecords in the log (for checks)."""
+        return tuple(o for o, _ in self._voter_records)
+
+    def last_voters_offset(self) -> int:
+        """Offset of the latest VotersRecord in the log; -1 when the set comes from elsewhere."""
+        return self._voter_records[-1][0] if self._voter_records else -1
+
+    def voters_in_log(self) -> bool:
+        """Whether the log or snapshot holds a VotersRecord (else the set is the bootstrap one)."""
+        return bool(self._voter_records) or self._voters_in_snapshot
+
+    def snapshot_payload(self) -> bytes:
+        """The latest snapshot as FetchSnapshot sends it: its voters, then its data."""
+        snapshot = self.snapshot
+        assert snapshot is not None
+        cached = self._payload_cache
+        if cached is None or cached[0] != snapshot.snapshot_id:
+            cached = self._payload_cache = (snapshot.snapshot_id, snapshot_payload(snapshot.data, snapshot.voters))
+        return cached[1]
+
+    def voters_entry(self, voters: VoterSet) -> Entry:
+        return Entry(self.epoch(), voters_entry_data(voters), control=True)
+
+    def addressed_to_me(self, directory_id: Optional[str]) -> bool:
+        """A request naming this node's directory (or none) is for this replica (KIP-853)."""
+        return directory_id is None or self.directory_id is None or directory_id == self.directory_id
+
+    def may_follow(self, leader_id: Optional[int]) -> bool:
+        """Whether a node named leader may be followed. A static quorum knows
+        its leaders are voters; in a dynamic one our voter set may be behind."""
+        return leader_id is not None and leader_id != self.node_id and (self.dynamic or leader_id in self.voters)
+
+    # ======================================================================
     # Used by the election states
     # ======================================================================
 
@@ -312,8 +460,11 @@ class RaftCore:
         timeout = self.config.election_timeout_ms
         return timeout + self.rng.randrange(timeout)
 
-    def random_voter(self) -> int:
-        choices = self.other_voters or self.sorted_voters
+    def random_voter(self) -> Optional[int]:
+        """A voter to ask who leads (a bootstrap server when no voter is known); None if none."""
+        choices = self.other_voters or self.bootstrap_ids or tuple(v for v in self.sorted_voters if v != self.node_id)
+        if not choices:
+            return None
         return choices[self.rng.randrange(len(choices))]
 
     def send_fetch(self, target: int, epoch: int) -> int:
@@ -330,6 +481,7 @@ class RaftCore:
                 fetch_offset=log.end_offset,
                 last_fetched_epoch=log.last_epoch,
                 max_wait_ms=self.config.fetch_wait_ms,
+                replica_directory_id=self.directory_id,
             )
         )
         return cid
@@ -350,11 +502,14 @@ class RaftCore:
     def learn_high_watermark(self, high_watermark: Optional[int]) -> None:
         if high_watermark is not None and high_watermark > self.high_watermark:
             self.high_watermark = high_watermark
+            if not self.in_voters and self.is_voter:
+                self._apply_voters()  # the removal of this node may have committed
 
     def append_as_leader(self, entries: list[Entry]) -> None:
         for entry in entries:
             assert entry.epoch == self.epoch()
-            self.log.append(entry)
+            self._note_entry(self.log.append(entry), entry)
+        self._apply_voters()
 
     def append_as_follower(self, entries: Sequence[Entry], high_watermark: Optional[int]) -> None:
         log = self.log
@@ -364,7 +519,8 @@ class RaftCore:
                 return  # not what a leader sends; ignore the whole response
             last = entry.epoch
         for entry in entries:
-            log.append(entry)
+            self._note_entry(log.append(entry), entry)
+        self._apply_voters()
         self.learn_high_watermark(high_watermark)
 
     def truncate_diverged(self, diverging: EpochEndOffset) -> bool:
@@ -378,6 +534,8 @@ class RaftCore:
         assert target >= min(self.high_watermark, log.end_offset), (target, self.high_watermark)
         assert target >= self._applied_end
         log.truncate_to(target)
+        self._voter_records = [(o, v) for o, v in self._voter_records if o < target]
+        self._apply_voters()
         if target < self.flushed_end:
             self.flushed_end = target
         if target < self._handed_end:
@@ -399,6 +557,11 @@ class RaftCore:
         # nothing we applied (or reported to this leader) is lost here.
         assert self._applied_end < end, (self._applied_end, snapshot.snapshot_id)
         log.reset(end, epoch)
+        self._voter_records = []
+        if snapshot.voters is not None:
+            self._base_voters = snapshot.voters
+            self._voters_in_snapshot = True
+        self._apply_voters()
         self.snapshot = snapshot
         self._pending_install = snapshot
         self._pending_save = None
@@ -425,7 +588,7 @@ class RaftCore:
             leader_id=self.leader(),
         )
 
-    def reply(self, req: Message, error: Errors) -> None:
+    def reply(self, req: Message, error: Errors, error_message: str = "") -> None:
         """Answer `req` with `error` (NONE for a plain acknowledgement), our epoch and leader."""
         common = self.envelope(req, error)
         if isinstance(req, VoteRequest):
@@ -438,6 +601,8 @@ class RaftCore:
             resp = BeginQuorumEpochResponse(**common)  # type: ignore[arg-type]
         elif isinstance(req, EndQuorumEpochRequest):
             resp = EndQuorumEpochResponse(**common)  # type: ignore[arg-type]
+        elif isinstance(req, (AddVoterRequest, RemoveVoterRequest, UpdateVoterRequest)):
+            resp = VoterChangeResponse(error_message=error_message, **common)  # type: ignore[arg-type]
         else:
             resp = DescribeQuorumResponse(**common)  # type: ignore[arg-type]
         self.send(resp)
@@ -445,7 +610,12 @@ class RaftCore:
     def _on_vote_request(self, req: VoteRequest) -> None:
         if req.cluster_id != self.cluster_id:
             return self.reply(req, Errors.INCONSISTENT_CLUSTER_ID)
-        if not self.is_voter or req.candidate_id not in self.voters:
+        if not self.addressed_to_me(req.voter_directory_id):
+            return self.reply(req, Errors.INVALID_VOTER_KEY)
+        # A dynamic quorum votes whatever its own voter set says: the set may
+        # be behind the candidate's (a voter added by a record this node has
+        # not fetched yet), and the candidate counts only its voters' votes.
+        if not self.dynamic and (not self.is_voter or req.candidate_id not in self.voters):
             return self.reply(req, Errors.INCONSISTENT_VOTER_SET)
         if (
             req.candidate_id != req.src
@@ -486,7 +656,10 @@ class RaftCore:
         if req.cluster_id != self.cluster_id:
             self.reply(req, Errors.INCONSISTENT_CLUSTER_ID)
             return False
-        if not self.is_voter or req.leader_id not in self.voters:
+        if isinstance(req, BeginQuorumEpochRequest) and not self.addressed_to_me(req.voter_directory_id):
+            self.reply(req, Errors.INVALID_VOTER_KEY)
+            return False
+        if not self.dynamic and (not self.is_voter or req.leader_id not in self.voters):
             self.reply(req, Errors.INCONSISTENT_VOTER_SET)
             return False
         if req.leader_id != req.src or req.leader_epoch <= 0:
@@ -516,7 +689,7 @@ class RaftCore:
         if not self._check_leader_request(req):
             return
         successors = req.preferred_successors
-        if not set(successors) <= self.voters or len(set(successors)) != len(successors):
+        if (not self.dynamic and not set(successors) <= self.voters) or len(set(successors)) != len(successors):
             self.reply(req, Errors.INCONSISTENT_VOTER_SET)
             return
         self._follow(req.leader_epoch, req.leader_id)
@@ -556,6 +729,15 @@ class RaftCore:
             DescribeQuorumResponse(info=state.describe(self), **self.envelope(req))  # type: ignore[arg-type]
         )
 
+    def _on_voter_change_request(self, req: AddVoterRequest | RemoveVoterRequest | UpdateVoterRequest) -> None:
+        # An operator's tool may leave the cluster id out (Kafka's null): nothing to check then.
+        if req.cluster_id and req.cluster_id != self.cluster_id:
+            return self.reply(req, Errors.INCONSISTENT_CLUSTER_ID)
+        state = self.state
+        if not isinstance(state, Leader):
+            return self.reply(req, Errors.NOT_LEADER_OR_FOLLOWER)
+        state.on_voter_change(self, req)
+
     # ======================================================================
     # Responses
     # ======================================================================
@@ -569,8 +751,8 @@ class RaftCore:
     }
 
     def _on_response(self, resp: Message) -> None:
-        if resp.src not in self.voters:
-            return  # we only ever ask voters
+        if resp.src not in self.voters and not self.dynamic:
+            return  # a static quorum only ever asks voters
         # A granted vote is no reason to stop campaigning, whoever the voter
         # still calls leader; anything else naming a leader is.
         granted = isinstance(resp, VoteResponse) and resp.vote_granted
@@ -579,7 +761,7 @@ class RaftCore:
 
     def _observe(self, src: int, epoch: int, leader_id: Optional[int]) -> None:
         """Voter `src` told us its epoch and leader: catch up with it."""
-        known_leader = leader_id is not None and leader_id != self.node_id and leader_id in self.voters
+        known_leader = self.may_follow(leader_id)
         current = self.epoch()
         if epoch > current:
             if known_leader:

@@ -17,6 +17,8 @@ from typing import NamedTuple, Optional, Union
 
 from kafka_protocol.errors import Errors
 
+from .voters import ReplicaKey, Voter
+
 
 class Entry(NamedTuple):
     epoch: int
@@ -30,6 +32,11 @@ QUORUM_ERRORS = frozenset({
     Errors.NONE, Errors.OFFSET_OUT_OF_RANGE, Errors.NOT_LEADER_OR_FOLLOWER, Errors.INVALID_REQUEST,
     Errors.FENCED_LEADER_EPOCH, Errors.UNKNOWN_LEADER_EPOCH, Errors.INCONSISTENT_VOTER_SET,
     Errors.SNAPSHOT_NOT_FOUND, Errors.POSITION_OUT_OF_RANGE, Errors.INCONSISTENT_CLUSTER_ID,
+    Errors.INVALID_VOTER_KEY,  # KIP-853: a request meant for another directory of this node id
+})
+# What AddRaftVoter, RemoveRaftVoter and UpdateRaftVoter answer with, besides those.
+VOTER_CHANGE_ERRORS = QUORUM_ERRORS | frozenset({
+    Errors.DUPLICATE_VOTER, Errors.VOTER_NOT_FOUND, Errors.REQUEST_TIMED_OUT, Errors.UNSUPPORTED_VERSION,
 })
 
 
@@ -62,6 +69,10 @@ class VoteRequest:
     last_epoch: int
     last_epoch_end_offset: int
     pre_vote: bool = False
+    # KIP-853: the candidate's directory, and the directory of the voter the
+    # request is meant for (None: unknown; a static quorum names ids only).
+    candidate_directory_id: Optional[str] = None
+    voter_directory_id: Optional[str] = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +98,7 @@ class BeginQuorumEpochRequest:
     cluster_id: str
     leader_epoch: int
     leader_id: int
+    voter_directory_id: Optional[str] = None  # KIP-853: the receiver's directory, as the leader knows it
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +148,8 @@ class FetchRequest:
     fetch_offset: int  # the fetcher holds (flushed) every entry below this
     last_fetched_epoch: int  # epoch of entry fetch_offset - 1 (0 for an empty log)
     max_wait_ms: int = 0
+    # KIP-853: the fetcher's directory; it counts as a voter only if its key matches one.
+    replica_directory_id: Optional[str] = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,6 +184,7 @@ class FetchSnapshotRequest:
     snapshot_id: SnapshotId
     position: int
     max_bytes: int
+    replica_directory_id: Optional[str] = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +210,7 @@ class ReplicaState:
     log_end_offset: int  # -1 when the leader has not heard from it this epoch
     last_fetch_timestamp: int  # ms, -1 when unknown
     last_caught_up_timestamp: int  # ms, -1 when unknown
+    directory_id: Optional[str] = None  # KIP-853; None when unknown
 
 
 @dataclass(frozen=True, slots=True)
@@ -224,6 +240,57 @@ class DescribeQuorumResponse:
     info: Optional[QuorumInfo] = None
 
 
+# --- AddRaftVoter / RemoveRaftVoter / UpdateRaftVoter (KIP-853) ---------------
+# Sent to the leader by an operator's tool (src: any id that is not a quorum
+# node's, the shell uses -1) or, UpdateVoter, by a voter about itself. The
+# leader answers once the new voter set commits, or with the error that
+# stopped it; see leader.py for the rules.
+
+
+@dataclass(frozen=True, slots=True)
+class AddVoterRequest:
+    src: int
+    dst: int
+    correlation_id: int
+    cluster_id: str
+    voter: Voter  # key (id and directory) and endpoints of the replica to add
+    timeout_ms: int = 0  # 0: the quorum's request timeout
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveVoterRequest:
+    src: int
+    dst: int
+    correlation_id: int
+    cluster_id: str
+    voter: ReplicaKey
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateVoterRequest:
+    src: int
+    dst: int
+    correlation_id: int
+    cluster_id: str
+    voter: Voter  # the voter's key and its new endpoints
+
+
+@dataclass(frozen=True, slots=True)
+class VoterChangeResponse:
+    """The answer to AddVoter, RemoveVoter and UpdateVoter (they carry the same fields)."""
+
+    src: int
+    dst: int
+    correlation_id: int
+    error: Errors
+    epoch: int
+    leader_id: Optional[int]
+    error_message: str = ""
+
+
+VoterChangeRequest = Union[AddVoterRequest, RemoveVoterRequest, UpdateVoterRequest]
+
+
 Request = Union[
     VoteRequest,
     BeginQuorumEpochRequest,
@@ -231,6 +298,9 @@ Request = Union[
     FetchRequest,
     FetchSnapshotRequest,
     DescribeQuorumRequest,
+    AddVoterRequest,
+    RemoveVoterRequest,
+    UpdateVoterRequest,
 ]
 Response = Union[
     VoteResponse,
@@ -239,6 +309,7 @@ Response = Union[
     FetchResponse,
     FetchSnapshotResponse,
     DescribeQuorumResponse,
+    VoterChangeResponse,
 ]
 Message = Union[Request, Response]
 
@@ -249,6 +320,9 @@ REQUEST_TYPES = (
     FetchRequest,
     FetchSnapshotRequest,
     DescribeQuorumRequest,
+    AddVoterRequest,
+    RemoveVoterRequest,
+    UpdateVoterRequest,
 )
 
 

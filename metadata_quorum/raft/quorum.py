@@ -44,7 +44,8 @@ class QuorumState:
         if leader_id == core.node_id:
             # We led this epoch before a restart. We may not lead it again (our
             # log may have lost unflushed entries), and we must not vote in it.
-            assert core.is_voter
+            if not core.is_voter:
+                return ObserverUnattached(epoch)  # removed from the voters since (KIP-853)
             return Resigned(epoch, preferred_successors=())
         if leader_id is not None:
             return (Follower if core.is_voter else ObserverFollower)(epoch, leader_id)
@@ -99,11 +100,15 @@ class QuorumState:
         self._swap(cls(epoch))
 
     def grant_vote(self, candidate_id: int) -> None:
-        assert self._core.is_voter and candidate_id in self._core.voters
+        core = self._core
+        assert core.dynamic or (core.is_voter and candidate_id in core.voters)
         assert self.can_grant_vote(candidate_id), (candidate_id, self.data)
         epoch = self.data.epoch
         self._persist(QuorumStateData(epoch, None, candidate_id))
-        self._swap(Unattached(epoch, candidate_id))  # a fresh election timer, too
+        if core.is_voter:
+            self._swap(Unattached(epoch, candidate_id))  # a fresh election timer, too
+        # A dynamic quorum's observer may vote (its voter set may be behind the
+        # candidate's); the vote is durable, and it stays an observer.
 
     def become_prospective(self) -> None:
         assert self._core.is_voter
@@ -127,7 +132,7 @@ class QuorumState:
 
     def become_follower(self, epoch: int, leader_id: int, heard_from_leader: bool) -> None:
         core = self._core
-        assert leader_id != core.node_id and leader_id in core.voters, leader_id
+        assert core.may_follow(leader_id), leader_id
         old = self.data
         assert epoch >= old.epoch
         if epoch == old.epoch:
@@ -142,3 +147,29 @@ class QuorumState:
     def become_resigned(self, preferred_successors: tuple[int, ...]) -> None:
         assert isinstance(self.state, Leader), self.state
         self._swap(Resigned(self.data.epoch, preferred_successors))
+
+    def become_observer(self) -> None:
+        """A resigned leader that is no longer a voter looks for the new leader."""
+        assert not self._core.is_voter and isinstance(self.state, Resigned), self.state
+        self._swap(ObserverUnattached(self.data.epoch))
+
+    def on_voters_changed(self) -> None:
+        """The voter set in force moved: a node that became a voter or an
+        observer takes the matching state, in the same epoch with the same
+        promises (nothing here is persisted: the quorum-state is unchanged)."""
+        core = self._core
+        state = self.state
+        epoch = self.data.epoch
+        if isinstance(state, Leader):
+            state.sync_voters(core)
+        elif isinstance(state, Resigned):
+            pass  # its timer hands over; a resigned non-voter then becomes an observer
+        elif core.is_voter:
+            if isinstance(state, ObserverFollower):
+                self._swap(Follower(epoch, state.leader, heard_from_leader=state.has_live_leader(core)))
+            elif isinstance(state, ObserverUnattached):
+                self._swap(Unattached(epoch, self.data.voted_for))
+        elif isinstance(state, Follower) and not isinstance(state, ObserverFollower):
+            self._swap(ObserverFollower(epoch, state.leader, heard_from_leader=state.has_live_leader(core)))
+        elif isinstance(state, (Unattached, Prospective, Candidate)):
+            self._swap(ObserverUnattached(epoch))

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple, Optional
 
 from .messages import Entry, Message, SnapshotId
+from .voters import VoterSet
 
 
 class QuorumStateData(NamedTuple):
@@ -49,6 +50,9 @@ class QuorumStateData(NamedTuple):
 class Snapshot(NamedTuple):
     snapshot_id: SnapshotId
     data: bytes
+    # The voter set in force at the snapshot's end (KIP-853); None in a
+    # static quorum, whose voters come from the configuration.
+    voters: Optional[VoterSet] = None
 
 
 class CommittedEntries(NamedTuple):

@@ -31,6 +31,7 @@ from .messages import (
     VoteResponse,
 )
 from .ready import Snapshot
+from .voters import split_snapshot_payload
 
 if TYPE_CHECKING:
     from .core import RaftCore
@@ -142,7 +143,9 @@ class ObserverUnattached(ElectionState):
 
     def _ask(self, core: "RaftCore") -> None:
         target = core.random_voter()
-        self.inflight = core.send_fetch(target, self.epoch)
+        # No voter known and no bootstrap server to ask: wait for news (a
+        # snapshot or BeginQuorumEpoch) and look again later.
+        self.inflight = None if target is None else core.send_fetch(target, self.epoch)
         self.resend_at = core.now + core.config.fetch_retry_ms
 
     def tick(self, core: "RaftCore") -> None:
@@ -173,7 +176,7 @@ class _Election(ElectionState, abc.ABC):
         self.rejected: set[int] = set()
         self.expected: dict[int, int] = {}
         self.election_deadline = core.now + core.random_election_timeout()
-        if len(self.granted) >= core.majority:
+        if self._won(core):
             self.won(core)
             return
         log = core.log
@@ -192,8 +195,14 @@ class _Election(ElectionState, abc.ABC):
                     last_epoch=log.last_epoch,
                     last_epoch_end_offset=log.end_offset,
                     pre_vote=self.pre_vote,
+                    candidate_directory_id=core.directory_id,
+                    voter_directory_id=core.voter_set.key_of(voter).directory_id,  # type: ignore[union-attr]
                 )
             )
+
+    def _won(self, core: "RaftCore") -> bool:
+        # Only votes of the voter set in force count (it may have moved since the round began).
+        return len(self.granted & core.voters) >= core.majority
 
     @abc.abstractmethod
     def won(self, core: "RaftCore") -> None:
@@ -213,7 +222,7 @@ class _Election(ElectionState, abc.ABC):
             return  # an answer to an earlier round, or a duplicate
         if resp.error is Errors.NONE and resp.vote_granted:
             self.granted.add(resp.src)
-            if len(self.granted) >= core.majority:
+            if self._won(core):
                 self.won(core)
         else:
             self._reject(core, resp.src)
@@ -348,6 +357,7 @@ class Follower(ElectionState):
                     snapshot_id=d.snapshot_id,
                     position=d.position,
                     max_bytes=core.config.fetch_snapshot_max_bytes,
+                    replica_directory_id=core.directory_id,
                 )
             )
         elif core.flushed_end < core.log.end_offset:
@@ -469,7 +479,12 @@ class Follower(ElectionState):
         d.size = resp.size
         if d.position == d.size:
             self.download = None
-            core.install_snapshot(Snapshot(d.snapshot_id, b"".join(d.chunks)))
+            try:
+                data, voters = split_snapshot_payload(b"".join(d.chunks))
+            except ValueError:
+                self._retry_later(core)  # damaged on the way: fetch it again
+                return
+            core.install_snapshot(Snapshot(d.snapshot_id, data, voters))
         self.send_next(core)
 
 
@@ -486,7 +501,7 @@ class ObserverFollower(Follower):
         return self.target
 
     def on_fetch_timeout(self, core: "RaftCore") -> None:
-        self.target = core.random_voter()
+        self.target = core.random_voter() or self.leader
         self.download = None
         self._heard_from_leader(core)  # give the new target a full timeout
         self.send_next(core)
@@ -501,12 +516,22 @@ class ObserverFollower(Follower):
         super().on_fetch_response(core, resp)
 
     def on_leader_resigned(self, core: "RaftCore", position: Optional[int], successors: int) -> None:
-        self.target = core.random_voter()
+        self.target = core.random_voter() or self.leader
 
     def on_peer_unreachable(self, core: "RaftCore", node_id: int) -> None:
         # An observer never campaigns: it looks for the leader elsewhere.
-        if node_id == self.target:
-            self.on_fetch_timeout(core)
+        if node_id != self.target:
+            return
+        target = core.random_voter() or self.leader
+        if target == node_id:
+            # Nobody else to ask (a voter set of one, down): again after a
+            # backoff, not at once - each refusal would send another fetch.
+            self._retry_later(core)
+            return
+        self.target = target
+        self.download = None
+        self._heard_from_leader(core)  # give the new target a full timeout
+        self.send_next(core)
 
 
 # --- Resigned -----------------------------------------------------------------
@@ -534,7 +559,10 @@ class Resigned(ElectionState):
 
     def tick(self, core: "RaftCore") -> None:
         if core.now >= self.election_deadline:
-            core.quorum.become_prospective()
+            if core.is_voter:
+                core.quorum.become_prospective()
+            else:
+                core.quorum.become_observer()  # removed from the voters (KIP-853)
         elif core.now >= self.resend_at:
             self._send(core)
 

@@ -45,6 +45,9 @@ class RecordStore:
             out += data
         return bytes(out)
 
+    def committed_through(self, offset: int) -> None:
+        """Nothing to note: the store's own offsets are its records'."""
+
     def load_snapshot(self, data: Optional[bytes]) -> None:
         """Replace the state with a snapshot's (None: the empty state)."""
         offsets: list[int] = []

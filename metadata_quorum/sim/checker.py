@@ -14,7 +14,12 @@
 - committed entries never change: every node applies the same entry at
   each offset, never truncates below what it applied, and a snapshot it
   loads equals the state machine at that offset;
-- a snapshot begins where the log starts (core and disk).
+- a snapshot begins where the log starts (core and disk);
+- voter changes (KIP-853): a leader's high watermark is held by a majority
+  of the voter set it has in force (replicas by id and directory: a
+  reformatted node holds nothing); a leader's log holds at most one
+  uncommitted VotersRecord; a snapshot carries the voter set in force at its
+  end; every node's voter set is the one its log says.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import TYPE_CHECKING, Optional
 
 from metadata_quorum.raft import Entry, Ready
 from metadata_quorum.raft.leader import Leader
+from metadata_quorum.raft.voters import VoterSet, voters_of_entry
 
 from .statemachine import ChecksumStateMachine
 
@@ -36,10 +42,9 @@ class InvariantViolation(Exception):
 
 
 class InvariantChecker:
-    def __init__(self, voters: frozenset[int], nodes: dict[int, "SimNode"]) -> None:
-        self.voters = voters
+    def __init__(self, voters: VoterSet, nodes: dict[int, "SimNode"]) -> None:
+        self.voters = voters  # the bootstrap voter set
         self.nodes = nodes
-        self.majority = len(voters) // 2 + 1
         self.committed: list[Entry] = []
         # The epoch of the leader whose high watermark first covered each offset.
         self.commit_epochs: list[int] = []
@@ -81,6 +86,11 @@ class InvariantChecker:
         if end >= len(self.committed_hash):
             self.fail(f"{what}: starts at {end}, beyond anything ever committed ({len(self.committed)})")
         return self.committed_hash[end]
+
+    def node_reformatted(self, nid: int) -> None:
+        """A wiped disk and a new directory id: a new replica, whose epoch starts over."""
+        self.max_epoch.pop(nid, None)
+        self.leader_hw.pop(nid, None)
 
     def node_started(self, node: "SimNode") -> None:
         """A node (re)started from its disk: rebuild its hash chain."""
@@ -124,6 +134,12 @@ class InvariantChecker:
             self.base_hash[nid] = expected
         if ready.committed is not None:
             self._check_committed(node, ready.committed.base_offset, ready.committed.entries)
+        saved = ready.snapshot_to_save or ready.snapshot_to_install
+        if saved is not None and saved.voters is not None:
+            end = saved.snapshot_id.end_offset
+            if saved.voters != self._voters_at(end):
+                self.fail(f"node {nid}: snapshot at {end} carries voters {saved.voters}, "
+                          f"the committed log says {self._voters_at(end)}")
 
     def _check_committed(self, node: "SimNode", base: int, entries: tuple[Entry, ...]) -> None:
         committed = self.committed
@@ -195,11 +211,12 @@ class InvariantChecker:
             if last_epoch != epoch:
                 self._check_leader_completeness(node)
                 last_hw = -1
+            self._check_one_voter_change(node)
             if hw is not None:
                 if hw < last_hw:
                     self.fail(f"leader {nid} high watermark went back from {last_hw} to {hw}")
                 if hw > last_hw:
-                    self._check_majority_holds(hw)
+                    self._check_majority_holds(hw, core.voter_set)
                     if hw > len(self.commit_epochs):
                         self.commit_epochs.extend([epoch] * (hw - len(self.commit_epochs)))
                 self.leader_hw[nid] = (epoch, hw)
@@ -222,21 +239,56 @@ class InvariantChecker:
             if log.entry(offset) != committed[offset]:
                 self.fail(f"leader {node.node_id} of epoch {core.epoch()} has a different entry at committed offset {offset}")
 
-    def _check_majority_holds(self, hw: int) -> None:
+    def _check_majority_holds(self, hw: int, voters: VoterSet) -> None:
         nodes = self.nodes
         target = hw - 1
         if target >= len(self.committed):
             self.fail(f"high watermark {hw} beyond the committed entries applied ({len(self.committed)})")
         entry = self.committed[target]
         holders = 0
-        for v in self.voters:
-            disk = nodes[v].disk
+        for voter in voters:
+            node = nodes.get(voter.key.id)
+            if node is None or not voter.key.matches(node.key):
+                continue  # that replica's disk is gone (reformatted): it holds nothing
+            disk = node.disk
             if disk.snapshot_end > target or disk.durable_entry(target) == entry:
                 holders += 1
-        if holders < self.majority:
-            self.fail(f"entry {target} is below the high watermark but only {holders} voters hold it durably")
+        if holders < voters.majority():
+            self.fail(f"entry {target} is below the high watermark but only {holders} voters of {voters} hold it durably")
+
+    def _check_one_voter_change(self, node: "SimNode") -> None:
+        core = node.core
+        assert core is not None
+        uncommitted = [o for o in core.voter_record_offsets() if o >= len(self.committed)]
+        if len(uncommitted) > 1:
+            self.fail(f"leader {node.node_id} has {len(uncommitted)} uncommitted voter changes, at {uncommitted}")
+
+    def committed_voters(self) -> VoterSet:
+        """The voter set of the latest committed VotersRecord (the bootstrap set if none)."""
+        return self._voters_at(len(self.committed))
 
     def final_check(self) -> None:
-        """Every committed entry is held durably by a majority of voters."""
+        """Every committed entry is held durably by a majority of the voters
+        in force, and every node's voter set is the one the log says."""
         if self.committed:
-            self._check_majority_holds(len(self.committed))
+            self._check_majority_holds(len(self.committed), self.committed_voters())
+        for node in self.nodes.values():
+            core = node.core
+            if core is None:
+                continue
+            log = core.log
+            expected = core.snapshot.voters if core.snapshot is not None else None
+            for entry in log.entries_between(log.start_offset, log.end_offset):
+                if entry.control:
+                    expected = voters_of_entry(entry.data) or expected
+            if expected is not None and core.voter_set != expected:
+                self.fail(f"node {node.node_id}: voter set {core.voter_set}, but its log says {expected}")
+
+    def _voters_at(self, end: int) -> VoterSet:
+        """The voter set of the latest committed VotersRecord below `end`."""
+        for entry in reversed(self.committed[:end]):
+            if entry.control:
+                voters = voters_of_entry(entry.data)
+                if voters is not None:
+                    return voters
+        return self.voters

@@ -5,6 +5,13 @@ a seed replays exactly. The network drops, delays (and so reorders) and
 duplicates messages, and honours partitions, which may be one-way. A crash
 throws away the core and everything on its disk that was not flushed; a
 restart builds a new core from what survived.
+
+A dynamic cluster (KIP-853) gives every node a directory id; the first
+`voters` nodes are formatted with them as the bootstrap voter set, the others
+join as observers that know no voter and ask any node (their bootstrap
+servers). `reformat` wipes a node's disk and gives it a new directory id: to
+the quorum it is then a new replica. Voter changes come from a client, whose
+answers land in `client_responses`.
 """
 
 from __future__ import annotations
@@ -15,7 +22,9 @@ from collections import Counter, deque
 from typing import Callable, Optional
 
 from metadata_quorum.raft import Message, QuorumConfig, RaftCore, is_request
+from metadata_quorum.raft.messages import VoterChangeResponse
 from metadata_quorum.raft.states import ElectionState
+from metadata_quorum.raft.voters import ReplicaKey, Voter, VoterSet, uuid_text
 
 from .checker import InvariantChecker
 from .disk import SimDisk
@@ -47,11 +56,13 @@ class SimNode:
         "flush_scheduled",
         "flush_delay",
         "paused_until",
+        "directory_id",
     )
 
-    def __init__(self, node_id: int, is_voter: bool) -> None:
+    def __init__(self, node_id: int, is_voter: bool, directory_id: Optional[str] = None) -> None:
         self.node_id = node_id
-        self.is_voter = is_voter
+        self.is_voter = is_voter  # formatted as a (bootstrap) voter
+        self.directory_id = directory_id
         self.disk = SimDisk()
         self.sm = ChecksumStateMachine()
         self.core: Optional[RaftCore] = None
@@ -66,6 +77,10 @@ class SimNode:
     def alive(self) -> bool:
         return self.core is not None
 
+    @property
+    def key(self) -> ReplicaKey:
+        return ReplicaKey(self.node_id, self.directory_id)
+
 
 class SimCluster:
     def __init__(
@@ -76,6 +91,7 @@ class SimCluster:
         config: Optional[QuorumConfig] = None,
         cluster_id: str = "sim-cluster",
         trace_len: int = 400,
+        dynamic: bool = False,
     ) -> None:
         self.rng = random.Random(seed)
         self.config = config or QuorumConfig()
@@ -84,10 +100,17 @@ class SimCluster:
         self._queue: list[tuple[int, int, int, object]] = []
         self._seq = 0
         self.voter_ids = frozenset(range(1, voters + 1))
+        self.dynamic = dynamic
         self.nodes: dict[int, SimNode] = {}
         for nid in range(1, voters + observers + 1):
-            self.nodes[nid] = SimNode(nid, nid in self.voter_ids)
-        self.checker = InvariantChecker(self.voter_ids, self.nodes)
+            self.nodes[nid] = SimNode(nid, nid in self.voter_ids, self._new_directory_id() if dynamic else None)
+        self.bootstrap_voters: VoterSet = (
+            VoterSet(Voter(self.nodes[v].key) for v in sorted(self.voter_ids))
+            if dynamic
+            else VoterSet.of_ids(self.voter_ids)
+        )
+        self.checker = InvariantChecker(self.bootstrap_voters, self.nodes)
+        self.client_responses: list[VoterChangeResponse] = []
         self.trace: deque[tuple] = deque(maxlen=trace_len)
         # Network behaviour.
         self.blocked: set[tuple[int, int]] = set()
@@ -160,6 +183,13 @@ class SimCluster:
     # --- network --------------------------------------------------------------------
 
     def send(self, msg: Message) -> None:
+        if msg.dst not in self.nodes:
+            # The answer to a client's voter change (a client is no node).
+            if isinstance(msg, VoterChangeResponse):
+                self.trace.append((self.now, "client", msg))
+                self.client_responses.append(msg)
+                self.stats[f"voter change {msg.error.name}"] += 1
+            return
         rng = self.rng
         if (msg.src, msg.dst) in self.blocked or (self.drop_rate and rng.random() < self.drop_rate):
             self.trace.append((self.now, "drop", msg))
@@ -199,9 +229,17 @@ class SimCluster:
         assert node.core is None
         durable = node.disk.durable_state()
         seed = self.rng.getrandbits(32)
-        core = RaftCore(
-            nid, self.voter_ids, self.cluster_id, random.Random(seed), self.config, now=self.now, durable=durable
-        )
+        if self.dynamic:
+            # Formatted with the bootstrap voters, or (a joining node) with none.
+            voters = self.bootstrap_voters if node.is_voter else VoterSet()
+            core = RaftCore(
+                nid, voters, self.cluster_id, random.Random(seed), self.config, now=self.now, durable=durable,
+                directory_id=node.directory_id, bootstrap_ids=sorted(self.nodes),
+            )
+        else:
+            core = RaftCore(
+                nid, self.voter_ids, self.cluster_id, random.Random(seed), self.config, now=self.now, durable=durable
+            )
         core.on_transition = lambda old, new, nid=nid: self._on_transition(nid, old, new)
         node.core = core
         node.incarnation += 1
@@ -227,6 +265,35 @@ class SimCluster:
         node.incarnation += 1
         node.paused_until = 0
         node.disk.crash()
+
+    def _new_directory_id(self) -> str:
+        text = uuid_text(self.rng.getrandbits(128).to_bytes(16, "big"))
+        return text or "AQEBAQEBAQEBAQEBAQEBAQ"  # the zero UUID is no directory id
+
+    def add_node(self) -> int:
+        """A new node, formatted to join (no voters); not started."""
+        nid = max(self.nodes) + 1
+        self.nodes[nid] = SimNode(nid, False, self._new_directory_id())
+        return nid
+
+    def reformat(self, nid: int) -> None:
+        """Wipe a (crashed) node's disk and give it a new directory id: a new replica of the same id."""
+        node = self.nodes[nid]
+        assert node.core is None
+        node.disk = SimDisk()
+        node.is_voter = False  # formatted to join
+        node.directory_id = self._new_directory_id()
+        self.trace.append((self.now, "note", f"node {nid} reformatted as {node.key}"))
+        self.checker.node_reformatted(nid)
+
+    def client_request(self, nid: int, request: Message) -> None:
+        """A client's request (src -1) handed to node `nid` now."""
+        node = self.nodes[nid]
+        if node.core is None:
+            return
+        self.trace.append((self.now, "deliver", request))
+        node.core.step(request, self.now)
+        self.process(node)
 
     def _on_transition(self, nid: int, old: ElectionState, new: ElectionState) -> None:
         self.trace.append((self.now, "state", nid, repr(old), repr(new)))
@@ -324,6 +391,8 @@ class SimCluster:
                 text = f"node {event[2]}: CRASHED"
             elif kind == "refused":
                 text = f"node {event[2]}: connection to node {event[3]} refused"
+            elif kind == "client":
+                text = "to the client: " + format_message(event[2])
             elif kind == "install":
                 text = f"node {event[2]}: installed snapshot {tuple(event[3])}"
             elif kind == "snapshot":

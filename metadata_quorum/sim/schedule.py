@@ -7,6 +7,14 @@ duplicating network, slow disks, paused processes whose mail piles up,
 crashes and restarts, graceful resignations). Then everything
 heals and liveness is checked: within LIVENESS_BOUND_MS a leader must be
 elected and a fresh entry must commit and reach every node.
+
+Half the seeds run a dynamic quorum (KIP-853; the choice comes from its own
+RNG, so a static seed replays as it always did). Their faults also include
+voter changes: a new node joins as an observer, a client asks the leader to
+add an observer or remove a voter (hostile ones too: a node that has not
+caught up, the last voter, a second change while one is in flight), and the
+leader is replaced: removed, then, once that committed, its disk wiped and
+the node back as a new replica that a later change may add.
 """
 
 from __future__ import annotations
@@ -17,6 +25,8 @@ from dataclasses import dataclass, field
 from typing import Callable, Optional
 
 from metadata_quorum.raft import Entry, NotLeaderError, QuorumConfig
+from metadata_quorum.raft.messages import AddVoterRequest, RemoveVoterRequest
+from metadata_quorum.raft.voters import Voter
 
 from .checker import InvariantViolation
 from .cluster import SimCluster, SimNode
@@ -31,6 +41,7 @@ class ScheduleResult:
     voters: int
     observers: int
     violation: Optional[str] = None
+    dynamic: bool = False
     trace: list[str] = field(default_factory=list)
     virtual_ms: int = 0
     messages: int = 0
@@ -46,7 +57,8 @@ class ScheduleResult:
 
     def report(self, replay_extra: str = "") -> str:
         head = (
-            f"seed {self.seed}: {self.voters} voters + {self.observers} observers, "
+            f"seed {self.seed}: {self.voters} voters + {self.observers} observers"
+            f"{' (dynamic quorum)' if self.dynamic else ''}, "
             f"{self.virtual_ms} virtual ms, {self.messages} messages, {self.committed} committed entries"
         )
         if self.ok:
@@ -64,6 +76,10 @@ class _Schedule:
         self, seed: int, hooks: tuple[Callable[[SimNode], None], ...] = (), trace_lines: int = TRACE_LINES
     ) -> None:
         rng = random.Random(seed)
+        # Its own RNG: the static schedules' draws stay what they were.
+        dynamic_rng = random.Random(f"dynamic-{seed}")
+        self.dynamic = dynamic_rng.random() < 0.5
+        self.joins_left = dynamic_rng.randint(1, 2) if self.dynamic else 0
         self.trace_lines = trace_lines
         self.rng = rng
         self.seed = seed
@@ -83,7 +99,8 @@ class _Schedule:
             fetch_snapshot_max_bytes=rng.choice((5, 16, 64)),
         )
         self.cluster = SimCluster(
-            rng.getrandbits(32), self.voters, self.observers, config, trace_len=max(trace_lines, 200)
+            rng.getrandbits(32), self.voters, self.observers, config, trace_len=max(trace_lines, 200),
+            dynamic=self.dynamic,
         )
         self.cluster.hooks.extend(hooks)
         c = self.cluster
@@ -97,6 +114,7 @@ class _Schedule:
         self.value = 0
         self.faults: list[str] = []
         self.elections = 0
+        self.correlation_ids = 0
 
     # --- the chaos phase ------------------------------------------------------------
 
@@ -129,6 +147,7 @@ class _Schedule:
         dead = [n for n in ids if not c.nodes[n].alive]
         action = rng.choice(
             (
+                *(("join", "add-voter", "add-voter", "remove-voter", "replace-leader") if self.dynamic else ()),
                 "halves",
                 "isolate-leader",
                 "isolate-leader",
@@ -218,11 +237,62 @@ class _Schedule:
                 node.core.resign()  # type: ignore[union-attr]
                 c.process(node)
                 text = f"node {node.node_id} resigns"
+        elif action in ("join", "add-voter", "remove-voter", "replace-leader"):
+            text = self._voter_change(action)
         else:
             text = f"{action} (no-op)"
         c.note("FAULT", text)
         self.faults.append(f"{c.now}ms {text}")
         self._again()
+
+    def _voter_change(self, action: str) -> str:
+        c = self.cluster
+        rng = self.rng
+        if action == "join":
+            if not self.joins_left:
+                return "join (no-op)"
+            self.joins_left -= 1
+            nid = c.add_node()
+            c.start(nid)
+            return f"node {nid} joins as an observer"
+        leaders = c.leaders()
+        if not leaders:
+            return f"{action} (no leader)"
+        leader = rng.choice(leaders)
+        core = leader.core
+        assert core is not None
+        self.correlation_ids += 1
+        envelope = dict(src=-1, dst=leader.node_id, correlation_id=self.correlation_ids, cluster_id=c.cluster_id)
+        if action == "add-voter":
+            observers = [n for n in c.nodes.values() if n.alive and not core.voter_set.has_key(n.key)]
+            if not observers:
+                return "add-voter (no observer)"
+            target = rng.choice(observers)
+            c.client_request(leader.node_id, AddVoterRequest(voter=Voter(target.key), **envelope))  # type: ignore[arg-type]
+            return f"ask leader {leader.node_id} to add {target.key}"
+        if action == "remove-voter":
+            victim = rng.choice(list(core.voter_set)).key
+            c.client_request(leader.node_id, RemoveVoterRequest(voter=victim, **envelope))  # type: ignore[arg-type]
+            return f"ask leader {leader.node_id} to remove {victim}"
+        # replace-leader: remove it; once that committed, wipe it and bring it back as a new replica.
+        key = leader.key
+        c.client_request(leader.node_id, RemoveVoterRequest(voter=key, **envelope))  # type: ignore[arg-type]
+        c.call_at(c.now + rng.randint(500, 3000), lambda: self._reformat_if_removed(leader.node_id, key))
+        return f"replace leader {key}: remove it"
+
+    def _reformat_if_removed(self, nid: int, key: object) -> None:
+        c = self.cluster
+        node = c.nodes[nid]
+        if node.key != key or c.checker.committed_voters().has_key(node.key):
+            return
+        if any(n.core is not None and n.core.voter_set.has_key(node.key) for n in c.nodes.values()):
+            return  # some log still names it (re-added since): keep its disk
+        c.crash(nid)
+        c.reformat(nid)
+        c.start(nid)
+        c.note("FAULT", f"node {nid} back as a new replica {node.key}")
+        self.faults.append(f"{c.now}ms node {nid} wiped, back as {node.key}")
+        c.stats["replicas replaced (disk wiped)"] += 1
 
     def _again(self) -> None:
         c = self.cluster
@@ -247,7 +317,7 @@ class _Schedule:
 
     def run(self) -> ScheduleResult:
         c = self.cluster
-        result = ScheduleResult(self.seed, self.voters, self.observers)
+        result = ScheduleResult(self.seed, self.voters, self.observers, dynamic=self.dynamic)
         try:
             for nid in sorted(c.nodes):
                 c.start(nid)

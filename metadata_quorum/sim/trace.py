@@ -23,6 +23,8 @@ from metadata_quorum.raft import (
     VoteResponse,
 )
 from metadata_quorum.raft.leader import Leader
+from metadata_quorum.raft.messages import AddVoterRequest, RemoveVoterRequest, UpdateVoterRequest, VoterChangeResponse
+from metadata_quorum.raft.voters import voters_of_entry
 
 
 def _err(error: Errors) -> str:
@@ -35,6 +37,9 @@ def _leader(leader_id: Optional[int]) -> str:
 
 def format_entry(entry: Entry) -> str:
     if entry.control:
+        voters = voters_of_entry(entry.data)
+        if voters is not None:
+            return f"{entry.epoch}/<voters {','.join(str(v.key.id) for v in voters)}>"
         return f"{entry.epoch}/<leader-change>"
     return f"{entry.epoch}/{entry.data.decode(errors='replace')}"
 
@@ -91,6 +96,12 @@ def format_message(m: Message) -> str:
         return f"{head} DescribeQuorum"
     if isinstance(m, DescribeQuorumResponse):
         return f"{head} DescribeQuorumResp{_err(m.error)}"
+    if isinstance(m, (AddVoterRequest, UpdateVoterRequest)):
+        return f"{head} {type(m).__name__[:-7]} {m.voter.key}"
+    if isinstance(m, RemoveVoterRequest):
+        return f"{head} RemoveVoter {m.voter}"
+    if isinstance(m, VoterChangeResponse):
+        return f"{head} VoterChangeResp{_err(m.error) or ' NONE'} {m.error_message}".rstrip()
     return f"{head} {m!r}"
 
 

@@ -3,8 +3,9 @@
 Entries become v2 record batches, one batch for each run of consecutive
 entries with the same (epoch, control), up to about 1 MiB: partitionLeaderEpoch
 is the epoch; data records have a null key and the entry as value; control
-entries (each new leader's leader-change record) are control batches with
-Kafka's LEADER_CHANGE key. Offsets are the core's, so batches go in through
+entries are control batches: each new leader's leader-change record with
+Kafka's LEADER_CHANGE key, a voter set (KIP-853) with KRAFT_VOTERS and
+Kafka's VotersRecord value (the core's tag in front of it is not stored). Offsets are the core's, so batches go in through
 `append_as_follower`.
 
 Flushing is split so the fsyncs can run on a worker thread while the event
@@ -36,7 +37,9 @@ from kafka_protocol.errors import KafkaError, KafkaStorageError, OffsetOutOfRang
 from partition_log.log import INT32_MAX, Log, wall_clock_ms
 from kafka_protocol.records import DecodedBatch, Record, decode_batch, encode_batch, iter_batches
 
-from .control import LEADER_CHANGE, control_key, control_type
+from metadata_quorum.raft.voters import VOTERS_TAG
+
+from .control import KRAFT_VOTERS, LEADER_CHANGE, control_key, control_type
 from .errors import StorageError
 
 log = logging.getLogger(__name__)
@@ -44,6 +47,7 @@ log = logging.getLogger(__name__)
 MAX_BATCH_BYTES = 1 << 20  # a run of entries longer than this is split into several batches
 _READ_BYTES = 1 << 20
 _LEADER_CHANGE_KEY = control_key(LEADER_CHANGE)
+_KRAFT_VOTERS_KEY = control_key(KRAFT_VOTERS)
 
 
 class PendingFlush:
@@ -144,9 +148,12 @@ class MetadataLog:
 
     def _entry(self, batch: DecodedBatch, record: Record) -> Entry:
         h = batch.header
-        if record.value is None or (h.is_control and control_type(record.key) != LEADER_CHANGE):
+        kind = control_type(record.key) if h.is_control else None
+        if record.value is None or (h.is_control and kind not in (LEADER_CHANGE, KRAFT_VOTERS)):
             raise StorageError(f"{self.directory}: record at offset {record.offset} is not a quorum entry "
                                f"(key {record.key!r}, control={h.is_control})")
+        if kind == KRAFT_VOTERS:
+            return Entry(h.partition_leader_epoch, VOTERS_TAG + record.value, True)
         return Entry(h.partition_leader_epoch, record.value, h.is_control)
 
     # -- appending -----------------------------------------------------------
@@ -162,8 +169,11 @@ class MetadataLog:
         offset = base_offset
         for run in _runs(entries):
             first = run[0]
-            key = _LEADER_CHANGE_KEY if first.control else None
-            records = [Record(key, entry.data, now) for entry in run]
+            if _is_voters(first):
+                records = [Record(_KRAFT_VOTERS_KEY, entry.data[len(VOTERS_TAG):], now) for entry in run]
+            else:
+                key = _LEADER_CHANGE_KEY if first.control else None
+                records = [Record(key, entry.data, now) for entry in run]
             self._log.append_as_follower(encode_batch(records, base_offset=offset, control=first.control,
                                                       partition_leader_epoch=first.epoch))
             offset += len(run)
@@ -273,12 +283,16 @@ class MetadataLog:
         self._log.close()
 
 
+def _is_voters(entry: Entry) -> bool:
+    return entry.control and entry.data.startswith(VOTERS_TAG)
+
+
 def _runs(entries: Sequence[Entry]) -> Iterator[Sequence[Entry]]:
-    """Consecutive entries with the same (epoch, control), at most about MAX_BATCH_BYTES each."""
+    """Consecutive entries with the same (epoch, control record key), at most about MAX_BATCH_BYTES each."""
     start, size = 0, 0
     for i, entry in enumerate(entries):
         first = entries[start]
-        if i > start and ((entry.epoch, entry.control) != (first.epoch, first.control)
+        if i > start and ((entry.epoch, entry.control, _is_voters(entry)) != (first.epoch, first.control, _is_voters(first))
                           or size + len(entry.data) > MAX_BATCH_BYTES):
             yield entries[start:i]
             start, size = i, 0

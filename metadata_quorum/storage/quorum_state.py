@@ -3,7 +3,12 @@
     {"clusterId":"<id>","leaderId":1,"leaderEpoch":5,"votedId":-1,"appliedOffset":0,
      "currentVoters":[{"voterId":1},{"voterId":2},{"voterId":3}],"data_version":0}
 
--1 stands for "none". It is written atomically and fsynced before the core
+-1 stands for "none". A dynamic quorum (KIP-853) writes Kafka's version 1,
+without currentVoters (the voters are in the log):
+
+    {"clusterId":"<id>","leaderId":1,"leaderEpoch":5,"votedId":-1,"appliedOffset":0,"data_version":1}
+
+ It is written atomically and fsynced before the core
 acts on it (ready.py, step 1). A damaged file is an error, never "no
 state": starting fresh could grant a second vote in an epoch already voted in.
 """
@@ -19,14 +24,16 @@ from metadata_quorum.raft import QuorumStateData
 from .errors import CorruptQuorumStateError, InconsistentClusterIdError, StorageError, replace_file
 
 DATA_VERSION = 0
+DYNAMIC_DATA_VERSION = 1
 NONE = -1
 
 
 class QuorumStateFile:
-    def __init__(self, path: Path, cluster_id: str, voters: Iterable[int]) -> None:
+    def __init__(self, path: Path, cluster_id: str, voters: Optional[Iterable[int]]) -> None:
+        """`voters`: the static voter ids; None for a dynamic quorum."""
         self.path = Path(path)
         self.cluster_id = cluster_id
-        self.voters = frozenset(voters)
+        self.voters = None if voters is None else frozenset(voters)
 
     def read(self) -> Optional[QuorumStateData]:
         """The promised state; None if the file does not exist."""
@@ -51,9 +58,12 @@ class QuorumStateFile:
             "leaderEpoch": data.epoch,
             "votedId": _or_none(data.voted_for),
             "appliedOffset": 0,
-            "currentVoters": [{"voterId": v} for v in sorted(self.voters)],
-            "data_version": DATA_VERSION,
         }
+        if self.voters is None:
+            doc["data_version"] = DYNAMIC_DATA_VERSION
+        else:
+            doc["currentVoters"] = [{"voterId": v} for v in sorted(self.voters)]
+            doc["data_version"] = DATA_VERSION
         replace_file(self.path, json.dumps(doc, separators=(",", ":")).encode("utf-8"))
 
     # -- reading -------------------------------------------------------------
@@ -61,17 +71,18 @@ class QuorumStateFile:
         if not isinstance(doc, dict):
             raise self._corrupt(f"expected a JSON object, found {type(doc).__name__}")
         version = self._int(doc, "data_version")
-        if version != DATA_VERSION:
-            raise self._corrupt(f"data_version {version} is not supported (only {DATA_VERSION})")
+        allowed = (DATA_VERSION,) if self.voters is not None else (DATA_VERSION, DYNAMIC_DATA_VERSION)
+        if version not in allowed:
+            raise self._corrupt(f"data_version {version} is not supported (only {' or '.join(map(str, allowed))})")
         cluster_id = doc.get("clusterId", "")
         if not isinstance(cluster_id, str):
             raise self._corrupt(f"clusterId is {cluster_id!r}, not a string")
         if cluster_id and cluster_id != self.cluster_id:  # Kafka may leave it empty
             raise InconsistentClusterIdError(
                 f"{self.path}: written by cluster {cluster_id!r}, this is cluster {self.cluster_id!r}")
-        file_voters = self._voters(doc)
-        if file_voters != self.voters:
-            raise StorageError(f"{self.path}: written for voters {sorted(file_voters)}, "
+        file_voters = self._voters(doc) if version == DATA_VERSION else None
+        if self.voters is not None and file_voters != self.voters:
+            raise StorageError(f"{self.path}: written for voters {sorted(file_voters or ())}, "
                                f"but the configured voters are {sorted(self.voters)}")
         epoch = self._int(doc, "leaderEpoch")
         if epoch < 0:
@@ -89,10 +100,14 @@ class QuorumStateFile:
             raise self._corrupt(f"currentVoters holds {voters!r}, not {{\"voterId\": n}} objects")
         return frozenset(ids)  # type: ignore[arg-type]
 
-    def _member(self, doc: dict, key: str, voters: frozenset[int]) -> Optional[int]:
+    def _member(self, doc: dict, key: str, voters: Optional[frozenset[int]]) -> Optional[int]:
         value = self._int(doc, key)
         if value == NONE:
             return None
+        if voters is None:  # a dynamic quorum: any node may have led or been voted for
+            if value < 0:
+                raise self._corrupt(f"{key} {value} is not a node id")
+            return value
         if value not in voters:
             raise self._corrupt(f"{key} {value} is not one of the voters {sorted(voters)}")
         return value

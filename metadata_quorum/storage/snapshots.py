@@ -6,6 +6,9 @@ partitionLeaderEpoch:
 
     control batch   SNAPSHOT_HEADER (type 3): Version int16 = 0, LastContainedLogTimestamp int64,
                     no tagged fields
+    control batch   KRAFT_VOTERS (type 6, KIP-853): the voter set in force at the
+                    snapshot's end, Kafka's VotersRecord value; only when the
+                    quorum is dynamic (raft/voters.py)
     data batches    one record each, key null, value = the next <= 1 MiB of the snapshot's bytes
     control batch   SNAPSHOT_FOOTER (type 4): Version int16 = 0, no tagged fields
 
@@ -24,12 +27,13 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from metadata_quorum.raft import Snapshot, SnapshotId
+from metadata_quorum.raft.voters import VoterSet
 from kafka_protocol.batch import NO_TIMESTAMP
 from partition_log.checkpoint import write_atomically
 from kafka_protocol.errors import KafkaError, KafkaStorageError
 from kafka_protocol.records import DecodedBatch, Record, encode_batch, iter_batches
 
-from .control import SNAPSHOT_FOOTER, SNAPSHOT_HEADER, control_key, control_type
+from .control import KRAFT_VOTERS, SNAPSHOT_FOOTER, SNAPSHOT_HEADER, control_key, control_type
 from .errors import CorruptSnapshotError, StorageError
 
 SUFFIX = ".checkpoint"
@@ -51,9 +55,13 @@ def encode_snapshot(snapshot: Snapshot) -> Iterator[bytes]:
     data = memoryview(snapshot.data)
     chunks = [bytes(data[i:i + CHUNK_BYTES]) for i in range(0, len(data), CHUNK_BYTES)]
     yield _control_batch(0, epoch, SNAPSHOT_HEADER, _HEADER_VALUE.pack(_RECORD_VERSION, NO_TIMESTAMP, 0))
-    for offset, chunk in enumerate(chunks, 1):
+    first = 1
+    if snapshot.voters is not None:
+        yield _control_batch(1, epoch, KRAFT_VOTERS, snapshot.voters.encode())
+        first = 2
+    for offset, chunk in enumerate(chunks, first):
         yield encode_batch([Record(None, chunk)], base_offset=offset, partition_leader_epoch=epoch)
-    yield _control_batch(len(chunks) + 1, epoch, SNAPSHOT_FOOTER, _FOOTER_VALUE.pack(_RECORD_VERSION, 0))
+    yield _control_batch(len(chunks) + first, epoch, SNAPSHOT_FOOTER, _FOOTER_VALUE.pack(_RECORD_VERSION, 0))
 
 
 def decode_snapshot(path: Path, raw: bytes, snapshot_id: SnapshotId) -> Snapshot:
@@ -79,11 +87,20 @@ def decode_snapshot(path: Path, raw: bytes, snapshot_id: SnapshotId) -> Snapshot
     _check_control(path, batches[-1], SNAPSHOT_FOOTER, _FOOTER_VALUE.size,
                    "does not end with a SNAPSHOT_FOOTER: the file is torn")
     chunks = []
-    for batch in batches[1:-1]:
+    voters = None
+    body = batches[1:-1]
+    if body and body[0].header.is_control and len(body[0].records) == 1 \
+            and control_type(body[0].records[0].key) == KRAFT_VOTERS:
+        try:
+            voters = VoterSet.decode(body[0].records[0].value or b"")
+        except ValueError as exc:
+            raise CorruptSnapshotError(f"{path}: {exc}") from None
+        body = body[1:]
+    for batch in body:
         if batch.header.is_control or any(r.value is None for r in batch.records):
             raise CorruptSnapshotError(f"{path}: batch at offset {batch.header.base_offset} is not snapshot data")
         chunks += [r.value for r in batch.records]
-    return Snapshot(snapshot_id, b"".join(chunks))  # type: ignore[arg-type]
+    return Snapshot(snapshot_id, b"".join(chunks), voters)  # type: ignore[arg-type]
 
 
 def _control_batch(offset: int, epoch: int, kind: int, value: bytes) -> bytes:

@@ -36,12 +36,14 @@ class MetadataStorage:
     snapshots: SnapshotStore
     log: MetadataLog
     durable: DurableState
+    directory_id: Optional[str] = None  # meta.properties' directory.id (KIP-853)
 
 
-def open_metadata_storage(metadata_log_dir: Path, *, cluster_id: str, node_id: int, voters: Iterable[int],
-                          segment_bytes: int = 1 << 30) -> MetadataStorage:
+def open_metadata_storage(metadata_log_dir: Path, *, cluster_id: str, node_id: int,
+                          voters: Optional[Iterable[int]], segment_bytes: int = 1 << 30) -> MetadataStorage:
+    """`voters`: the static voter ids; None for a dynamic quorum (KIP-853)."""
     meta_dir = Path(metadata_log_dir)
-    MetaProperties.ensure(meta_dir, cluster_id, node_id)
+    meta = MetaProperties.ensure(meta_dir, cluster_id, node_id)
     partition_dir = meta_dir / METADATA_PARTITION_DIR
     quorum_state = QuorumStateFile(partition_dir / QUORUM_STATE_FILE, cluster_id, voters)
     state = quorum_state.read()
@@ -56,7 +58,7 @@ def open_metadata_storage(metadata_log_dir: Path, *, cluster_id: str, node_id: i
         metadata_log.close()
         raise
     return MetadataStorage(meta_dir, quorum_state, snapshots, metadata_log,
-                           DurableState(state, snapshot, start, entries))
+                           DurableState(state, snapshot, start, entries), meta.directory_id)
 
 
 def _follow_snapshot(metadata_log: MetadataLog, snapshot: Optional[Snapshot]) -> int:

@@ -79,6 +79,15 @@ def fetch(topic: str = DATA, partition: int = 0, offset: int = 0, *, replica_id:
                             topics=[bpb.FetchRequest.FetchTopic(topic=topic, partitions=[part] * copies)])
 
 
+def session_fetch(session_id: int, epoch: int, *, forgotten: int = 0, **kwargs: Any) -> bpb.FetchRequest:
+    """A fetch naming a KIP-227 session (and `forgotten` partitions of DATA to drop from it)."""
+    request = fetch(**kwargs)
+    request.session_id, request.session_epoch = session_id, epoch
+    if forgotten:
+        request.forgotten.add(topic=DATA, partitions=list(range(forgotten)))
+    return request
+
+
 def list_offsets(topic: str = DATA, partition: int = 0, timestamp: int = -1, *, epoch: int = -1,
                  replica_id: int = -1, isolation_level: int = 0, copies: int = 1) -> bpb.ListOffsetsRequest:
     part = bpb.ListOffsetsRequest.ListOffsetsPartition(partition_index=partition, current_leader_epoch=epoch,
@@ -176,6 +185,14 @@ BROKER_CASES: list[Case] = [
                          last_fetched_epoch=I32_MAX), codes(K.NONE, K.INVALID_REQUEST, K.OFFSET_OUT_OF_RANGE),
          "pair-leader"),
     Case(FETCH, f"{MANY}-unknown-partitions", fetch(partition=99, copies=MANY), UNKNOWN_PARTITION, "leader"),
+    # KIP-227 sessions: ids never given, any epoch; a full fetch naming one; a new session told to forget.
+    *[Case(FETCH, f"session-{sid}-epoch-{epoch}", session_fetch(sid, epoch), codes(K.FETCH_SESSION_ID_NOT_FOUND),
+           "leader") for sid, epoch in ((12345, 1), (I32_MAX, I32_MAX), (I32_MIN, 5), (0, -7), (0, 1))],
+    Case(FETCH, "session-unknown-id-final-epoch", session_fetch(12345, -1), codes(K.NONE), "leader"),
+    Case(FETCH, "session-unknown-id-initial-epoch", session_fetch(I32_MIN, 0), codes(K.NONE), "leader"),
+    Case(FETCH, f"session-new-forgetting-{MANY}", session_fetch(0, 0, forgotten=MANY), codes(K.NONE), "leader"),
+    Case(FETCH, f"session-unknown-forgetting-{MANY}", session_fetch(77, 3, forgotten=MANY),
+         codes(K.FETCH_SESSION_ID_NOT_FOUND), "leader"),
 
     *_named(LIST_OFFSETS, lambda n: list_offsets(n), lambda n: BAD_TOPIC),
     Case(LIST_OFFSETS, "cluster-metadata", list_offsets(CLUSTER_METADATA), BAD_TOPIC),
@@ -407,6 +424,74 @@ def admin_cases(service: str, to: str) -> list[Case]:
              codes(K.INVALID_CONFIG, K.INVALID_REQUEST), to),
         Case(alter, "validate-only", alter_configs(2, DATA, ("retention.ms", SET, "1000"), validate_only=True),
              codes(K.NONE), to),
+        # KIP-73 replication throttles: hostile rates, replica lists and names.
+        *[Case(alter, f"throttle-rate-{label}", alter_configs(4, broker, ("leader.replication.throttled.rate", SET, v)),
+               codes(K.INVALID_CONFIG), to)
+          for label, broker, v in (("negative", "1", "-1"), ("huge", "", str(2**64)), ("text", "1", "fast"))],
+        *[Case(alter, f"throttle-broker-{label}", alter_configs(4, name, ("follower.replication.throttled.rate", SET, "1")),
+               codes(K.INVALID_REQUEST), to) for label, name in {"negative": "-1", "huge": str(2**31)}.items()],
+        *[Case(alter, f"throttle-replicas-{label}",
+               alter_configs(2, DATA, ("follower.replication.throttled.replicas", SET, v)), codes(K.INVALID_CONFIG), to)
+          for label, v in {"malformed": "0-1", "negative": "-1:1", "star-and-pair": "*,0:1", "huge": f"0:{2**40}",
+                           "long": ",".join(f"{i}:x" for i in range(MANY))}.items()],
+        Case(alter, "throttle-cluster-metadata",
+             alter_configs(2, CLUSTER_METADATA, ("leader.replication.throttled.replicas", SET, "*")),
+             codes(K.UNKNOWN_TOPIC_OR_PARTITION, K.INVALID_REQUEST), to),
+        Case(alter, "throttle-validate-only",
+             alter_configs(4, "1", ("leader.replication.throttled.rate", SET, "1000"), validate_only=True),
+             codes(K.NONE), to),
+    ]
+
+
+# --- reassignments and decommissioning: refused item by item, nothing written --------------
+
+def reassign(topic: str, partition: int, replicas: tuple[int, ...] | None, *, copies: int = 1,
+             allow_factor_change: bool | None = None) -> cpb.AlterPartitionReassignmentsRequest:
+    """One partition's move (None: a cancel), `copies` times over."""
+    item = cpb.AlterPartitionReassignmentsRequest.ReassignablePartition(partition_index=partition)
+    if replicas is not None:
+        item.replicas.CopyFrom(mpb.BrokerIdList(ids=replicas))
+    request = cpb.AlterPartitionReassignmentsRequest(topics=[
+        cpb.AlterPartitionReassignmentsRequest.ReassignableTopic(name=topic, partitions=[item] * copies)])
+    if allow_factor_change is not None:
+        request.allow_replication_factor_change = allow_factor_change
+    return request
+
+
+BAD_TARGET = codes(K.INVALID_REPLICA_ASSIGNMENT)
+
+
+def reassignment_cases(service: str, to: str) -> list[Case]:
+    alter, listing = f"{service}/AlterPartitionReassignments", f"{service}/ListPartitionReassignments"
+    unregister = f"{service}/UnregisterBroker"
+    return [
+        Case(alter, "unknown-topic", lambda w: reassign(UNKNOWN_TOPIC, 0, (w.A,)), UNKNOWN_PARTITION, to),
+        Case(alter, "cluster-metadata", lambda w: reassign(CLUSTER_METADATA, 0, (w.A,)), UNKNOWN_PARTITION, to),
+        *[Case(alter, f"name-{label}", lambda w, name=name: reassign(name, 0, (w.A,)), UNKNOWN_PARTITION, to)
+          for label, name in INVALID_NAMES.items()],
+        *[Case(alter, f"partition-{p}", lambda w, p=p: reassign(DATA, p, (w.A, w.B, w.C)), UNKNOWN_PARTITION, to)
+          for p in (-1, 3, I32_MAX, I32_MIN)],
+        Case(alter, "empty-target", reassign(DATA, 0, ()), BAD_TARGET, to),
+        *[Case(alter, f"target-{label}", reassign(DATA, 0, target), BAD_TARGET, to)
+          for label, target in {"unknown-broker": (999,), "controller-id": (1,), "negative": (-1,),
+                                "int32-min": (I32_MIN,), "int32-max": (I32_MAX,)}.items()],
+        Case(alter, "duplicate-broker", lambda w: reassign(DATA, 0, (w.A, w.A, w.B)), BAD_TARGET, to),
+        Case(alter, f"{MANY}-replicas", lambda w: reassign(DATA, 0, (w.A,) * MANY), BAD_TARGET, to),
+        # KIP-860: the factor may not change when the request says so (DATA has 3 replicas).
+        Case(alter, "factor-change-refused", lambda w: reassign(DATA, 0, (w.A,), allow_factor_change=False),
+             codes(K.INVALID_REPLICATION_FACTOR), to),
+        # Wrong state: a cancel with no move under way.
+        Case(alter, "cancel-without-a-move", reassign(DATA, 0, None), codes(K.NO_REASSIGNMENT_IN_PROGRESS), to),
+        Case(alter, "partition-twice", lambda w: reassign(DATA, 0, (w.C, w.B, w.A), copies=2),
+             codes(K.INVALID_REQUEST), to),
+        # Refused whole, before any partition is looked at (a partition is at most one record).
+        Case(alter, f"{MANY}-partitions", lambda w: reassign(DATA, 99, (w.A,), copies=MANY), OVER_CAP, to),
+        Case(listing, "unknown-topic", cpb.ListPartitionReassignmentsRequest(topics=[
+            cpb.TopicPartitions(topic=UNKNOWN_TOPIC, partitions=[0, -1, I32_MAX])]), codes(K.NONE), to),
+        Case(listing, f"{MANY}-partitions", cpb.ListPartitionReassignmentsRequest(topics=[
+            cpb.TopicPartitions(topic=DATA, partitions=list(range(MANY)))]), codes(K.NONE), to),
+        *[Case(unregister, f"broker-{b}", cpb.UnregisterBrokerRequest(broker_id=b),
+               codes(K.BROKER_ID_NOT_REGISTERED), to) for b in (-1, I32_MIN, I32_MAX, 999, 1)],
     ]
 
 
@@ -487,6 +572,35 @@ def quota_cases(service: str, to: str) -> list[Case]:
                  codes(K.UNSUPPORTED_VERSION), to)]
 
 
+def feature_update(feature: str, level: int, upgrade_type: int = 1, copies: int = 1,
+                   validate_only: bool = False) -> cpb.UpdateFeaturesRequest:
+    update = cpb.UpdateFeaturesRequest.FeatureUpdate(feature=feature, max_version_level=level,
+                                                     upgrade_type=upgrade_type)
+    return cpb.UpdateFeaturesRequest(feature_updates=[update] * copies, validate_only=validate_only)
+
+
+def feature_cases(service: str, to: str) -> list[Case]:
+    """Hostile UpdateFeatures: each refused whole, nothing written (metadata.version
+    stays at 1, the only level this software supports, and is never lowered)."""
+    rpc, bad_level = f"{service}/UpdateFeatures", codes(K.INVALID_UPDATE_VERSION)
+    return [Case(rpc, "unknown-feature", feature_update("adv.no.such", 1), bad_level, to),
+            Case(rpc, "reserved-marker", feature_update("kraftlog.bootstrap", 0, 2), bad_level, to),
+            Case(rpc, "reserved-topic-name", feature_update(CLUSTER_METADATA, 1), bad_level, to),
+            Case(rpc, "above-supported", feature_update("metadata.version", 2), bad_level, to),
+            Case(rpc, "i32-max", feature_update("metadata.version", I32_MAX), bad_level, to),
+            Case(rpc, "downgrade", feature_update("metadata.version", 0, 2), bad_level, to),
+            Case(rpc, "unsafe-downgrade", feature_update("metadata.version", I32_MIN, 3), bad_level, to),
+            Case(rpc, "downgrade-as-upgrade", feature_update("metadata.version", -1, 1), bad_level, to),
+            Case(rpc, "empty-name", feature_update("", 1), codes(K.INVALID_REQUEST), to),
+            Case(rpc, "huge-name", feature_update("f" * 40_000, 1), codes(K.INVALID_REQUEST), to),
+            Case(rpc, "unknown-upgrade-type", feature_update("metadata.version", 1, I32_MAX),
+                 codes(K.INVALID_REQUEST), to),
+            Case(rpc, "twice", feature_update("metadata.version", 1, copies=2), codes(K.INVALID_REQUEST), to),
+            Case(rpc, "many-unknown", feature_update("adv.no.such", 1, copies=MANY),
+                 codes(K.INVALID_REQUEST), to),
+            Case(rpc, "dry-run", feature_update("metadata.version", 1, validate_only=True), codes(K.NONE), to)]
+
+
 DESCRIBE_QUOTAS = "KafkaBroker/DescribeClientQuotas"
 Component = bpb.DescribeClientQuotasRequest.Component
 BROKER_SECURITY_CASES: list[Case] = [
@@ -499,6 +613,7 @@ BROKER_SECURITY_CASES: list[Case] = [
         Component(entity_type="user", match_type=I32_MAX)]), codes(K.UNSUPPORTED_VERSION)),
     Case(DESCRIBE_QUOTAS, "huge-match", bpb.DescribeClientQuotasRequest(components=[
         Component(entity_type="client-id", match_type=0, match="c" * 1_000_000)]), codes(K.NONE)),
+    Case("KafkaBroker/DescribeFeatures", "as-is", bpb.DescribeFeaturesRequest(), codes(K.NONE)),
     Case("KafkaBroker/DescribeAcls", "unknown-filter", bpb.DescribeAclsRequest(filter=cpb.AclBindingFilter()),
          codes(K.INVALID_REQUEST)),
     Case("KafkaBroker/DescribeAcls", "huge-name", bpb.DescribeAclsRequest(filter=cpb.AclBindingFilter(
@@ -1337,8 +1452,10 @@ def framing_cases() -> list[Case]:
 
 CASES: list[Case] = [*BROKER_CASES, *admin_cases("KafkaBroker", "broker"),
                      *admin_cases("KRaftController", "controller"),
+                     *reassignment_cases("KafkaBroker", "broker"), *reassignment_cases("KRaftController", "controller"),
                      *security_cases("KafkaBroker", "broker"), *security_cases("KRaftController", "controller"),
                      *quota_cases("KafkaBroker", "broker"), *quota_cases("KRaftController", "controller"),
+                     *feature_cases("KafkaBroker", "broker"), *feature_cases("KRaftController", "controller"),
                      *BROKER_SECURITY_CASES, *CONTROLLER_CASES, *QUORUM_CASES, *GROUP_CASES, *CLASSIC_CASES, *TXN_CASES, *QUORUM_LOG_CASES,
                      *framing_cases()]
 

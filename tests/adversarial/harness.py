@@ -19,11 +19,12 @@ goes to and the answers allowed. `check` sends it and asserts
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Iterator, Optional, Union
+import functools
+from typing import Any, Callable, Optional, Union
 
 import grpc
 from google.protobuf import message_factory
-from google.protobuf.descriptor import MethodDescriptor
+from google.protobuf.descriptor import Descriptor, MethodDescriptor
 from google.protobuf.message import Message
 
 from kafka_protocol.errors import Errors
@@ -102,19 +103,63 @@ def codes(*names: K) -> frozenset[int]:
     return frozenset(int(n) for n in names)
 
 
-def error_codes(message: Message) -> Iterator[int]:
-    """Every `error_code` of a response, however deeply nested."""
-    for field, value in message.ListFields():
-        if field.name == "error_code":
-            yield value
-        elif field.message_type is not None:
-            for item in ([value] if isinstance(value, Message) else value):
-                yield from error_codes(item)
+@dataclasses.dataclass(frozen=True)
+class _CodePlan:
+    """Where a message type's `error_code`s are: its own, and the message
+    fields (singular and repeated) whose types hold one at some depth. A
+    response of 100000 results is walked by this plan, not field by field."""
+    has_code: bool
+    singles: tuple[tuple[str, "_CodePlan"], ...]
+    repeats: tuple[tuple[str, "_CodePlan"], ...]
+
+
+@functools.cache
+def _code_plan(descriptor: Descriptor, outer: frozenset[str] = frozenset()) -> Optional[_CodePlan]:
+    """None when the type holds no error_code at any depth."""
+    if descriptor.full_name in outer:
+        raise ValueError(f"{descriptor.full_name} contains itself: walk it field by field")
+    inner = outer | {descriptor.full_name}
+    singles, repeats = [], []
+    for field in descriptor.fields:
+        plan = _code_plan(field.message_type, inner) if field.message_type is not None else None
+        if plan is not None:
+            (repeats if field.is_repeated else singles).append((field.name, plan))
+    has_code = "error_code" in descriptor.fields_by_name
+    if not (has_code or singles or repeats):
+        return None
+    return _CodePlan(has_code, tuple(singles), tuple(repeats))
+
+
+def _collect_codes(message: Message, plan: _CodePlan, into: set[int]) -> None:
+    if plan.has_code:
+        into.add(message.error_code)
+    for name, inner in plan.singles:
+        if message.HasField(name):
+            _collect_codes(getattr(message, name), inner, into)
+    for name, inner in plan.repeats:
+        items = getattr(message, name)
+        if not items:
+            continue
+        if inner.has_code:
+            into.update(item.error_code for item in items)
+        if inner.singles or inner.repeats:
+            for item in items:
+                for nested, deeper in inner.repeats:
+                    if getattr(item, nested):
+                        for sub in getattr(item, nested):
+                            _collect_codes(sub, deeper, into)
+                for nested, deeper in inner.singles:
+                    if item.HasField(nested):
+                        _collect_codes(getattr(item, nested), deeper, into)
 
 
 def answer_codes(message: Message) -> set[int]:
-    """The response's non-zero codes, or {0} when all is well."""
-    return {c for c in error_codes(message) if c} or {0}
+    """The response's non-zero codes (every `error_code`, however deeply nested), or {0} when all is well."""
+    found: set[int] = set()
+    plan = _code_plan(message.DESCRIPTOR)
+    if plan is not None:
+        _collect_codes(message, plan, found)
+    return (found - {0}) or {0}
 
 
 def call(channel: grpc.Channel, rpc: str, request: Union[Message, bytes], timeout: float = CALL_TIMEOUT_S

@@ -54,7 +54,12 @@ SMALL_COUNTS = {"num_partitions", "count", "replication_factor"}
 SENDERS = {"candidate_id", "leader_id", "replica_id", "destination_id"}
 VOTERS = {1, 2, 3}
 ADMIN_RPCS = {"CreateTopics", "DeleteTopics", "CreatePartitions", "ElectLeaders", "IncrementalAlterConfigs",
-              "DeleteGroups", "OffsetCommit", "BrokerHeartbeat", "AlterPartition", "DeleteRecords"}
+              "DeleteGroups", "OffsetCommit", "BrokerHeartbeat", "AlterPartition", "DeleteRecords",
+              "AlterPartitionReassignments", "UnregisterBroker"}
+# A random move onto the world's brokers, or their unregistration, would be obeyed
+# (the tables cover those calls): random broker ids there are never theirs.
+WORLD_BROKERS = {4, 5, 6}
+MOVES = {"AlterPartitionReassignments", "UnregisterBroker"}
 
 
 def ints(bounds: tuple[int, int]) -> st.SearchStrategy[int]:
@@ -96,6 +101,8 @@ def scalar(field: FieldDescriptor, service: str, rpc: str) -> st.SearchStrategy:
         raise TypeError(f"{field.full_name}: no strategy for protobuf field type {t}")
     if service == "KRaftQuorum" and name in SENDERS:
         values = values.filter(lambda v: v not in VOTERS)
+    if rpc in MOVES and name in ("ids", "broker_id"):
+        values = values.filter(lambda v: v not in WORLD_BROKERS)
     return values
 
 

@@ -21,7 +21,7 @@ from kafka_protocol.wire import codec, versions
 from kraftlog_server.server_config import (CONNECTIONS_MAX_IDLE_MS, KAFKA_PROTOCOL_LISTENERS,
                                            SOCKET_REQUEST_MAX_BYTES)
 
-from .kafka_wire import RawKafka, api_versions, kafka_address
+from .kafka_wire import RawKafka, api_versions, kafka_address, request
 
 MAX_REQUEST_BYTES = 1 << 20
 IDLE_MS = 3000  # connections.max.idle.ms, short enough for a test to see it close an idle connection
@@ -107,3 +107,39 @@ def test_tagged_fields_the_broker_does_not_know_are_skipped(cluster):
         assert correlation_id == 31 and answer.error_code == ErrorCode.none
         assert {k.api_key for k in answer.api_keys} == set(versions.ADVERTISED)
         assert raw.call(api_versions(), correlation_id=32).error_code == ErrorCode.none
+
+
+def session_fetch(session_id: int, epoch: int, partitions: tuple[int, ...] = (0,),
+                  forgotten: tuple[int, ...] = ()) -> object:
+    return request(versions.FETCH, 12, {
+        "replica_id": -1, "max_wait": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
+        "session_id": session_id, "session_epoch": epoch, "rack_id": "",
+        "forgotten_topics_data": [{"topic": "sessions", "partitions": list(forgotten)}] if forgotten else [],
+        "topics": [{"topic": "sessions", "partitions": [
+            {"partition": p, "current_leader_epoch": -1, "fetch_offset": 0, "log_start_offset": -1,
+             "partition_max_bytes": 1 << 20} for p in partitions]}] if partitions else []})
+
+
+def test_hostile_fetch_session_ids_and_epochs_are_refused_and_keep_the_connection(cluster):
+    """KIP-227 on the Kafka listener: ids never given, stale and future epochs,
+    a replayed request, an enormous forgotten list; each answered with Kafka's code."""
+    cluster.create_topic("sessions", 1, 1)
+    cluster.wait_for_leaders("sessions")
+    with RawKafka(kafka_address(cluster)) as raw:
+        for sid, epoch in ((42, 3), (2**31 - 1, 2**31 - 1), (-2**31, 1), (0, 5)):
+            assert raw.call(session_fetch(sid, epoch, ())).error_code == ErrorCode.fetch_session_id_not_found
+        made = raw.call(session_fetch(0, 0))
+        assert made.error_code == ErrorCode.none and made.session_id != 0
+        sid = made.session_id
+        for epoch in (2, 0x7FFFFFFF, -2):
+            answer = raw.call(session_fetch(sid, epoch, ()))
+            assert answer.error_code in (ErrorCode.invalid_fetch_session_epoch, ErrorCode.fetch_session_id_not_found)
+        first = raw.call(session_fetch(sid, 1, ()))
+        assert (first.error_code, first.session_id, first.responses) == (ErrorCode.none, sid, ())
+        assert raw.call(session_fetch(sid, 1, ())).error_code == ErrorCode.invalid_fetch_session_epoch  # replayed
+        forgot = raw.call(session_fetch(sid, 2, (), forgotten=tuple(range(50_000))))
+        assert (forgot.error_code, forgot.session_id) == (ErrorCode.none, sid)
+        closed = raw.call(session_fetch(sid, -1))
+        assert (closed.error_code, closed.session_id) == (ErrorCode.none, 0)
+        assert raw.call(session_fetch(sid, 3, ())).error_code == ErrorCode.fetch_session_id_not_found
+    still_serving(cluster)

@@ -18,8 +18,10 @@ import struct
 import threading
 import time
 from contextlib import contextmanager
+from types import SimpleNamespace
 from typing import Iterator
 
+import grpc
 import pytest
 
 from broker.kafka_api.apis import KafkaApis
@@ -57,13 +59,22 @@ def pki(tmp_path_factory):
             "stranger_ca": str(stranger.truststore), "stranger": str(stranger.keystore)}
 
 
+async def _unavailable(request, context):
+    await context.abort(grpc.StatusCode.UNAVAILABLE, "no broker behind this listener")
+
+
+# Only the login is under test: no broker stands behind the listener. ApiVersions v3+
+# asks the broker for its feature levels; unanswered, they are left out of the answer.
+NO_BROKER = SimpleNamespace(broker=SimpleNamespace(DescribeFeatures=_unavailable))
+
+
 @contextmanager
 def serving(security: ListenerSecurity, idle_ms: int = IDLE_MS) -> Iterator[str]:
     """The listener on 127.0.0.1 (a free port), its loop in a thread; stopped on the way out."""
     loop = asyncio.new_event_loop()
     thread = threading.Thread(target=loop.run_forever, name="kafka-listener", daemon=True)
     thread.start()
-    listener = KafkaListener("SECURE", KafkaApis(None), max_request_bytes=1 << 20, idle_timeout_ms=idle_ms,
+    listener = KafkaListener("SECURE", KafkaApis(NO_BROKER), max_request_bytes=1 << 20, idle_timeout_ms=idle_ms,
                              security=security)
 
     def run(coroutine):

@@ -31,11 +31,13 @@ from . import batches
 from .harness import K, call
 
 PROPERTIES = {
-    "controller.quorum.election.timeout.ms": 1000,
-    "controller.quorum.fetch.timeout.ms": 2000,
-    # Two cores shared with other jobs: a generous session, so that no broker
-    # is fenced by a slow heartbeat in the middle of a comparison.
-    "broker.session.timeout.ms": 6000,
+    # Two cores shared with other jobs (make test runs two modules at once):
+    # generous quorum timeouts and session, so that no controller election
+    # and no broker fenced by a slow heartbeat moves a leader in the middle
+    # of a comparison. No case here is about elections.
+    "controller.quorum.election.timeout.ms": 3000,
+    "controller.quorum.fetch.timeout.ms": 6000,
+    "broker.session.timeout.ms": 12000,
     "broker.heartbeat.interval.ms": 500,
     "replica.fetch.wait.max.ms": 200,
     "replica.fetch.backoff.ms": 200,
@@ -318,7 +320,8 @@ class World:
     def snapshot(self) -> dict[str, Any]:
         """Everything a refused request must leave as it was."""
         c = self.cluster
-        high_watermark = self.quorum().high_watermark
+        quorum = self.quorum()  # its voters below: the case was answered before this
+        high_watermark = quorum.high_watermark
 
         def caught_up() -> Optional[dict[int, bpb.DescribeClusterResponse]]:
             answers = {b: c.broker_stub(b).DescribeCluster(bpb.DescribeClusterRequest(), timeout=10)
@@ -339,32 +342,50 @@ class World:
             bpb.DescribeConfigsRequest.Resource(resource_type=2, resource_name=t) for t in (DATA, PAIR)]
             + [bpb.DescribeConfigsRequest.Resource(resource_type=4, resource_name=str(b)) for b in c.brokers]),
             timeout=10)
-        quorum = self.quorum()
         return {
             "topics": views[self.A],
             "brokers": registered[self.A],
             "configs": sorted((r.resource_name, r.error_code, tuple(sorted((x.name, x.value, x.config_source)
                                                                             for x in r.configs)))
                               for r in configs.results),
-            "log ends": {(t, p): self._log_end(t, p) for t, n in ((DATA, DATA_PARTITIONS), (PAIR, 1), (MIN_ISR, 1))
-                         for p in range(n)},
+            "log ends": self._log_ends(),
             "group offsets": self._group_offsets(),
             "voters": sorted(v.replica_id for v in quorum.current_voters),
         }
 
-    def _log_end(self, topic: str, partition: int) -> int:
-        def answered() -> Optional[tuple[int]]:  # a tuple: an empty log's end, 0, is an answer too
-            leader = self.leader(topic, partition)
-            if leader is None or leader < 0:
-                return None
-            answer = self.cluster.broker_stub(leader).ListOffsets(bpb.ListOffsetsRequest(
-                replica_id=-1, topics=[bpb.ListOffsetsRequest.ListOffsetsTopic(name=topic, partitions=[
-                    bpb.ListOffsetsRequest.ListOffsetsPartition(partition_index=partition, current_leader_epoch=-1,
-                                                                timestamp=-1)])]), timeout=10)
-            found = answer.topics[0].partitions[0]
-            return (found.offset,) if found.error_code == K.NONE else None
+    def _log_ends(self) -> dict[tuple[str, int], int]:
+        """Every data partition's log end, each asked of its leader: one
+        ListOffsets per leader, the leaders from one Metadata of broker A."""
+        wanted = {(t, p) for t, n in ((DATA, DATA_PARTITIONS), (PAIR, 1), (MIN_ISR, 1)) for p in range(n)}
 
-        return wait_until(answered, 30, f"the log end of {topic}-{partition}", interval=0.1)[0]
+        def answered() -> Optional[dict[tuple[str, int], int]]:
+            metadata = self.cluster.metadata(self.A, [DATA, PAIR, MIN_ISR], timeout=5)
+            if metadata is None or any(t.error_code for t in metadata.topics):
+                return None
+            by_leader: dict[int, list[tuple[str, int]]] = {}
+            for t in metadata.topics:
+                for p in t.partitions:
+                    by_leader.setdefault(p.leader_id, []).append((t.name, p.partition_index))
+            if any(leader < 0 for leader in by_leader) or {tp for tps in by_leader.values() for tp in tps} != wanted:
+                return None
+            ends = {}
+            for leader, partitions in by_leader.items():
+                topics: dict[str, list[int]] = {}
+                for topic, partition in partitions:
+                    topics.setdefault(topic, []).append(partition)
+                answer = self.cluster.broker_stub(leader).ListOffsets(bpb.ListOffsetsRequest(
+                    replica_id=-1, topics=[bpb.ListOffsetsRequest.ListOffsetsTopic(name=topic, partitions=[
+                        bpb.ListOffsetsRequest.ListOffsetsPartition(partition_index=partition,
+                                                                    current_leader_epoch=-1, timestamp=-1)
+                        for partition in numbers]) for topic, numbers in topics.items()]), timeout=10)
+                for t in answer.topics:
+                    for found in t.partitions:
+                        if found.error_code != K.NONE:
+                            return None
+                        ends[(t.name, found.partition_index)] = found.offset
+            return ends if set(ends) == wanted else None
+
+        return wait_until(answered, 30, "the log ends of the data topics", interval=0.1)
 
     def _group_offsets(self) -> list[tuple[str, int, int]]:
         def answered() -> Optional[gpb.OffsetFetchResponse]:
@@ -402,11 +423,21 @@ class World:
             answer = call(self.broker_channel(b), "KafkaBroker/Metadata", bpb.MetadataRequest(topics=[DATA]))
             assert not isinstance(answer, grpc.RpcError), (b, answer)
             assert answer.topics[0].error_code == K.NONE and answer.cluster_id == CLUSTER_ID, (b, answer)
-        leaders = set()
-        for controller in c.controllers:
-            answer = call(self.controller_channel(controller), "KRaftQuorum/DescribeQuorum",
-                          qpb.DescribeQuorumRequest())
-            assert not isinstance(answer, grpc.RpcError), (controller, answer)
-            leaders.add(answer.leader_id)
-        assert len(leaders) == 1 and leaders <= set(c.controllers), leaders
+        seen: list[set[int]] = []
+
+        def agreed() -> bool:
+            leaders = set()
+            for controller in c.controllers:
+                answer = call(self.controller_channel(controller), "KRaftQuorum/DescribeQuorum",
+                              qpb.DescribeQuorumRequest())
+                assert not isinstance(answer, grpc.RpcError), (controller, answer)
+                leaders.add(answer.leader_id)
+            seen.append(leaders)
+            return len(leaders) == 1 and leaders <= set(c.controllers)
+        # An election under way (-1: no leader known yet) is given time to end; a quorum that
+        # stays split or leaderless fails.
+        try:
+            wait_until(agreed, 30, "the controllers agree on one leader", interval=0.3)
+        except TimeoutError:
+            raise AssertionError(f"the controllers never agreed on one leader: {seen[-3:]}") from None
         assert self.records_quorum.describe(1, timeout=10) is not None

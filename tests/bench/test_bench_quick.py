@@ -21,6 +21,8 @@ FIGURES = {
                  "kraftlog.produce.rf1_acks1.1p_1KiB", "kraftlog.produce.rf1_acks1.1p_one_broker",
                  "kraftlog.produce.rf3_all_idem.1p", "kraftlog.produce.rf3_all_idem.4p",
                  "kraftlog.latency.rf3_all.p50", "kraftlog.latency.rf3_all.p99", "kraftlog.latency.rf3_all.p99.9",
+                 "kraftlog.latency.rf3_all.server_loop_lag.p50", "kraftlog.latency.rf3_all.server_loop_lag.p99",
+                 "kraftlog.latency.rf3_all.client_loop_lag.p99",
                  "kraftlog.produce.rf1_acks1.1p.cpu", "kraftlog.produce.rf3_all_idem.4p.cpu",
                  "kraftlog.consume.decoded", "kraftlog.consume.decoded.cpu", "kraftlog.fetch.raw", "kraftlog.failover.partition",
                  "kraftlog.failover.controller",
@@ -37,13 +39,19 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
 
 def _running(pid: int, marker: str) -> bool:
-    """pid is a live process whose command line contains `marker` (not a reused pid, not a zombie)."""
+    """pid is a live process whose command line or stdout (a node forked by devcluster/fork_server.py
+    has the server's command line; its stdout is its server.log) contains `marker` (not a reused pid,
+    not a zombie)."""
     try:
         status = Path(f"/proc/{pid}/status").read_text()
         cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except (FileNotFoundError, ProcessLookupError):
         return False
-    return marker in cmdline and "\nState:\tZ" not in status
+    try:
+        stdout = os.readlink(f"/proc/{pid}/fd/1")
+    except OSError:  # closed, or the process is gone
+        stdout = ""
+    return (marker in cmdline or marker in stdout) and "\nState:\tZ" not in status
 
 
 @pytest.mark.timeout(900)

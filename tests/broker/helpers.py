@@ -27,15 +27,17 @@ class Cluster:
     (each with its own log directory) applying every delta."""
 
     def __init__(self, tmp_path: Path, broker_ids: Iterable[int] = (1, 2, 3), *,
-                 config: Optional[BrokerConfig] = None) -> None:
+                 config: Optional[BrokerConfig] = None, separate_timer: bool = False) -> None:
         self.image = MetadataImage()
         self.offset = 0
         self.clock = FakeClock()
+        # the monotonic clock for durations (replica lag); the wall clock's twin unless a test skews them apart
+        self.timer = FakeClock() if separate_timer else self.clock
         self.brokers: dict[int, ReplicaManager] = {}
         self.last_changes: dict[int, ReplicaChanges] = {}
         for broker_id in broker_ids:
             logs = LogManager(tmp_path / f"broker-{broker_id}", clock=self.clock)
-            self.brokers[broker_id] = ReplicaManager(broker_id, logs, self.clock, config)
+            self.brokers[broker_id] = ReplicaManager(broker_id, logs, self.clock, config, timer=self.timer)
             self.apply(mpb.MetadataRecord(register_broker=mpb.RegisterBrokerRecord(
                 broker_id=broker_id, incarnation_id=f"inc-{broker_id}", broker_epoch=100 + broker_id,
                 endpoints=[mpb.BrokerEndpoint(name="PLAINTEXT", host="127.0.0.1", port=9090 + broker_id)])))
@@ -56,7 +58,7 @@ class Cluster:
                 for seg in lg.segments:
                     seg.close()
         logs = LogManager(old.log_manager.log_dir, clock=self.clock)
-        replicas = self.brokers[broker_id] = ReplicaManager(broker_id, logs, self.clock, old.config)
+        replicas = self.brokers[broker_id] = ReplicaManager(broker_id, logs, self.clock, old.config, timer=self.timer)
         self.last_changes[broker_id] = replicas.apply_metadata(self.image, full_delta(self.image))
         return replicas
 
@@ -137,4 +139,4 @@ async def replicate(cluster: Cluster, follower_id: int, rounds: int = 1) -> None
     for _ in range(rounds):
         for leader_id, request in follower_fetch.fetch_requests(follower, max_wait_ms=0).items():
             response = await fetched(cluster[leader_id], request)
-            follower_fetch.apply_fetch_response(follower, request, response)
+            follower_fetch.apply_fetch_response(follower, follower_fetch.sent_states(request), response)

@@ -214,3 +214,20 @@ def test_a_fetch_from_an_older_incarnation_does_not_bring_a_replica_into_the_isr
     [item] = [p for t in request.topics for p in t.partitions]
     assert list(item.new_isr) == [1, 2, 3]
     assert [(s.broker_id, s.broker_epoch) for s in item.new_isr_with_epochs] == [(1, -1), (2, -1), (3, old_epoch + 50)]
+
+
+def test_replica_lag_ignores_wall_clock_jumps(tmp_path):
+    """Lag is a duration, on the monotonic clock: the leader's wall clock
+    jumping an hour either way drops nobody; the monotonic clock passing the
+    lag time does."""
+    cluster = Cluster(tmp_path, config=BrokerConfig(replica_lag_time_max_ms=LAG), separate_timer=True)
+    cluster.create_topic("orders", {0: [1, 2, 3]})
+    follower_fetch(cluster, 2, 0)
+    follower_fetch(cluster, 3, 0)
+    run(append(cluster[1], "orders", 0, batch_of([b"a"]), 1, 1000))
+    for jump in (3_600_000, -7_200_000):
+        cluster.clock.advance(jump)
+        assert cluster[1].alter_partition_request() is None
+    cluster.timer.advance(LAG + 1)
+    assert items(cluster[1].alter_partition_request()) == [(0, [1], 0, 0)]
+

@@ -175,3 +175,42 @@ def test_describe_acls_groups_bindings_by_resource_and_passes_null_filters_as_ab
     assert not sent.HasField("resource_name") and not sent.HasField("principal") and sent.host == "*"
     (resource,) = answer.resources
     assert [a.principal for a in resource.acls] == ["User:a", "User:b"]
+
+
+def test_alter_partition_reassignments_passes_null_as_a_cancel_and_kip_860s_flag():
+    from broker.kafka_api import reassignments
+    broker = Service(AlterPartitionReassignments=cpb.AlterPartitionReassignmentsResponse(responses=[
+        cpb.AlterPartitionReassignmentsResponse.TopicResult(name="t", partitions=[
+            cpb.AlterPartitionReassignmentsResponse.PartitionResult(partition_index=0),
+            cpb.AlterPartitionReassignmentsResponse.PartitionResult(
+                partition_index=1, error_code=Errors.NO_REASSIGNMENT_IN_PROGRESS)])]))
+    answer = serve(reassignments.alter_partition_reassignments, Services(broker),
+                   versions.ALTER_PARTITION_REASSIGNMENTS, 1, {
+                       "timeout": 1000, "allow_replication_factor_change": False, "topics": [
+                           {"name": "t", "partitions": [{"partition_index": 0, "replicas": (2, 3)},
+                                                        {"partition_index": 1, "replicas": None}]}]})
+    (sent,) = broker.sent["AlterPartitionReassignments"]
+    assert sent.HasField("allow_replication_factor_change") and not sent.allow_replication_factor_change
+    assert [(p.partition_index, p.HasField("replicas"), list(p.replicas.ids)) for p in sent.topics[0].partitions] == [
+        (0, True, [2, 3]), (1, False, [])]
+    assert answer.allow_replication_factor_change is False
+    assert [(p.partition_index, p.error_code) for p in answer.responses[0].partitions] == [
+        (0, Errors.NONE), (1, Errors.NO_REASSIGNMENT_IN_PROGRESS)]
+    v0 = serve(reassignments.alter_partition_reassignments, Services(broker), versions.ALTER_PARTITION_REASSIGNMENTS,
+               0, {"timeout": 1000, "topics": [{"name": "t", "partitions": [{"partition_index": 0, "replicas": (1,)}]}]})
+    assert not broker.sent["AlterPartitionReassignments"][1].HasField("allow_replication_factor_change")
+    assert v0.error_code == Errors.NONE
+
+
+def test_list_partition_reassignments_null_is_every_partition_and_empty_is_none():
+    from broker.kafka_api import reassignments
+    broker = Service(ListPartitionReassignments=cpb.ListPartitionReassignmentsResponse(
+        error_code=Errors.CLUSTER_AUTHORIZATION_FAILED))
+    everything = serve(reassignments.list_partition_reassignments, Services(broker),
+                       versions.LIST_PARTITION_REASSIGNMENTS, 0, {"timeout": 1000, "topics": None})
+    assert list(broker.sent["ListPartitionReassignments"][0].topics) == []
+    assert everything.error_code == Errors.CLUSTER_AUTHORIZATION_FAILED
+    nothing = serve(reassignments.list_partition_reassignments, Services(broker),
+                    versions.LIST_PARTITION_REASSIGNMENTS, 0, {"timeout": 1000, "topics": ()})
+    assert len(broker.sent["ListPartitionReassignments"]) == 1  # not asked
+    assert nothing.error_code == Errors.NONE and nothing.topics == ()

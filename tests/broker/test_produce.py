@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
 from broker.errors import Error
 from broker.produce import append, handle_produce
+from kafka_protocol.records import Record, encode_batch
 from kraftlog_api import broker_pb2 as bpb
 
 from .helpers import Cluster, batch_of, replicate, run
@@ -47,6 +49,25 @@ def test_acks_all_answers_once_every_isr_member_has_fetched_past_the_batch(clust
     result = run(go())
     assert (result.error, result.base_offset) == (Error.NONE, 0)
     assert cluster[1].get("orders", 0).high_watermark == 2
+
+
+def test_acks_all_is_completed_in_the_step_of_the_fetch_that_proves_it(cluster):
+    """No polling (issue 21 target 3): the waiting produce is completed by
+    the high-watermark advance the last ISR member's fetch makes, before that
+    fetch's handler yields, and not by the first member's."""
+    async def go():
+        partition = cluster[1].get("orders", 0)
+        produced = asyncio.ensure_future(append(cluster[1], "orders", 0, batch_of([b"a", b"b"]), -1, 5000))
+        await asyncio.sleep(0)
+        waiter = partition.wait_for_high_watermark(2)
+        assert not waiter.done() and partition.log.log_end_offset == 2
+        partition.record_follower_fetch(2, 2)  # one follower holds it: not enough for the ISR [1, 2, 3]
+        assert not waiter.done()
+        partition.record_follower_fetch(3, 2)
+        assert waiter.done() and waiter.result() == Error.NONE and partition.high_watermark == 2
+        return await asyncio.wait_for(produced, 1)
+    result = run(go())
+    assert (result.error, result.base_offset) == (Error.NONE, 0)
 
 
 def test_acks_all_with_an_isr_of_one_answers_at_once(cluster):
@@ -134,3 +155,37 @@ def test_handle_produce_answers_every_partition_in_request_order(cluster):
     got = [(t.name, p.index, p.error_code, p.base_offset, p.current_leader_id)
            for t in response.responses for p in t.partitions]
     assert got == [("orders", 0, 0, 0, -1), ("audit", 0, Error.NOT_LEADER_OR_FOLLOWER, -1, 2), ("audit", 1, 0, 0, -1)]
+
+
+def test_a_retry_of_a_written_batch_waits_for_the_isr_instead_of_not_enough_replicas(cluster):
+    """A producer's retry of a batch the leader already holds, while the ISR
+    is below min.insync.replicas, is not answered NOT_ENOUGH_REPLICAS ("not
+    written": librdkafka renumbers such a batch on its next epoch bump, and
+    it is written twice - docs/chaos.md, the kill-leaders duplicate): it is
+    held until the ISR is back, then answered with its offset; a new batch
+    is still refused at once, and a retry whose ISR never comes back times out."""
+    cluster.set_config("orders", "min.insync.replicas", "2")
+
+    now = int(time.time() * 1000)  # a batch of 1970 would make its producer expired at once
+
+    def idempotent(value: bytes, sequence: int) -> bytes:
+        return encode_batch([Record(None, value, now)], producer_id=7, producer_epoch=0, base_sequence=sequence)
+
+    async def go():
+        written = await append(cluster[1], "orders", 0, idempotent(b"a", 0), 1, 1000)
+        cluster.change("orders", 0, isr=[1])
+        fresh = await append(cluster[1], "orders", 0, idempotent(b"b", 1), -1, 1000)
+        timed_out = await append(cluster[1], "orders", 0, idempotent(b"a", 0), -1, 100)
+        retry = asyncio.ensure_future(append(cluster[1], "orders", 0, idempotent(b"a", 0), -1, 5000))
+        await asyncio.sleep(0.05)
+        held = not retry.done()
+        cluster.change("orders", 0, isr=[1, 2])
+        await replicate(cluster, 2, rounds=2)
+        return written, fresh, timed_out, held, await asyncio.wait_for(retry, 2)
+    written, fresh, timed_out, held, retried = run(go())
+    assert (written.error, written.base_offset) == (Error.NONE, 0)
+    assert fresh.error == Error.NOT_ENOUGH_REPLICAS
+    assert timed_out.error == Error.REQUEST_TIMED_OUT
+    assert held
+    assert (retried.error, retried.base_offset) == (Error.NONE, 0)
+    assert cluster[1].get("orders", 0).log.log_end_offset == 1  # written once

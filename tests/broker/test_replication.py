@@ -54,6 +54,22 @@ def test_followers_copy_the_leaders_bytes_and_learn_its_high_watermark(cluster):
         assert epochs(cluster, broker_id) == [(0, 0)]
 
 
+def test_traffic_counts_clients_bytes_apart_from_the_replicas(cluster):
+    batches = [batch_of([b"a", b"b"]), batch_of([b"c"])]
+    for batch in batches:
+        assert run(append(cluster[1], "orders", 0, batch, 1, 1000)).error == Error.NONE
+    size = sum(map(len, batches))
+    for follower in (2, 3):
+        run(replicate(cluster, follower, rounds=2))  # the second fetch moves the high watermark, no bytes
+    answer = run(fetched(cluster[1], fetch_request("orders", 0, 0)))
+    assert len(answer.responses[0].partitions[0].records) == size
+    leader, follower = cluster[1].traffic, cluster[2].traffic
+    assert (leader.bytes_in, leader.messages_in, leader.bytes_out) == (size, 3, size)
+    assert (leader.replication_bytes_in, leader.replication_bytes_out) == (0, 2 * size)
+    assert (follower.bytes_in, follower.messages_in, follower.bytes_out) == (0, 0, 0)
+    assert (follower.replication_bytes_in, follower.replication_bytes_out) == (size, 0)
+
+
 def test_a_deposed_leader_truncates_what_the_new_leader_never_had(cluster):
     produce(cluster, 1, [b"a", b"b"])
     run(replicate(cluster, 2, rounds=2))
@@ -112,7 +128,7 @@ def test_a_follower_behind_the_leaders_log_start_starts_over_there(cluster):
     leader.advance_log_start_offset(2)
     request = follower_fetch.fetch_requests(cluster[2], max_wait_ms=0)[1]
     response = run(fetched(cluster[1], request))
-    outcome = follower_fetch.apply_fetch_response(cluster[2], request, response)[("orders", 0)]
+    outcome = follower_fetch.apply_fetch_response(cluster[2], follower_fetch.sent_states(request), response)[("orders", 0)]
     assert outcome.outcome is Outcome.OUT_OF_RANGE
     start = list_offset(cluster[1], "orders", 0, -2, 0, replica_id=2).offset
     end = list_offset(cluster[1], "orders", 0, -1, 0, replica_id=2).offset
@@ -134,7 +150,7 @@ def test_an_answer_to_an_outdated_request_is_ignored(cluster):
     request = follower_fetch.fetch_requests(cluster[2], max_wait_ms=0)[1]
     response = run(fetched(cluster[1], request))
     cluster.change("orders", 0, leader=3)
-    outcome = follower_fetch.apply_fetch_response(cluster[2], request, response)[("orders", 0)]
+    outcome = follower_fetch.apply_fetch_response(cluster[2], follower_fetch.sent_states(request), response)[("orders", 0)]
     assert outcome.outcome is Outcome.STALE and log_values(cluster, 2) == []
 
 
@@ -142,7 +158,7 @@ def test_an_error_answer_changes_nothing(cluster):
     cluster.change("orders", 0, leader=3)  # broker 2 still asks broker 1, which now follows
     request = follower_fetch.fetch_requests(cluster[2], max_wait_ms=0)[3]
     response = run(fetched(cluster[1], request))
-    outcome = follower_fetch.apply_fetch_response(cluster[2], request, response)[("orders", 0)]
+    outcome = follower_fetch.apply_fetch_response(cluster[2], follower_fetch.sent_states(request), response)[("orders", 0)]
     assert (outcome.outcome, outcome.error) == (Outcome.ERROR, Error.NOT_LEADER_OR_FOLLOWER)
 
 

@@ -70,9 +70,11 @@ def test_lost_acknowledged_send_is_caught_and_drawn(lincheck: Path, tmp_path: Pa
     ), "--html", str(page))
     assert code == 1
     assert verdict["result"] == "illegal"
-    stuck = verdict["counterexample"]["stuck"]
-    assert [op["operation"] for op in stuck] == ["read(0) -> nothing"]
-    assert stuck[0]["invoke_line"] == 3
+    # the log model refutes it without a search, naming both operations
+    conflict = verdict["counterexample"]["conflict"]
+    assert [op["operation"] for op in conflict] == ['send("a") -> 0', "read(0) -> nothing"]
+    assert conflict[1]["invoke_line"] == 3
+    assert "saw nothing" in verdict["counterexample"]["reason"]
     assert "<svg" in page.read_text()
 
 

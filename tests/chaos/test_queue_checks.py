@@ -84,3 +84,112 @@ def test_a_new_assignment_may_reread_from_the_committed_offset(tmp_path) -> None
         final(h, "t-0", [[0, "a"], [1, "b"]])
     report = analyze(record(tmp_path, rebalanced))
     assert report.valid, report.anomalies
+
+
+def test_sends_of_unknown_outcome_may_or_may_not_be_written_but_never_twice(tmp_path) -> None:
+    """A long fault's sends end `info` (past delivery.timeout.ms) or stay open:
+    written or not, neither is lost; written twice is a duplicate, and the
+    log model cannot place one send at two offsets either."""
+    def timed_out(h):
+        send(h, 1, "t-0", "a", offset=0)
+        send(h, 1, "t-0", "b", "info")  # written: its answer was lost
+        send(h, 1, "t-0", "c", "info")  # never written
+        h.invoke(2, "send", "t-0", "d")  # still open at the end, written
+        h.invoke(3, "send", "t-0", "e")  # still open at the end, never written
+        final(h, "t-0", [[0, "a"], [1, "b"], [2, "d"]])
+    history = record(tmp_path, timed_out)
+    report = analyze(history)
+    assert report.valid, report.anomalies
+    assert report.sends["info"] == 2 and report.open_sends == 2 and report.unknown_written == 2
+    assert [a["value"] for a in report.anomalies["lost-unacked-ok"]] == ["c", "e"]
+    assert checked(tmp_path, history) == lincheck.OK
+
+    def twice(h):
+        send(h, 1, "t-0", "a", offset=0)
+        send(h, 1, "t-0", "b", "info")
+        final(h, "t-0", [[0, "a"], [1, "b"], [2, "b"]])  # an unknown send appended twice
+    history = record(tmp_path, twice)
+    report = analyze(history)
+    assert not report.valid and [a["value"] for a in report.anomalies["duplicate"]] == ["b"]
+    assert checked(tmp_path, history) == lincheck.ILLEGAL
+
+
+def checked(tmp_path, history) -> int:
+    """The Go checker's exit code on the history's log model (skipped without Go)."""
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps(line) + "\n" for line in to_log_model(history)))
+    try:
+        return lincheck.check(log, model="log", time_limit=10).exit_code
+    except lincheck.CheckerUnavailable as exc:
+        import pytest
+        pytest.skip(str(exc))
+
+
+def test_the_log_model_resolves_unknown_sends_by_what_was_read(tmp_path) -> None:
+    """Read back: an ok at the offset read, returning when the first read
+    that saw it returned; never read: left out (it could only come last)."""
+    def unknown(h):
+        send(h, 1, "t-0", "a", offset=0)
+        send(h, 2, "t-0", "b", "info")
+        h.invoke(3, "send", "t-0", "c")  # open
+        send(h, 4, "t-0", "d", "info")  # never read
+        poll(h, 5, "c1", {"t-0": [[0, "a"], [1, "b"]]})
+        final(h, "t-0", [[0, "a"], [1, "b"], [2, "c"]])
+    history = record(tmp_path, unknown)
+    sends = {}
+    for line in to_log_model(history):
+        if line["f"] == "send":
+            sends.setdefault(line["process"], []).append(line)
+    assert sorted(sends) == [1, 2, 3]  # "d" left out
+    poll_done = next(line["time"] for line in history if line["f"] == "poll" and line["type"] == "ok")
+    final_done = next(line["time"] for line in history if line["f"] == "final-read" and line["type"] == "ok")
+    assert [(x["type"], x.get("value"), x["time"]) for x in sends[2][1:]] == [("ok", 1, poll_done)]
+    assert [(x["type"], x.get("value"), x["time"]) for x in sends[3][1:]] == [("ok", 2, final_done)]
+    assert checked(tmp_path, history) == lincheck.OK
+
+
+def test_an_acknowledged_write_past_the_final_end_is_illegal(tmp_path) -> None:
+    """The unclean election's loss when the new leader's log is the shorter:
+    nobody read offset 1 again, but the final read ended before it."""
+    def truncated(h):
+        send(h, 1, "t-0", "a", offset=0)
+        send(h, 1, "t-0", "b", offset=1)
+        final(h, "t-0", [[0, "a"]])
+    history = record(tmp_path, truncated)
+    ops = list(to_log_model(history))
+    assert ops[-2]["f"] == "read" and ops[-2]["value"] == 1 and "value" not in ops[-1]
+    log = tmp_path / "log.jsonl"
+    log.write_text("".join(json.dumps(line) + "\n" for line in ops))
+    try:
+        verdict = lincheck.check(log, model="log", time_limit=10)
+    except lincheck.CheckerUnavailable as exc:
+        import pytest
+        pytest.skip(str(exc))
+    assert verdict.exit_code == lincheck.ILLEGAL, verdict.result
+    assert "read(1) saw nothing" in verdict.result["counterexample"]["reason"]
+
+
+def test_a_send_acknowledged_without_an_offset_must_be_read_back_somewhere(tmp_path) -> None:
+    """librdkafka acknowledges a batch without an offset when a later batch's
+    success covers it (a retry answered NOT_ENOUGH_REPLICAS_AFTER_APPEND, then
+    the next batch written: "implicitly acked") or on DUPLICATE_SEQUENCE_NUMBER;
+    the history holds ok with a null offset. It counts as acknowledged - lost
+    if no read has it - and the log model places it where it was read."""
+    def implicit(h):
+        send(h, 1, "t-0", "a", offset=0)
+        send(h, 1, "t-0", "b")             # acknowledged, no offset: read at 1
+        send(h, 1, "t-0", "c", offset=2)
+        send(h, 2, "t-0", "d")             # acknowledged, no offset, never read: lost
+        poll(h, 3, "c1", {"t-0": [[0, "a"], [1, "b"]]})
+        final(h, "t-0", [[0, "a"], [1, "b"], [2, "c"]])
+    history = record(tmp_path, implicit)
+    report = analyze(history)
+    assert report.sends == {"ok": 4, "fail": 0, "info": 0}
+    assert report.anomalies["lost"] == [{"value": "d", "partition": "t-0", "offset": None}]
+    assert not report.anomalies["wrong-offset"] and not report.anomalies["duplicate"]
+    poll_done = next(line["time"] for line in history if line["f"] == "poll" and line["type"] == "ok")
+    resolved = [line for line in to_log_model(history) if line["f"] == "send" and line.get("resolved")]
+    assert [(x["type"], x["value"], x["time"]) for x in resolved] == [("ok", 1, poll_done)]
+    assert all(line.get("value") is not None for line in to_log_model(history)
+               if line["f"] == "send" and line["type"] == "ok")
+    assert checked(tmp_path, history) == lincheck.OK

@@ -114,7 +114,12 @@ def test_close_removes_everything_even_with_processes_inside() -> None:
     sleeper = subprocess.Popen([*testbed.exec_prefix("a"), "sleep", "60"])
     try:
         assert names_of_run(testbed.run_id) != ([], [])
+        testbed.mute("a", [7000])  # a rule in the root namespace and a proxy thread: both go too
+        testbed.proxy_link("a", "b", [7000])
         testbed.close()
+        assert f"klbr{testbed.run_id}" not in subprocess.run(["iptables", "-S", "INPUT"], capture_output=True,
+                                                             text=True).stdout
+        assert testbed._proxy is None
         assert sleeper.wait(timeout=10) == -9  # killed by close(), not left behind
         assert names_of_run(testbed.run_id) == ([], [])
         testbed.close()  # twice is fine
@@ -129,3 +134,42 @@ def test_bad_arguments() -> None:
     with NetworkTestbed(["1"]) as testbed:
         with pytest.raises(ValueError, match="probability"):
             testbed.loss("1", 1.5)
+
+
+# -- slow and lossy links without netem ---------------------------------------------------------
+def qdiscs(bed: NetworkTestbed, name: str) -> str:
+    return subprocess.run([*bed.exec_prefix(name), "tc", "qdisc", "show", "dev", "eth0"], capture_output=True,
+                          text=True, timeout=10).stdout
+
+
+def test_slow_and_lossy_links_are_made_and_all_healed_at_once(bed) -> None:
+    """One bed for all (each costs seconds): a lossy directed link, bandwidth
+    caps both ways and per link, a link through the proxy (resetting every
+    connection proves the link goes through it), the answers to the run's own
+    process muted - then one heal removes every qdisc, rule and the proxy."""
+    import socket
+    bed.loss("3", 1.0, source="1")
+    bed.shape("1", 1024)
+    bed.shape("2", 512, inbound=True)
+    bed.shape_link("3", ["1"], 256)
+    bed.proxy_link("1", "2", [7000], reset_after_ms=0)
+    bed.mute("2", [7000])
+    assert "tbf" in qdiscs(bed, "1") and "htb" in qdiscs(bed, "3")
+    assert "tbf" in subprocess.run(["tc", "qdisc", "show", "dev", bed.hosts["2"].host_veth], capture_output=True,
+                                   text=True, timeout=10).stdout
+    assert not reach(bed, "1", "2")  # reset by the proxy
+    assert not reach(bed, "1", "3")  # every packet from 1 lost at 3
+    assert reach(bed, "3", "2", timeout=5) and reach(bed, "2", "3", timeout=5)  # slow, not cut; other links fine
+    with pytest.raises(OSError):
+        socket.create_connection((bed.address("2"), 7000), timeout=1).close()
+    bed.heal()
+    assert reach(bed, "1", "2", timeout=5) and reach(bed, "1", "3", timeout=5)
+    with socket.create_connection((bed.address("2"), 7000), timeout=5) as c:
+        assert c.recv(10) == b"hello\n"
+    assert "tbf" not in qdiscs(bed, "1") and "htb" not in qdiscs(bed, "3")
+    assert "tbf" not in subprocess.run(["tc", "qdisc", "show", "dev", bed.hosts["2"].host_veth],
+                                       capture_output=True, text=True, timeout=10).stdout
+    nat = subprocess.run([*bed.exec_prefix("1"), "iptables", "-t", "nat", "-S", "OUTPUT"], capture_output=True,
+                         text=True, timeout=10).stdout
+    assert "DNAT" not in nat and bed.proxied_connections() is None
+    assert bed.bridge not in subprocess.run(["iptables", "-S", "INPUT"], capture_output=True, text=True).stdout

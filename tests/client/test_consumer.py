@@ -1,15 +1,20 @@
 """The consumer in assign() mode against a real cluster (3 combined nodes):
 every record once and in order, prefetching without duplicates, seek /
-position / pause / resume, offsets_for_times, auto.offset.reset, bad config."""
+position / pause / resume, offsets_for_times, auto.offset.reset, bad config;
+the columnar calls: rows from produce_arrow (zstd, keyed; in an aborted and a
+committed transaction) read by poll_arrow exactly as poll reads them,
+read_uncommitted and read_committed, and a switch between the two polls."""
 from __future__ import annotations
 
 import time
 from collections import defaultdict
 from typing import Iterable
 
+import pyarrow as pa
 import pytest
 
 from client.consumer import Consumer, ConsumerRecord, TimestampType, TopicPartition
+from client.producer import Producer
 from client.errors import (IllegalStateError, InvalidConfigError, NoOffsetForPartitionError,
                            OffsetOutOfRangeError)
 from devcluster.local_cluster import LocalCluster
@@ -129,6 +134,36 @@ def test_prefetch_while_the_application_works_never_duplicates_or_skips(cluster,
         for p, offsets in seen.items():
             assert offsets == list(range(len(offsets))), f"partition {p} has a duplicate or a gap"
         assert sum(len(v) for v in seen.values()) == len(values)
+
+
+def wait_prefetched(c: Consumer, tp: TopicPartition) -> None:
+    """White box: until records of `tp` wait in the consumer's buffer, unreturned."""
+    deadline = time.monotonic() + POLL_DEADLINE_S
+    with c._state.cond:
+        while tp not in c._state.buffer and time.monotonic() < deadline:
+            c._state.cond.wait(0.2)
+        assert tp in c._state.buffer
+
+
+def test_prefetched_records_dropped_at_their_own_position_are_fetched_again(cluster, bootstrap) -> None:
+    """The leader's fetch session answers a partition only when it changes. A
+    chunk prefetched and then dropped unreturned, with the position where it
+    started (a seek to the position, or a switch between poll() and
+    poll_arrow()), must be fetched again, not wait for the next write."""
+    tp = TopicPartition("refetch", 0)
+    make_topic(cluster, tp.topic, 1, [b"first-%d" % i for i in range(100)])
+    with consumer(bootstrap, auto_offset_reset="earliest") as c:
+        c.assign([tp])
+        assert [r.offset for r in poll_until(c, 100)] == list(range(100))
+        produce(cluster, tp.topic, [b"second-%d" % i for i in range(50)])  # answers the fetch parked at 100
+        wait_prefetched(c, tp)
+        c.seek(tp, 100)  # the position it already has: the prefetched chunk is dropped all the same
+        got = poll_until(c, 50, timeout_s=30)
+        assert [r.value for r in got] == [b"second-%d" % i for i in range(50)]
+        produce(cluster, tp.topic, [b"third-%d" % i for i in range(20)])
+        wait_prefetched(c, tp)
+        rows = c.poll_arrow(30)  # decoded as records, dropped, fetched again as Arrow rows
+        assert rows.column("value").to_pylist() == [b"third-%d" % i for i in range(20)]
 
 
 def test_seek_position_pause_resume(cluster, bootstrap) -> None:
@@ -263,6 +298,15 @@ def test_calls_the_state_does_not_allow() -> None:
         c.poll(0)  # closed
 
 
+def test_poll_arrow_before_assign_or_with_no_room_is_refused() -> None:
+    with Consumer({"bootstrap.servers": "127.0.0.1:1"}) as c:
+        with pytest.raises(IllegalStateError):
+            c.poll_arrow(0)
+        c.assign([TopicPartition("x", 0)])
+        with pytest.raises(ValueError, match="max_records"):
+            c.poll_arrow(0, max_records=0)
+
+
 @pytest.mark.parametrize("how", ["stop", "kill"])
 def test_leader_moves_while_consuming(cluster, bootstrap, how) -> None:
     """The partition leader shut down (SIGTERM: leadership moves first, the
@@ -289,3 +333,74 @@ def test_leader_moves_while_consuming(cluster, bootstrap, how) -> None:
             cluster.wait_for_brokers(timeout=60)
         assert [r.offset for r in got] == list(range(900))
         assert got[-1].value == b"after-299" and got[-1].leader_epoch > got[0].leader_epoch
+
+
+def arrow_consumer(cluster: LocalCluster, **extra) -> Consumer:
+    return Consumer({"bootstrap.servers": cluster.bootstrap, "auto.offset.reset": "earliest", **extra})
+
+
+def read_all(c: Consumer, count: int, arrow: bool) -> list[tuple]:
+    rows: list[tuple] = []
+    deadline = time.monotonic() + POLL_DEADLINE_S
+    while len(rows) < count and time.monotonic() < deadline:
+        if arrow:
+            batch = c.poll_arrow(0.5)
+            rows += zip(batch.column("partition").to_pylist(), batch.column("offset").to_pylist(),
+                        batch.column("key").to_pylist(), batch.column("value").to_pylist())
+        else:
+            rows += [(r.partition, r.offset, r.key, r.value) for r in c.poll(0.5)]
+    return sorted(rows)
+
+
+def test_produce_arrow_then_poll_arrow_equals_poll(cluster) -> None:
+    cluster.create_topic("cols", 2, 3)
+    cluster.wait_for_leaders("cols")
+    n = 5000
+    table = pa.table({"key": pa.array([b"k%d" % (i % 7) for i in range(n)]),
+                      "value": pa.array([b"v%05d" % i for i in range(n)])})
+    with Producer({"bootstrap.servers": cluster.bootstrap, "compression.type": "zstd", "acks": "all"}) as p:
+        futures = p.produce_arrow("cols", table)
+        assert p.flush(30) == 0
+        assert all(f.result(0).offset >= 0 for f in futures)
+    tps = [TopicPartition("cols", i) for i in range(2)]
+    with arrow_consumer(cluster) as per_record, arrow_consumer(cluster, **{"max.poll.records": 700}) as columnar:
+        per_record.assign(tps)
+        columnar.assign(tps)
+        expected = read_all(per_record, n, arrow=False)
+        assert len(expected) == n and sorted(v for *_, v in expected) == sorted(table.column("value").to_pylist())
+        got = read_all(columnar, n, arrow=True)
+        assert got == expected
+        assert columnar.position(tps[0]) + columnar.position(tps[1]) == n
+        batch = columnar.poll_arrow(0.2, include_headers=True)
+        assert batch.num_rows == 0 and batch.schema.names[-1] == "headers"
+        # a switch between the two kinds of poll: from the start again, half and half
+        for tp in tps:
+            columnar.seek(tp, 0)
+        mixed = read_all(columnar, n // 2, arrow=False)
+        mixed += read_all(columnar, n - len(mixed), arrow=True)
+        assert sorted(mixed) == expected
+
+
+def test_read_committed_poll_arrow_drops_the_aborted_rows(cluster) -> None:
+    cluster.create_topic("txn-cols", 1, 3)
+    cluster.wait_for_leaders("txn-cols")
+    with Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": "cols-tx",
+                   "compression.type": "lz4"}) as p:
+        p.init_transactions(30)
+        p.begin_transaction()
+        p.produce_arrow("txn-cols", pa.table({"value": [b"aborted-%d" % i for i in range(300)]}))
+        p.flush(30)
+        p.abort_transaction(30)
+        p.begin_transaction()
+        p.produce_arrow("txn-cols", pa.table({"value": [b"committed-%d" % i for i in range(200)]}))
+        p.commit_transaction(30)
+    tp = TopicPartition("txn-cols", 0)
+    for isolation, count in (("read_committed", 200), ("read_uncommitted", 500)):
+        with arrow_consumer(cluster, **{"isolation.level": isolation}) as records, \
+                arrow_consumer(cluster, **{"isolation.level": isolation}) as columns:
+            records.assign([tp])
+            columns.assign([tp])
+            expected = read_all(records, count, arrow=False)
+            assert len(expected) == count
+            assert read_all(columns, count, arrow=True) == expected
+            assert columns.position(tp) == records.position(tp)

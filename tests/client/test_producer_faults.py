@@ -124,6 +124,48 @@ def test_resent_batches_the_leader_already_appended_are_not_duplicated(cluster, 
     wait_until(lambda: isr(cluster, name) == set(cluster.brokers), 60, "follower back in the ISR")
 
 
+def test_an_epoch_bump_does_not_renumber_retries_the_leader_already_appended(cluster) -> None:
+    """slow-follower seed 2 (docs/chaos.md): a stopped follower holds acks=all
+    back, so appended batches are retried; the oldest expire (delivery.timeout.ms)
+    and the producer bumps its epoch. A retry renumbered under the new epoch
+    would be appended a second time; kept under its first stamp it is answered
+    as a duplicate."""
+    name = "bump-after-expiry"
+    cluster.create_topic(name, 1, 3, configs={"min.insync.replicas": "2"})
+    leader = leader_of(cluster, name, 0)
+    wait_until(lambda: isr(cluster, name) == set(cluster.brokers), 30, "full ISR")
+    follower = next(b for b in cluster.brokers if b != leader)
+    count = 40
+
+    async def run() -> tuple[list, dict]:
+        async with AsyncProducer({"bootstrap.servers": bootstrap(cluster), "linger.ms": 0,
+                                  "request.timeout.ms": 1000, "delivery.timeout.ms": 2500,
+                                  "retry.backoff.ms": 50}) as producer:
+            cluster.signal(follower, signal.SIGSTOP)
+            try:
+                futures = []
+                for i in range(count):  # one batch every 100 ms: some expire, later ones are retried
+                    futures.append(producer.produce(name, str(i), partition=0))
+                    await asyncio.sleep(0.1)
+                await wait_for_metric(producer, "record-error-total", 1)  # the oldest expired
+            finally:
+                cluster.signal(follower, signal.SIGCONT)
+            results = await asyncio.wait_for(asyncio.gather(*futures, return_exceptions=True), STREAM_DEADLINE_S)
+            await wait_for_metric(producer, "producer-epoch-bump-total", 1)
+            return results, producer.metrics()
+
+    results, metrics = asyncio.run(run())
+    assert metrics["record-retry-total"] > 0
+    delivered = {i for i, r in enumerate(results) if isinstance(r, RecordMetadata)}
+    assert delivered and len(delivered) < count  # some expired (outcome unknown), some got through
+    stored = [int(r.value) for r in read_records(cluster, name, 0, len(delivered))]
+    assert sorted(stored) == sorted(set(stored)), sorted(v for v in set(stored) if stored.count(v) > 1)
+    assert delivered <= set(stored) <= set(range(count))
+    offsets = [r.offset for r in results if isinstance(r, RecordMetadata) and r.offset >= 0]
+    assert len(offsets) == len(set(offsets))
+    wait_until(lambda: isr(cluster, name) == set(cluster.brokers), 60, "follower back in the ISR")
+
+
 def test_acks_retries_and_delivery_timeout_with_a_broker_down(cluster) -> None:
     cluster.create_topic("strict", 1, 3, configs={"min.insync.replicas": "3"})
     cluster.create_topic("offline", 1, 1)

@@ -260,8 +260,50 @@ def test_an_epoch_bump_numbers_held_batches_from_zero_again_in_order() -> None:
         idem.stamp(batch)
     idem.request_epoch_bump()
     assert idem.bump_needed
+    for batch in held[1:]:  # the first failed for good; the broker refused the others' sequences
+        idem.refused(batch)
+    assert not idem.unsettled_partitions(held[1:])  # known not written: the bump need not wait
     idem.set_producer(5, 1)
     assert not idem.bump_needed
-    for batch in held[1:]:  # the first failed for good; the others are sent again
+    for batch in held[1:]:
         idem.stamp(batch)
     assert [(b.producer_epoch, b.base_sequence) for b in held[1:]] == [(1, 0), (1, 2)]
+
+
+def test_a_sent_batch_of_unknown_outcome_keeps_its_stamp_across_an_epoch_bump() -> None:
+    """slow-follower seed 2 (docs/chaos.md): a batch appended whose answer was lost
+    is retried while another batch expires and the epoch is bumped. Renumbered
+    under the new epoch, the retry would be appended a second time."""
+    idem = IdempotenceState()
+    idem.set_producer(7, 0)
+    expired, appended, other, unsent = batch_of(0, 2, 0), batch_of(0, 3, 1), batch_of(1, 1, 2), batch_of(0, 1, 3)
+    for batch in (expired, appended, other):
+        idem.stamp(batch)
+    idem.acknowledged(other)
+    idem.forget(other)
+    idem.request_epoch_bump()  # `expired` failed after it was sent: its sequence may be a gap
+    # `appended` waits for a retry (NOT_ENOUGH_REPLICAS_AFTER_APPEND or a timeout): the bump must wait for it.
+    assert idem.unsettled_partitions([appended, unsent]) == {("t", 0)}
+    idem.stamp(appended)  # the retry goes out under its first stamp
+    assert (appended.producer_epoch, appended.base_sequence) == (0, 2)
+    idem.set_producer(7, 1)  # were the bump to happen anyway, the retry still keeps its stamp
+    idem.stamp(appended)
+    assert (appended.producer_id, appended.producer_epoch, appended.base_sequence) == (7, 0, 2)
+    idem.stamp(unsent)  # a batch never sent starts the new epoch's sequences
+    assert (unsent.producer_epoch, unsent.base_sequence) == (1, 0)
+
+
+def test_a_refusal_is_forgotten_when_the_batch_is_sent_again_or_finished() -> None:
+    idem = IdempotenceState()
+    idem.set_producer(3, 0)
+    batch = batch_of(0, 1)
+    idem.stamp(batch)
+    idem.refused(batch)
+    assert not idem.unsettled_partitions([batch])
+    idem.stamp(batch)  # resent under the same epoch: same sequence, outcome unknown again
+    assert batch.base_sequence == 0 and idem.unsettled_partitions([batch]) == {("t", 0)}
+    idem.refused(batch)
+    idem.forget(batch)
+    idem.set_producer(3, 1)
+    idem.stamp(batch)  # a finished batch is no longer known refused: never renumbered
+    assert (batch.producer_epoch, batch.base_sequence) == (0, 0)

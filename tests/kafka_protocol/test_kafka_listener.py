@@ -3,18 +3,20 @@ with a gRPC listener and a Kafka one, CLIENTS), driven by kafka-python 3 -
 a client nobody here wrote - and by raw frames for what a client would
 never send: version negotiation, metadata per listener, records written
 through one protocol and read through the other byte for byte, acks=0,
-pipelining. Hostile connections, which must leave the broker serving, are
+pipelining, the requests in the node's metrics. Hostile connections, which must leave the broker serving, are
 tests/adversarial/test_hostile_kafka_connections.py."""
 from __future__ import annotations
 
 import struct
 import time
+import urllib.request
 import uuid
 
 import pytest
 from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
 from kio.schema.api_versions.v0.response import ApiVersionsResponse as ApiVersionsResponseV0
 from kio.schema.errors import ErrorCode
+from prometheus_client.parser import text_string_to_metric_families
 
 from client.producer import Producer
 from devcluster.local_cluster import LocalCluster
@@ -59,12 +61,29 @@ def test_kafka_python_negotiates_and_lists_topics(cluster, topic):
         admin.close()
 
 
+def requests_served(cluster, request_name: str) -> float:
+    """The brokers' kafka_network_requestmetrics_requests_total{request=request_name}, summed."""
+    total = 0.0
+    for broker in cluster.brokers:
+        with urllib.request.urlopen(f"http://{cluster.metrics_addresses[broker]}/metrics", timeout=10) as answer:
+            text = answer.read().decode()
+        total += sum(sample.value for family in text_string_to_metric_families(text) for sample in family.samples
+                     if sample.name == "kafka_network_requestmetrics_requests_total"
+                     and sample.labels["request"] == request_name)
+    return total
+
+
 def test_api_versions_at_every_version_and_past_the_last(cluster):
+    served_before = requests_served(cluster, "ApiVersions")
     with RawKafka(kafka_address(cluster)) as raw:
         for version in range(5):
             answer = raw.call(api_versions(version), correlation_id=version)
             assert answer.error_code == ErrorCode.none
             assert {k.api_key for k in answer.api_keys} == set(versions.ADVERTISED)
+            if version >= versions.FEATURES_FROM:  # KIP-584's tagged fields: the broker's feature levels
+                assert [(f.name, f.max_version) for f in answer.supported_features] == [("metadata.version", 1)]
+                assert [(f.name, f.max_version_level) for f in answer.finalized_features] == [("metadata.version", 1)]
+                assert answer.finalized_features_epoch > 0
         # v5 does not exist (yet): UNSUPPORTED_VERSION in a v0 body, and the connection stays open
         frame = struct.pack(">hhih", versions.API_VERSIONS, 5, 99, -1) + b"\x00\x00"
         raw.send(struct.pack(">i", len(frame)) + frame)
@@ -72,6 +91,9 @@ def test_api_versions_at_every_version_and_past_the_last(cluster):
         assert correlation_id == 99 and refused.error_code == ErrorCode.unsupported_version
         assert any(k.api_key == versions.API_VERSIONS and k.max_version == 4 for k in refused.api_keys)
         assert raw.call(api_versions(0), correlation_id=100).error_code == ErrorCode.none
+    # The node's request metrics count a Kafka listener's requests as a gRPC listener's:
+    # the six answered (a request of an unknown version is refused before it is one).
+    assert requests_served(cluster, "ApiVersions") == served_before + 6
 
 
 @pytest.mark.parametrize("version", [1, 8, 9, 12])
@@ -145,6 +167,42 @@ def test_the_grpc_producer_writes_and_kafka_python_reads_the_same_records(cluste
         consumer.close()
     assert [m.offset for m in got] == offsets
     assert [(m.key, m.value, list(m.headers)) for m in got] == [(k, v, h) for k, v, h in RECORDS]
+
+
+def test_kafka_python_consumes_through_incremental_fetch_sessions(cluster):
+    """KIP-227 with a client nobody here wrote: kafka-python keeps a session
+    per broker, and records produced after it went incremental still arrive."""
+    cluster.create_topic("fetch-sessions", 2, 2)
+    cluster.wait_for_leaders("fetch-sessions")
+    producer = KafkaProducer(bootstrap_servers=cluster.client_bootstrap, acks="all", request_timeout_ms=10000)
+    consumer = KafkaConsumer(bootstrap_servers=cluster.client_bootstrap, group_id=None, enable_auto_commit=False,
+                             auto_offset_reset="earliest", fetch_max_wait_ms=200, request_timeout_ms=10000)
+    try:
+        consumer.assign([TopicPartition("fetch-sessions", p) for p in (0, 1)])
+
+        def send_and_read(values: list[bytes]) -> list[bytes]:
+            for i, value in enumerate(values):
+                producer.send("fetch-sessions", value, partition=i % 2)
+            producer.flush(timeout=30)
+            got: list[bytes] = []
+            deadline = time.monotonic() + 60
+            while len(got) < len(values) and time.monotonic() < deadline:
+                for records in consumer.poll(timeout_ms=500).values():
+                    got += [r.value for r in records]
+            return got
+
+        first = [b"before-%d" % i for i in range(20)]
+        assert sorted(send_and_read(first)) == sorted(first)
+        for _ in range(10):  # idle incremental fetches: nothing new on either partition
+            consumer.poll(timeout_ms=200)
+        sessions = consumer._fetcher._session_handlers  # the client's own state, nothing of ours
+        assert sessions and all(h.next_metadata.session_id != 0 and h.next_metadata.epoch > 1
+                                for h in sessions.values())
+        second = [b"after-%d" % i for i in range(20)]
+        assert sorted(send_and_read(second)) == sorted(second)
+    finally:
+        consumer.close()
+        producer.close()
 
 
 def grpc_fetch(cluster: LocalCluster, broker_id: int, topic: str, partition: int) -> bytes:
@@ -258,7 +316,7 @@ def fetch_request(topic: str, session_id: int = 0) -> object:
 
 def test_refusals_answer_with_kafkas_codes_and_keep_the_connection(cluster):
     with RawKafka(kafka_address(cluster)) as raw:
-        # a fetch session this broker never made (it keeps none)
+        # a fetch session this broker never made
         assert raw.call(fetch_request("kafka-wire", session_id=42)).error_code == ErrorCode.fetch_session_id_not_found
         # clients may not write to an internal topic
         produced = raw.call(produce_request("__consumer_offsets", 1, [b"x"]))

@@ -115,6 +115,8 @@ FLEXIBLE_FROM = {versions.API_VERSIONS: 3, versions.METADATA: 9, versions.PRODUC
                  versions.DESCRIBE_ACLS: 2, versions.CREATE_ACLS: 2, versions.DELETE_ACLS: 2,
                  versions.DESCRIBE_USER_SCRAM_CREDENTIALS: 0, versions.ALTER_USER_SCRAM_CREDENTIALS: 0,
                  versions.DESCRIBE_CLIENT_QUOTAS: 1, versions.ALTER_CLIENT_QUOTAS: 1,
+                 # reassignments: flexible from their first version
+                 versions.ALTER_PARTITION_REASSIGNMENTS: 0, versions.LIST_PARTITION_REASSIGNMENTS: 0,
                  }
 FLEXIBLE_FROM[versions.SASL_AUTHENTICATE] = 2   # SaslHandshake has no flexible version
 FLEXIBLE_FROM.update({  # the group APIs (Kafka's message definitions)
@@ -150,6 +152,19 @@ def test_api_versions_answers_in_a_v0_header_and_lists_every_served_api(version)
     frame = unframed(codec.encode_response(41, response))
     correlation_id, decoded = codec.decode_response(frame, type(response))
     assert correlation_id == 41 and decoded == response
+
+
+def test_api_versions_from_v3_carries_the_feature_levels():
+    features = {"supported_features": [{"name": "metadata.version", "min_version": 1, "max_version": 1}],
+                "finalized_features_epoch": 42,
+                "finalized_features": [{"name": "metadata.version", "max_version_level": 1, "min_version_level": 1}]}
+    for version in (3, 4):
+        response = versions.api_versions_response(version, features=features)
+        _, decoded = codec.decode_response(unframed(codec.encode_response(7, response)), type(response))
+        assert [(f.name, f.min_version, f.max_version) for f in decoded.supported_features] == [("metadata.version", 1, 1)]
+        assert decoded.finalized_features_epoch == 42
+        assert [(f.name, f.max_version_level) for f in decoded.finalized_features] == [("metadata.version", 1)]
+    assert versions.api_versions_response(2, features=features) == versions.api_versions_response(2)
 
 
 def test_an_unknown_api_versions_version_gets_unsupported_version_in_v0():
@@ -207,6 +222,19 @@ def test_librdkafkas_extra_tag_buffer_after_alter_user_scram_credentials_is_acce
     for padding in (b"\x01", b"\x00\x00"):
         with pytest.raises(WireError, match="unread"):
             codec.decode_request(frame + padding)
+
+
+def test_librdkafkas_all_topics_metadata_with_its_unfinalized_count_placeholder_reads_as_kafka_reads_it():
+    # Bytes librdkafka 2.16's Producer.list_topics() sent (Metadata v12, header v2, client id rdkafka):
+    # the topic array's 4-byte count placeholder (zeros), then allow_auto_topic_creation=1,
+    # include_topic_authorized_operations=0 and an empty tag buffer.
+    frame = bytes.fromhex("0003000c00000003000772646b61666b61" "00" "00000000" "01" "00" "00")
+    request = codec.decode_request(frame)
+    assert request.body.topics is None  # all topics, as Kafka reads the placeholder
+    assert (request.body.allow_auto_topic_creation, request.body.include_topic_authorized_operations) == (False, False)
+    for padding in (b"\x02\x00\x00", b"\x01\x00\x00\x00", b"\x01\x00"):
+        with pytest.raises(WireError, match="unread"):
+            codec.decode_request(frame[:-3] + padding)
 
 
 def test_response_headers_follow_the_response_version():

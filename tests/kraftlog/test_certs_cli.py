@@ -6,8 +6,6 @@ import asyncio
 import os
 import stat
 import subprocess
-import sys
-from pathlib import Path
 
 import grpc
 from cryptography import x509
@@ -15,14 +13,12 @@ from cryptography import x509
 from security.ssl_config import SslConfig
 from security.tls import channel_credentials, server_credentials
 from tests.security.tls_helpers import echo_server, whoami
+from tests.cli_process import run_cli
 
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def kraftlog(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "kraftlog", *args], capture_output=True, text=True,
-                          timeout=60, env=env, cwd=ROOT)
+    return run_cli(args, os.environ, timeout=60)
 
 
 def test_init_and_issue_make_files_that_grpc_mtls_accepts(tmp_path):

@@ -80,8 +80,9 @@ def test_up_status_describe_down(cluster):
     assert leader in (1, 2, 3) and info["leader_epoch"] >= 1
     assert sorted(v["replica_id"] for v in info["voters"]) == [1, 2, 3]
     assert info["observers"] == []
-    assert set(info["voters"][0]) == {"replica_id", "log_end_offset", "last_fetch_timestamp",
+    assert set(info["voters"][0]) == {"replica_id", "directory_id", "log_end_offset", "last_fetch_timestamp",
                                       "last_caught_up_timestamp"}
+    assert all(v["directory_id"] is None for v in info["voters"])  # static voters: ids only (KIP-853)
 
     table = kraftlog("quorum", "describe", "--bootstrap-controller", bootstrap)
     assert table.returncode == 0, table.stderr
@@ -155,6 +156,9 @@ def test_describe_asks_each_controller_until_the_leader_answers(fake_controllers
     # Kafka's --status and --replication views ride along; the leader's own answer is unchanged.
     assert described.pop("status")["MaxFollowerLag"] == 4 and len(described.pop("replication")) == 4
     assert described.pop("cluster_id") is None  # no broker to ask
+    assert isinstance(described.pop("endpoints"), dict)  # the voters' listeners (KIP-853), by id
+    for replica in described["voters"] + described["observers"]:
+        assert replica.pop("directory_id") is None  # static voters: ids only
     assert described == {
         "leader_id": 2, "leader_epoch": 7, "high_watermark": 40,
         "voters": [

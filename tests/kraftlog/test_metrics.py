@@ -8,6 +8,11 @@ makes its partners' ISRs shrink (UnderReplicatedPartitions, IsrShrinks) and,
 once restarted, grow back (IsrExpands, no under-replicated partition left);
 a transaction (raw RPCs) shows at its coordinator and its partition's leader
 until it commits, and one left open past its timeout is aborted and counted.
+Produce and consume move the brokers' traffic counters; the broker's
+leaderships move by counted elections; every metric the Grafana dashboard
+and the alert rules of deploy/monitoring/ name is exposed by some node, and
+a real Prometheus scraping the cluster with those rules answers every query
+of the dashboard.
 Plus the metrics listener's configuration and HTTP answers, without a cluster.
 """
 from __future__ import annotations
@@ -19,6 +24,7 @@ import socket
 import subprocess
 import sys
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Optional
 
@@ -34,6 +40,7 @@ from devcluster.local_processes import free_ports, wait_until
 from kraftlog_server.metrics.exposition import start_metrics_server
 from broker.service import SERVICE as BROKER_SERVICE
 from kraftlog_server.metrics.requests import is_consumer_fetch
+from kraftlog_server.metrics.state import unusable_log_dirs
 from kraftlog_server.server_config import METRICS_LISTENER, ServerConfig
 from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import groups_pb2 as gpb
@@ -44,6 +51,7 @@ from kafka_protocol.errors import Errors, InvalidConfigError
 from kafka_protocol.records import Record, encode_batch
 
 from ..client.produce_consume import consume, produce_values
+from .monitoring_files import RULES, TOOLS_MISSING, dashboard, filled_queries, find_tool, named_metrics
 
 # The leader's own ISR check (replica.lag.time.max.ms) must drop a killed
 # follower long before the controller fences it (broker.session.timeout.ms):
@@ -63,6 +71,9 @@ RAFT = "kafka_server_raftmetrics_"
 REQUESTS = "kafka_network_requestmetrics_requests_total"
 ERRORS = "kafka_network_requestmetrics_errors_total"
 LATENCY_COUNT = "kafka_network_requestmetrics_totaltimems_count"
+TOPICS = "kafka_server_brokertopicmetrics_"
+ELECTIONS = "kafka_controller_controllerstats_leaderelections_total"
+UNCLEAN = "kafka_controller_controllerstats_uncleanleaderelections_total"
 TXN = "kraftlog_transaction_coordinator_"
 TXN_PARTITION = "kraftlog_transaction_partition_"
 
@@ -83,6 +94,19 @@ def scrape(address: str) -> Samples:
         for sample in family.samples:
             samples.setdefault(sample.name, []).append(sample)
     return samples
+
+
+def exposed_names(address: str) -> set[str]:
+    """Every sample name the node serves or declares: a family with no
+    series yet (no request has failed) still names its samples."""
+    with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as answer:
+        text = answer.read().decode()
+    suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"), "gauge": ("",)}
+    names = set()
+    for family in text_string_to_metric_families(text):
+        names.update(sample.name for sample in family.samples)
+        names.update(family.name + suffix for suffix in suffixes.get(family.type, ()))
+    return names
 
 
 def try_scrape(address: str) -> Optional[Samples]:
@@ -182,6 +206,15 @@ def test_request_counters_follow_produce_fetch_and_errors(cluster) -> None:
     consumed = consume(cluster.bootstrap, "requests", max_messages=60)
     assert sorted(r.value for r in consumed) == sorted(values)
     after = scrape_nodes(cluster, cluster.brokers)
+
+    # Every value was appended once by its leader and copied by two followers,
+    # read once by the consumer (refetches aside) and by each follower.
+    produced = sum(map(len, values))
+    # (A consumer's offset commits are appended too: at least, not exactly.)
+    assert total(after, TOPICS + "messagesin_total") - total(before, TOPICS + "messagesin_total") >= 60
+    for name, at_least in (("bytesin", produced), ("bytesout", produced), ("replicationbytesin", 2 * produced),
+                           ("replicationbytesout", 2 * produced)):
+        assert total(after, f"{TOPICS}{name}_total") - total(before, f"{TOPICS}{name}_total") >= at_least, name
 
     # Six batches, one Produce each (a retry would only add more).
     assert total(after, REQUESTS, request="Produce") - total(before, REQUESTS, request="Produce") >= 6
@@ -311,6 +344,15 @@ def test_a_transaction_past_its_timeout_is_aborted_and_counted(cluster) -> None:
                30, "the ABORT marker at the partition", interval=0.2)
 
 
+def test_every_node_measures_its_event_loop_lag(cluster) -> None:
+    """kraftlog_event_loop_lag_seconds: a timer due every 10 ms, so a node up
+    for a second has samples, each in exactly one bucket."""
+    for node, samples in scrape_nodes(cluster, (*cluster.controllers, *cluster.brokers)).items():
+        count = value(samples, "kraftlog_event_loop_lag_seconds_count")
+        assert count is not None and count >= 10, node
+        assert value(samples, "kraftlog_event_loop_lag_seconds_bucket", le="+Inf") == count
+
+
 def test_cluster_status_shows_each_nodes_metrics_address(cluster) -> None:
     status = subprocess.run(
         [sys.executable, "-m", "kraftlog", "cluster", "status", "--config", str(cluster.cluster_file),
@@ -335,6 +377,8 @@ def test_a_killed_broker_shrinks_isrs_and_its_return_expands_them(cluster) -> No
     wait_until(lambda: total(scrape_nodes(cluster, cluster.brokers), RM + "underreplicatedpartitions") == 0,
                60, "every ISR full before the kill", interval=0.2)
     before = scrape_nodes(cluster, survivors)
+    elections_before = total(scrape_nodes(cluster, cluster.controllers), ELECTIONS)
+    victim_leads = value(scrape(cluster.metrics_addresses[victim]), RM + "leadercount")
 
     cluster.kill(victim)  # kill -9 by PID
     # As in Kafka, a follower is out of sync only when it is behind the
@@ -373,6 +417,94 @@ def test_a_killed_broker_shrinks_isrs_and_its_return_expands_them(cluster) -> No
                            and value(s, KC + "activebrokercount") == 3
                            for s in scrape_nodes(cluster, cluster.controllers).values()),
                30, "every controller seeing three unfenced brokers and no offline partition", interval=0.2)
+    # Fenced when its old session expired, the victim lost its leaderships to clean elections.
+    controllers = scrape_nodes(cluster, cluster.controllers)
+    assert total(controllers, ELECTIONS) - elections_before >= victim_leads
+    assert total(controllers, UNCLEAN) == 0
+
+
+def test_every_metric_the_dashboard_and_the_alert_rules_name_is_exposed(cluster) -> None:
+    named = named_metrics()  # deploy/monitoring/: grafana-dashboard.json, alert-rules.yaml
+    exposed = set().union(*(exposed_names(cluster.metrics_addresses[n])
+                            for n in (*cluster.controllers, *cluster.brokers)))
+    assert len(named) > 30 and "kafka_server_brokertopicmetrics_bytesin_total" in named
+    assert sorted(named - exposed) == []
+    broker = scrape(cluster.metrics_addresses[cluster.brokers[0]])
+    assert value(broker, "kafka_log_logmanager_offlinelogdirectorycount") == 0
+    assert value(broker, "kraftlog_log_dir_free_bytes") <= value(broker, "kraftlog_log_dir_total_bytes")
+
+    def applied_everything() -> bool:  # the metadata log is idle: every node applies all that is committed
+        by_node = scrape_nodes(cluster, (*cluster.controllers, *cluster.brokers))
+        committed = max(value(by_node[n], KC + "lastcommittedrecordoffset") for n in cluster.controllers)
+        applied = [value(by_node[n], KC + "lastappliedrecordoffset") for n in cluster.controllers] + \
+            [value(by_node[n], "kafka_server_brokermetadatametrics_last_applied_record_offset")
+             for n in cluster.brokers]
+        return committed > 0 and applied == [committed] * len(applied)
+
+    wait_until(applied_everything, 30, "every node's applied metadata offset at the last committed one",
+               interval=0.2)
+
+
+def test_a_prometheus_scraping_the_cluster_answers_every_dashboard_query(cluster, tmp_path) -> None:
+    # deploy/monitoring/ end to end: a real Prometheus scrapes every node each second and evaluates
+    # alert-rules.yaml; each query of the dashboard must return series (errors only once some
+    # request failed), every rule evaluate without error, and no node lag behind the metadata log.
+    prometheus = find_tool("prometheus")
+    if prometheus is None:
+        pytest.skip(f"prometheus {TOOLS_MISSING}")
+    port = free_ports(1)[0]
+    job = "kraftlog-test"
+    (tmp_path / "prometheus.yaml").write_text(yaml.safe_dump({
+        "global": {"scrape_interval": "1s", "evaluation_interval": "1s"}, "rule_files": [str(RULES)],
+        "scrape_configs": [{"job_name": job, "static_configs": [
+            {"targets": [cluster.metrics_addresses[n] for n in cluster.controllers], "labels": {"role": "controller"}},
+            {"targets": [cluster.metrics_addresses[n] for n in cluster.brokers], "labels": {"role": "broker"}}]}]}))
+    queries = filled_queries(dashboard(), job, rate_interval="10s")
+
+    def query(expr: str) -> list[dict]:
+        url = f"http://127.0.0.1:{port}/api/v1/query?" + urllib.parse.urlencode({"query": expr})
+        with urllib.request.urlopen(url, timeout=10) as answer:
+            result = json.load(answer)
+        assert result["status"] == "success", (expr, result)
+        return result["data"]["result"]
+
+    def unanswered() -> list[str]:
+        return [q for q in queries if not query(q) and "errors_total" not in q]
+
+    def answered() -> bool:
+        try:
+            return not unanswered()
+        except (urllib.error.URLError, ConnectionError):
+            return False  # not listening yet
+
+    def lags() -> Optional[set[float]]:
+        series = query("kraftlog:metadata_lag_records")
+        return {float(s["value"][1]) for s in series} if len(series) == 6 else None
+
+    with open(tmp_path / "prometheus.log", "w") as log:
+        server = subprocess.Popen([prometheus, f"--config.file={tmp_path / 'prometheus.yaml'}",
+                                   f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
+                                  stdout=log, stderr=log)
+        try:
+            # Rates need two scrapes in their window.
+            try:
+                wait_until(answered, 30, "every dashboard query answered", interval=0.5)
+            except TimeoutError:
+                assert unanswered() == []  # names the queries without series
+                raise
+            # The metadata log is idle: every node has applied all of it.
+            assert wait_until(lags, 10, "the recorded metadata lag of every node", interval=0.5) == {0.0}
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/rules", timeout=10) as answer:
+                groups = json.load(answer)["data"]["groups"]
+            assert [(r["name"], r["health"]) for g in groups for r in g["rules"] if r["health"] != "ok"] == []
+            assert query('ALERTS{alertstate="firing"}') == []
+        finally:
+            server.terminate()
+            try:
+                server.wait(10)
+            except subprocess.TimeoutExpired:
+                server.kill()
+                server.wait(10)
 
 
 # --- without a cluster ---------------------------------------------------------------------------
@@ -452,6 +584,15 @@ def test_the_listener_answers_metrics_and_refuses_the_rest() -> None:
     assert ok == 200 and b"kafka_test_gauge 7.0" in body
     assert (head, empty) == (200, b"")
     assert (missing, post) == (404, 405)
+
+
+def test_a_log_directory_that_is_gone_or_no_directory_counts_as_offline(tmp_path) -> None:
+    usable = tmp_path / "data"
+    usable.mkdir()
+    a_file = tmp_path / "file"
+    a_file.write_text("not a directory")
+    assert unusable_log_dirs([usable]) == 0
+    assert unusable_log_dirs([usable, tmp_path / "gone", a_file]) == 2
 
 
 def test_consumer_fetches_are_told_from_followers_by_their_bytes() -> None:

@@ -1,6 +1,8 @@
 """ServerConfig: a node's YAML file of Kafka-named properties, and every way it can be wrong."""
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from kraftlog_server.server_config import Endpoint, ServerConfig
@@ -159,6 +161,9 @@ BAD = [
     ("kraftlog.log.logger.levels", "broker..x=INFO", "NAME=LEVEL"),
     ("kraftlog.log.logger.levels", "broker=LOUD", "DEBUG"),
     ("kraftlog.log.logger.levels", 5, "NAME=LEVEL"),
+    ("kraftlog.event.loop", "trio", "asyncio, uvloop"),
+    ("kraftlog.event.loop", "", "asyncio, uvloop"),
+    ("kraftlog.event.loop", ["uvloop"], "asyncio, uvloop"),
 ]
 
 
@@ -169,6 +174,16 @@ def test_each_bad_property_is_named_in_one_line(key, value, words):
     message = str(caught.value)
     assert message.startswith(f"INVALID_CONFIG: {key}: "), message
     assert words in message and "\n" not in message
+
+
+def test_the_event_loop_is_asyncio_unless_uvloop_is_asked_for(monkeypatch):
+    from kraftlog_server.server import StartupError, loop_factory
+    assert config().event_loop == "asyncio" and loop_factory(config()) is None
+    uv = config(kraftlog__event__loop="uvloop")
+    assert uv.event_loop == "uvloop"
+    monkeypatch.setitem(sys.modules, "uvloop", None)  # as if not installed
+    with pytest.raises(StartupError, match="uvloop, which is not installed"):
+        loop_factory(uv)
 
 
 def test_load_reads_yaml_and_names_the_file(tmp_path):

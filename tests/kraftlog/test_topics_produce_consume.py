@@ -4,12 +4,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections import defaultdict
 
 import pytest
 
 from devcluster.local_cluster import LocalCluster
+from tests.cli_process import run_cli
 
 PROPERTIES = {"broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 500}
 
@@ -21,9 +21,7 @@ def cluster(tmp_path_factory):
 
 
 def kraftlog(cluster: LocalCluster, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
-    env = dict(os.environ, KRAFTLOG_BOOTSTRAP=cluster.bootstrap)
-    return subprocess.run([sys.executable, "-m", "kraftlog", *args], input=stdin, capture_output=True,
-                          text=True, env=env, timeout=180)
+    return run_cli(args, dict(os.environ, KRAFTLOG_BOOTSTRAP=cluster.bootstrap), stdin=stdin, timeout=180)
 
 
 def test_create_describe_produce_consume_round_trip(cluster) -> None:

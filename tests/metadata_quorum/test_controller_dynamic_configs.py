@@ -140,7 +140,7 @@ def test_cluster_wide_broker_defaults(h: Harness) -> None:
     ("", [op("log.retention.ms", "x")], Error.INVALID_CONFIG, "log.retention.ms"),
     ("", [op("retention.ms", "1")], Error.INVALID_CONFIG, "cluster-wide"),  # a topic name, not a broker one
     ("", [op("num.network.threads", "8")], Error.INVALID_CONFIG, "cluster-wide"),
-    ("1", [op("log.retention.ms", "1")], Error.INVALID_REQUEST, "per-broker"),
+    ("1", [op("log.retention.ms", "1")], Error.INVALID_REQUEST, "per broker only"),  # only the throttle rates
     ("broker-one", [op("log.retention.ms", "1")], Error.INVALID_REQUEST, "not a broker id"),
 ])
 def test_broker_resources_refused(h: Harness, name, configs, error, words) -> None:

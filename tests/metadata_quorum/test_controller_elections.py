@@ -7,7 +7,7 @@ import pytest
 from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.controller import NO_LEADER, ControllerError, Election, Error, elect_leader, preferred_leader
 from metadata_quorum.controller import without_brokers
-from metadata_quorum.controller.elections import change_record
+from metadata_quorum.controller.elections import change_record, elections_in
 from metadata_quorum.image import PartitionState
 
 
@@ -97,3 +97,17 @@ def test_a_change_record_carries_only_what_changed() -> None:
     assert unclean is not None
     change = unclean.partition_change
     assert (change.leader, change.election, change.leader_recovery_state) == (3, mpb.ELECTION_UNCLEAN, mpb.RECOVERING)
+
+
+def test_elections_are_counted_by_kind_from_the_change_records() -> None:
+    state = partition((1, 2, 3), (1, 2, 3), 1)
+    records = [change_record(b"t" * 16, i, state, election) for i, election in enumerate((
+        Election(2, (2, 3), mpb.RECOVERED, mpb.ELECTION_CLEAN),
+        Election(3, (3,), mpb.RECOVERING, mpb.ELECTION_UNCLEAN),
+        Election(2, (1, 2, 3), mpb.RECOVERED, mpb.ELECTION_CLEAN),
+        Election(1, (1, 3), mpb.RECOVERED),  # an ISR change only: no election
+    ))]
+    others = [mpb.MetadataRecord(topic=mpb.TopicRecord(name="t", topic_id=b"t" * 16))]
+    counted = elections_in([*others, *records])
+    assert counted == {mpb.ELECTION_CLEAN: 2, mpb.ELECTION_UNCLEAN: 1}
+    assert not elections_in(others)

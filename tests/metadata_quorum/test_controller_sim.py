@@ -31,6 +31,9 @@ def test_300_schedules_find_no_violation_and_exercise_every_path() -> None:
         "CreateTopics NONE", "CreateTopics TOPIC_ALREADY_EXISTS", "CreateTopics INVALID_TOPIC_EXCEPTION",
         "CreateTopics INVALID_REPLICATION_FACTOR", "CreateTopics INVALID_CONFIG",
         "DeleteTopics NONE", "CreatePartitions NONE", "ElectLeaders UNCLEAN NONE", "AllocateProducerIds NONE",
+        "AlterPartitionReassignments NONE", "AlterPartitionReassignments NO_REASSIGNMENT_IN_PROGRESS",
+        "AlterPartitionReassignments INVALID_REPLICA_ASSIGNMENT", "AlterPartition NEW_LEADER_ELECTED",
+        "reassignments completed", "reassignments cancelled",
     ):
         assert totals[key] > 0, f"no schedule exercised {key}"
 

@@ -288,6 +288,34 @@ def test_a_decision_entry_replays_its_records_at_one_offset():
     assert delta.created_topics == {T1}
 
 
+def test_apply_decision_replays_records_at_one_offset_as_their_entry_does():
+    """The active controller's working image takes a decision's records
+    without encoding them; the result equals replaying the entry's bytes."""
+    records = [topic("t", T2), partition(T2, 0, [1, 2, 3]), partition(T2, 1, [2, 3, 1])]
+    direct, through_bytes = cluster(), cluster()
+    offset = direct.offset + 5
+    direct.apply_decision(records, offset)
+    through_bytes.apply_bytes(decision_entry(records), offset)
+    assert direct == through_bytes and direct.offset == offset
+    with pytest.raises(MetadataReplayError, match="offsets must grow"):
+        direct.apply_decision([NO_OP], offset)
+
+
+def test_a_copy_is_equal_and_independent():
+    image, _ = replay(config(mpb.TOPIC, "t1", "retention.ms", "1"), image=cluster())
+    copy = image.copy()
+    assert copy == image and copy is not image
+    copy.check_index()
+    replay(change(T1, 0, isr=[1, 2], leader=2), remove_topic(T1), config(mpb.BROKER, "", "a", "b"),
+           change_broker(1, 0, fenced=mpb.FENCE), image=copy)
+    # The original did not move: its partitions, index, configs and brokers are its own.
+    assert image.topic("t1").partitions[0].leader == 1 and copy.topic("t1") is None
+    assert [p for _, p, _ in image.partitions_led_by(1)] == [0]
+    assert image.configs == {(mpb.TOPIC, "t1"): {"retention.ms": "1"}} and not image.brokers[1].fenced
+    image.check_index()
+    copy.check_index()
+
+
 def test_a_batch_inside_a_batch_is_corrupt():
     image = MetadataImage()
     inner = mpb.MetadataRecord(batch=mpb.MetadataRecordBatch(records=[NO_OP]))

@@ -276,15 +276,18 @@ def test_describe_quorum_in_wall_clock_time() -> None:
         "leader_epoch": 1,
         "high_watermark": -1,  # nobody has fetched the leader-change record yet
         "voters": [
-            {"replica_id": 1, "log_end_offset": 1, "last_fetch_timestamp": 1_700_000_001_250,
+            {"replica_id": 1, "directory_id": None, "log_end_offset": 1, "last_fetch_timestamp": 1_700_000_001_250,
              "last_caught_up_timestamp": 1_700_000_001_250},
-            {"replica_id": 2, "log_end_offset": -1, "last_fetch_timestamp": -1, "last_caught_up_timestamp": -1},
-            {"replica_id": 3, "log_end_offset": -1, "last_fetch_timestamp": -1, "last_caught_up_timestamp": -1},
-        ],
-        "observers": [
-            {"replica_id": 9, "log_end_offset": 0, "last_fetch_timestamp": 1_700_000_001_250,
+            {"replica_id": 2, "directory_id": None, "log_end_offset": -1, "last_fetch_timestamp": -1,
+             "last_caught_up_timestamp": -1},
+            {"replica_id": 3, "directory_id": None, "log_end_offset": -1, "last_fetch_timestamp": -1,
              "last_caught_up_timestamp": -1},
         ],
+        "observers": [
+            {"replica_id": 9, "directory_id": None, "log_end_offset": 0, "last_fetch_timestamp": 1_700_000_001_250,
+             "last_caught_up_timestamp": -1},
+        ],
+        "endpoints": {},  # the shell adds the voters' listeners
     }
 
 
@@ -353,3 +356,57 @@ def test_a_quorum_talking_protobuf_elects_a_leader_and_commits() -> None:
     net.cores[1].append([b"hello"])
     net.run_until(lambda: all(applied == [b"hello"] for applied in net.applied.values()))
     assert all(core.leader() == 1 for core in net.cores.values())
+
+
+# --- KIP-853: directory ids and voter changes ------------------------------------------
+
+DIR = "AAAAAAAAAAAAAAAAAAAAAQ"
+
+
+def test_directory_ids_cross_the_wire_and_unknown_is_empty() -> None:
+    req = FetchRequest(1, 2, 3, CLUSTER, 1, 4, 10, 3, replica_directory_id=DIR)
+    method, msg = raft_codec.request_to_proto(req)
+    assert msg.replica_directory_id == DIR
+    back = raft_codec.request_from_proto(method, msg, receiver_id=2, correlation_id=3)
+    assert back == req
+    plain = raft_codec.request_from_proto(method, raft_codec.request_to_proto(
+        FetchRequest(1, 2, 3, CLUSTER, 1, 4, 10, 3))[1], receiver_id=2, correlation_id=3)
+    assert plain.replica_directory_id is None  # type: ignore[union-attr]
+    vote = VoteRequest(1, 2, 3, CLUSTER, 2, 1, 0, 0, candidate_directory_id=DIR, voter_directory_id=DIR)
+    assert raft_codec.request_from_proto("Vote", raft_codec.request_to_proto(vote)[1], 2, 3) == vote
+
+
+def test_a_request_to_a_bootstrap_server_names_no_destination() -> None:
+    _, msg = raft_codec.request_to_proto(FetchRequest(5, -2, 3, CLUSTER, 5, 0, 0, 0))
+    assert not msg.HasField("destination_id")
+
+
+@pytest.mark.parametrize("bogus", ["x", "AAAAAAAAAAAAAAAAAAAAAA", "A" * 30])
+def test_a_bogus_directory_id_is_a_malformed_request(bogus: str) -> None:
+    msg = pb.FetchRequest(cluster_id=CLUSTER, replica_id=1, replica_directory_id=bogus)
+    with pytest.raises(raft_codec.MalformedRequest, match="directory"):
+        raft_codec.request_from_proto("Fetch", msg, receiver_id=2, correlation_id=1)
+
+
+def test_voter_changes_from_the_wire() -> None:
+    add = raft_codec.voter_change_from_proto("AddRaftVoter", pb.AddRaftVoterRequest(
+        cluster_id=CLUSTER, timeout_ms=500, voter_id=4, voter_directory_id=DIR,
+        listeners=[pb.VoterEndpoint(name="CONTROLLER", host="h4", port=9093)]), receiver_id=1, correlation_id=7)
+    assert (add.src, add.dst, add.correlation_id, add.voter.key.id, add.voter.key.directory_id) == (-1, 1, 7, 4, DIR)
+    assert add.timeout_ms == 500 and add.voter.endpoints[0].host == "h4"  # type: ignore[union-attr]
+    remove = raft_codec.voter_change_from_proto("RemoveRaftVoter", pb.RemoveRaftVoterRequest(voter_id=2), 1, 8)
+    assert remove.voter.directory_id is None  # the leader refuses a key without one
+
+
+@pytest.mark.parametrize("method, msg, words", [
+    ("RemoveRaftVoter", pb.RemoveRaftVoterRequest(voter_id=-3), "voter_id"),
+    ("RemoveRaftVoter", pb.RemoveRaftVoterRequest(voter_id=1, voter_directory_id="nope"), "voter_directory_id"),
+    ("AddRaftVoter", pb.AddRaftVoterRequest(voter_id=1, timeout_ms=-1), "timeout_ms"),
+    ("AddRaftVoter", pb.AddRaftVoterRequest(voter_id=1, listeners=[pb.VoterEndpoint(name="C", host="", port=1)]),
+     "listener"),
+    ("UpdateRaftVoter", pb.UpdateRaftVoterRequest(voter_id=1, listeners=[
+        pb.VoterEndpoint(name="C", host="h", port=70000)]), "listener"),
+])
+def test_hostile_voter_changes_are_malformed(method: str, msg: object, words: str) -> None:
+    with pytest.raises(raft_codec.MalformedRequest, match=words):
+        raft_codec.voter_change_from_proto(method, msg, receiver_id=1, correlation_id=1)  # type: ignore[arg-type]

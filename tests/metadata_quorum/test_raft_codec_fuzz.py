@@ -33,6 +33,8 @@ METHODS = list(raft_codec.METHODS)
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 # Mostly the ids of the cores below; the rest probe the edges.
+# Well-formed base64url UUIDs (AAAAAAAAAAAAAAAAAAAAAA is Kafka's zero Uuid) and "" for a replica without one.
+DIRECTORY_ID = st.sampled_from(["", "AAAAAAAAAAAAAAAAAAAAAA", "Vd6QmL4OTnKTYXYRJ7Ckzw", "q9ZXaRlYR2y3uNw5eV1ZCA"])
 NODE_ID = st.sampled_from([1, 2, 3, 9] * 3 + [-1, 0, 4, INT32_MIN, INT32_MAX])
 
 
@@ -102,6 +104,8 @@ def field_values(field: FieldDescriptor, by_name: dict[str, st.SearchStrategy]) 
         return by_name[field.name]
     if field.type == FieldDescriptor.TYPE_BOOL:
         return st.booleans()
+    if field.type == FieldDescriptor.TYPE_STRING:  # KIP-853 directory ids: "" (unknown), well-formed or garbage
+        return st.one_of(DIRECTORY_ID, st.text(max_size=30))
     if field.name.endswith("_id") or field.name == "preferred_successors":
         return NODE_ID
     if field.type == FieldDescriptor.TYPE_INT64:

@@ -1,5 +1,6 @@
 """A full disk: the append is refused with KAFKA_STORAGE_ERROR, the file still
-ends at a batch boundary, and everything written before stays readable."""
+ends at a batch boundary, the directory goes offline (KIP-112) and everything
+written before is there when the log opens again."""
 from __future__ import annotations
 
 import os
@@ -45,9 +46,13 @@ def test_full_disk_refuses_the_append_and_loses_nothing(tiny_disk, clock, make_b
     assert accepted > 0
     assert log.log_end_offset == accepted
     assert os.path.getsize(log.active_segment.log_path) == log.active_segment.size
-    assert [r.offset for r in read_log(log)] == list(range(accepted))
+    # KIP-112: the directory is offline now (log_dir_failure.py); nothing more is read or written
+    assert log.dir_failure.offline
+    with pytest.raises(KafkaStorageError):
+        read_log(log)
     log.close()
     reopened = Log(tiny_disk / "full-0", config, clock=clock)
     assert reopened.log_end_offset == accepted
     assert reopened.load_report.truncated_bytes == 0
+    assert [r.offset for r in read_log(reopened)] == list(range(accepted))
     reopened.close()

@@ -72,7 +72,8 @@ def test_records_are_carried_whole_and_in_order():
 
 def as_protobuf(decoded) -> bpb.FetchResponse:
     """The decoder's answer rebuilt as a protobuf message, to compare."""
-    response = bpb.FetchResponse(error_code=decoded.error_code, throttle_time_ms=decoded.throttle_time_ms)
+    response = bpb.FetchResponse(error_code=decoded.error_code, throttle_time_ms=decoded.throttle_time_ms,
+                                 session_id=decoded.session_id)
     for topic in decoded.responses:
         added = response.responses.add(topic=topic.topic)
         for p in topic.partitions:

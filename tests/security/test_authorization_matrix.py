@@ -183,6 +183,18 @@ BROKER_CALLS = [
             entity=[cpb.ClientQuotaEntityData(entity_type="client-id", entity_name="matrix")],
             ops=[cpb.AlterClientQuotasRequest.Op(key="producer_byte_rate", value=1e6)])]))),
     Call("DescribeClientQuotas", "broker", lambda s: s.DescribeClientQuotas(bpb.DescribeClientQuotasRequest())),
+    Call("UpdateFeatures", "broker", lambda s: s.UpdateFeatures(cpb.UpdateFeaturesRequest(
+        validate_only=True, feature_updates=[cpb.UpdateFeaturesRequest.FeatureUpdate(
+            feature="metadata.version", max_version_level=1, upgrade_type=1)]))),
+    Call("DescribeFeatures", "broker", lambda s: s.DescribeFeatures(bpb.DescribeFeaturesRequest())),
+    # A cancel of a topic that does not exist; an unknown broker: harmless when allowed.
+    Call("AlterPartitionReassignments", "broker", lambda s: s.AlterPartitionReassignments(
+        cpb.AlterPartitionReassignmentsRequest(topics=[cpb.AlterPartitionReassignmentsRequest.ReassignableTopic(
+            name="orders-ghost", partitions=[
+                cpb.AlterPartitionReassignmentsRequest.ReassignablePartition(partition_index=0)])]))),
+    Call("ListPartitionReassignments", "broker", lambda s: s.ListPartitionReassignments(
+        cpb.ListPartitionReassignmentsRequest())),
+    Call("UnregisterBroker", "broker", lambda s: s.UnregisterBroker(cpb.UnregisterBrokerRequest(broker_id=99))),
 ]
 GROUP_CALLS = [
     Call("FindCoordinator", "groups", lambda s: s.FindCoordinator(gpb.FindCoordinatorRequest(keys=[GROUP]))),
@@ -258,16 +270,18 @@ EXPECTED_ALLOWED = {
               "FindCoordinator", "ConsumerGroupHeartbeat", "OffsetCommit", "OffsetFetch", "ConsumerGroupDescribe",
               "InitProducerId(transactional)", "Produce(transactional)", "DescribeProducers",
               "FindCoordinator(transaction)", "TxnOffsetCommit", "AddPartitionsToTxn", "AddOffsetsToTxn", "EndTxn",
-              "DescribeTransactions", "ListTransactions"},
+              "DescribeTransactions", "ListTransactions", "DescribeFeatures"},
     # ALL on prefixed "ord" minus Write on orders; Describe on the cluster; Delete (so Describe) on "g*".
     # Describe on "alice-*" ids: finds and describes TXN, writes nothing of it; Read on orders: DescribeProducers.
     "bob": {"Metadata", "Fetch", "ListOffsets", "OffsetForLeaderEpoch", "InitProducerId", "DescribeConfigs",
             "CreateTopics", "DeleteTopics", "CreatePartitions", "IncrementalAlterConfigs", "DescribeCluster",
-            "DescribeAcls", "DescribeUserScramCredentials", "FindCoordinator", "OffsetFetch",
+            "DescribeAcls", "DescribeUserScramCredentials", "ListPartitionReassignments", "FindCoordinator",
+            "OffsetFetch",
             "ConsumerGroupDescribe", "DeleteGroups", "DescribeProducers", "FindCoordinator(transaction)",
-            "DescribeTransactions", "ListTransactions"},
-    # ListTransactions is never refused: it lists only the ids the caller may describe (none here).
-    "carol": {"ListTransactions"},
+            "DescribeTransactions", "ListTransactions", "DescribeFeatures"},
+    # ListTransactions is never refused: it lists only the ids the caller may describe (none here);
+    # DescribeFeatures needs nothing, as Kafka's ApiVersions.
+    "carol": {"ListTransactions", "DescribeFeatures"},
 }
 # The node-only services, over the controller listener's mTLS: a node's certificate
 # (a super user) is let through, any other certificate of the same CA is not.

@@ -22,7 +22,7 @@ from kafka_protocol.record_check import utf8 as _utf8
 from kafka_protocol.records import Record, decode_batch, encode_batch
 from kafka_protocol.varint import zigzag_bytes
 from spark_jobs.arrow_rows import _record_at_a_time, arrow_schema, chunk_to_arrow
-from spark_jobs.columnar_records import HEADERS_TYPE, decode_columns
+from kafka_protocol.columnar_records import HEADERS_TYPE, decode_columns
 from spark_jobs.range_fetch import FetchedChunk
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -249,7 +249,7 @@ def test_a_cache_dir_that_cannot_be_written_does_not_break_the_decoder(tmp_path)
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "file" / "cache"),
                NUMBA_CACHE_LOCATOR_CLASSES="UserProvidedCacheLocator")
     script = ("from kafka_protocol.records import Record, encode_batch\n"
-              "from spark_jobs.columnar_records import decode_columns\n"
+              "from kafka_protocol.columnar_records import decode_columns\n"
               "c = decode_columns(encode_batch([Record(b'k', b'v', 7, (('h', None),))]), 0, 1, need_headers=True)\n"
               "print(c.keys.to_pylist(), c.values.to_pylist(), c.headers.to_pylist())\n")
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, env=env, capture_output=True, text=True,
@@ -296,3 +296,11 @@ def test_read_committed_drops_aborted_transactions_and_markers_in_both_decoders(
     assert slow is not None and slow.column(1).to_pylist() == expected
     everything = decode_columns(chunk, 0, 7, need_headers=False)  # read_uncommitted: markers only go
     assert everything is not None and everything.values.to_pylist() == [b"a0", b"a1", b"plain"] + expected[1:]
+
+
+@pytest.mark.parametrize("include_headers", [False, True])
+def test_the_client_schema_is_what_spark_derives(include_headers) -> None:
+    """kafka_protocol spells Spark's Kafka source rows without PySpark (the
+    consumer's poll_arrow has them too); Spark's own converter must agree."""
+    from kafka_protocol.columnar_records import row_schema
+    assert row_schema(include_headers).equals(arrow_schema(include_headers), check_metadata=True)

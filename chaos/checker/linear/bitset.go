@@ -12,6 +12,9 @@ func (b bitset) clear(i int)    { b[i/64] &^= 1 << (uint(i) % 64) }
 func (b bitset) has(i int) bool { return b[i/64]&(1<<(uint(i)%64)) != 0 }
 
 func (b bitset) equal(o bitset) bool {
+	if len(b) != len(o) {
+		return false
+	}
 	for i := range b {
 		if b[i] != o[i] {
 			return false

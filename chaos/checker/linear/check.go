@@ -84,8 +84,16 @@ func checkPart(ctx context.Context, m Model, all []Operation, p part) PartitionR
 	for i, id := range p.ops {
 		ops[i] = all[id]
 	}
+	r := PartitionResult{Key: p.key, Ops: p.ops}
+	if refuter, ok := m.(Refuter); ok {
+		if proof := refuter.Refute(ops); proof != nil {
+			r.Verdict, r.Counterexample = Illegal, refuted(m, proof, p.ops)
+			r.Elapsed = time.Since(start)
+			return r
+		}
+	}
 	verdict, best := search(ctx, m, ops)
-	r := PartitionResult{Key: p.key, Verdict: verdict, Ops: p.ops}
+	r.Verdict = verdict
 	if verdict == Illegal {
 		r.Counterexample = explain(m, ops, best, p.ops)
 	}

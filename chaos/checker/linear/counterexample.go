@@ -12,12 +12,27 @@ type Counterexample struct {
 	Stuck []int
 	// Final is the model state after Prefix.
 	Final any
+	// Reason and Conflict are set instead of Prefix and Stuck when the
+	// model refuted the part without a search (see Refuter): the rule
+	// broken, and the operations that cannot all be linearized.
+	Reason   string
+	Conflict []int
 }
 
 // Step is one linearized operation and the state after it.
 type Step struct {
 	Op    int
 	State any
+}
+
+// refuted turns a model's refutation into a counterexample; ids maps
+// indexes into the part back to indexes into the whole history.
+func refuted(m Model, r *Refutation, ids []int) *Counterexample {
+	ce := &Counterexample{Final: m.Init(), Reason: r.Reason}
+	for _, i := range r.Conflict {
+		ce.Conflict = append(ce.Conflict, ids[i])
+	}
+	return ce
 }
 
 // explain replays the longest prefix found by search (best, indexes into

@@ -56,7 +56,7 @@ func search(ctx context.Context, m Model, ops []Operation) (Verdict, []int) {
 	}
 	linearized := newBitset(len(ops))
 	var setHash uint64
-	seen := newCache(len(linearized))
+	seen := newCache()
 	state := m.Init()
 	var stack []frame
 	var best []int

@@ -47,7 +47,12 @@ func (r logRead) String() string {
 // its older records with the states it grew from, so a send costs O(1).
 // A nil *logNode is the empty log.
 type logNode struct {
-	prev  *logNode
+	prev *logNode
+	// jump is an older record, far enough back that at() reaches any offset
+	// in O(log n) steps (Myers' skip list on an applicative list), not by
+	// walking every record in between: a final read of the whole log is a
+	// read of each offset.
+	jump  *logNode
 	value string
 	// length counts the records up to and including this one; hash covers
 	// them all, so most unequal logs are told apart without a walk.
@@ -72,13 +77,21 @@ func (n *logNode) hashOf() uint64 {
 func (n *logNode) appended(value string) *logNode {
 	// Mixing in the previous hash makes the hash depend on the order.
 	hash := (n.hashOf()*1099511628211 + 1) ^ hashString(value)
-	return &logNode{prev: n, value: value, length: n.len() + 1, hash: hash}
+	jump := n
+	if n != nil && n.jump != nil && n.len()-n.jump.len() == n.jump.len()-n.jump.jump.len() {
+		jump = n.jump.jump
+	}
+	return &logNode{prev: n, jump: jump, value: value, length: n.len() + 1, hash: hash}
 }
 
 // at returns the record at offset, which must be below len().
 func (n *logNode) at(offset int64) string {
 	for n.length-1 > offset {
-		n = n.prev
+		if n.jump != nil && n.jump.length-1 >= offset {
+			n = n.jump
+		} else {
+			n = n.prev
+		}
 	}
 	return n.value
 }

@@ -1,6 +1,9 @@
 package models
 
-import "testing"
+import (
+	"fmt"
+	"testing"
+)
 
 // Logs built apart with the same records are equal, whatever their sharing;
 // order matters.
@@ -22,5 +25,31 @@ func TestLogStatesCompareByContent(t *testing.T) {
 	}
 	if got := m.DescribeState(ab); got != "[a b]" {
 		t.Fatalf("described as %q", got)
+	}
+}
+
+// at() finds every offset of a long log, through the jumps.
+func TestLogReadsEveryOffset(t *testing.T) {
+	var log *logNode
+	const n = 5000
+	for i := 0; i < n; i++ {
+		log = log.appended(fmt.Sprint(i))
+	}
+	steps := 0
+	for i := int64(0); i < n; i++ {
+		if got := log.at(i); got != fmt.Sprint(i) {
+			t.Fatalf("at(%d) = %s", i, got)
+		}
+	}
+	// the walk to offset 0 is logarithmic, not n steps
+	for node := log; node.length > 1; steps++ {
+		if node.jump != nil && node.jump.length >= 1 {
+			node = node.jump
+		} else {
+			node = node.prev
+		}
+	}
+	if steps > 64 {
+		t.Fatalf("%d steps to offset 0 of %d records", steps, n)
 	}
 }

@@ -37,6 +37,8 @@ type page struct {
 	Counter *Counterexample
 	Prefix  []row
 	Stuck   []row
+	// Conflict are the operations of a refutation (no search ran).
+	Conflict []row
 }
 
 type row struct {
@@ -72,38 +74,48 @@ func WriteHTML(w io.Writer, c Checked) error {
 		for _, op := range p.Counter.Stuck {
 			p.Stuck = append(p.Stuck, row{OpJSON: op, Lines: lines(op)})
 		}
-		draw(&p, c, part)
+		for _, op := range p.Counter.Conflict {
+			p.Conflict = append(p.Conflict, row{OpJSON: op, Lines: lines(op)})
+		}
+		// A refutation names the few operations that contradict each
+		// other: drawing the partition's thousands of others would hide them.
+		drawn := part.Ops
+		if len(part.Counterexample.Conflict) > 0 {
+			drawn = part.Counterexample.Conflict
+		}
+		draw(&p, c, part, drawn)
 	}
 	return pageTemplate.Execute(w, p)
 }
 
-func draw(p *page, c Checked, part *linear.PartitionResult) {
+// draw pictures the operations ids of the failing partition.
+func draw(p *page, c Checked, part *linear.PartitionResult, ids []int) {
 	order := map[int]int{}
 	for i, s := range part.Counterexample.Prefix {
 		order[s.Op] = i + 1
 	}
 	stuck := map[int]bool{}
-	for _, id := range part.Counterexample.Stuck {
+	for _, id := range append(append([]int{}, part.Counterexample.Stuck...), part.Counterexample.Conflict...) {
 		stuck[id] = true
 	}
 
-	ranks, end := rankTimes(c.Ops, part.Ops)
+	ranks, end := rankTimes(c.Ops, ids)
 	x := func(t int64) int {
 		if t == linear.Infinity {
 			return laneLabelWidth + end*rankWidth
 		}
 		return laneLabelWidth + ranks[t]*rankWidth
 	}
-	laneOf := lanes(c.Ops, part.Ops)
+	laneOf := lanes(c.Ops, ids)
 	for proc, i := range laneOf {
 		p.Lanes = append(p.Lanes, lane{Y: topMargin + i*laneHeight, Label: fmt.Sprintf("process %d", proc)})
 	}
 	sort.Slice(p.Lanes, func(i, j int) bool { return p.Lanes[i].Y < p.Lanes[j].Y })
 
 	deadline := linear.Infinity
-	for _, id := range part.Ops {
+	for _, id := range ids {
 		op, h := c.Ops[id], c.History[id]
-		if order[id] == 0 && op.Return < deadline {
+		if len(part.Counterexample.Conflict) == 0 && order[id] == 0 && op.Return < deadline {
 			deadline = op.Return
 		}
 		b := bar{X: x(op.Call), Y: topMargin + laneOf[op.Process]*laneHeight + (laneHeight-barHeight)/2, Class: "other"}
@@ -222,6 +234,10 @@ td, th { border: 1px solid #ccc; padding: 2px 8px; text-align: left; font-family
 <p>{{.Verdict.Operations}} operations in {{len .Verdict.Partitions}} partition(s).</p>
 {{with .Counter}}
 <h2>Partition {{printf "%q" .Partition}} is not linearizable</h2>
+{{if .Reason}}
+<p>No search was needed: {{.Reason}}. The operations below (red) cannot all be linearized,
+whatever the others did; only they are drawn.</p>
+{{else}}
 <p>The longest linearizable prefix has {{len .Linearized}} operation(s) and leaves the state at
 <code>{{.State}}</code>. None of the operations that could come next (red) fits that state.
 The dashed red line is the earliest return still outstanding: one of the red operations had to
@@ -230,6 +246,7 @@ take effect before it.</p>
 <span style="background:#f4b4b4"></span>could not be placed next
 <span style="background:#e4e4e4"></span>not reached
 <span style="background:#fff;border-style:dashed"></span>outcome unknown (no return)</p>
+{{end}}
 {{end}}
 {{if .Bars}}
 <div class="scroll">
@@ -246,7 +263,12 @@ take effect before it.</p>
 </svg>
 </div>
 {{end}}
-{{if .Counter}}
+{{if .Conflict}}
+<h3>Operations in conflict</h3>
+<table><tr><th>process</th><th>operation</th><th>lines</th></tr>
+{{range .Conflict}}<tr><td>{{.Process}}</td><td>{{.Operation}}</td><td>{{.Lines}}</td></tr>
+{{end}}</table>
+{{else if .Counter}}
 <h3>Longest linearizable prefix</h3>
 <table><tr><th>#</th><th>process</th><th>operation</th><th>state after</th><th>lines</th></tr>
 {{range .Prefix}}<tr><td>{{.N}}</td><td>{{.Process}}</td><td>{{.Operation}}</td><td>{{.StateAfter}}</td><td>{{.Lines}}</td></tr>

@@ -43,6 +43,11 @@ type Counterexample struct {
 	// Stuck are the operations that could come next, all of which the
 	// model rejects from State.
 	Stuck []OpJSON `json:"stuck"`
+	// Reason and Conflict are set when the model refuted the partition
+	// without a search: the rule broken and the operations breaking it
+	// (Linearized and Stuck are then empty).
+	Reason   string   `json:"reason,omitempty"`
+	Conflict []OpJSON `json:"conflict,omitempty"`
 }
 
 type OpJSON struct {
@@ -93,9 +98,18 @@ func buildCounterexample(c Checked, p *linear.PartitionResult) *Counterexample {
 		out.Linearized[i] = describe(c, s.Op)
 		out.Linearized[i].StateAfter = c.Model.DescribeState(s.State)
 	}
-	out.Stuck = make([]OpJSON, len(ce.Stuck))
-	for i, id := range ce.Stuck {
-		out.Stuck[i] = describe(c, id)
+	out.Stuck = describeAll(c, ce.Stuck)
+	out.Reason = ce.Reason
+	if len(ce.Conflict) > 0 {
+		out.Conflict = describeAll(c, ce.Conflict)
+	}
+	return out
+}
+
+func describeAll(c Checked, ids []int) []OpJSON {
+	out := make([]OpJSON, len(ids))
+	for i, id := range ids {
+		out[i] = describe(c, id)
 	}
 	return out
 }

@@ -49,8 +49,27 @@ def always_unclean(controller: Controller) -> None:
     controller.config = dataclasses.replace(controller.config, unclean_leader_election_enable=True)
 
 
+def reassignment_skips_catch_up(controller: Controller) -> None:
+    """A reassignment switches to its target at once, before the new replicas have caught up."""
+    original = controller.handle_alter_partition_reassignments
+
+    def handle(request: cpb.AlterPartitionReassignmentsRequest) -> ControllerResult:
+        result = original(request)
+        for record in result.records:
+            change = record.partition_change
+            if change.adding_replicas.ids:
+                target = [b for b in change.replicas.ids if b not in change.removing_replicas.ids]
+                change.replicas.ids[:] = target
+                change.adding_replicas.ids[:] = []
+                change.removing_replicas.ids[:] = []
+        return result
+
+    controller.handle_alter_partition_reassignments = handle  # type: ignore[method-assign]
+
+
 BUGS: dict[str, Callable[[Controller], None]] = {
     "isr-ignores-epochs": isr_ignores_epochs,
     "fencing-keeps-leaders": fencing_keeps_leaders,
     "always-unclean": always_unclean,
+    "reassignment-skips-catch-up": reassignment_skips_catch_up,
 }

@@ -15,6 +15,10 @@
   producer id blocks never overlap;
 - an automatically placed topic spreads its leaders evenly and each
   partition over as many racks as it can;
+- a reassignment's adding and removing replicas are disjoint replicas;
+  one ends with a subset of the replicas it had (no broker becomes a
+  replica without being an adding one first), and it completes to its
+  target only with every adding replica in the ISR;
 - replaying the whole log into a fresh image gives the same image.
 """
 
@@ -68,8 +72,11 @@ class ControllerChecker:
     def _before_change(self, image: MetadataImage, change: mpb.PartitionChangeRecord, unclean_requested: bool) -> None:
         state = image.partition(change.topic_id, change.partition_id)
         assert state is not None
-        if change.election == mpb.ELECTION_CLEAN and change.leader not in state.isr:
-            fail(f"clean election of {change.leader}, outside the ISR {list(state.isr)}")
+        # The ISR the new leader gets: a completed reassignment's change carries
+        # the ISR that just took in its last new replica, which may lead then.
+        isr = tuple(change.isr.ids) if change.HasField("isr") else state.isr
+        if change.election == mpb.ELECTION_CLEAN and change.leader not in isr:
+            fail(f"clean election of {change.leader}, outside the ISR {list(isr)}")
         if change.election == mpb.ELECTION_UNCLEAN:
             self.stats["unclean elections"] += 1
             name = image.topics[change.topic_id].name
@@ -88,6 +95,26 @@ class ControllerChecker:
             assert new is not None
             if new.partition_epoch != old.partition_epoch + 1:
                 fail(f"a change of partition {change.partition_id} did not bump its partition epoch by one")
+            self._reassignment_step(change.partition_id, old, new)
+
+    def _reassignment_step(self, pid: int, old: PartitionState, new: PartitionState) -> None:
+        adding, removing = set(new.adding_replicas), set(new.removing_replicas)
+        if adding & removing or not (adding | removing) <= set(new.replicas):
+            fail(f"partition {pid}: adding {sorted(adding)} / removing {sorted(removing)} vs replicas "
+                 f"{list(new.replicas)}")
+        if not (old.adding_replicas or old.removing_replicas) or new.adding_replicas or new.removing_replicas:
+            return
+        if not set(new.replicas) <= set(old.replicas):
+            fail(f"partition {pid}: a reassignment of {list(old.replicas)} ended with replicas "
+                 f"{list(new.replicas)}: a broker joined without being an adding replica first")
+        if new.replicas == tuple(b for b in old.replicas if b not in old.adding_replicas):
+            self.stats["reassignments cancelled"] += 1
+        else:
+            self.stats["reassignments completed"] += 1
+            if new.replicas == tuple(b for b in old.replicas if b not in old.removing_replicas) and not set(
+                    old.adding_replicas) <= set(new.isr):
+                fail(f"partition {pid}: a reassignment completed with {list(old.adding_replicas)} "
+                     f"not all in the ISR {list(new.isr)}")
 
     # --- after every step ---------------------------------------------------------------------
 

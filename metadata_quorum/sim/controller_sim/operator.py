@@ -1,10 +1,12 @@
-"""The simulated operator: topics created, deleted and grown, elections asked for, producer ids."""
+"""The simulated operator: topics created, deleted and grown, elections asked for, producer ids,
+partitions reassigned (KIP-455) and reassignments cancelled."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
 from kraftlog_api import controller_pb2 as cpb
+from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.controller import Error
 from metadata_quorum.controller.elections import NO_LEADER
 
@@ -24,7 +26,7 @@ class Operator:
         if sim.now < sim.chaos_ms:
             sim.call_at(sim.now + sim.rng.randint(300, 2500), self.act)
         action = sim.rng.choice((self.create, self.create, self.create, self.delete, self.add_partitions,
-                                 self.preferred, self.unclean, self.producer_ids))
+                                 self.preferred, self.unclean, self.producer_ids, self.reassign))
         action()
 
     def create(self) -> None:
@@ -109,3 +111,29 @@ class Operator:
                               sim.controller.handle_allocate_producer_ids(request))
         assert isinstance(response, cpb.AllocateProducerIdsResponse)
         sim.stats[f"AllocateProducerIds {Error(response.error_code).name}"] += 1
+
+    def reassign(self) -> None:
+        """Move a partition to random registered brokers, or cancel its move, or ask for a bad target."""
+        sim, rng = self.sim, self.sim.rng
+        partitions = sorted((t.name, pid) for t in sim.image.topics.values() for pid in t.partitions)
+        if not partitions:
+            return
+        name, pid = rng.choice(partitions)
+        registered = sorted(sim.image.brokers)
+        item = cpb.AlterPartitionReassignmentsRequest.ReassignablePartition(partition_index=pid)
+        roll = rng.random()
+        if roll < 0.2:
+            what = "cancel"
+        else:
+            if roll < 0.27 or not registered:
+                target = rng.choice(([], [99], [-1], registered[:1] * 2))
+            else:
+                target = rng.sample(registered, rng.randint(1, min(3, len(registered))))
+            item.replicas.CopyFrom(mpb.BrokerIdList(ids=target))
+            what = f"-> {target}"
+        request = cpb.AlterPartitionReassignmentsRequest(topics=[
+            cpb.AlterPartitionReassignmentsRequest.ReassignableTopic(name=name, partitions=[item])])
+        response = sim.submit(f"AlterPartitionReassignments {name}/{pid} {what}",
+                              sim.controller.handle_alter_partition_reassignments(request))
+        assert isinstance(response, cpb.AlterPartitionReassignmentsResponse)
+        sim.stats[f"AlterPartitionReassignments {Error(response.responses[0].partitions[0].error_code).name}"] += 1

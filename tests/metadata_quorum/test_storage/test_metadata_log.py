@@ -218,3 +218,24 @@ def test_run_survives_segments_rolled_and_deleted_after_begin_flush(tmp_path: Pa
     pending.run()
     log.complete_flush(pending)
     assert log.read_entries(60) == (entries + make([3] * 30, 40))[60:]
+
+
+def test_a_voter_set_entry_is_a_kraft_voters_control_record_on_disk(tmp_path: Path) -> None:
+    from metadata_quorum.raft.voters import ReplicaKey, Voter, VoterSet, voters_entry_data
+    from metadata_quorum.storage.control import KRAFT_VOTERS
+
+    voters = VoterSet([Voter(ReplicaKey(1, "AAAAAAAAAAAAAAAAAAAAAQ"))])
+    entries = [Entry(1, voters_entry_data(voters), True), Entry(1, b"LeaderChange(leader=1)", True), Entry(1, b"x")]
+    log = open_log(tmp_path)
+    log.append(0, entries)
+    files = segment_files(log)
+    log.close()
+    raw = b"".join(p.read_bytes() for p in files)
+    batches = list(iter_batches(raw))
+    # Three batches: the voters record (Kafka's value only), the leader change, the data.
+    assert [control_type(b.records[0].key) if b.header.is_control else None for b in batches] == \
+        [KRAFT_VOTERS, LEADER_CHANGE, None]
+    assert VoterSet.decode(batches[0].records[0].value) == voters
+    reopened = open_log(tmp_path)
+    assert reopened.read_entries(0) == entries
+    reopened.close()

@@ -84,12 +84,36 @@ def test_quorum_state_for_other_voters_is_refused(tmp_path: Path) -> None:
 
 
 def test_meta_properties_is_written_once_in_kafkas_format(tmp_path: Path) -> None:
-    MetaProperties.ensure(tmp_path / "meta", "c1", 2)
+    made = MetaProperties.ensure(tmp_path / "meta", "c1", 2)
     text = (tmp_path / "meta" / "meta.properties").read_text()
-    assert [line for line in text.splitlines() if not line.startswith("#")] == [
-        "version=1", "cluster.id=c1", "node.id=2"]
+    lines = [line for line in text.splitlines() if not line.startswith("#")]
+    assert lines[:3] == ["version=1", "cluster.id=c1", "node.id=2"]
+    # KIP-853's directory.id: a base64url UUID made with the file, kept across restarts.
+    assert lines[3:] == [f"directory.id={made.directory_id}"] and len(made.directory_id or "") == 22
     MetaProperties.ensure(tmp_path / "meta", "c1", 2)  # a restart
-    assert MetaProperties.read(tmp_path / "meta") == MetaProperties("c1", 2)
+    assert MetaProperties.read(tmp_path / "meta") == MetaProperties("c1", 2, directory_id=made.directory_id)
+
+
+def test_meta_properties_without_a_directory_id_gets_one_and_keeps_the_rest(tmp_path: Path) -> None:
+    (tmp_path / "meta.properties").write_text("version=1\ncluster.id=c1\nnode.id=2\n")
+    found = MetaProperties.ensure(tmp_path, "c1", 2)
+    assert found.directory_id is not None
+    assert MetaProperties.read(tmp_path) == found
+
+
+@pytest.mark.parametrize("bogus", ["AAAAAAAAAAAAAAAAAAAAAA", "not-a-uuid", "A" * 23])
+def test_a_bogus_directory_id_is_refused(tmp_path: Path, bogus: str) -> None:
+    (tmp_path / "meta.properties").write_text(f"version=1\ncluster.id=c1\nnode.id=2\ndirectory.id={bogus}\n")
+    with pytest.raises(StorageError, match="directory.id"):
+        MetaProperties.ensure(tmp_path, "c1", 2)
+
+
+def test_a_dynamic_quorums_state_file_has_no_voters(tmp_path: Path) -> None:
+    state = QuorumStateFile(tmp_path / "quorum-state", "c1", None)
+    state.write(QuorumStateData(4, 7, 7))
+    doc = json.loads((tmp_path / "quorum-state").read_text())
+    assert doc["data_version"] == 1 and "currentVoters" not in doc
+    assert state.read() == QuorumStateData(4, 7, 7)
 
 
 def test_meta_properties_of_another_cluster_or_node_is_refused(tmp_path: Path) -> None:

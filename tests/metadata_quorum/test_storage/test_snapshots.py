@@ -97,3 +97,15 @@ def test_an_empty_snapshot_file_is_corrupt(tmp_path: Path) -> None:
     path.write_bytes(b"")
     with pytest.raises(CorruptSnapshotError, match=f"{path.name}.*empty"):
         store(tmp_path).latest()
+
+
+def test_a_snapshot_carries_its_voter_set_as_a_kraft_voters_record(tmp_path: Path) -> None:
+    from metadata_quorum.raft.voters import Endpoint, ReplicaKey, Voter, VoterSet
+
+    voters = VoterSet([Voter(ReplicaKey(1, "AAAAAAAAAAAAAAAAAAAAAQ"), (Endpoint("CONTROLLER", "h1", 9093),))])
+    store = SnapshotStore(tmp_path)
+    snapshot = Snapshot(SnapshotId(5, 2), b"state", voters)
+    store.save(snapshot)
+    assert store.read(SnapshotId(5, 2)) == snapshot
+    store.save(Snapshot(SnapshotId(6, 2), b"static"))  # a static quorum's: no voters
+    assert store.read(SnapshotId(6, 2)).voters is None

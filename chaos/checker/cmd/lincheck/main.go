@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -40,6 +41,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	format := fs.String("format", "jsonl", "input format: jsonl (ours) or jepsen-etcd")
 	limit := fs.Float64("time-limit", 10, "seconds to search before answering unknown")
 	htmlPath := fs.String("html", "", "also write an HTML picture of the verdict to this file")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the check to this file (go tool pprof reads it)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: lincheck --model NAME [--format jsonl|jepsen-etcd] [--time-limit S] [--html FILE] HISTORY|-")
 		fs.PrintDefaults()
@@ -67,6 +69,14 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUnreadable
 	}
 
+	if *cpuProfile != "" {
+		stop, err := startProfile(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(stderr, "lincheck:", err)
+			return exitUsage
+		}
+		defer stop()
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(*limit*float64(time.Second)))
 	defer cancel()
 	checked := report.Checked{ModelName: name, Model: m, History: hist, Ops: ops, Result: linear.Check(ctx, m, ops)}
@@ -131,6 +141,19 @@ func load(path string, stdin io.Reader, read readFunc, m models.Model) ([]histor
 	}
 	ops, err := models.Operations(m, hist)
 	return hist, ops, err
+}
+
+// startProfile starts CPU profiling into path; the returned func stops it.
+func startProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 func writeHTML(path string, c report.Checked) error {

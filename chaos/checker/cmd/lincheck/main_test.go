@@ -29,12 +29,22 @@ func verdictOf(t *testing.T, stdout string) map[string]any {
 	return v
 }
 
+// lostSend is refuted by the log model without a search.
 const lostSend = `{"process": 0, "type": "invoke", "f": "send", "key": "t-0", "value": "a", "time": 0}
 {"process": 0, "type": "ok", "f": "send", "value": 0, "time": 1}
 {"process": 1, "type": "invoke", "f": "read", "key": "t-0", "value": 0, "time": 2}
 {"process": 1, "type": "ok", "f": "read", "time": 3}
 {"process": 2, "type": "invoke", "f": "send", "key": "t-1", "value": "b", "time": 4}
 {"process": 2, "type": "ok", "f": "send", "value": 0, "time": 5}
+`
+
+// lostWrite is the same loss on registers, which the search must find.
+const lostWrite = `{"process": 0, "type": "invoke", "f": "write", "key": "r-0", "value": "a", "time": 0}
+{"process": 0, "type": "ok", "f": "write", "time": 1}
+{"process": 1, "type": "invoke", "f": "read", "key": "r-0", "time": 2}
+{"process": 1, "type": "ok", "f": "read", "time": 3}
+{"process": 2, "type": "invoke", "f": "write", "key": "r-1", "value": "b", "time": 4}
+{"process": 2, "type": "ok", "f": "write", "time": 5}
 `
 
 func TestLegalHistoryExitsZero(t *testing.T) {
@@ -50,7 +60,7 @@ func TestLegalHistoryExitsZero(t *testing.T) {
 
 func TestIllegalHistoryExplainsItself(t *testing.T) {
 	html := filepath.Join(t.TempDir(), "verdict.html")
-	code, out, _ := lincheck(t, lostSend, "--model", "log", "--html", html, "-")
+	code, out, _ := lincheck(t, lostWrite, "--model", "register", "--html", html, "-")
 	if code != exitIllegal {
 		t.Fatalf("exit %d\n%s", code, out)
 	}
@@ -74,13 +84,13 @@ func TestIllegalHistoryExplainsItself(t *testing.T) {
 		t.Fatal(err)
 	}
 	if v.Result != "illegal" || len(v.Partitions) != 2 ||
-		v.Partitions[0].Key != "t-0" || v.Partitions[0].Result != "illegal" || v.Partitions[0].Operations != 2 ||
-		v.Partitions[1].Key != "t-1" || v.Partitions[1].Result != "ok" {
+		v.Partitions[0].Key != "r-0" || v.Partitions[0].Result != "illegal" || v.Partitions[0].Operations != 2 ||
+		v.Partitions[1].Key != "r-1" || v.Partitions[1].Result != "ok" {
 		t.Fatalf("verdict %s", out)
 	}
 	ce := v.Counterexample
-	if ce.Partition != "t-0" || len(ce.Linearized) != 1 || ce.Linearized[0].Operation != `send("a") -> 0` ||
-		len(ce.Stuck) != 1 || ce.Stuck[0].Operation != "read(0) -> nothing" || ce.Stuck[0].InvokeLine != 3 {
+	if ce.Partition != "r-0" || len(ce.Linearized) != 1 || ce.Linearized[0].Operation != `write("a")` ||
+		len(ce.Stuck) != 1 || ce.Stuck[0].Operation != "read() -> null" || ce.Stuck[0].InvokeLine != 3 {
 		t.Fatalf("counterexample %s", out)
 	}
 
@@ -88,7 +98,7 @@ func TestIllegalHistoryExplainsItself(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"<svg", `class="stuck"`, `class="lin"`, "#1 send", "read(0) -&gt; nothing", "process 1"} {
+	for _, want := range []string{"<svg", `class="stuck"`, `class="lin"`, "#1 write", "read() -&gt; null", "process 1"} {
 		if !bytes.Contains(page, []byte(want)) {
 			t.Errorf("HTML lacks %q", want)
 		}
@@ -98,6 +108,48 @@ func TestIllegalHistoryExplainsItself(t *testing.T) {
 		if bytes.Contains(page, []byte(external)) {
 			t.Errorf("HTML refers to an external asset (%s)", external)
 		}
+	}
+}
+
+// A log history the model refutes directly: the verdict names the rule and
+// the two operations, and the page draws just those.
+func TestRefutedHistoryNamesTheConflict(t *testing.T) {
+	html := filepath.Join(t.TempDir(), "verdict.html")
+	code, out, _ := lincheck(t, lostSend, "--model", "log", "--html", html, "-")
+	if code != exitIllegal {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	var v struct {
+		Result         string
+		Counterexample struct {
+			Partition string
+			Reason    string
+			Conflict  []struct {
+				Operation  string
+				InvokeLine int `json:"invoke_line"`
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatal(err)
+	}
+	ce := v.Counterexample
+	if v.Result != "illegal" || ce.Partition != "t-0" || !strings.Contains(ce.Reason, "saw nothing") ||
+		len(ce.Conflict) != 2 || ce.Conflict[0].Operation != `send("a") -> 0` ||
+		ce.Conflict[1].Operation != "read(0) -> nothing" || ce.Conflict[1].InvokeLine != 3 {
+		t.Fatalf("verdict %s", out)
+	}
+	page, err := os.ReadFile(html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"<svg", `class="stuck"`, "No search was needed", "Operations in conflict", "read(0) -&gt; nothing"} {
+		if !bytes.Contains(page, []byte(want)) {
+			t.Errorf("HTML lacks %q", want)
+		}
+	}
+	if bytes.Contains(page, []byte(`class="lin"`)) {
+		t.Error("a refutation has no linearized prefix to draw")
 	}
 }
 

@@ -9,7 +9,7 @@ met; its transactional batches are dropped until its ABORT marker, which
 ends the aborted transaction. Control batches (COMMIT/ABORT markers) are
 never records for the application. A producer's committed transactions are
 not listed, so their batches pass. No I/O: the fetcher calls `keep()` per
-batch; a reader that decodes records its own way (spark_jobs' columnar
+batch; a reader that decodes records its own way (the columnar
 decode) calls `keep_header()` with the batch header alone.
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A read_committed consumer's view of a fetch answer (client/read_committed.py
+"""A read_committed consumer's view of a fetch answer (kafka_protocol/read_committed.py
 through client.fetcher.decode_fetched): aborted transactions' batches and
 every control batch are dropped, the position moves past them, and nothing
 at or past the last stable offset is returned."""
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from client.consumer_types import TopicPartition
 from client.fetcher import decode_fetched
-from client.read_committed import AbortedTransactions
+from kafka_protocol.read_committed import AbortedTransactions
 from kafka_protocol.control_records import encode_txn_marker
 from kafka_protocol.records import Record, decode_batch, encode_batch
 from kraftlog_api import broker_pb2 as bpb
