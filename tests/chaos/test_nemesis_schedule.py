@@ -10,6 +10,7 @@ from chaos.history import HistoryRecorder, read_history
 from chaos.nemesis import FAULTS, SCENARIOS, schedule
 from chaos.nemesis import LINK_FAULTS, LONG_FAULT_PRODUCER, LONG_FAULTS, LONG_PARTITION, Nemesis, ScheduledFault
 from chaos import testbed as testbed_module
+from chaos.linkproxy import Toxics
 
 
 @settings(max_examples=200, deadline=None)
@@ -125,3 +126,45 @@ def test_a_link_fault_this_kernel_refuses_is_skipped_and_what_it_made_healed(tmp
     nemesis.history.close()
     [line] = [line for line in read_history(path) if line["process"] == "nemesis"]
     assert line["value"] == {"phase": "skipped", "reason": "tc: no tbf here"}
+
+
+def test_a_delay_without_netem_slows_everything_the_node_sends_to_the_others_through_the_proxy(tmp_path) -> None:
+    """netem's egress delay, made by the link proxy: the node's requests to
+    every other node (upstream) and its answers to every other node's
+    requests (downstream), each to the listener of the node it reaches."""
+    class NoNetem(RecordingTestbed):
+        def delay(self, *args, **kwargs):
+            self.calls.append(("delay", args, kwargs))
+            raise testbed_module.FaultUnsupported("no sch_netem")
+    testbed = NoNetem()
+    nemesis, path = link_nemesis(tmp_path, testbed)
+    nemesis.broker_port, nemesis.controller_port = 9092, 9093
+    nemesis.start(ScheduledFault(1.0, "delay", 2.0, seed=7))
+    nemesis.stop()
+    nemesis.history.close()
+    [start] = [line["value"] for line in read_history(path) if line["process"] == "nemesis"
+               and line["value"]["phase"] == "start"]
+    node, delay_ms = start["nodes"][0], start["delay_ms"]
+    assert start["via"] == "link-proxy" and "no sch_netem" in start["netem"]
+    proxied = {(args[0], args[1]): (tuple(args[2]), kwargs) for name, args, kwargs in testbed.calls
+               if name == "proxy_link"}
+    others = [n for n in range(1, 7) if n != node]
+    port = {n: 9092 if n in (4, 5, 6) else 9093 for n in range(1, 7)}
+    assert set(proxied) == {(node, o) for o in others} | {(o, node) for o in others}
+    for other in others:
+        ports, out = proxied[(node, other)]
+        assert ports == (port[other],) and out["upstream"].latency_ms == delay_ms
+        assert out.get("downstream", Toxics()) == Toxics()
+        ports, back = proxied[(other, node)]
+        assert ports == (port[node],) and back["downstream"].latency_ms == delay_ms
+        assert back.get("upstream", Toxics()) == Toxics()
+    assert [name for name, _, _ in testbed.calls][-2:] == ["proxied_connections", "heal"]
+
+
+def test_a_delay_with_netem_uses_netem(tmp_path) -> None:
+    testbed = RecordingTestbed()
+    nemesis, path = link_nemesis(tmp_path, testbed)
+    nemesis.start(ScheduledFault(1.0, "delay", 2.0, seed=7))
+    nemesis.stop()
+    nemesis.history.close()
+    assert [name for name, _, _ in testbed.calls] == ["delay", "heal"]
