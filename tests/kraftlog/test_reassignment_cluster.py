@@ -4,8 +4,9 @@ a Kafka one. `kraftlog reassign-partitions` moves a partition holding records
 from {A, B} to {B, C}: every record is read back from the new replicas and
 A's copy of the log is deleted. kafka-python's admin client (a client nobody
 here wrote) starts a move that cannot finish (its new replica is stopped),
-lists it and cancels it. Then C is decommissioned as an operator does it:
-its partition moved away, the broker stopped, `kraftlog cluster unregister`.
+lists it and cancels it; `reassign-partitions --execute` starts it again and
+`--cancel` cancels it. Then C is decommissioned as an operator does it: its
+partition moved away, the broker stopped, `kraftlog cluster unregister`.
 """
 from __future__ import annotations
 
@@ -163,6 +164,14 @@ def test_kafka_pythons_admin_client_lists_and_cancels_a_move(cluster, tmp_path):
         assert admin.list_partition_reassignments() == {}
         again = ok(cluster, "reassign-partitions", "--cancel", "--reassignment-json-file", path, brokers=up)
         assert "None of the specified partition moves are active." in again
+        # The tool cancels a move under way too: started again, with the tool this time.
+        started = ok(cluster, "reassign-partitions", "--execute", "--reassignment-json-file", path, brokers=up)
+        assert f"Successfully started partition reassignments for {topic}-0" in started
+        assert admin.list_partition_reassignments() == \
+            {tp: {"replicas": [A, C, B], "adding_replicas": [C], "removing_replicas": [B]}}
+        cancelled = ok(cluster, "reassign-partitions", "--cancel", "--reassignment-json-file", path, brokers=up)
+        assert f"Successfully cancelled partition reassignments for: {topic}-0" in cancelled
+        assert admin.list_partition_reassignments() == {}
         refused = admin.alter_partition_reassignments({tp: [A, 99]})
         assert refused[tp].__name__ == "InvalidReplicationAssignmentError"  # kafka-python's name for 39
     finally:

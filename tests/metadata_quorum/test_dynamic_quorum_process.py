@@ -62,6 +62,15 @@ def kraftlog(*args: str) -> subprocess.CompletedProcess[str]:
                           env={**os.environ, "PYTHONPATH": str(ROOT)}, cwd=ROOT)
 
 
+def run_in_process(monkeypatch: pytest.MonkeyPatch, *args: str) -> None:
+    """The CLI's main() in this process, which must end well."""
+    monkeypatch.setattr("sys.argv", ["kraftlog", *args])
+    try:
+        main()
+    except SystemExit as exited:
+        assert exited.code in (0, None), args
+
+
 def write_acls(q: Quorum) -> None:
     """ACLs through the active controller, retried while it is elected."""
     request = cpb.CreateAclsRequest(creations=[binding_to_proto(acl(i)) for i in range(ACLS)])
@@ -92,19 +101,18 @@ def test_add_a_controller_remove_one_and_keep_the_metadata(quorum: Quorum, monke
     assert f"Added controller 4 (directory {q.directory[4]})" in added.stdout
     info = q.describe()
     assert sorted(r["replica_id"] for r in info["voters"]) == [1, 2, 3, 4]
-    # Remove node 1, whoever leads (a leader removing itself hands over once it commits).
-    remove_voter(q.address(3), 1, q.directory[1], timeout=60)
+    # Remove node 1 with the CLI, in this process, whoever leads (a leader
+    # removing itself hands over once it commits).
+    run_in_process(monkeypatch, "quorum", "remove-controller", "--bootstrap-controller", q.address(3),
+                   "--controller-id", "1", "--controller-directory-id", q.directory[1], "--timeout", "60")
+    assert f"Removed controller 1 (directory {q.directory[1]})" in capsys.readouterr().out
     wait_until(lambda: sorted(r["replica_id"] for r in q.describe()["voters"]) == [2, 3, 4], 60,
                "node 1 out of the voters")
     # Node 1 goes on fetching, as an observer (from a new leader once it fetches from it).
     wait_until(lambda: (1, q.directory[1]) in [(r["replica_id"], r["directory_id"]) for r in q.describe()["observers"]],
                30, "node 1 an observer")
     # In this process (the CLI's start-up is paid once, by add-controller above).
-    monkeypatch.setattr("sys.argv", ["kraftlog", "quorum", "describe", "--bootstrap-controller", q.address(4), "--json"])
-    try:
-        main()
-    except SystemExit as exited:
-        assert exited.code in (0, None)
+    run_in_process(monkeypatch, "quorum", "describe", "--bootstrap-controller", q.address(4), "--json")
     described = json.loads(capsys.readouterr().out)
     voters = json.loads(described["status"]["CurrentVoters"])
     assert [(v["id"], v["directoryId"]) for v in voters] == [(n, q.directory[n]) for n in (2, 3, 4)]
