@@ -16,9 +16,10 @@ IO_TIMEOUT_S = 15  # bounds every socket read; never part of an assert
 class RawKafka:
     """One Kafka-protocol connection, frame by frame."""
 
-    def __init__(self, address: str) -> None:
+    def __init__(self, address: str, client_id: str = "raw-test") -> None:
         host, port = address.rsplit(":", 1)
         self.sock = socket.create_connection((host, int(port)), timeout=IO_TIMEOUT_S)
+        self.client_id = client_id  # what a client-id quota is set for
 
     def __enter__(self) -> "RawKafka":
         return self
@@ -46,7 +47,7 @@ class RawKafka:
         return codec.decode_response(self.receive(), kind)
 
     def call(self, body: object, correlation_id: int = 1) -> object:
-        self.send(codec.encode_request(body, correlation_id, "raw-test"))
+        self.send(codec.encode_request(body, correlation_id, self.client_id))
         got, answer = self.answer(codec.response_type(body))
         assert got == correlation_id
         return answer

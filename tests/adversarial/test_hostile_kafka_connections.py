@@ -5,7 +5,10 @@ API or version not served, a truncated body, an array saying 2**32
 entries (which would have aborted the broker in kio's reader), half a frame, a slowloris and
 an idle connection. Each closes its own connection and leaves the broker
 serving everyone else; a request carrying tagged fields the broker does not
-know (KIP-482) is answered, not closed."""
+know (KIP-482) is answered, not closed. Fetch sessions (KIP-227): hostile
+ids and epochs are refused, and a client whose incremental fetches never
+advance (the same records answered each time) is held to its
+consumer_byte_rate."""
 from __future__ import annotations
 
 import shutil
@@ -16,11 +19,13 @@ import pytest
 from kio.schema.errors import ErrorCode
 
 from devcluster.local_cluster import LocalCluster
+from devcluster.local_processes import wait_until
 from kafka_protocol.varint import unsigned_varint_bytes as uvarint
 from kafka_protocol.wire import codec, versions
 from kraftlog_server.server_config import (CONNECTIONS_MAX_IDLE_MS, KAFKA_PROTOCOL_LISTENERS,
                                            SOCKET_REQUEST_MAX_BYTES)
 
+from ..client.produce_consume import produce_values
 from .kafka_wire import RawKafka, api_versions, kafka_address, request
 
 MAX_REQUEST_BYTES = 1 << 20
@@ -110,12 +115,12 @@ def test_tagged_fields_the_broker_does_not_know_are_skipped(cluster):
 
 
 def session_fetch(session_id: int, epoch: int, partitions: tuple[int, ...] = (0,),
-                  forgotten: tuple[int, ...] = ()) -> object:
+                  forgotten: tuple[int, ...] = (), topic: str = "sessions") -> object:
     return request(versions.FETCH, 12, {
         "replica_id": -1, "max_wait": 0, "min_bytes": 0, "max_bytes": 1 << 20, "isolation_level": 0,
         "session_id": session_id, "session_epoch": epoch, "rack_id": "",
-        "forgotten_topics_data": [{"topic": "sessions", "partitions": list(forgotten)}] if forgotten else [],
-        "topics": [{"topic": "sessions", "partitions": [
+        "forgotten_topics_data": [{"topic": topic, "partitions": list(forgotten)}] if forgotten else [],
+        "topics": [{"topic": topic, "partitions": [
             {"partition": p, "current_leader_epoch": -1, "fetch_offset": 0, "log_start_offset": -1,
              "partition_max_bytes": 1 << 20} for p in partitions]}] if partitions else []})
 
@@ -142,4 +147,54 @@ def test_hostile_fetch_session_ids_and_epochs_are_refused_and_keep_the_connectio
         closed = raw.call(session_fetch(sid, -1))
         assert (closed.error_code, closed.session_id) == (ErrorCode.none, 0)
         assert raw.call(session_fetch(sid, 3, ())).error_code == ErrorCode.fetch_session_id_not_found
+    still_serving(cluster)
+
+
+def client_quota(entity_name: str, rate: float | None) -> object:
+    """AlterClientQuotas v1: consumer_byte_rate of one client id set, or removed (None)."""
+    return request(versions.ALTER_CLIENT_QUOTAS, 1, {"validate_only": False, "entries": [{
+        "entity": [{"entity_type": "client-id", "entity_name": entity_name}],
+        "ops": [{"key": "consumer_byte_rate", "value": rate or 0.0, "remove": rate is None}]}]})
+
+
+def quota_of(raw: RawKafka, entity_name: str) -> float | None:
+    """DescribeClientQuotas v1 of one client id: its consumer_byte_rate, as the broker sees it."""
+    answer = raw.call(request(versions.DESCRIBE_CLIENT_QUOTAS, 1, {"strict": True, "components": [
+        {"entity_type": "client-id", "match_type": 0, "match": entity_name}]}))
+    assert answer.error_code == ErrorCode.none
+    rates = [v.value for e in answer.entries for v in e.values if v.key == "consumer_byte_rate"]
+    return rates[0] if rates else None
+
+
+def test_incremental_fetches_that_never_advance_are_held_to_the_consumer_quota(cluster):
+    """An incremental fetch naming nothing after an answer with records gets
+    those records again (as Kafka's leader does), so a client that never
+    advances re-reads the same bytes on every fetch: its consumer_byte_rate
+    holds it like any other reader (an answer says throttle_time_ms once it
+    is over), and the broker goes on serving everyone else."""
+    cluster.create_topic("flood", 1, 1)
+    cluster.wait_for_leaders("flood")
+    produce_values(cluster.bootstrap, "flood", [bytes(900)] * 2, acks=1, batch_records=2, partition=0)
+    # 1,000 B/s: over Kafka's 10 s minimum window the 10 KB allowance is crossed after a few
+    # ~2 KB answers, so the first held answer waits about a second (far below the socket's bound).
+    with RawKafka(kafka_address(cluster), client_id="flooder") as raw:
+        assert raw.call(client_quota("flooder", 1000.0)).entries[0].error_code == ErrorCode.none
+        try:
+            wait_until(lambda: quota_of(raw, "flooder") == 1000.0, 30, "the quota in the broker's metadata")
+            made = raw.call(session_fetch(0, 0, topic="flood"))
+            assert made.error_code == ErrorCode.none and made.session_id != 0
+            [[first]] = [t.partitions for t in made.responses]
+            assert first.records and len(first.records) > 1800
+            held = None
+            for epoch in range(1, 41):  # at most 40 x ~2 KB
+                answer = raw.call(session_fetch(made.session_id, epoch, (), topic="flood"))
+                assert answer.error_code == ErrorCode.none
+                if answer.throttle_time.total_seconds() > 0:
+                    held = epoch
+                    break
+                [[again]] = [t.partitions for t in answer.responses]  # the same records, named by the leader
+                assert bytes(again.records) == bytes(first.records)
+            assert held is not None, "40 incremental fetches of the same records were never throttled"
+        finally:
+            assert raw.call(client_quota("flooder", None)).entries[0].error_code == ErrorCode.none
     still_serving(cluster)
