@@ -139,7 +139,7 @@ def run_command(
         earlier = matrix.read_summary(folder)
         if not rerun and matrix.reusable(earlier, settings, source, resume=resume):
             summary = earlier
-            console.print(f"[bold]{name}[/] seed {n}: already run on {summary['run']['commit'][:10]} "
+            console.print(f"[bold]{name}[/] seed {n}: already run on {(summary['run'].get('commit') or '?')[:10]} "
                           f"({summary['run']['finished']}) -> {folder}")
         else:
             if folder.exists():  # an earlier run's files (other settings or commit, or it died): replaced whole
