@@ -4,7 +4,8 @@
 
 Reads every run's summary.json (RESULTS/<scenario>-seed<N>/summary.json, as
 `kraftlog chaos run` leaves them; chaos/matrix.py) and prints one Markdown
-row per scenario: runs and seeds, how many kept their promise, acknowledged
+row per scenario: runs and seeds, their time limit and hosts (namespaces or
+127.0.0.1), how many kept their promise, acknowledged
 and unknown sends, faults (count and by kind), anomalies by kind, each
 checker model's verdicts (ok/illegal/unknown), the checker's time per run
 (median and max), and the commits and dates the runs were made on. A row
@@ -29,16 +30,17 @@ from . import matrix
 
 # How verdict counts are shown: ok/illegal/unknown, then any other answer.
 VERDICT_ORDER = ("ok", "illegal", "unknown")
-COLUMNS = ("scenario", "runs (seeds)", "kept", "sends ok / unknown", "faults (by kind)", "anomalies",
+COLUMNS = ("scenario", "runs (seeds)", "s each, hosts", "kept", "sends ok / unknown", "faults (by kind)", "anomalies",
            "log ok/illegal/unknown", "offsets ok/illegal/unknown", "metadata ok/illegal/unknown",
            "checker s median / max", "commit", "date (UTC)")
 
 
 def matrix_scenarios() -> list[str]:
-    """Every scenario `--scenario all` runs, in its order (chaos/runner.py's ALL_SCENARIOS)."""
-    from .runner import ALL_SCENARIOS  # the cluster's modules: loaded only for the "not run" line
+    """Every scenario `--scenario all` runs, in its order: chaos/runner.py's ALL_SCENARIOS, made
+    the same way here without importing the runner (the cluster's modules, seconds to load)."""
+    from .nemesis import SCENARIOS
 
-    return list(ALL_SCENARIOS)
+    return list(SCENARIOS) + [matrix.UNCLEAN]
 
 
 def collect(folders: Iterable[Path]) -> list[dict[str, Any]]:
@@ -120,6 +122,8 @@ def row(runs: list[dict[str, Any]]) -> dict[str, Any]:
     cells = {
         "scenario": label(runs[0]),
         "runs (seeds)": f"{len(runs)} ({_ranges(seeds)})",
+        "s each, hosts": f"{_listed(r.get('time_limit_s') for r in runs)}, "
+                         f"{_listed('namespaces' if r.get('testbed') else '127.0.0.1' for r in runs)}",
         "kept": f"{sum(bool(s.get('kept')) for s in stamps)}/{len(runs)}",
         "sends ok / unknown": f"{sends_ok:,} / {sends_info:,}",
         "faults (by kind)": fault_text,
@@ -132,6 +136,12 @@ def row(runs: list[dict[str, Any]]) -> dict[str, Any]:
         "date (UTC)": ", ".join(dates),
     }
     return {"cells": cells, "mixed": mixed}
+
+
+def _listed(values: Iterable[Any]) -> str:
+    """Each value once, in order ("20, 60"; whole numbers without ".0")."""
+    shown = [f"{v:g}" if isinstance(v, float) else str(v) for v in values if v is not None]
+    return ", ".join(sorted(set(shown), key=shown.index)) or "?"
 
 
 def _ranges(seeds: list[int]) -> str:
