@@ -37,6 +37,14 @@ UNCLEAN = "unclean-election"  # chaos/runner.py's name (not imported: this modul
 POWER_LOSS = "power-loss"  # Kafka's defaults, no fsync per write: its loss is counted, not a broken promise
 
 
+def all_scenarios() -> list[str]:
+    """Every scenario `--scenario all` runs, in its order: chaos/runner.py's ALL_SCENARIOS, made the
+    same way here without importing the runner (the cluster's modules, seconds to load)."""
+    from .nemesis import SCENARIOS
+
+    return list(SCENARIOS) + [UNCLEAN]
+
+
 def parse_seeds(text: str) -> list[int]:
     """"0-4,7" -> [0, 1, 2, 3, 4, 7] (in the order given, each once)."""
     seeds: list[int] = []

@@ -35,14 +35,6 @@ COLUMNS = ("scenario", "runs (seeds)", "s each, hosts", "kept", "sends ok / unkn
            "checker s median / max", "commit", "date (UTC)")
 
 
-def matrix_scenarios() -> list[str]:
-    """Every scenario `--scenario all` runs, in its order: chaos/runner.py's ALL_SCENARIOS, made
-    the same way here without importing the runner (the cluster's modules, seconds to load)."""
-    from .nemesis import SCENARIOS
-
-    return list(SCENARIOS) + [matrix.UNCLEAN]
-
-
 def collect(folders: Iterable[Path]) -> list[dict[str, Any]]:
     """Every readable run summary in the results folders (each a folder of run folders, or a run folder)."""
     runs: list[dict[str, Any]] = []
@@ -194,7 +186,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             grouped.setdefault(label(r), []).append(r)
         text = json.dumps([row(group) for group in grouped.values()], indent=1) + "\n"
     else:
-        text = table(runs, matrix_scenarios())
+        text = table(runs, matrix.all_scenarios())
     sys.stdout.write(text)
     if args.out:
         args.out.write_text(text, encoding="utf-8")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from chaos import matrix
-from chaos.matrix_table import collect, matrix_scenarios, table
+from chaos.matrix_table import collect, table
 from chaos.queue_checks import ANOMALY_KINDS
 
 KRAFTLOG = Path(sys.executable).with_name("kraftlog")
@@ -177,7 +177,7 @@ def test_matrix_table_command(tmp_path) -> None:
     assert "Not run in these results (the matrix is partial): " in done.stdout  # every other scenario
     from chaos.runner import ALL_SCENARIOS  # what `--scenario all` runs: the table's list of the matrix
 
-    assert matrix_scenarios() == list(ALL_SCENARIOS)
+    assert matrix.all_scenarios() == list(ALL_SCENARIOS)
     empty = subprocess.run([sys.executable, "-m", "chaos.matrix_table", str(tmp_path / "nothing")],
                            capture_output=True, text=True, timeout=120)
     assert empty.returncode == 1 and "no run summaries" in empty.stderr
