@@ -11,7 +11,7 @@ export GOCACHE := $(CURDIR)/.cache/go-build
 export GOPATH := $(CURDIR)/.cache/go
 export GOPROXY := off
 
-.PHONY: all venv fuzz chaos chaos-tools go-toolchain java-runtime kafka-clients prometheus-tools lincheck test pytest go-test demo bench-log bench-quorum bench-metadata bench-security bench-transactions bench bench-quick bench-deps bench-tools sim sim-controller proto clean
+.PHONY: all venv fuzz chaos chaos-table chaos-tools go-toolchain java-runtime kafka-clients prometheus-tools lincheck test pytest go-test demo bench-log bench-quorum bench-metadata bench-security bench-transactions bench bench-quick bench-deps bench-tools sim sim-controller proto clean
 
 all: test
 
@@ -112,9 +112,25 @@ FUZZ_EXAMPLES ?= 2000
 fuzz: venv
 	KRAFTLOG_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -q -p no:cacheprovider tests/adversarial/test_fuzz_requests.py
 
-# Every chaos scenario for 10 seeds each, 60 s of faults per run, and the table of results.
+# Every chaos scenario for 10 seeds each, 60 s of faults per run, and the table of results
+# (docs/chaos.md, "Matrix"). Runs in slices that accumulate in CHAOS_RESULTS: a run already
+# there, made with the same settings on this same unmodified commit, is not run again. E.g.
+#   make chaos SCENARIOS=kill-leaders,pause SEEDS=0-4 CHAOS_TIME_LIMIT=30 SHARD=1/2 CHAOS_ARGS=--no-network
+# The table (CHAOS_RESULTS/matrix.md) is rebuilt after every slice, also one that failed.
+SCENARIOS ?= all
+SEEDS ?= 0-9
+CHAOS_TIME_LIMIT ?= 60
+CHAOS_RESULTS ?= chaos-results
+SHARD ?=
+CHAOS_ARGS ?=
 chaos: venv chaos-tools lincheck
-	$(BIN)/kraftlog chaos run --scenario all --runs 10 --seed 0 --time-limit 60 --results chaos-results
+	status=0; $(BIN)/kraftlog chaos run --scenario $(SCENARIOS) --seeds $(SEEDS) --time-limit $(CHAOS_TIME_LIMIT) \
+		--results $(CHAOS_RESULTS) $(if $(SHARD),--shard $(SHARD)) $(CHAOS_ARGS) || status=$$?; \
+	$(BIN)/python -m chaos.matrix_table $(CHAOS_RESULTS) --out $(CHAOS_RESULTS)/matrix.md; exit $$status
+
+# The matrix's Markdown table from every run in CHAOS_RESULTS (any number of slices).
+chaos-table: venv
+	$(BIN)/python -m chaos.matrix_table $(CHAOS_RESULTS) --out $(CHAOS_RESULTS)/matrix.md
 
 # 30 minutes of steady load under rotating faults; each node's RSS, open fds and
 # threads sampled each minute, charted (soak-results/soak.png) and their growth reported.

@@ -4,7 +4,9 @@ history."""
 from __future__ import annotations
 
 import json
+import shutil
 import sys
+import time
 from pathlib import Path
 
 import typer
@@ -63,10 +65,16 @@ def run_command(
                                                          "rolling-restart, controller-replacement, unclean-election, "
                                                          "slow-follower, slow-controller, lossy-link, slow-links, "
                                                          "long-partition, "
-                                                         "or all"),
+                                                         "..., a comma list of them, or all"),
     seed: int = typer.Option(0, "--seed", help="seed of the first run's fault schedule"),
     time_limit: float = typer.Option(60.0, "--time-limit", help="seconds of workload and faults per run"),
     runs: int = typer.Option(1, "--runs", help="runs per scenario, with seeds SEED, SEED+1, ..."),
+    seeds: str = typer.Option(None, "--seeds", help="the seeds instead of --seed/--runs: ranges, like 0-4,7"),
+    shard: str = typer.Option(None, "--shard", help="I/N: only every N-th run of the slice, from the I-th"),
+    resume: bool = typer.Option(False, "--resume", help="reuse every run already in --results with the same "
+                                                        "settings, whatever commit it was made on"),
+    rerun: bool = typer.Option(False, "--rerun", help="run every run again, even one already made with the same "
+                                                      "settings on this commit"),
     results: Path = typer.Option(Path("chaos-results"), "--results", help="a folder per run is made here"),
     unclean: bool = typer.Option(True, "--unclean/--clean",
                                  help="unclean-election: allow the unclean election (default) or not"),
@@ -80,11 +88,17 @@ def run_command(
 ) -> None:
     """Exit 0 when every run kept its promise (nothing acknowledged lost, a
     linearizable history); an unclean-election run that lost writes kept
-    its promise too: that loss is what it shows."""
-    from chaos.runner import ALL_SCENARIOS, TRANSACTIONS, UNCLEAN, RunSettings, run
+    its promise too: that loss is what it shows. A run already in --results,
+    made with the same settings on this same unmodified commit, is not run
+    again (chaos/matrix.py): a matrix can be run in slices (a comma list of
+    scenarios, --seeds, --shard) that accumulate; `python -m chaos.matrix_table
+    RESULTS` makes its table."""
+    from chaos import matrix
+    from chaos.nemesis import TRANSACTIONS
     from chaos.workload import CLIENTS
 
-    scenarios = list(ALL_SCENARIOS) if scenario == "all" else [scenario]
+    known = matrix.all_scenarios()  # the runner's ALL_SCENARIOS; the runner itself loads only to run
+    scenarios = list(known) if scenario == "all" else [s.strip() for s in scenario.split(",") if s.strip()]
     if client not in CLIENTS:
         typer.echo(f"kraftlog: error: --client must be one of {', '.join(CLIENTS)}", err=True)
         raise typer.Exit(2)
@@ -94,49 +108,65 @@ def run_command(
         raise typer.Exit(2)
     if client != "grpc" and scenario == "all":  # its workload is kraftlog's transactional client
         scenarios.remove(TRANSACTIONS)
-    elif client != "grpc" and scenario == TRANSACTIONS:
+    elif client != "grpc" and TRANSACTIONS in scenarios:
         typer.echo(f"kraftlog: error: --client kafka is not available for the {TRANSACTIONS} scenario yet", err=True)
         raise typer.Exit(2)
     if secure and scenario == "all":  # its clients have no SCRAM user yet
         scenarios.remove(TRANSACTIONS)
-    elif secure and scenario == TRANSACTIONS:
+    elif secure and TRANSACTIONS in scenarios:
         typer.echo(f"kraftlog: error: --secure is not available for the {TRANSACTIONS} scenario yet", err=True)
         raise typer.Exit(2)
-    unknown = [s for s in scenarios if s not in ALL_SCENARIOS]
-    if unknown or runs < 1 or time_limit < 10:
-        typer.echo(f"kraftlog: error: --scenario must be one of {', '.join(ALL_SCENARIOS)} or all; "
-                   "--runs >= 1; --time-limit >= 10", err=True)
+    unknown = [s for s in scenarios if s not in known]
+    if unknown or not scenarios or runs < 1 or time_limit < 10 or (resume and rerun):
+        typer.echo(f"kraftlog: error: --scenario must be one of {', '.join(known)}, a comma list of them "
+                   "or all; --runs >= 1; --time-limit >= 10; --resume or --rerun, not both", err=True)
         raise typer.Exit(2)
+    try:
+        chosen = matrix.plan(scenarios, matrix.parse_seeds(seeds) if seeds else range(seed, seed + runs),
+                             matrix.parse_shard(shard) if shard else None)
+    except ValueError as exc:
+        typer.echo(f"kraftlog: error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    source = matrix.provenance()
+    settings = matrix.requested(time_limit, network=network, secure=secure, client=client, unclean=unclean)
     console = Console(stderr=as_json)
     table = Table(title="chaos runs")
     for column in ("scenario", "seed", "testbed", "sends ok/info (txns c/a/?)", "faults", "anomalies", "log", "offsets",
                    "metadata", "verdict"):
         table.add_column(column)
     broken = 0
-    for name in scenarios:
-        for n in range(runs):
-            folder = results / f"{name}-seed{seed + n}"
-            console.print(f"[bold]{name}[/] seed {seed + n}: running ({time_limit:g}s{', secured' if secure else ''}"
+    for name, n in chosen:
+        folder = matrix.folder(results, name, n)
+        earlier = matrix.read_summary(folder)
+        if not rerun and matrix.reusable(earlier, settings, source, resume=resume):
+            summary = earlier
+            console.print(f"[bold]{name}[/] seed {n}: already run on {(summary['run'].get('commit') or '?')[:10]} "
+                          f"({summary['run']['finished']}) -> {folder}")
+        else:
+            if folder.exists():  # an earlier run's files (other settings or commit, or it died): replaced whole
+                console.print(f"  replacing the earlier run in {folder}")
+                shutil.rmtree(folder)
+            console.print(f"[bold]{name}[/] seed {n}: running ({time_limit:g}s{', secured' if secure else ''}"
                           f"{', ' + client + ' clients' if client != 'grpc' else ''}) -> {folder}")
-            summary = run(RunSettings(name, seed + n, time_limit, folder, unclean=unclean, network=network,
+            from chaos.runner import RunSettings, run
+
+            started = time.time()
+            summary = run(RunSettings(name, n, time_limit, folder, unclean=unclean, network=network,
                                       secure=secure, client=client)).summary
-            anomalies = {k: v for k, v in summary["anomalies"].items() if v and k != "lost-unacked-ok"}
-            expected_loss = name == UNCLEAN and unclean
-            expected_loss = expected_loss or name == "power-loss"  # Kafka's defaults fsync no write: counted, not hidden
-            verdicts = [summary[k] for k in ("linearizable", "offsets_linearizable", "metadata_linearizable")]
-            kept = (summary["valid"] and all(v in ("ok", None) for v in verdicts)) or expected_loss
-            broken += not kept
-            verdict = ("lost writes, as unclean election does" if name == UNCLEAN and expected_loss and anomalies
-                       else "lost writes, as a power loss without fsync does" if expected_loss and anomalies
-                       else "ok" if kept else "PROMISE BROKEN")
-            if as_json:
-                typer.echo(json.dumps({**summary, "results": str(folder), "verdict": verdict}))
-            table.add_row(name, str(seed + n), "yes" if summary["testbed"] else "no",
-                          _sends(summary), str(summary["faults"]),
-                          ", ".join(f"{k} {v}" for k, v in anomalies.items()) or "none",
-                          *map(str, verdicts), verdict)
-            for note in summary["notes"]:
-                console.print(f"  note: {note}")
+            summary = matrix.stamp(folder, summary, settings=settings, source=source, started=started,
+                                   finished=time.time(), load=matrix.load_average())
+        anomalies = {k: v for k, v in summary["anomalies"].items() if v and k != "lost-unacked-ok"}
+        verdicts = [summary[k] for k in ("linearizable", "offsets_linearizable", "metadata_linearizable")]
+        kept, verdict = matrix.verdict(summary)
+        broken += not kept
+        if as_json:
+            typer.echo(json.dumps({**summary, "results": str(folder), "verdict": verdict}))
+        table.add_row(name, str(n), "yes" if summary["testbed"] else "no",
+                      _sends(summary), str(summary["faults"]),
+                      ", ".join(f"{k} {v}" for k, v in anomalies.items()) or "none",
+                      *map(str, verdicts), verdict)
+        for note in summary["notes"]:
+            console.print(f"  note: {note}")
     console.print(table)
     raise typer.Exit(1 if broken else 0)
 
