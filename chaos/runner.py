@@ -308,17 +308,19 @@ def run(settings: RunSettings) -> RunResult:
 
 def _last_replica_outcome(sequence: dict[str, Any], results: Path) -> dict[str, Any]:
     """What the last-replica-standing sequence did (chaos/last_replica.py):
-    the writes its partition acknowledged before the cut (those it puts at
-    risk) and the acknowledged writes lost there and in the other partitions."""
+    the writes its partition acknowledged before the leader's power loss
+    (those it puts at risk) and the acknowledged writes lost there and in
+    the other partitions."""
     key = f"{TOPIC}-{sequence.get('partition')}"
     lost = json.loads((results / "anomalies.json").read_text())["lost"]
     history = list(read_history(results / "history.jsonl"))
-    cut_at = next((line["time"] for line in history if line["f"] == LAST_REPLICA
-                   and line["value"].get("step") == "cut"), None)
+    power_loss_at = next((line["time"] for line in history if line["f"] == LAST_REPLICA
+                          and line["value"].get("step") == "power-loss"), None)
     acked = [call for call, done in paired(history) if call["f"] == "send" and call["key"] == key
-             and done is not None and done["type"] == "ok" and cut_at is not None and done["time"] < cut_at]
+             and done is not None and done["type"] == "ok" and power_loss_at is not None
+             and done["time"] < power_loss_at]
     happened = all(sequence.get(k) for k in ("isr_shrunk", "power_loss", "re_elected"))
-    return {**sequence, "happened": happened, "acked_before_cut": len(acked),
+    return {**sequence, "happened": happened, "acked_before_power_loss": len(acked),
             "lost_in_partition": sum(1 for a in lost if a["partition"] == key),
             "lost_elsewhere": sum(1 for a in lost if a["partition"] != key)}
 

@@ -165,7 +165,7 @@ def test_last_replica_standing_durable_loses_nothing(tmp_path) -> None:
     sequence = summary["last_replica_standing"]
     assert done.returncode == 0 and summary["verdict"] == "ok", (summary["anomalies"], summary["notes"], sequence)
     assert summary["anomalies"]["lost"] == 0 and sequence["lost_in_partition"] == 0, summary["anomalies"]
-    assert sequence["happened"] and sequence["acked_before_cut"] > 0, sequence
+    assert sequence["happened"] and sequence["acked_before_power_loss"] > 0, sequence
     leader = sequence["leader"]
     history = read_history(tmp_path / "last-replica-standing-durable-seed1" / "history.jsonl")
     steps = {line["value"]["step"]: line["value"] for line in history
