@@ -21,7 +21,9 @@ history with the fault (Nemesis records what `inflict` returns):
   what its node had fsynced; undone by starting every node. With Kafka's
   defaults (no fsync per write) acknowledged writes are lost, and the run
   says how many; with `log.flush.interval.messages=1` (DURABLE_PROPERTIES)
-  none may be.
+  none may be. `power_loss(nodes)` does the same to some nodes only (the
+  last-replica-standing scenario's leader, chaos/last_replica.py), the
+  others running on.
 """
 from __future__ import annotations
 
@@ -98,17 +100,22 @@ class DiskNemesis:
         self.cluster.start(node)
 
     def _power_loss(self) -> tuple[dict, Callable[[], None]]:
-        down = [n for n in self.nodes if n in self.cluster.pids]
+        details, _cuts = self.power_loss(self.nodes)
+        down = details["nodes"]
+        return details, lambda: self.cluster.start(*down)
+
+    def power_loss(self, nodes: Sequence[int]) -> tuple[dict, list[tuple[str, int, Optional[int]]]]:
+        """Kill these nodes at once and cut each of their files back to what
+        its node fsynced (the others run on: one node's power loss when
+        `nodes` is one). What it did, and every cut (path, size before, size
+        after or None when the file was removed). Restarting them is the caller's."""
+        down = [n for n in nodes if n in self.cluster.pids]
         for node in down:  # as close to "at once" as signals go
             self.cluster.kill(node)
-        files = cut_bytes = removed = 0
-        for node in self.nodes:
-            for _path, before, after in df.power_loss(control_folder(self.root, node)):
-                files += 1
-                cut_bytes += before - (after or 0)
-                removed += after is None
-        details = {"nodes": down, "files_cut": files, "bytes_cut": cut_bytes, "files_removed": removed}
-        return details, lambda: self.cluster.start(*down)
+        cuts = [cut for node in nodes for cut in df.power_loss(control_folder(self.root, node))]
+        details = {"nodes": down, "files_cut": len(cuts), "bytes_cut": sum(b - (a or 0) for _p, b, a in cuts),
+                   "files_removed": sum(a is None for _p, _b, a in cuts)}
+        return details, cuts
 
 
 def durable(properties: dict) -> dict:

@@ -34,6 +34,7 @@ from typing import Callable, Optional, Protocol, Sequence
 from .clock_skew import ClockFiles, draw_skew
 from .disk_nemesis import DISK_FAULTS, DiskNemesis
 from .history import HistoryRecorder
+from .last_replica import LAST_REPLICA, LAST_REPLICA_DURABLE, WARMUP_S as LAST_REPLICA_WARMUP_S
 from .linkproxy import Toxics
 from .testbed import FaultUnsupported, NetworkTestbed, TestbedError
 
@@ -89,6 +90,10 @@ SCENARIOS: dict[str, tuple[str, ...]] = {
     "disk-torn-write": ("torn-write",),
     "power-loss": ("power-loss",),  # Kafka's defaults: acknowledged writes may be lost, and are counted
     "power-loss-durable": ("power-loss",),  # log.flush.interval.messages=1: none may be
+    # KIP-966's last replica standing (chaos/last_replica.py): the ISR shrinks to a leader that then
+    # power-fails alone and is re-elected; with Kafka's defaults, then with log.flush.interval.messages=1.
+    LAST_REPLICA: (LAST_REPLICA,),
+    LAST_REPLICA_DURABLE: (LAST_REPLICA,),
 }
 
 
@@ -118,6 +123,8 @@ def schedule(scenario: str, seed: int, duration_s: float, *, interval_s: Optiona
     rng = random.Random(seed)
     if scenario == ROLLING_RESTART:  # the roll takes as long as it takes; the run waits for it
         return [ScheduledFault(min(ROLL_WARMUP_S, duration_s / 4), "roll", 0.0, rng.getrandbits(32))]
+    if LAST_REPLICA in SCENARIOS[scenario]:  # one scripted sequence; its seed draws the partition and the downtime
+        return [ScheduledFault(min(LAST_REPLICA_WARMUP_S, duration_s / 4), LAST_REPLICA, 0.0, rng.getrandbits(32))]
     kinds = SCENARIOS[scenario]
     faults: list[ScheduledFault] = []
     at = rng.uniform(1.0, interval_s / 2)
@@ -161,6 +168,8 @@ class Nemesis:
     clocks: Optional[ClockFiles] = None
     # the disk scenarios: faults through each node's disk fault layer
     disk: Optional[DiskNemesis] = None
+    # the last-replica-standing scenario: the whole sequence, returning what it did
+    last_replica: Optional[Callable[[random.Random], dict]] = None
 
     def __post_init__(self) -> None:
         self._undo: Optional[Callable[[], None]] = None
@@ -215,6 +224,10 @@ class Nemesis:
             return self.roll(), lambda: None  # done when it returns: every node back
         if kind == CLOCK_SKEW:
             return self._skew_clock(rng)
+        if kind == LAST_REPLICA:
+            if self.last_replica is None:
+                raise _NoTarget("this run's nodes have no disk fault layer")
+            return self.last_replica(rng), lambda: None  # done when it returns: the leader back and re-elected
         if kind == "kill-producer":
             if self.crash_producer is None:
                 raise _NoTarget("no transactional producers in this run")

@@ -46,6 +46,15 @@ a lagging replica comes back first) with `unclean.leader.election.enable`
 true - writes are lost and the run says so - or false, with the same
 schedule: the partition stays offline instead until its last leader
 returns, and nothing is lost.
+
+The `last-replica-standing` pair (chaos/last_replica.py, KIP-966) is one
+scripted, seeded sequence on the disk fault layer: one partition's
+followers cut off from its leader until the ISR is the leader alone, the
+leader's power loss alone, its restart, the heal and its re-election. With
+Kafka's defaults the loss it causes is reported; `-durable` runs with
+log.flush.interval.messages=1 and must lose nothing. The summary's
+`last_replica_standing` says what the sequence did and what was lost in
+its partition; a sequence that did not happen makes the run invalid.
 """
 from __future__ import annotations
 
@@ -66,13 +75,14 @@ from devcluster.roll import ProcessesControl, RollError, roll
 from devcluster.secured import CLIENT_LISTENER, secured_properties
 
 from . import lincheck
-from .history import NEMESIS, HistoryRecorder, read_history
+from .history import NEMESIS, HistoryRecorder, paired, read_history
 from .min_isr import SAMPLE_INTERVAL_S, IsrSampler, below_min_isr, fault_windows, violations
 from .availability import produce_unavailability
 from .clock_skew import ClockFiles
 from .nemesis import REASSIGNMENT, ROLLING_RESTART, SCENARIOS, TRANSACTIONS, Nemesis, ScheduledFault, schedule
 from .nemesis import LONG_FAULT_PRODUCER, LONG_PARTITION
 from .disk_nemesis import DISK_FAULTS, DiskNemesis, durable, env_prefix
+from .last_replica import LAST_REPLICA, LAST_REPLICA_DURABLE, LastReplicaStanding
 from .metadata_workload import MetadataWorkload
 from .queue_checks import analyze, model_history, summarize, to_log_model
 from .reassign_workload import ReassignWorkload
@@ -123,8 +133,8 @@ CHECK_TIME_LIMIT_S = 30.0
 # fault layer. EIO on fsync needs fsyncs to fail, so that scenario runs
 # durable too (flush.messages=1 everywhere); a whole cluster's power loss
 # and restart takes a while, so those come rarer.
-DISK_SCENARIOS = tuple(s for s, kinds in SCENARIOS.items() if set(kinds) <= set(DISK_FAULTS))
-DURABLE_SCENARIOS = ("power-loss-durable", "disk-eio-fsync")
+DISK_SCENARIOS = tuple(s for s, kinds in SCENARIOS.items() if set(kinds) <= {*DISK_FAULTS, LAST_REPLICA})
+DURABLE_SCENARIOS = ("power-loss-durable", "disk-eio-fsync", LAST_REPLICA_DURABLE)
 POWER_LOSS_INTERVAL_S = 20.0
 
 
@@ -185,6 +195,7 @@ def run(settings: RunSettings) -> RunResult:
     topics: Optional[MetadataWorkload] = None
     mover: Optional[ReassignWorkload] = None
     sampler: Optional[IsrSampler] = None
+    last_replica: Optional[LastReplicaStanding] = None
     try:
         if testbed is not None:
             testbed.create()
@@ -220,6 +231,11 @@ def run(settings: RunSettings) -> RunResult:
         if not clients.groups:
             notes.append(f"{clients.name} clients: no group consumers (every reader is assigned)")
         rolled: dict[str, Any] = {}
+        disk = DiskNemesis(cluster, workdir / "disk", node_ids, list(cluster.brokers), TOPIC,
+                           note=history.fault) if settings.scenario in DISK_SCENARIOS else None
+        if disk is not None and settings.scenario in (LAST_REPLICA, LAST_REPLICA_DURABLE):
+            last_replica = LastReplicaStanding(cluster, list(cluster.brokers), TOPIC, PARTITIONS, disk, testbed,
+                                               note=history.fault)
         nemesis = Nemesis(cluster, node_ids, list(cluster.brokers), history, testbed,
                           partition_leader=lambda: leader_of(cluster.metadata(topics=[TOPIC]), TOPIC),
                           active_controller=lambda: _active_controller(cluster),
@@ -227,8 +243,8 @@ def run(settings: RunSettings) -> RunResult:
                           else None,
                           broker_port=BROKER_PORT, controller_port=CONTROLLER_PORT,
                           client_ports=(CLIENTS_PORT,) if kafka else (BROKER_PORT,), clocks=clocks,
-                          disk=DiskNemesis(cluster, workdir / "disk", node_ids, list(cluster.brokers), TOPIC,
-                                           note=history.fault) if settings.scenario in DISK_SCENARIOS else None)
+                          disk=disk,
+                          last_replica=last_replica)
         topics = MetadataWorkload(history, bootstrap, ",".join(cluster.controller_addresses.values()),
                                   seed=settings.seed, security=user.client_security() if user else None,
                                   controller_security=user.certificate_security() if user else None)
@@ -277,12 +293,36 @@ def run(settings: RunSettings) -> RunResult:
     summary.update(scenario=settings.scenario, seed=settings.seed, time_limit_s=settings.time_limit_s,
                    testbed=use_testbed, unclean=settings.unclean, secure=settings.secure, client=settings.client,
                    testbed_run_id=testbed.run_id if testbed is not None else None)
+    if last_replica is not None:
+        outcome = summary["last_replica_standing"] = _last_replica_outcome(last_replica.outcome, results)
+        if not outcome["happened"]:  # nothing was shown: the run says so and fails
+            summary["valid"] = False
+            summary["notes"].append(f"{LAST_REPLICA}: the sequence did not happen: {outcome.get('steps')}")
     if settings.scenario == ROLLING_RESTART:
         summary["roll"] = rolled
         if not rolled.get("ok"):  # a roll that stopped (or never ran) fails the run, whatever the checks say
             summary["valid"] = False
     (results / "summary.json").write_text(json.dumps(summary, indent=1))
     return RunResult(settings, summary)
+
+
+def _last_replica_outcome(sequence: dict[str, Any], results: Path) -> dict[str, Any]:
+    """What the last-replica-standing sequence did (chaos/last_replica.py):
+    the writes its partition acknowledged before the leader's power loss
+    (those it puts at risk) and the acknowledged writes lost there and in
+    the other partitions."""
+    key = f"{TOPIC}-{sequence.get('partition')}"
+    lost = json.loads((results / "anomalies.json").read_text())["lost"]
+    history = list(read_history(results / "history.jsonl"))
+    power_loss_at = next((line["time"] for line in history if line["f"] == LAST_REPLICA
+                          and line["value"].get("step") == "power-loss"), None)
+    acked = [call for call, done in paired(history) if call["f"] == "send" and call["key"] == key
+             and done is not None and done["type"] == "ok" and power_loss_at is not None
+             and done["time"] < power_loss_at]
+    happened = all(sequence.get(k) for k in ("isr_shrunk", "power_loss", "re_elected"))
+    return {**sequence, "happened": happened, "acked_before_power_loss": len(acked),
+            "lost_in_partition": sum(1 for a in lost if a["partition"] == key),
+            "lost_elsewhere": sum(1 for a in lost if a["partition"] != key)}
 
 
 def _below_min_isr(results: Path, sampler: IsrSampler) -> dict[str, Any]:

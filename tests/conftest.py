@@ -27,7 +27,7 @@ SERIAL_GROUPS = {"tests/spark_jobs/": "spark"}
 # collection order and fill the workers' gaps.
 LONGEST_FIRST = (
     "tests/spark_jobs/",                            # ~320 s in all
-    "tests/chaos/test_chaos_runs.py",               # ~170 s
+    "tests/chaos/test_chaos_runs.py",               # ~230 s
     "tests/deploy/test_multi_host.py",
     "tests/bench/test_bench_quick.py",
     "tests/adversarial/test_hostile_requests.py",

@@ -64,7 +64,9 @@ def run_command(
                                                          "isolate-controller, mixed, transactions, reassignment, "
                                                          "rolling-restart, controller-replacement, unclean-election, "
                                                          "slow-follower, slow-controller, lossy-link, slow-links, "
-                                                         "long-partition, "
+                                                         "long-partition, clock-skew, disk-eio-fsync, "
+                                                         "disk-enospc, disk-torn-write, power-loss(-durable), "
+                                                         "last-replica-standing(-durable), "
                                                          "..., a comma list of them, or all"),
     seed: int = typer.Option(0, "--seed", help="seed of the first run's fault schedule"),
     time_limit: float = typer.Option(60.0, "--time-limit", help="seconds of workload and faults per run"),

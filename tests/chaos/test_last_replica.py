@@ -1,0 +1,156 @@
+"""The last-replica-standing sequence without a cluster: its schedule, a
+single node's power loss through the real fault layer (the other nodes'
+files untouched), and the steps in order against a stand-in cluster whose
+metadata moves as a real one's would (the real run: test_chaos_runs.py)."""
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import textwrap
+from types import SimpleNamespace
+
+import pytest
+
+from chaos.disk_nemesis import DiskNemesis, env_prefix
+from chaos.history import HistoryRecorder, read_history
+from chaos.last_replica import DOWN_S, LAST_REPLICA, LAST_REPLICA_DURABLE, WARMUP_S, LastReplicaStanding, draw
+from chaos.nemesis import SCENARIOS, Nemesis, schedule
+
+
+def test_the_schedule_is_one_seeded_sequence_after_a_warm_up():
+    for name in (LAST_REPLICA, LAST_REPLICA_DURABLE):
+        assert SCENARIOS[name] == (LAST_REPLICA,)
+        [fault] = schedule(name, 7, 30)
+        assert (fault.kind, fault.start_s, fault.duration_s) == (LAST_REPLICA, WARMUP_S, 0.0)
+        assert schedule(name, 7, 30) == [fault]
+        assert schedule(name, 7, 12)[0].start_s == 3.0  # a short run warms up for a quarter of it
+    # the same seed, the same sequence in both modes (their losses compare); other seeds differ
+    assert schedule(LAST_REPLICA, 7, 30) == schedule(LAST_REPLICA_DURABLE, 7, 30)
+    seeds = {schedule(LAST_REPLICA, s, 30)[0].seed for s in range(20)}
+    assert len(seeds) == 20
+    choices = {draw(random.Random(s), 3) for s in seeds}
+    assert {p for p, _ in choices} == {0, 1, 2} and all(DOWN_S[0] <= d <= DOWN_S[1] for _, d in choices)
+
+
+def write_through_layer(tmp_path, node: int) -> None:
+    """A process of ours under node `node`'s fault layer writes a segment: 6 bytes fsynced, 5 not."""
+    data = tmp_path / f"data-{node}" / "chaos-0"
+    data.mkdir(parents=True)
+    writer = textwrap.dedent(f"""
+        import os
+        from partition_log import disk_faults as df
+        df.install_from_env([{str(data.parent)!r}])
+        fd = os.open({str(data / "0.log")!r}, os.O_WRONLY | os.O_CREAT, 0o644)
+        os.write(fd, b"synced")
+        os.fsync(fd)
+        os.write(fd, b"-lost")
+        os.close(fd)
+    """)
+    subprocess.run([*env_prefix(tmp_path / "disk")(node), sys.executable, "-c", writer], check=True, timeout=60,
+                   env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+
+
+class StandIn:
+    """Processes and Metadata answers of three brokers (4, 5, 6), the workload
+    topic's partition 0 led by 5: its ISR shrinks once its followers are cut
+    off, it goes leaderless when its leader dies (fenced), and that leader is
+    elected again once started, with a new epoch - as a real cluster does."""
+
+    def __init__(self, shrinks: bool = True):
+        self.pids = {n: 100 + n for n in (1, 2, 3, 4, 5, 6)}
+        self.calls: list[tuple] = []
+        self.shrinks = shrinks
+        self.state = SimpleNamespace(leader=5, epoch=3, isr=[4, 5, 6])
+
+    def kill(self, node_id):
+        self.calls.append(("kill", node_id))
+        del self.pids[node_id]
+        self.state.leader, self.state.epoch = -1, self.state.epoch + 1
+
+    def start(self, *node_ids):
+        self.calls.append(("start", *node_ids))
+        self.pids.update({n: 200 + n for n in node_ids})
+        self.state.leader, self.state.epoch = 5, self.state.epoch + 1
+
+    def pause(self, node_id):
+        self.calls.append(("pause", node_id))
+        if self.shrinks:
+            self.state.isr = [5]
+
+    def resume(self, node_id):
+        self.calls.append(("resume", node_id))
+
+    def metadata(self, broker_id=None, topics=(), timeout=2.0):
+        if broker_id not in self.pids:
+            return None
+        partition = SimpleNamespace(partition_index=0, leader_id=self.state.leader, leader_epoch=self.state.epoch,
+                                    isr_nodes=list(self.state.isr), replica_nodes=[4, 5, 6])
+        return SimpleNamespace(topics=[SimpleNamespace(name="chaos", partitions=[partition])])
+
+
+class Partitioning:
+    """The testbed's partition and heal calls, recorded (its real commands: test_testbed.py)."""
+
+    def __init__(self, cluster: StandIn):
+        self.cluster, self.calls = cluster, []
+
+    def partition(self, groups):
+        self.calls.append(("partition", groups))
+        self.cluster.state.isr = [5]
+
+    def heal(self):
+        self.calls.append(("heal",))
+
+
+def sequence(tmp_path, cluster, testbed=None, **timeouts):
+    history = HistoryRecorder(tmp_path / "history.jsonl")
+    disk = DiskNemesis(cluster, tmp_path / "disk", [1, 2, 3, 4, 5, 6], [4, 5, 6], "chaos", note=history.fault)
+    lrs = LastReplicaStanding(cluster, [4, 5, 6], "chaos", 1, disk, testbed, note=history.fault, **timeouts)
+    nemesis = Nemesis(cluster, [1, 2, 3, 4, 5, 6], [4, 5, 6], history, testbed, last_replica=lrs)
+    return nemesis, history, lrs
+
+
+@pytest.mark.parametrize("with_testbed", [True, False], ids=["iptables", "sigstop"])
+def test_the_steps_in_order_each_in_the_history(tmp_path, monkeypatch, with_testbed):
+    monkeypatch.setattr("chaos.last_replica.DOWN_S", (0.0, 0.0))
+    for node in (4, 5):
+        write_through_layer(tmp_path, node)
+    cluster = StandIn()
+    testbed = Partitioning(cluster) if with_testbed else None
+    nemesis, history, lrs = sequence(tmp_path, cluster, testbed)
+    [fault] = schedule(LAST_REPLICA, 1, 30)
+    nemesis.start(fault)
+    nemesis.stop()
+    history.close()
+    assert lrs.outcome["steps"] == ["cut", "isr-shrunk", "power-loss", "restart", "heal", "elected"]
+    assert lrs.outcome["isr_shrunk"] and lrs.outcome["power_loss"] and lrs.outcome["re_elected"]
+    if with_testbed:
+        assert testbed.calls == [("partition", [[5], [4, 6]]), ("heal",)]
+        assert cluster.calls == [("kill", 5), ("start", 5)]
+    else:
+        assert cluster.calls == [("pause", 4), ("pause", 6), ("kill", 5), ("start", 5), ("resume", 4), ("resume", 6)]
+    lines = [line["value"] for line in read_history(tmp_path / "history.jsonl") if line["f"] == LAST_REPLICA]
+    steps = {v["step"]: v for v in lines if v["phase"] == "step"}
+    assert steps["cut"] == {"phase": "step", "step": "cut", "partition": 0, "leader": 5, "followers": [4, 6],
+                            "how": "iptables" if with_testbed else "SIGSTOP", "isr": [4, 5, 6], "leader_epoch": 3}
+    assert steps["isr-shrunk"]["isr"] == [5]
+    # only the leader's power failed: its unfsynced 5 bytes cut, broker 4's file left as it was
+    power = steps["power-loss"]
+    assert (power["nodes"], power["files_cut"], power["bytes_cut"]) == ([5], 1, 5)
+    assert power["topic_files"] == [{"file": "chaos-0/0.log", "before": 11, "after": 6}]
+    assert (tmp_path / "data-4" / "chaos-0" / "0.log").read_bytes() == b"synced-lost"
+    assert steps["elected"]["leader"] == 5 and steps["elected"]["leader_epoch"] == 5
+    assert [v["phase"] for v in lines][-2:] == ["start", "stop"]  # the fault's own lines, with the whole outcome
+    assert lines[-2]["re_elected"] is True
+
+
+def test_an_isr_that_never_shrinks_stops_the_sequence_and_heals(tmp_path):
+    cluster = StandIn(shrinks=False)
+    nemesis, history, lrs = sequence(tmp_path, cluster, shrink_timeout_s=0.3)
+    nemesis.start(schedule(LAST_REPLICA, 1, 30)[0])
+    history.close()
+    assert lrs.outcome["steps"] == ["cut", "isr-not-shrunk", "heal"]
+    assert not lrs.outcome["power_loss"] and not lrs.outcome["re_elected"]
+    assert cluster.calls == [("pause", 4), ("pause", 6), ("resume", 4), ("resume", 6)]  # nobody killed
