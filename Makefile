@@ -135,7 +135,7 @@ chaos-table: venv
 # 30 minutes of steady load under rotating faults; each node's RSS, open fds and
 # threads sampled each minute, charted (soak-results/soak.png) and their growth reported.
 .PHONY: soak
-soak: venv chaos-tools lincheck
+soak: venv chaos-tools lincheck bench-deps
 	$(BIN)/python -m chaos.soak --minutes 30 --results soak-results
 
 # Regenerate kraftlog_api/ (protobuf + gRPC modules) from proto/; commit the result.

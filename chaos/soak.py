@@ -90,10 +90,11 @@ def run_soak(results: Path, *, minutes: float, sample_every_s: float, fault_ever
              if g.minutes >= 10 and g.per_hour[m] > limit]
     summary.update(scenario="soak", minutes=minutes, seed=seed, testbed=testbed is not None, rotation=list(rotation),
                    growth=[g.describe() for g in grown], leaks=leaks)
+    # The summary first: a chart that cannot be drawn must not cost the run's findings.
+    (results / "summary.json").write_text(json.dumps(summary, indent=1))
     if samples:
         soak_stats.chart(samples, results / "soak.png",
                          f"soak: {minutes:g} min, faults {', '.join(rotation)} every {fault_every_s:g} s")
-    (results / "summary.json").write_text(json.dumps(summary, indent=1))
     return summary
 
 
