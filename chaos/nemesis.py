@@ -34,6 +34,7 @@ from .clock_skew import ClockFiles, draw_skew
 from .disk_nemesis import DISK_FAULTS, DiskNemesis
 from .history import HistoryRecorder
 from .linkproxy import Toxics
+from .minority_damage import MINORITY_FAULTS, MINORITY_SCENARIOS, FollowerDamage
 from .testbed import FaultUnsupported, NetworkTestbed, TestbedError
 
 PROCESS_FAULTS = ("kill", "pause")
@@ -88,6 +89,9 @@ SCENARIOS: dict[str, tuple[str, ...]] = {
     "disk-torn-write": ("torn-write",),
     "power-loss": ("power-loss",),  # Kafka's defaults: acknowledged writes may be lost, and are counted
     "power-loss-durable": ("power-loss",),  # log.flush.interval.messages=1: none may be
+    # A follower's copy damaged while it is down (chaos/minority_damage.py), and leaders killed:
+    # killed (unclean: recovery runs) or, in the -clean one, stopped cleanly (no recovery).
+    **{name: MINORITY_FAULTS + ("kill",) for name in MINORITY_SCENARIOS},
 }
 
 
@@ -160,6 +164,8 @@ class Nemesis:
     clocks: Optional[ClockFiles] = None
     # the disk scenarios: faults through each node's disk fault layer
     disk: Optional[DiskNemesis] = None
+    # the minority-damage scenarios: a follower's segment damaged while it is down
+    follower_damage: Optional[FollowerDamage] = None
 
     def __post_init__(self) -> None:
         self._undo: Optional[Callable[[], None]] = None
@@ -218,6 +224,8 @@ class Nemesis:
             if self.crash_producer is None:
                 raise _NoTarget("no transactional producers in this run")
             return self.crash_producer(rng), lambda: None  # replaced at once: nothing to undo
+        if kind in MINORITY_FAULTS:
+            return self._damage_follower(kind, rng)
         if kind in DISK_FAULTS:
             if self.disk is None:
                 raise _NoTarget("this run's nodes have no disk fault layer")
@@ -338,6 +346,12 @@ class Nemesis:
             return {"nodes": [node]}, lambda: self.cluster.start(node)
         self.cluster.pause(node)
         return {"nodes": [node]}, lambda: self.cluster.resume(node)
+
+    def _damage_follower(self, kind: str, rng: random.Random) -> tuple[dict, Callable[[], None]]:
+        """A follower of the workload partition's leader stopped, its copy damaged, started; the leader killed."""
+        if self.follower_damage is None:
+            raise _NoTarget("this run damages no follower's segment")
+        return self.follower_damage.inflict(kind, rng, self._target(self.partition_leader, "nobody leads right now"))
 
     def _skew_clock(self, rng: random.Random) -> tuple[dict, Callable[[], None]]:
         """Jump one node's wall clock and let it drift; half the time the partition leader's."""

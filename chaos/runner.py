@@ -74,6 +74,7 @@ from .nemesis import REASSIGNMENT, ROLLING_RESTART, SCENARIOS, TRANSACTIONS, Nem
 from .nemesis import LONG_FAULT_PRODUCER, LONG_PARTITION
 from .disk_nemesis import DISK_FAULTS, DiskNemesis, durable, env_prefix
 from .metadata_workload import MetadataWorkload
+from .minority_damage import MINORITY_SCENARIOS, FollowerDamage, corrupt_reads
 from .queue_checks import analyze, model_history, summarize, to_log_model
 from .reassign_workload import ReassignWorkload
 from .secure import add_workload_user
@@ -228,7 +229,8 @@ def run(settings: RunSettings) -> RunResult:
                           broker_port=BROKER_PORT, controller_port=CONTROLLER_PORT,
                           client_ports=(CLIENTS_PORT,) if kafka else (BROKER_PORT,), clocks=clocks,
                           disk=DiskNemesis(cluster, workdir / "disk", node_ids, list(cluster.brokers), TOPIC,
-                                           note=history.fault) if settings.scenario in DISK_SCENARIOS else None)
+                                           note=history.fault) if settings.scenario in DISK_SCENARIOS else None,
+                          follower_damage=_follower_damage(cluster, settings.scenario))
         topics = MetadataWorkload(history, bootstrap, ",".join(cluster.controller_addresses.values()),
                                   seed=settings.seed, security=user.client_security() if user else None,
                                   controller_security=user.certificate_security() if user else None)
@@ -251,7 +253,7 @@ def run(settings: RunSettings) -> RunResult:
         if mover is not None:
             mover.stop()
         nemesis.heal_all()
-        _recover(cluster)
+        notes += [f"node {n} had exited by itself; started again" for n in _recover(cluster)]
         if mover is not None:
             mover.settle(RECOVERY_TIMEOUT_S)
             notes.append(f"moves: {mover.counts}")
@@ -283,6 +285,14 @@ def run(settings: RunSettings) -> RunResult:
             summary["valid"] = False
     (results / "summary.json").write_text(json.dumps(summary, indent=1))
     return RunResult(settings, summary)
+
+
+def _follower_damage(cluster: LocalCluster, scenario: str) -> Optional[FollowerDamage]:
+    """The minority-damage scenarios' fault on partition 0 of the workload's topic (chaos/minority_damage.py)."""
+    if scenario not in MINORITY_SCENARIOS:
+        return None
+    return FollowerDamage(cluster, list(cluster.brokers), lambda n: cluster.plans[n].home / "data" / f"{TOPIC}-0",
+                          stop_mode=MINORITY_SCENARIOS[scenario])
 
 
 def _below_min_isr(results: Path, sampler: IsrSampler) -> dict[str, Any]:
@@ -336,13 +346,19 @@ def _active_controller(cluster: LocalCluster) -> Optional[int]:
     return leader if leader is not None and leader >= 0 else None
 
 
-def _recover(cluster: LocalCluster, topic: str = TOPIC) -> None:
-    """Every node running again, every broker unfenced, every partition led."""
+def _recover(cluster: LocalCluster, topic: str = TOPIC) -> list[int]:
+    """Every node running again, every broker unfenced, every partition led.
+    The nodes that had exited by themselves (a log directory gone offline:
+    it hands over and exits) are started too; returned, for the run's notes."""
+    exited = [n for n in cluster.plans if n in cluster.pids and not cluster.alive(n)]
+    for node in exited:
+        cluster.wait_exit(node, 1.0)  # forget the old process
     stopped = [n for n in cluster.plans if n not in cluster.pids]
     if stopped:
         cluster.start(*stopped)
     cluster.wait_for_brokers(timeout=RECOVERY_TIMEOUT_S)
     cluster.wait_for_leaders(topic, timeout=RECOVERY_TIMEOUT_S)
+    return exited
 
 
 def _unclean_election(cluster: LocalCluster, history: HistoryRecorder, time_limit_s: float) -> list[ScheduledFault]:
@@ -407,6 +423,10 @@ def _check(results: Path, faults: int, notes: list[str],
         verdicts[model] = _linearizable(results, model, model_history(history, model), notes)
     summary = summarize(report, faults=faults, verdicts=verdicts)
     summary["produce_unavailability_s"] = produce_unavailability(history)
+    # A read that met a batch whose CRC fails: a corrupt batch was served (never allowed).
+    summary["corrupt_reads"] = corrupt_reads(history)
+    if summary["corrupt_reads"]:
+        summary["valid"] = False
     summary["notes"] = notes
     return summary
 
