@@ -29,3 +29,9 @@ def test_a_damaged_follower_never_costs_a_write_nor_serves_its_damage(tmp_path, 
     done = [d for d in damage if d["damaged"]]
     assert done and all(d["follower"] != d["leader"] for d in done), damage
     assert all(d["file"].endswith(".log") and ("position" in d or d["bytes_cut"] > 0) for d in done), damage
+    if scenario == "minority-damage":
+        # killed: the restart's recovery checked every batch and cut the log where the damage starts
+        for d in done:
+            if d.get("position") is not None or d.get("mid_batch"):
+                node_log = (tmp_path / "logs" / f"node-{d['follower']}.log").read_text(errors="replace")
+                assert "chaos-0: recovery truncated" in node_log, d
