@@ -27,6 +27,7 @@ but never acknowledged.
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import dataclass
 from typing import Callable, Optional, Protocol, Sequence
 
@@ -60,6 +61,8 @@ LONG_FAULTS = ("mute-clients", "partition-halves", "isolate-leader")
 # (and on a request after 2 s): every send caught by a fault ends unknown.
 LONG_FAULT_PRODUCER = {"delivery.timeout.ms": 6000, "request.timeout.ms": 2000}
 SCENARIO_TIMING: dict[str, dict] = {LONG_PARTITION: {"interval_s": 20.0, "fault_s": (10.0, 14.0)}}
+# A follower's damage waits this long at most for the partition to have a leader again.
+LEADER_WAIT_S = 10.0
 # One node's wall clock jumps and drifts (chaos/clock_skew.py); undoing it jumps back.
 CLOCK_SKEW = "clock-skew"
 
@@ -351,7 +354,14 @@ class Nemesis:
         """A follower of the workload partition's leader stopped, its copy damaged, started; the leader killed."""
         if self.follower_damage is None:
             raise _NoTarget("this run damages no follower's segment")
-        return self.follower_damage.inflict(kind, rng, self._target(self.partition_leader, "nobody leads right now"))
+        leader = self.partition_leader()
+        deadline = time.monotonic() + LEADER_WAIT_S
+        while leader is None and time.monotonic() < deadline:  # still electing after the last fault
+            time.sleep(0.5)
+            leader = self.partition_leader()
+        if leader is None:
+            raise _NoTarget(f"nobody led for {LEADER_WAIT_S:g}s")
+        return self.follower_damage.inflict(kind, rng, leader)
 
     def _skew_clock(self, rng: random.Random) -> tuple[dict, Callable[[], None]]:
         """Jump one node's wall clock and let it drift; half the time the partition leader's."""
