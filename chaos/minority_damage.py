@@ -18,6 +18,10 @@ or `follower-truncate`, on partition 0 of the workload's topic:
    election happens while the damaged replica rejoins (the undo restarts the
    leader); the scenario's own `kill` faults make more.
 
+A damage waits (Nemesis, bounded) until the partition is led with every
+replica in its ISR: the copies an earlier damage cut have fetched their
+writes again, so the damaged replicas are a minority at any time.
+
 What was damaged (file, position, batch offset; bytes and offsets cut) goes
 into the history with the fault. What must hold: nothing acknowledged is
 lost, no read ever meets a batch whose CRC fails (the workload's consumers
@@ -106,6 +110,7 @@ class FollowerDamage:
     brokers: Sequence[int]
     partition_dir: Callable[[int], Path]  # broker id -> its folder of the damaged partition
     stop_mode: str = "kill"  # "kill" (SIGKILL) or "stop" (SIGTERM, a clean shutdown)
+    isr: Callable[[], Optional[list[int]]] = lambda: None  # the partition's ISR now (None: unknown)
 
     def inflict(self, kind: str, rng: random.Random, leader: int) -> tuple[dict[str, Any], Callable[[], None]]:
         """Stop a follower of `leader`'s partition, damage its copy, start it,

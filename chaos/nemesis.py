@@ -61,8 +61,8 @@ LONG_FAULTS = ("mute-clients", "partition-halves", "isolate-leader")
 # (and on a request after 2 s): every send caught by a fault ends unknown.
 LONG_FAULT_PRODUCER = {"delivery.timeout.ms": 6000, "request.timeout.ms": 2000}
 SCENARIO_TIMING: dict[str, dict] = {LONG_PARTITION: {"interval_s": 20.0, "fault_s": (10.0, 14.0)}}
-# A follower's damage waits this long at most for the partition to have a leader again.
-LEADER_WAIT_S = 10.0
+# A follower's damage waits this long at most for the partition to be led with every replica in sync.
+DAMAGE_WAIT_S = 20.0
 # One node's wall clock jumps and drifts (chaos/clock_skew.py); undoing it jumps back.
 CLOCK_SKEW = "clock-skew"
 
@@ -352,16 +352,21 @@ class Nemesis:
 
     def _damage_follower(self, kind: str, rng: random.Random) -> tuple[dict, Callable[[], None]]:
         """A follower of the workload partition's leader stopped, its copy damaged, started; the leader killed."""
-        if self.follower_damage is None:
+        damage = self.follower_damage
+        if damage is None:
             raise _NoTarget("this run damages no follower's segment")
-        leader = self.partition_leader()
-        deadline = time.monotonic() + LEADER_WAIT_S
-        while leader is None and time.monotonic() < deadline:  # still electing after the last fault
+        # A minority: only once every replica is in sync again, so that the copies
+        # an earlier damage cut are whole again (two damaged in turn before either
+        # caught up would be a majority: their writes may be nowhere else).
+        deadline = time.monotonic() + DAMAGE_WAIT_S
+        while True:
+            leader, isr = self.partition_leader(), damage.isr()
+            if leader is not None and isr is not None and set(damage.brokers) <= set(isr):
+                return damage.inflict(kind, rng, leader)
+            if time.monotonic() >= deadline:
+                raise _NoTarget(f"partition 0 not led with every replica in sync for {DAMAGE_WAIT_S:g}s "
+                                f"(leader {leader}, isr {isr})")
             time.sleep(0.5)
-            leader = self.partition_leader()
-        if leader is None:
-            raise _NoTarget(f"nobody led for {LEADER_WAIT_S:g}s")
-        return self.follower_damage.inflict(kind, rng, leader)
 
     def _skew_clock(self, rng: random.Random) -> tuple[dict, Callable[[], None]]:
         """Jump one node's wall clock and let it drift; half the time the partition leader's."""

@@ -292,7 +292,17 @@ def _follower_damage(cluster: LocalCluster, scenario: str) -> Optional[FollowerD
     if scenario not in MINORITY_SCENARIOS:
         return None
     return FollowerDamage(cluster, list(cluster.brokers), lambda n: cluster.plans[n].home / "data" / f"{TOPIC}-0",
-                          stop_mode=MINORITY_SCENARIOS[scenario])
+                          stop_mode=MINORITY_SCENARIOS[scenario], isr=lambda: _partition_isr(cluster))
+
+
+def _partition_isr(cluster: LocalCluster, partition: int = 0) -> Optional[list[int]]:
+    """The workload partition's ISR as a running broker's metadata has it (None: none answers)."""
+    metadata = cluster.metadata(topics=[TOPIC])
+    for t in metadata.topics if metadata is not None else ():
+        for p in t.partitions:
+            if p.partition_index == partition:
+                return sorted(p.isr_nodes)
+    return None
 
 
 def _below_min_isr(results: Path, sampler: IsrSampler) -> dict[str, Any]:
