@@ -136,3 +136,31 @@ def test_reads_that_met_a_corrupt_batch_are_counted(tmp_path):
             history.complete(history.invoke(1, "poll", None, {"consumer": "c"}), FAIL, error=error)
         history.complete(history.invoke(2, "poll", None, {"consumer": "c"}), OK, {})
     assert corrupt_reads(list(read_history(tmp_path / "history.jsonl"))) == 1
+
+
+def test_the_nemesis_damages_only_a_partition_whose_replicas_are_all_in_sync(tmp_path, monkeypatch):
+    """A damage waits (bounded) until every replica is in the ISR again: the
+    copies an earlier damage cut have their writes back, so at any time the
+    damaged copies are a minority; else it is skipped, saying why."""
+    from chaos import nemesis as nm
+
+    monkeypatch.setattr(nm, "DAMAGE_WAIT_S", 1.0)
+    original = written(tmp_path / "template" / "chaos-0")
+    for broker in (1, 2, 3):
+        shutil.copytree(original.parent, tmp_path / f"node-{broker}" / "chaos-0")
+    isr = [[1, 2], [1, 2], [1, 2, 3]]  # broker 3 catches up at the third look
+    cluster = Processes()
+    damage = FollowerDamage(cluster, [1, 2, 3], lambda n: tmp_path / f"node-{n}" / "chaos-0",
+                            isr=lambda: isr.pop(0) if len(isr) > 1 else isr[0])
+    history = HistoryRecorder(tmp_path / "history.jsonl")
+    nemesis = nm.Nemesis(cluster, [1, 2, 3], [1, 2, 3], history, partition_leader=lambda: 1,
+                         follower_damage=damage)
+    nemesis.start(nm.ScheduledFault(0.0, "follower-bitflip", 1.0, 4))
+    assert cluster.calls[0][0] == "kill" and cluster.calls[-1] == ("kill", 1)
+    nemesis.stop()
+    isr[:] = [[1, 2]]  # never in sync again: skipped
+    nemesis.start(nm.ScheduledFault(2.0, "follower-truncate", 1.0, 5))
+    history.close()
+    [skipped] = [line["value"] for line in read_history(tmp_path / "history.jsonl")
+                 if line["process"] == "nemesis" and line["value"]["phase"] == "skipped"]
+    assert "isr [1, 2]" in skipped["reason"] and nemesis.skipped
