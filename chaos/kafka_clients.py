@@ -92,10 +92,12 @@ class KafkaConsumer:
 
         settings = {key: value for key, value in config.items() if key != "group.id"}
         # confluent-kafka refuses a consumer without a group id; assign() never uses it.
+        # check.crcs: librdkafka checks each batch's CRC as kraftlog's consumer always does (off by default).
         settings.update({"group.id": f"{config.get('client.id', 'chaos')}-unused", "enable.auto.commit": False,
-                         "isolation.level": "read_uncommitted", "enable.partition.eof": False})
+                         "isolation.level": "read_uncommitted", "enable.partition.eof": False, "check.crcs": True})
         self._consumer = Consumer(settings)
         self._positions: dict[TopicPartition, int] = {}
+        self._corrupt: Optional[KafkaClientError] = None  # a batch whose CRC failed, for the next poll to raise
 
     def assign(self, partitions: Iterable[TopicPartition]) -> None:
         from confluent_kafka import OFFSET_BEGINNING, TopicPartition as KafkaTopicPartition
@@ -110,14 +112,22 @@ class KafkaConsumer:
             self._positions[tp] = self._watermarks(tp, 30.0)[0]
 
     def poll(self, timeout: float) -> list[Record]:
+        from confluent_kafka import KafkaError
+
+        if self._corrupt is not None:  # met by the last poll, after records it returned
+            corrupt, self._corrupt = self._corrupt, None
+            raise corrupt
         records = []
         for message in self._consumer.consume(POLL_BATCH, timeout):
             error = message.error()
             if error is not None:
                 # librdkafka tells of a broker gone or a leader moved this way and carries on
-                # (the batch's records still count); only a fatal error ends the consumer.
+                # (the batch's records still count); only a fatal error ends the consumer,
+                # and a CRC that fails (_BAD_MSG), a corrupt batch served, is raised by the next poll.
                 if error.fatal():
                     raise KafkaClientError(str(error))
+                if error.code() == KafkaError._BAD_MSG and self._corrupt is None:
+                    self._corrupt = KafkaClientError(f"CorruptRecordError: {error}")
                 continue
             tp = TopicPartition(message.topic(), message.partition())
             records.append(Record(tp.topic, tp.partition, message.offset(), message.value()))

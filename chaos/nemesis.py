@@ -28,6 +28,7 @@ but never acknowledged.
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import dataclass
 from typing import Callable, Optional, Protocol, Sequence
 
@@ -36,6 +37,7 @@ from .disk_nemesis import DISK_FAULTS, DiskNemesis
 from .history import HistoryRecorder
 from .last_replica import LAST_REPLICA, LAST_REPLICA_DURABLE, WARMUP_S as LAST_REPLICA_WARMUP_S
 from .linkproxy import Toxics
+from .minority_damage import MINORITY_FAULTS, MINORITY_SCENARIOS, FollowerDamage
 from .testbed import FaultUnsupported, NetworkTestbed, TestbedError
 
 PROCESS_FAULTS = ("kill", "pause")
@@ -61,6 +63,8 @@ LONG_FAULTS = ("mute-clients", "partition-halves", "isolate-leader")
 # (and on a request after 2 s): every send caught by a fault ends unknown.
 LONG_FAULT_PRODUCER = {"delivery.timeout.ms": 6000, "request.timeout.ms": 2000}
 SCENARIO_TIMING: dict[str, dict] = {LONG_PARTITION: {"interval_s": 20.0, "fault_s": (10.0, 14.0)}}
+# A follower's damage waits this long at most for the partition to be led with every replica in sync.
+DAMAGE_WAIT_S = 20.0
 # One node's wall clock jumps and drifts (chaos/clock_skew.py); undoing it jumps back.
 CLOCK_SKEW = "clock-skew"
 
@@ -94,6 +98,9 @@ SCENARIOS: dict[str, tuple[str, ...]] = {
     # power-fails alone and is re-elected; with Kafka's defaults, then with log.flush.interval.messages=1.
     LAST_REPLICA: (LAST_REPLICA,),
     LAST_REPLICA_DURABLE: (LAST_REPLICA,),
+    # A follower's copy damaged while it is down (chaos/minority_damage.py), and leaders killed:
+    # killed (unclean: recovery runs) or, in the -clean one, stopped cleanly (no recovery).
+    **{name: MINORITY_FAULTS + ("kill",) for name in MINORITY_SCENARIOS},
 }
 
 
@@ -170,6 +177,8 @@ class Nemesis:
     disk: Optional[DiskNemesis] = None
     # the last-replica-standing scenario: the whole sequence, returning what it did
     last_replica: Optional[Callable[[random.Random], dict]] = None
+    # the minority-damage scenarios: a follower's segment damaged while it is down
+    follower_damage: Optional[FollowerDamage] = None
 
     def __post_init__(self) -> None:
         self._undo: Optional[Callable[[], None]] = None
@@ -232,6 +241,8 @@ class Nemesis:
             if self.crash_producer is None:
                 raise _NoTarget("no transactional producers in this run")
             return self.crash_producer(rng), lambda: None  # replaced at once: nothing to undo
+        if kind in MINORITY_FAULTS:
+            return self._damage_follower(kind, rng)
         if kind in DISK_FAULTS:
             if self.disk is None:
                 raise _NoTarget("this run's nodes have no disk fault layer")
@@ -375,6 +386,24 @@ class Nemesis:
             return {"nodes": [node]}, lambda: self.cluster.start(node)
         self.cluster.pause(node)
         return {"nodes": [node]}, lambda: self.cluster.resume(node)
+
+    def _damage_follower(self, kind: str, rng: random.Random) -> tuple[dict, Callable[[], None]]:
+        """A follower of the workload partition's leader stopped, its copy damaged, started; the leader killed."""
+        damage = self.follower_damage
+        if damage is None:
+            raise _NoTarget("this run damages no follower's segment")
+        # A minority: only once every replica is in sync again, so that the copies
+        # an earlier damage cut are whole again (two damaged in turn before either
+        # caught up would be a majority: their writes may be nowhere else).
+        deadline = time.monotonic() + DAMAGE_WAIT_S
+        while True:
+            leader, isr = self.partition_leader(), damage.isr()
+            if leader is not None and isr is not None and set(damage.brokers) <= set(isr):
+                return damage.inflict(kind, rng, leader)
+            if time.monotonic() >= deadline:
+                raise _NoTarget(f"partition 0 not led with every replica in sync for {DAMAGE_WAIT_S:g}s "
+                                f"(leader {leader}, isr {isr})")
+            time.sleep(0.5)
 
     def _skew_clock(self, rng: random.Random) -> tuple[dict, Callable[[], None]]:
         """Jump one node's wall clock and let it drift; half the time the partition leader's."""

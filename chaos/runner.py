@@ -84,6 +84,7 @@ from .nemesis import LONG_FAULT_PRODUCER, LONG_PARTITION
 from .disk_nemesis import DISK_FAULTS, DiskNemesis, durable, env_prefix
 from .last_replica import LAST_REPLICA, LAST_REPLICA_DURABLE, LastReplicaStanding
 from .metadata_workload import MetadataWorkload
+from .minority_damage import MINORITY_SCENARIOS, FollowerDamage, corrupt_reads
 from .queue_checks import analyze, model_history, summarize, to_log_model
 from .reassign_workload import ReassignWorkload
 from .secure import add_workload_user
@@ -244,7 +245,8 @@ def run(settings: RunSettings) -> RunResult:
                           broker_port=BROKER_PORT, controller_port=CONTROLLER_PORT,
                           client_ports=(CLIENTS_PORT,) if kafka else (BROKER_PORT,), clocks=clocks,
                           disk=disk,
-                          last_replica=last_replica)
+                          last_replica=last_replica,
+                          follower_damage=_follower_damage(cluster, settings.scenario))
         topics = MetadataWorkload(history, bootstrap, ",".join(cluster.controller_addresses.values()),
                                   seed=settings.seed, security=user.client_security() if user else None,
                                   controller_security=user.certificate_security() if user else None)
@@ -267,7 +269,7 @@ def run(settings: RunSettings) -> RunResult:
         if mover is not None:
             mover.stop()
         nemesis.heal_all()
-        _recover(cluster)
+        notes += [f"node {n} had exited by itself; started again" for n in _recover(cluster)]
         if mover is not None:
             mover.settle(RECOVERY_TIMEOUT_S)
             notes.append(f"moves: {mover.counts}")
@@ -325,6 +327,24 @@ def _last_replica_outcome(sequence: dict[str, Any], results: Path) -> dict[str, 
             "lost_elsewhere": sum(1 for a in lost if a["partition"] != key)}
 
 
+def _follower_damage(cluster: LocalCluster, scenario: str) -> Optional[FollowerDamage]:
+    """The minority-damage scenarios' fault on partition 0 of the workload's topic (chaos/minority_damage.py)."""
+    if scenario not in MINORITY_SCENARIOS:
+        return None
+    return FollowerDamage(cluster, list(cluster.brokers), lambda n: cluster.plans[n].home / "data" / f"{TOPIC}-0",
+                          stop_mode=MINORITY_SCENARIOS[scenario], isr=lambda: _partition_isr(cluster))
+
+
+def _partition_isr(cluster: LocalCluster, partition: int = 0) -> Optional[list[int]]:
+    """The workload partition's ISR as a running broker's metadata has it (None: none answers)."""
+    metadata = cluster.metadata(topics=[TOPIC])
+    for t in metadata.topics if metadata is not None else ():
+        for p in t.partitions:
+            if p.partition_index == partition:
+                return sorted(p.isr_nodes)
+    return None
+
+
 def _below_min_isr(results: Path, sampler: IsrSampler) -> dict[str, Any]:
     """Each partition's longest time below min ISR, explained by a fault and not (seconds); the
     samples go to isr-samples.jsonl."""
@@ -376,13 +396,19 @@ def _active_controller(cluster: LocalCluster) -> Optional[int]:
     return leader if leader is not None and leader >= 0 else None
 
 
-def _recover(cluster: LocalCluster, topic: str = TOPIC) -> None:
-    """Every node running again, every broker unfenced, every partition led."""
+def _recover(cluster: LocalCluster, topic: str = TOPIC) -> list[int]:
+    """Every node running again, every broker unfenced, every partition led.
+    The nodes that had exited by themselves (a log directory gone offline:
+    it hands over and exits) are started too; returned, for the run's notes."""
+    exited = [n for n in cluster.plans if n in cluster.pids and not cluster.alive(n)]
+    for node in exited:
+        cluster.wait_exit(node, 1.0)  # forget the old process
     stopped = [n for n in cluster.plans if n not in cluster.pids]
     if stopped:
         cluster.start(*stopped)
     cluster.wait_for_brokers(timeout=RECOVERY_TIMEOUT_S)
     cluster.wait_for_leaders(topic, timeout=RECOVERY_TIMEOUT_S)
+    return exited
 
 
 def _unclean_election(cluster: LocalCluster, history: HistoryRecorder, time_limit_s: float) -> list[ScheduledFault]:
@@ -447,6 +473,10 @@ def _check(results: Path, faults: int, notes: list[str],
         verdicts[model] = _linearizable(results, model, model_history(history, model), notes)
     summary = summarize(report, faults=faults, verdicts=verdicts)
     summary["produce_unavailability_s"] = produce_unavailability(history)
+    # A read that met a batch whose CRC fails: a corrupt batch was served (never allowed).
+    summary["corrupt_reads"] = corrupt_reads(history)
+    if summary["corrupt_reads"]:
+        summary["valid"] = False
     summary["notes"] = notes
     return summary
 

@@ -260,13 +260,26 @@ class QueueWorkload(WorkloadThreads):
                     if time.monotonic() > deadline:
                         self.history.complete(call, INFO, error=f"final read did not reach offset {end}")
                         raise TimeoutError(f"final read of {self.key(tp.partition)} did not reach {end}")
-                    for r in consumer.poll(POLL_TIMEOUT_S):
+                    for r in self._final_poll(consumer):
                         records.append([r.offset, r.value.decode() if r.value is not None else None])
                 self.history.complete(call, OK, records)
                 counts[tp.partition] = len(records)
         finally:
             consumer.close()
         return counts
+
+    def _final_poll(self, consumer: Any) -> list[Any]:
+        """One poll of the final read. One that fails (a corrupt batch served, a
+        leader gone) is recorded as a failed `poll` and retried until the
+        read's deadline: the run's summary counts the corrupt ones."""
+        try:
+            return consumer.poll(POLL_TIMEOUT_S)
+        except Exception as exc:  # noqa: BLE001 - recorded; the read goes on
+            # its own process: the final-read op stays open on the reader's
+            call = self.history.invoke(self._process(), "poll", None, {"consumer": "final-read", "mode": "assign"})
+            self.history.complete(call, FAIL, error=f"{type(exc).__name__}: {exc}")
+            time.sleep(0.2)
+            return []
 
 
 def group_of(topic: str) -> str:

@@ -10,8 +10,11 @@ It also gives positions to partitions that have none: the group's
 committed offset (OffsetFetch), else auto.offset.reset (ListOffsets).
 
 Errors, per partition: a moved leader (NOT_LEADER_OR_FOLLOWER,
-FENCED_LEADER_EPOCH, UNKNOWN_TOPIC_OR_PARTITION, ...) refreshes the
-metadata and retries after retry.backoff.ms; OFFSET_OUT_OF_RANGE resets by
+FENCED_LEADER_EPOCH, UNKNOWN_TOPIC_OR_PARTITION, ...) or a leader that
+cannot serve it (KAFKA_STORAGE_ERROR: its log directory went offline and
+leadership is moving; REPLICA_NOT_AVAILABLE, OFFSET_NOT_AVAILABLE) refreshes
+the metadata and retries after retry.backoff.ms, as Kafka's consumer does;
+OFFSET_OUT_OF_RANGE resets by
 auto.offset.reset, or with `none` is raised by the next poll(); anything
 else is raised by the next poll().
 
@@ -48,6 +51,9 @@ from .metadata import STALE_METADATA_ERRORS, TRANSPORT_FAILURES, Metadata
 from .offsets import list_offsets
 from kafka_protocol.read_committed import AbortedTransactions
 from .subscription_state import RESET_TIMESTAMPS, CompletedFetch, SubscriptionState
+
+# Fetch errors after which the leader may move (Kafka's consumer refreshes its metadata and retries).
+LEADER_CANNOT_SERVE = frozenset({Errors.KAFKA_STORAGE_ERROR, Errors.REPLICA_NOT_AVAILABLE, Errors.OFFSET_NOT_AVAILABLE})
 
 log = logging.getLogger(__name__)
 
@@ -288,8 +294,8 @@ class Fetcher(LoopWorker):
             return  # sought or revoked meanwhile: the answer no longer applies
         if isinstance(result, KafkaError):
             ps.error = result
-        elif result in STALE_METADATA_ERRORS:
-            self._metadata.note_error(result)
+        elif result in STALE_METADATA_ERRORS or result in LEADER_CANNOT_SERVE:
+            self._metadata.request_update()
             state.back_off(tp, self._backoff_s)
         elif result == Errors.OFFSET_OUT_OF_RANGE:
             policy = self._config.auto_offset_reset

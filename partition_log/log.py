@@ -277,6 +277,15 @@ class Log:
                 except IndexCorruptError as exc:
                     reasons.append(str(exc))
                     needs_rebuild = True
+            if not needs_rebuild and next_base is None:
+                # A clean shutdown recovers nothing: the active segment's tail
+                # is checked (what load_tail reads anyway, one index interval),
+                # so a file cut or damaged there while the node was down
+                # recovers as after a crash instead of counting offsets it lacks.
+                damage = seg.tail_damage()
+                if damage is not None:
+                    reasons.append(f"{seg.log_path.name}: {damage}")
+                    needs_rebuild = True
             if needs_rebuild:
                 result = seg.recover(max(self.config.max_message_bytes + b.LOG_OVERHEAD, 2 * 1024 * 1024),
                                      on_batch)

@@ -11,6 +11,7 @@ from kafka.record.default_records import DefaultRecordBatch
 from kafka_protocol import batch as b
 from kafka_protocol.compression import Codec
 from kafka_protocol.errors import KafkaStorageError
+from kafka_protocol.records import iter_records
 from partition_log.log import Log
 from partition_log.log_manager import CLEAN_SHUTDOWN_FILE, LogManager
 
@@ -187,3 +188,65 @@ def test_segment_files_decode_with_kafka_python(log_dir, small_config, clock, ma
             offsets += [r.offset for r in kb]
             pos += kb.size_in_bytes
     assert offsets == list(range(48))
+
+
+# --- a copy damaged while its node was down after a clean shutdown (issue 22's minority damage) ---
+
+def test_a_tail_cut_after_a_clean_shutdown_recovers_to_the_last_whole_batch(tmp_path, small_config, clock,
+                                                                             make_batch, read_log):
+    """A clean shutdown recovers nothing, but the active segment's tail is
+    checked: a file cut inside its last batch while the node was down loses
+    that batch (the follower fetches it again) instead of counting offsets it
+    does not hold and appending after the torn bytes."""
+    manager = LogManager(tmp_path, small_config, clock=clock)
+    log = manager.get_or_create("orders", 0)
+    for i in range(30):
+        log.append_as_leader(make_batch([b"x%d" % i, b"y%d" % i]), 0)
+    path = log.active_segment.log_path
+    manager.close()
+    os.truncate(path, os.path.getsize(path) - 7)
+    again = LogManager(tmp_path, small_config, clock=clock)
+    assert again.clean_shutdown
+    reopened = again.logs[("orders", 0)]
+    assert reopened.log_end_offset == 58
+    assert "truncated" in reopened.load_report.reasons[0] and reopened.load_report.truncated_bytes > 0
+    assert os.path.getsize(path) == reopened.active_segment.size
+    reopened.append_as_follower(log_batch_at(make_batch([b"x29", b"y29"]), 58))
+    assert [r.offset for r in read_log(reopened)] == list(range(60))
+
+
+def log_batch_at(batch: bytes, offset: int) -> bytes:
+    """A producer's batch as a leader stored it at `offset` (epoch 0): what a follower fetches."""
+    stamped = bytearray(batch)
+    b.stamp(stamped, 0, offset, 0)
+    return bytes(stamped)
+
+
+def test_a_corrupt_batch_below_the_recovery_point_is_never_served(tmp_path, small_config, clock, make_batch,
+                                                                 read_log):
+    """A byte flipped in a stored batch while the node was down, after a clean
+    shutdown: loading re-reads nothing below the recovery point (as Kafka),
+    so the read checks each batch's CRC. The batches before it are served;
+    a read from it is a storage error that takes the log directory offline
+    (KIP-112: the broker hands its leaderships to replicas with a whole copy)."""
+    manager = LogManager(tmp_path, small_config, clock=clock)
+    log = manager.get_or_create("orders", 0)
+    for i in range(40):
+        log.append_as_leader(make_batch([b"r%03d-%d" % (i, j) for j in range(4)]), 0)
+    first = log.segments[0]
+    [(_, one), (second, two)] = [(bp.position, bp.header) for bp in first.iter_batch_positions()][:2]
+    manager.close()
+    with open(first.log_path, "r+b") as f:  # a record's byte of the second batch: inside its CRC
+        f.seek(second + b.HEADER_SIZE + 3)
+        value = f.read(1)[0]
+        f.seek(second + b.HEADER_SIZE + 3)
+        f.write(bytes([value ^ 0xFF]))
+    reopened = LogManager(tmp_path, small_config, clock=clock).logs[("orders", 0)]
+    assert reopened.load_report.recovered_segments == 0 and reopened.recovery_point == 160
+    served = reopened.read(0, 1 << 20)
+    assert [r.offset for r in iter_records(served)] == list(range(one.next_offset))  # stops before it
+    with pytest.raises(KafkaStorageError, match="fails its CRC"):
+        reopened.read(two.base_offset, 1 << 20)
+    assert reopened.dir_failure.offline
+    with pytest.raises(KafkaStorageError):
+        reopened.read(0, 1 << 20)  # nothing more is served from an offline directory
