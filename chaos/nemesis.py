@@ -184,6 +184,9 @@ class Nemesis:
         self._undo: Optional[Callable[[], None]] = None
         self._current: Optional[ScheduledFault] = None
         self.skipped: list[str] = []
+        # Followers damaged and started again, each with whether it has been seen
+        # out of the partition's ISR since (its re-registration takes it out).
+        self._rejoining: dict[int, bool] = {}
 
     def start(self, fault: ScheduledFault) -> None:
         """Inflict the fault (one at a time); recorded in the history with its targets."""
@@ -394,15 +397,29 @@ class Nemesis:
             raise _NoTarget("this run damages no follower's segment")
         # A minority: only once every replica is in sync again, so that the copies
         # an earlier damage cut are whole again (two damaged in turn before either
-        # caught up would be a majority: their writes may be nowhere else).
+        # caught up would be a majority: their writes may be nowhere else). A full
+        # ISR alone does not prove it: a follower killed and started again within
+        # its session is still listed until it registers again, which takes it out;
+        # so each damaged follower must also have been seen out of the ISR since.
         deadline = time.monotonic() + DAMAGE_WAIT_S
         while True:
             leader, isr = self.partition_leader(), damage.isr()
-            if leader is not None and isr is not None and set(damage.brokers) <= set(isr):
-                return damage.inflict(kind, rng, leader)
+            for follower in self._rejoining:
+                if isr is not None and follower not in isr:
+                    self._rejoining[follower] = True
+            if leader is not None and isr is not None and set(damage.brokers) <= set(isr) \
+                    and all(self._rejoining.values()):
+                self._rejoining.clear()
+                details, undo = damage.inflict(kind, rng, leader)
+                if details.get("damaged"):
+                    self._rejoining[details["follower"]] = False
+                return details, undo
             if time.monotonic() >= deadline:
+                waiting = sorted(f for f, seen_out in self._rejoining.items() if not seen_out)
                 raise _NoTarget(f"partition 0 not led with every replica in sync for {DAMAGE_WAIT_S:g}s "
-                                f"(leader {leader}, isr {isr})")
+                                f"(leader {leader}, isr {isr}"
+                                + (f"; damaged follower(s) {waiting} not yet seen out of the ISR" if waiting else "")
+                                + ")")
             time.sleep(0.5)
 
     def _skew_clock(self, rng: random.Random) -> tuple[dict, Callable[[], None]]:

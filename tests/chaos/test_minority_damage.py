@@ -164,3 +164,36 @@ def test_the_nemesis_damages_only_a_partition_whose_replicas_are_all_in_sync(tmp
     [skipped] = [line["value"] for line in read_history(tmp_path / "history.jsonl")
                  if line["process"] == "nemesis" and line["value"]["phase"] == "skipped"]
     assert "isr [1, 2]" in skipped["reason"] and nemesis.skipped
+
+
+def test_a_damaged_follower_must_be_seen_out_of_the_isr_before_the_next_damage(tmp_path, monkeypatch):
+    """A follower killed and started within its session is still listed in the
+    ISR until it registers again: a full ISR right after a damage proves
+    nothing, and a second damage then could make the damaged copies a
+    majority (a chaos run lost 271 writes so). The next damage waits until
+    the damaged follower has been seen out of the ISR and back in it."""
+    from chaos import nemesis as nm
+
+    monkeypatch.setattr(nm, "DAMAGE_WAIT_S", 1.0)
+    original = written(tmp_path / "template" / "chaos-0")
+    for broker in (1, 2, 3):
+        shutil.copytree(original.parent, tmp_path / f"node-{broker}" / "chaos-0")
+    isr = [[1, 2, 3]]
+    cluster = Processes()
+    damage = FollowerDamage(cluster, [1, 2, 3], lambda n: tmp_path / f"node-{n}" / "chaos-0",
+                            isr=lambda: isr.pop(0) if len(isr) > 1 else isr[0])
+    history = HistoryRecorder(tmp_path / "history.jsonl")
+    nemesis = nm.Nemesis(cluster, [1, 2, 3], [1, 2, 3], history, partition_leader=lambda: 1,
+                         follower_damage=damage)
+    nemesis.start(nm.ScheduledFault(0.0, "follower-bitflip", 1.0, 4))
+    nemesis.stop()
+    calls = len(cluster.calls)
+    nemesis.start(nm.ScheduledFault(1.0, "follower-truncate", 1.0, 5))  # the stale full ISR only: skipped
+    assert len(cluster.calls) == calls and "not yet seen out of the ISR" in nemesis.skipped[-1]
+    [first] = [line["value"] for line in read_history(tmp_path / "history.jsonl")
+               if line["process"] == "nemesis" and line["value"]["phase"] == "start"]
+    isr[:] = [[1, 2, 3], [b for b in (1, 2, 3) if b != first["follower"]], [1, 2, 3]]  # out, then back
+    nemesis.start(nm.ScheduledFault(2.0, "follower-truncate", 1.0, 5))
+    assert len(cluster.calls) > calls
+    nemesis.stop()
+    history.close()
