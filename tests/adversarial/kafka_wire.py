@@ -16,10 +16,12 @@ IO_TIMEOUT_S = 15  # bounds every socket read; never part of an assert
 class RawKafka:
     """One Kafka-protocol connection, frame by frame."""
 
+    client_id = "raw-test"  # the request header's; an instance sets its own (what a client-id quota is for)
+
     def __init__(self, address: str, client_id: str = "raw-test") -> None:
         host, port = address.rsplit(":", 1)
         self.sock = socket.create_connection((host, int(port)), timeout=IO_TIMEOUT_S)
-        self.client_id = client_id  # what a client-id quota is set for
+        self.client_id = client_id
 
     def __enter__(self) -> "RawKafka":
         return self
