@@ -148,6 +148,16 @@ class PeerTransport:
 
     async def _call(self, request: Message) -> None:
         stub = self._stub(request.dst)
+        if stub is None and self._learning is not None and not self._learning.done():
+            # A dynamic quorum's observer can know the leader's id before its
+            # endpoint: send once the bootstrap servers have said where the
+            # voters listen, rather than drop the request and wait out the
+            # core's fetch timeout.
+            try:
+                await asyncio.wait_for(asyncio.shield(self._learning), self._request_timeout_s)
+            except Exception:  # noqa: BLE001 - unanswered or failed: dropped below, as before
+                pass
+            stub = self._stub(request.dst)
         if stub is None:
             log.warning("no address for node %d; dropping %s", request.dst, type(request).__name__)
             return
