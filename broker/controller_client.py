@@ -7,6 +7,15 @@ while there is none, in which case the next voter is tried after a short
 backoff. An unreachable controller is skipped the same way. Every call is
 bounded by its own deadline; past it the call raises ControllerUnavailable
 and the caller decides (retry later, or answer the client with an error).
+
+A dynamic quorum's broker starts with only the bootstrap servers and learns
+the voters' own ids and addresses from the metadata log (`update`). The
+channels it stops using are closed only once no call can still be on them:
+grpc.aio cancels the calls of a channel it closes, and the coroutine
+awaiting such a call gets asyncio.CancelledError - which, unhandled, ended
+the broker's registration task without a word (a broker that never
+registered, or registered and never caught up, found by the multi-host
+test).
 """
 from __future__ import annotations
 
@@ -45,6 +54,15 @@ class ControllerUnavailable(Exception):
     """No controller answered as the active one before the call's deadline."""
 
 
+def cancelled_by_us() -> bool:
+    """In an `except asyncio.CancelledError` around a gRPC call: True when the
+    task itself is being cancelled (the error must propagate); False when only
+    the call was cancelled under it, as grpc.aio does to the calls of a
+    channel being closed - a failed attempt like any other."""
+    task = asyncio.current_task()
+    return task is None or task.cancelling() > 0
+
+
 def reraise_cancellation() -> None:
     """Call in an `except grpc.aio.AioRpcError`: when the task awaiting the
     call is being cancelled, grpc.aio may report it as an RPC error (a race
@@ -69,6 +87,7 @@ class ControllerClient:
         self._next = 0
         self._channels: dict[int, grpc.aio.Channel] = {}
         self._stubs: dict[int, cpb_grpc.KRaftControllerStub] = {}
+        self._retired: set[grpc.aio.Channel] = set()  # replaced by `update`, closed once idle
         self._closed = False
 
     def _stub(self, controller_id: int) -> cpb_grpc.KRaftControllerStub:
@@ -106,10 +125,19 @@ class ControllerClient:
                 self._forget(target)
                 await asyncio.sleep(min(RETRY_BACKOFF_S, max(deadline - loop.time(), 0)))
                 continue
+            except asyncio.CancelledError:
+                if cancelled_by_us():
+                    raise
+                # Its channel was closed under it (see the module's docstring).
+                last = f"controller {target}: call cancelled"
+                self._forget(target)
+                await asyncio.sleep(min(RETRY_BACKOFF_S, max(deadline - loop.time(), 0)))
+                continue
             except grpc.aio.UsageError:
                 break  # closed under us
             if response.error_code != Errors.NOT_CONTROLLER:
-                self.active_id = target
+                # A bootstrap server that `update` replaced mid-call is no longer asked.
+                self.active_id = target if target in self.controllers else None
                 return response
             named = response.controller_id
             last = f"controller {target} is not active (active: {named})"
@@ -128,12 +156,22 @@ class ControllerClient:
         for controller_id in list(self._stubs):
             if self.controllers.get(controller_id) != controllers.get(controller_id):
                 self._stubs.pop(controller_id)
-                channel = self._channels.pop(controller_id)
-                asyncio.ensure_future(channel.close())
+                self._retire(self._channels.pop(controller_id))
         self.controllers = dict(sorted(controllers.items()))
         self._order = list(self.controllers)
         if self.active_id not in self.controllers:
             self.active_id = None
+
+    def _retire(self, channel: grpc.aio.Channel) -> None:
+        """Close `channel` once every call begun on it has met its deadline
+        (an attempt lasts at most attempt_timeout_s), not under them."""
+        self._retired.add(channel)
+
+        def close() -> None:
+            if channel in self._retired:
+                self._retired.discard(channel)
+                asyncio.ensure_future(channel.close())
+        asyncio.get_running_loop().call_later(self.attempt_timeout_s + 1.0, close)
 
     def _forget(self, controller_id: int) -> None:
         if self.active_id == controller_id:
@@ -141,8 +179,9 @@ class ControllerClient:
 
     async def close(self) -> None:
         self._closed = True
-        channels = list(self._channels.values())
+        channels = [*self._channels.values(), *self._retired]
         self._channels.clear()
         self._stubs.clear()
+        self._retired.clear()
         if channels:
             await asyncio.wait([asyncio.ensure_future(c.close()) for c in channels], timeout=1.0)

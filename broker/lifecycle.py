@@ -80,6 +80,17 @@ class BrokerLifecycle:
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name=f"broker-lifecycle-{self.broker_id}")
+        self._task.add_done_callback(self._ended)
+
+    def _ended(self, task: "asyncio.Task[None]") -> None:
+        # Registration and heartbeats are the broker's lease: a task that ends
+        # while the broker runs must stop it loudly, never leave it up, silent
+        # and fenced (an exception it let through, or a cancellation that was
+        # not ours).
+        if self._stopping or self.failure is not None or self._shut_down.is_set():
+            return
+        reason = "cancelled" if task.cancelled() else repr(task.exception())
+        self._fail(f"the registration and heartbeat task ended unexpectedly ({reason})")
 
     async def stop(self) -> None:
         # The flag too: in Python 3.11 asyncio.wait_for swallows a cancellation

@@ -139,6 +139,55 @@ def test_a_call_with_no_active_controller_ends_at_its_deadline():
     run(scenario())
 
 
+def test_a_call_in_flight_survives_the_bootstrap_servers_giving_way_to_the_voters():
+    """A dynamic quorum's broker asks its bootstrap servers (ids -2, -3, ...)
+    until the metadata log names the voters; `update` then replaces them.
+    grpc.aio cancels the calls of a channel it closes, and a registration in
+    flight on a bootstrap server's channel used to end in CancelledError,
+    which ended the broker's lifecycle task without a word (a broker of the
+    multi-host test never registered). The call must finish on the voters."""
+    async def scenario():
+        ports = free_ports(1)
+        active = ScriptedController(1, lambda name, _: response(name, error_code=0, controller_id=1))
+        servers = await serve([active], ports)
+        address = f"127.0.0.1:{ports[0]}"
+        try:
+            for _ in range(5):  # the window is a loop turn wide: open it a few times
+                client = ControllerClient({-2: address}, attempt_timeout_s=1.0)
+                try:
+                    call = asyncio.ensure_future(
+                        client.call("BrokerRegistration", cpb.BrokerRegistrationRequest(broker_id=7), timeout_s=5))
+                    await asyncio.sleep(0)  # the call is on the bootstrap server's channel
+                    client.update({1: address})
+                    assert (await call).error_code == 0
+                    # and the next call goes to the voter, not to the bootstrap id it replaced
+                    answer = await client.call("BrokerHeartbeat", cpb.BrokerHeartbeatRequest(broker_id=7), timeout_s=5)
+                    assert answer.error_code == 0 and client.active_id == 1
+                finally:
+                    await client.close()
+            assert len(active.requests) >= 10
+        finally:
+            for server in servers:
+                await server.stop(0)
+
+    run(scenario())
+
+
+def test_a_lifecycle_task_that_ends_unexpectedly_stops_the_broker():
+    """Registration and heartbeats are the broker's lease: their task ending
+    for any reason but a stop is a failure the broker reports, not silence."""
+    async def scenario():
+        answers = {"BrokerRegistration": response("BrokerRegistration", error_code=0, broker_epoch=3)}
+        async with scripted_lifecycle(lambda name, _: answers.get(name) or response(name, error_code=0),
+                                      heartbeat_interval_ms=50) as (_, lifecycle):
+            await until(lambda: lifecycle.broker_epoch == 3)
+            lifecycle._task.cancel()  # as a cancelled gRPC call used to end it
+            await asyncio.wait_for(lifecycle.failed.wait(), 5)
+            assert "ended unexpectedly (cancelled)" in lifecycle.failure
+
+    run(scenario())
+
+
 def test_registration_heartbeats_reregistration_and_controlled_shutdown():
     epochs = iter([10, 20])
     state = {"heartbeats": 0, "stale": False}

@@ -47,14 +47,6 @@ CAPABILITIES = probe()
 pytestmark = [
     pytest.mark.skipif(not CAPABILITIES.namespaces or not all(map(shutil.which, ("unshare", "nsenter"))),
                        reason=f"no network namespaces here: {CAPABILITIES.explain()}"),
-    # Only the cluster's start (the fixture's pytest.fail) is tolerated; every assertion still counts.
-    pytest.mark.xfail(strict=False, raises=pytest.fail.Exception,
-                      reason="finding (open, issue 20): now and then one broker of the dynamic quorum registers "
-                             "but never catches up with the metadata log (NOT_SERVING for 90 s, nothing logged "
-                             "after its first metadata Fetch was dropped for want of the leader's address); seen "
-                             "in 1 of 3 fresh-clone CI runs on 2026-11-26 and once under -n 4. "
-                             "metadata_quorum/transport.py now waits for the learned addresses instead of "
-                             "dropping that Fetch; whether that was the cause is not proven yet"),
 ]
 
 CONTROLLERS, BROKERS = (1, 2, 3), (4, 5, 6)
