@@ -95,14 +95,21 @@ def reasons(summary: dict[str, Any]) -> list[str]:
 def attach(results: Path, summary: dict[str, Any], history_file: Optional[Path] = None) -> Optional[Path]:
     """Write the page into `results` when the run is not clean and name it in
     `summary` (the caller writes summary.json); a clean run gets neither, and
-    a page left from an earlier check of the folder is removed."""
+    a page left from an earlier check of the folder is removed. A page that
+    cannot be built is a note in the summary, never an exception."""
     results = Path(results)
     page = results / PAGE
+    page.unlink(missing_ok=True)
     if not reasons(summary):
         summary.pop(SUMMARY_KEY, None)
-        page.unlink(missing_ok=True)
         return None
-    page.write_text(build(results, summary, history_file), encoding="utf-8")
+    try:
+        text = build(results, summary, history_file)
+    except Exception as exc:  # noqa: BLE001 - a page that cannot be drawn must not cost the run its summary
+        summary.pop(SUMMARY_KEY, None)
+        summary.setdefault("notes", []).append(f"{PAGE} not written: {type(exc).__name__}: {exc}")
+        return None
+    page.write_text(text, encoding="utf-8")
     summary[SUMMARY_KEY] = PAGE
     return page
 

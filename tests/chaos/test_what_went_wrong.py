@@ -12,7 +12,7 @@ from pathlib import Path
 from chaos import what_went_wrong as www
 from chaos.history import read_history
 from chaos.queue_checks import analyze, summarize
-from chaos.runner import recheck
+from chaos.runner import recheck, write_summary
 from chaos.txn_checks import analyze as analyze_txn, summarize as summarize_txn
 from tests.chaos.test_queue_checks import final, poll, record, send
 
@@ -177,3 +177,39 @@ def test_chaos_check_prints_the_pages_path_for_a_failing_history(tmp_path) -> No
     assert json.loads(done.stdout)[www.SUMMARY_KEY] == www.PAGE  # stdout stays the summary's JSON
     assert f"what went wrong: {tmp_path / www.PAGE}" in done.stderr
     assert (tmp_path / www.PAGE).is_file()
+
+
+def test_a_page_that_cannot_be_built_costs_the_run_only_a_note(tmp_path, monkeypatch) -> None:
+    _, summary = checked(tmp_path, failing)
+
+    def broken(*args, **kwargs):
+        raise KeyError("no such thing")
+
+    monkeypatch.setattr(www, "build", broken)
+    write_summary(tmp_path, summary)
+    written = json.loads((tmp_path / "summary.json").read_text())
+    assert www.SUMMARY_KEY not in written and not (tmp_path / www.PAGE).exists()
+    assert written["notes"] == [f"{www.PAGE} not written: KeyError: 'no such thing'"]
+    assert written["anomalies"]["lost"] == 1
+
+
+def test_every_queue_anomaly_kind_is_placed_in_time(tmp_path) -> None:
+    def broken(h):  # tests/chaos/test_queue_checks.py's history with every kind
+        send(h, 1, "t-0", "a", offset=0)
+        send(h, 1, "t-0", "b", offset=1)
+        send(h, 1, "t-0", "c", offset=2)
+        send(h, 1, "t-0", "d", offset=3)
+        poll(h, 3, "c1", {"t-0": [[0, "a"], [3, "d"]]})
+        poll(h, 3, "c1", {"t-0": [[2, "c"], [3, "e"]]})
+        final(h, "t-0", [[0, "a"], [2, "x"], [3, "d"], [4, "a"]])
+
+    history, summary = checked(tmp_path, broken)
+    kinds = {k for k, n in summary["anomalies"].items() if n and k != www.ALLOWED}
+    assert kinds == {"lost", "wrong-offset", "duplicate", "unexpected", "inconsistent-offset", "non-monotonic",
+                     "skip"}
+    text = www.build(tmp_path, summary)
+    assert "does not place" not in text
+    polls = [line["time"] for line in history if line["f"] == "poll" and line["type"] == "ok"]
+    for kind, at in (("skip", polls[0]), ("non-monotonic", polls[1]), ("inconsistent-offset", polls[1])):
+        title = re.search(rf"<title>({kind} at [^<]*)</title>", text).group(1)
+        assert title.startswith(f"{kind} at {round(at / 1e9, 3)} s"), title
