@@ -121,7 +121,6 @@ class Band:
     """One fault: from its first line to its stop line (None: it had none)."""
     kind: str
     start: int
-    started_at: Optional[int]  # its start line's time (None: only steps were recorded)
     stop: Optional[int] = None
     details: dict[str, Any] = field(default_factory=dict)
     steps: list[tuple[int, str, dict[str, Any]]] = field(default_factory=list)  # (time, phase, details)
@@ -141,7 +140,7 @@ class _Faults:
         details = {k: v for k, v in value.items() if k != "phase"}
         if phase == "start":
             steps = self._pending.pop(kind, [])
-            band = Band(kind, min([at] + [s[0] for s in steps]), at, details=details, steps=steps)
+            band = Band(kind, min([at] + [s[0] for s in steps]), details=details, steps=steps)
             self.bands.append(band)
             self._open[kind] = band
         elif phase == "stop":
@@ -149,17 +148,17 @@ class _Faults:
             if band is not None:
                 band.stop = at
             else:
-                self.bands.append(Band(kind, at, None, at, {"note": "a stop line with no start"}))
+                self.bands.append(Band(kind, at, at, {"note": "a stop line with no start"}))
         elif kind in self._open:
             self._open[kind].steps.append((at, phase, details))
         elif phase == "skipped":
-            self.bands.append(Band(kind, at, None, at, details, skipped=True))
+            self.bands.append(Band(kind, at, at, details, skipped=True))
         else:
             self._pending[kind].append((at, phase, details))
 
     def finish(self) -> list[Band]:
         for kind, steps in self._pending.items():  # steps of a sequence that never wrote its start line
-            self.bands.append(Band(kind, steps[0][0], None, steps[-1][0],
+            self.bands.append(Band(kind, steps[0][0], steps[-1][0],
                                    {"note": "steps with no start line (the sequence did not finish?)"}, steps))
         return sorted(self.bands, key=lambda b: b.start)
 
