@@ -201,6 +201,7 @@ def _interest(anomalies: dict[str, Any]) -> _Interest:
 @dataclass
 class _Index:
     """What the history says about the anomalies' values, offsets and transactions."""
+    start: Optional[int] = None  # the first line's time (a run's cluster starts before its workload)
     end: int = 0
     sent: dict[str, dict[str, Any]] = field(default_factory=dict)  # value -> its send (or transaction)
     # value -> (partition, offset) -> its first read there (time, reader); and the converse
@@ -220,7 +221,9 @@ def _index(lines: Iterable[dict[str, Any]], wanted: _Interest) -> _Index:
 
     def tap() -> Iterator[dict[str, Any]]:
         for line in lines:
-            ix.end = max(ix.end, int(line.get("time") or 0))
+            at = int(line.get("time") or 0)
+            ix.end = max(ix.end, at)
+            ix.start = at if ix.start is None else min(ix.start, at)
             if line.get("process") == NEMESIS:
                 faults.add(line)
             yield line
@@ -463,7 +466,7 @@ def _figures(summary: dict[str, Any], ix: _Index) -> str:
             ("anomalies", {k: n for k, n in (summary.get("anomalies") or {}).items() if n}),
             ("corrupt reads", summary.get("corrupt_reads")),
             ("longest produce unavailability (s)", summary.get("produce_unavailability_s")),
-            ("history", f"{ix.operations} operations over {_s(ix.end)} s")]
+            ("history", f"{ix.operations} operations, lines from {_s(ix.start)} to {_s(ix.end)} s")]
     out = ["<ul class=why>" + "".join(f"<li>{esc(w)}</li>" for w in reasons(summary)) + "</ul>", "<table>"]
     out += [f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in rows if v not in (None, {})]
     out.append("</table>")
@@ -484,24 +487,27 @@ def _links(pages: list[str], verdicts: dict[str, Any], history_name: Optional[st
 
 
 class _Axis:
+    """From the history's first line to its last (times in ns since the recorder started)."""
     LEFT, WIDTH = 190, 1150
 
-    def __init__(self, end_ns: int) -> None:
-        self.end = max(end_ns, 1)
+    def __init__(self, start_ns: int, end_ns: int) -> None:
+        self.start = start_ns
+        self.span = max(end_ns - start_ns, 1)
         self.plot = self.WIDTH - self.LEFT - 20
 
     def x(self, ns: Optional[int]) -> float:
-        return round(self.LEFT + min(max(ns or 0, 0), self.end) / self.end * self.plot, 1)
+        return round(self.LEFT + min(max((ns or 0) - self.start, 0), self.span) / self.span * self.plot, 1)
 
     def ticks(self) -> list[float]:
-        span = self.end / 1e9
+        """Round seconds inside the axis."""
         step = next((s for s in (0.1, 0.2, 0.5, 1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800, 3600)
-                     if span / s <= 12), 7200)
-        return [i * step for i in range(int(span / step) + 1)]
+                     if self.span / 1e9 / s <= 12), 7200)
+        first = -(-self.start // int(step * 1e9))
+        return [round(i * step, 3) for i in range(first, int((self.start + self.span) / 1e9 / step) + 1)]
 
 
 def _timeline(ix: _Index, marks: list[Mark]) -> str:
-    axis = _Axis(ix.end)
+    axis = _Axis(ix.start or 0, ix.end)
     by_lane: dict[str, list[Mark]] = defaultdict(list)
     for m in marks:
         by_lane[m.partition].append(m)
@@ -520,7 +526,7 @@ def _timeline(ix: _Index, marks: list[Mark]) -> str:
     height = lanes_top + len(lanes) * lane_h + 10
     svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{axis.WIDTH}" height="{height}">']
     for t in axis.ticks():
-        x = axis.x(int(t * 1e9))
+        x = axis.x(round(t * 1e9))
         svg.append(f'<line x1="{x}" y1="{top - 6}" x2="{x}" y2="{height}" stroke="#eee"/>'
                    f'<text x="{x}" y="{top - 10}" text-anchor="middle">{t:g} s</text>')
     for i, band in enumerate(bands):  # each fault's window, shaded over every lane too
@@ -532,7 +538,8 @@ def _timeline(ix: _Index, marks: list[Mark]) -> str:
     svg.append("</svg>")
     legend = " ".join(f'<span style="color:{COLOURS.get(k, OTHER_COLOUR)}">&#9679;</span> {esc(k)}'
                       for k in sorted({m.kind for m in marks}))
-    return ("<h2>Timeline</h2><p class=note>Seconds since the history's recorder started. Fault bands on top "
+    return ("<h2>Timeline</h2><p class=note>Seconds since the history's recorder started, from its first line to its last. "
+            "Fault bands on top "
             "(a tick: a fault with no stop line, or one of its steps); one lane per partition below, each mark an "
             "anomalous operation (hover for its details); grey bars: operations of unknown outcome by invoke "
             "time.</p>" + f"<p>{legend}</p>" + "\n".join(svg)
@@ -596,20 +603,21 @@ def _lane(axis: _Axis, partition: str, marks: list[Mark], unknown: list[tuple[in
 def _histogram(axis: _Axis, unknown: list[tuple[int, bool]], base: int) -> list[str]:
     if not unknown:
         return []
-    width = axis.end / BINS
+    width = axis.span / BINS
     counts = [[0, 0] for _ in range(BINS)]
     for at, absent in unknown:
-        counts[min(int(at / width), BINS - 1)][0] += 1
-        counts[min(int(at / width), BINS - 1)][1] += absent
+        counts[min(max(int((at - axis.start) / width), 0), BINS - 1)][0] += 1
+        counts[min(max(int((at - axis.start) / width), 0), BINS - 1)][1] += absent
     most = max(c for c, _ in counts)
     bars = []
     for i, (count, absent) in enumerate(counts):
         if count:
-            x0, x1 = axis.x(int(i * width)), axis.x(int((i + 1) * width))
+            begin, end = axis.start + int(i * width), axis.start + int((i + 1) * width)
+            x0, x1 = axis.x(begin), axis.x(end)
             bar = max(1, round(12 * count / most))
             bars.append(f'<rect x="{x0}" y="{base - bar}" width="{round(x1 - x0, 1)}" height="{bar}" fill="#bbb">'
-                        f'<title>{count} operations of unknown outcome invoked in {_s(int(i * width))}-'
-                        f'{_s(int((i + 1) * width))} s ({absent} absent from the final read)</title></rect>')
+                        f'<title>{count} operations of unknown outcome invoked in {_s(begin)}-{_s(end)} s '
+                        f'({absent} absent from the final read)</title></rect>')
     return bars
 
 
