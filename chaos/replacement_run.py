@@ -19,7 +19,6 @@ controllers are killed and paused; no acknowledged metadata may be lost.
 """
 from __future__ import annotations
 
-import json
 import random
 import threading
 import time
@@ -90,7 +89,7 @@ class _Writer(threading.Thread):
 
 
 def run_replacement(settings: Any) -> Any:
-    from .runner import RunResult
+    from .runner import RunResult, write_summary
 
     results = settings.results
     results.mkdir(parents=True, exist_ok=True)
@@ -149,7 +148,7 @@ def run_replacement(settings: Any) -> Any:
         "faults": len(faults) - len(nemesis.skipped), "anomalies": anomalies, "lost": lost[:50],
         "replacement": replaced, "final_voters": final_voters, "notes": notes + nemesis.skipped,
     }
-    (results / "summary.json").write_text(json.dumps(summary, indent=1))
+    write_summary(results, summary)
     return RunResult(settings, summary)
 
 

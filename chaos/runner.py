@@ -74,7 +74,7 @@ from devcluster.local_processes import wait_until
 from devcluster.roll import ProcessesControl, RollError, roll
 from devcluster.secured import CLIENT_LISTENER, secured_properties
 
-from . import lincheck
+from . import lincheck, what_went_wrong
 from .history import NEMESIS, HistoryRecorder, paired, read_history
 from .min_isr import SAMPLE_INTERVAL_S, IsrSampler, below_min_isr, fault_windows, violations
 from .availability import produce_unavailability
@@ -304,8 +304,16 @@ def run(settings: RunSettings) -> RunResult:
         summary["roll"] = rolled
         if not rolled.get("ok"):  # a roll that stopped (or never ran) fails the run, whatever the checks say
             summary["valid"] = False
-    (results / "summary.json").write_text(json.dumps(summary, indent=1))
+    write_summary(results, summary)
     return RunResult(settings, summary)
+
+
+def write_summary(results: Path, summary: dict[str, Any]) -> None:
+    """summary.json, once the summary is final: a run that is not clean gets
+    its what-went-wrong.html page first, named in the summary
+    (chaos/what_went_wrong.py)."""
+    what_went_wrong.attach(results, summary)
+    (results / "summary.json").write_text(json.dumps(summary, indent=1))
 
 
 def _last_replica_outcome(sequence: dict[str, Any], results: Path) -> dict[str, Any]:
@@ -454,13 +462,17 @@ def _isr(cluster: LocalCluster, broker: int) -> Optional[list[int]]:
 def recheck(history_file: Path) -> dict[str, Any]:
     """Check a recorded run's history again (`kraftlog chaos check` on a
     run's history.jsonl): the queue checks and every checker model, the
-    files written next to it, the summary returned."""
+    files written next to it (with what-went-wrong.html when it is not
+    clean), the summary returned."""
     faults = sum(1 for line in read_history(history_file)
                  if line["process"] == NEMESIS and line["value"].get("phase") == "start")
     if any(line["f"] == "txn" for line in read_history(history_file)):
         from .txn_run import check_transactions
-        return check_transactions(history_file.parent, faults, [], history_file)
-    return _check(history_file.parent, faults, [], history_file)
+        summary = check_transactions(history_file.parent, faults, [], history_file)
+    else:
+        summary = _check(history_file.parent, faults, [], history_file)
+    what_went_wrong.attach(history_file.parent, summary, history_file)
+    return summary
 
 
 def _check(results: Path, faults: int, notes: list[str],

@@ -30,7 +30,7 @@ from .clock_skew import ClockFiles
 from .history import HistoryRecorder
 from .nemesis import CLOCK_SKEW, Nemesis, ScheduledFault
 from .runner import (CLUSTER_PROPERTIES, MIN_ISR, PARTITIONS, RECOVERY_TIMEOUT_S, TOPIC, _active_controller, _check,
-                     _recover, _tear_down)
+                     _recover, _tear_down, write_summary)
 from .testbed import NetworkTestbed, probe
 from .workload import CLIENTS, QueueWorkload, leader_of
 
@@ -91,7 +91,7 @@ def run_soak(results: Path, *, minutes: float, sample_every_s: float, fault_ever
     summary.update(scenario="soak", minutes=minutes, seed=seed, testbed=testbed is not None, rotation=list(rotation),
                    growth=[g.describe() for g in grown], leaks=leaks)
     # The summary first: a chart that cannot be drawn must not cost the run's findings.
-    (results / "summary.json").write_text(json.dumps(summary, indent=1))
+    write_summary(results, summary)
     if samples:
         soak_stats.chart(samples, results / "soak.png",
                          f"soak: {minutes:g} min, faults {', '.join(rotation)} every {fault_every_s:g} s")

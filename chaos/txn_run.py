@@ -31,7 +31,7 @@ from kafka_protocol.coordinator_placement import partition_for
 from .history import HistoryRecorder, read_history
 from .nemesis import Nemesis, schedule
 from .runner import (CLUSTER_PROPERTIES, RECOVERY_TIMEOUT_S, RunResult, RunSettings, _active_controller, _drive,
-                     _recover, _tear_down)
+                     _recover, _tear_down, write_summary)
 from .testbed import NetworkTestbed, probe
 from .txn_checks import analyze, summarize
 from .txn_workload import TxnWorkload, transactional_id
@@ -113,7 +113,7 @@ def run_transactions(settings: RunSettings) -> RunResult:
     summary.update(scenario=settings.scenario, seed=settings.seed, time_limit_s=settings.time_limit_s,
                    testbed=use_testbed, unclean=False, secure=False, late_marker_copies=late_markers,
                    testbed_run_id=testbed.run_id if testbed is not None else None)
-    (results / "summary.json").write_text(json.dumps(summary, indent=1))
+    write_summary(results, summary)
     return RunResult(settings, summary)
 
 

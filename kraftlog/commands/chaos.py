@@ -40,6 +40,8 @@ def check(
 
         summary = recheck(history)
         typer.echo(json.dumps(summary))
+        if summary.get("what_went_wrong"):  # stdout is the summary's JSON: the page's path goes to stderr
+            typer.echo(f"what went wrong: {history.parent / summary['what_went_wrong']}", err=True)
         verdicts = (summary["linearizable"], summary["offsets_linearizable"], summary["metadata_linearizable"])
         if not summary["valid"] or lincheck.ILLEGAL_RESULT in verdicts:
             raise typer.Exit(lincheck.ILLEGAL)
@@ -169,6 +171,8 @@ def run_command(
                       *map(str, verdicts), verdict)
         for note in summary["notes"]:
             console.print(f"  note: {note}")
+        if summary.get("what_went_wrong"):
+            console.print(f"  what went wrong: {folder / summary['what_went_wrong']}")
     console.print(table)
     raise typer.Exit(1 if broken else 0)
 
