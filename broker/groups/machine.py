@@ -479,8 +479,8 @@ class GroupMachine(MixedMembers):
     def commit(self, req: gpb.OffsetCommitRequest, wall_ms: int,
                existing: Topics) -> tuple[gpb.OffsetCommitResponse, list[Record]]:
         """`wall_ms`: the wall clock's time, the offsets' commit timestamp
-        (a calendar fact, no deadline). `existing`: every topic of the cluster (internal ones too) and its
-        partition count. An offset for a partition that does not exist is
+        (a calendar fact, no deadline). `existing`: every topic of the
+        cluster (internal ones too) and its partition count. An offset for a partition that does not exist is
         refused with UNKNOWN_TOPIC_OR_PARTITION, as Kafka's broker does: so a
         commit racing a topic's deletion cannot bring its offsets back."""
         response = gpb.OffsetCommitResponse()
