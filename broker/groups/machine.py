@@ -480,9 +480,10 @@ class GroupMachine(MixedMembers):
                existing: Topics) -> tuple[gpb.OffsetCommitResponse, list[Record]]:
         """`wall_ms`: the wall clock's time, the offsets' commit timestamp
         (a calendar fact, no deadline). `existing`: every topic of the
-        cluster (internal ones too) and its partition count. An offset for a partition that does not exist is
-        refused with UNKNOWN_TOPIC_OR_PARTITION, as Kafka's broker does: so a
-        commit racing a topic's deletion cannot bring its offsets back."""
+        cluster (internal ones too) and its partition count. An offset for a
+        partition that does not exist is refused with
+        UNKNOWN_TOPIC_OR_PARTITION, as Kafka's broker does: so a commit
+        racing a topic's deletion cannot bring its offsets back."""
         response = gpb.OffsetCommitResponse()
         try:
             _check_group_id(req.group_id)
