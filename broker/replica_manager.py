@@ -103,7 +103,8 @@ class ReplicaManager:
         self.txn_marker_listeners: list[TxnMarkerListener] = []
         self.traffic = TrafficStats()  # read by the node's metrics at scrape time
         # KIP-227 incremental fetch sessions of followers and consumers (broker/fetch_session.py).
-        self.fetch_sessions = FetchSessionCache(self.config.max_incremental_fetch_session_cache_slots, clock)
+        # Eviction ages (min.incremental.fetch.session.eviction.ms) are durations: the monotonic clock.
+        self.fetch_sessions = FetchSessionCache(self.config.max_incremental_fetch_session_cache_slots, timer)
         # KIP-73 throttles: the leader's Fetch answers (fetch.py) and the fetcher (replica_fetcher.py) use them.
         self.replication_quotas = ReplicationQuotas(broker_id, self.config.replication_quota_window_num,
                                                     self.config.replication_quota_window_size_seconds)

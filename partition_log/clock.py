@@ -5,7 +5,10 @@ Everything that measures how long something took or waits for a deadline -
 timeouts, leases, elections, replica lag - reads `monotonic_ms()`, so a
 wall clock that jumps or drifts cannot fire or starve them. Only what is
 about the calendar reads `wall_ms()`: record and segment timestamps,
-time-based retention and roll, timestamps shown to operators.
+time-based retention and roll, timestamps shown to operators, and the rules
+Kafka keeps on its wall clock (flush.ms, producer-id and transactional-id
+expiration). A coordinator that must rebuild a deadline from a timestamp in
+its log reads the wall clock once, then runs the rest on the monotonic one.
 
 The testbed skews one node's wall clock without touching the machine's (a
 time namespace shifts only monotonic clocks, and libfaketime also fakes

@@ -21,6 +21,7 @@ from kafka_protocol.internal_topics import CLUSTER_METADATA_TOPIC
 
 from . import cleaner
 from .checkpoint import read_checkpoint, write_atomically, write_checkpoint
+from .clock import monotonic_ms
 from .config import LogConfig
 from .log import Clock, Log, parse_partition_dir, wall_clock_ms
 from .log_dir_failure import LogDirFailure
@@ -43,12 +44,14 @@ TopicPartition = tuple[str, int]
 
 class LogManager:
     def __init__(self, log_dir: Path, default_config: LogConfig | None = None, *, clock: Clock = wall_clock_ms,
-                 max_open_segments: int | None = None) -> None:
-        """`max_open_segments`: open .log files at most, over all logs (default: half the descriptor limit)."""
+                 timer: Clock = monotonic_ms, max_open_segments: int | None = None) -> None:
+        """`max_open_segments`: open .log files at most, over all logs (default: half the descriptor limit).
+        `clock` is the wall clock (timestamps, retention, roll, flush.ms as Kafka's); `timer` the
+        monotonic one, for how long a segment file sat unused."""
         self.log_dir = Path(log_dir)
         self.default_config = default_config or LogConfig()
         self.clock = clock
-        self.handles = SegmentHandles(clock, max_open_segments)
+        self.handles = SegmentHandles(timer, max_open_segments)
         # KIP-112: one I/O error takes the whole directory offline (log_dir_failure.py).
         self.failure = LogDirFailure(self.log_dir)
         self._written: dict[str, bytes] = {}  # checkpoint file -> a digest of the logs and offsets it holds

@@ -37,7 +37,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Callable, Optional
+from typing import Callable, NamedTuple, Optional
 
 from kraftlog_api import groups_pb2 as gpb
 
@@ -46,6 +46,17 @@ from .records import ClassicGroupRecord, ClassicMemberRecord, Key, RecordType, e
 
 Token = int  # the shell's handle on a waiting request
 Answer = tuple[Token, object]  # a token and the protobuf answer due to it
+
+
+class Now(NamedTuple):
+    """The time of one call, on both of the node's clocks
+    (partition_log/clock.py): `ms` on the monotonic clock for every deadline
+    (sessions, join and sync phases, rebalance delays), `wall_ms` on the
+    wall clock for what is written (a classic group's state timestamp).
+    A wall clock that jumps moves no deadline."""
+
+    ms: int
+    wall_ms: int
 
 
 class ClassicState(str, Enum):
@@ -167,7 +178,7 @@ class ClassicRules:
         if not req.protocol_type or not req.protocols:
             raise GroupError(Error.INCONSISTENT_GROUP_PROTOCOL, "a member names its protocol type and protocols")
 
-    def join(self, group: ClassicGroup, req: gpb.JoinGroupRequest, token: Token, now_ms: int, client_id: str,
+    def join(self, group: ClassicGroup, req: gpb.JoinGroupRequest, token: Token, now: Now, client_id: str,
              client_host: str) -> bool:
         """The group exists (maybe just made, empty). Answers now or later."""
         instance = instance_of(req)
@@ -181,18 +192,18 @@ class ClassicRules:
             member_id = f"{instance if instance is not None else client_id}-{self.new_id()}"
             existing = group.static_member(instance)
             if existing is not None:
-                return self._replace_static(group, existing, member_id, req, token, now_ms)
+                return self._replace_static(group, existing, member_id, req, token, now)
             if req.require_known_member_id and instance is None:
-                group.pending[member_id] = now_ms + req.session_timeout_ms
+                group.pending[member_id] = now.ms + req.session_timeout_ms
                 self._join_error(token, Error.MEMBER_ID_REQUIRED, member_id)
                 return False
-            return self._add(group, member_id, instance, req, token, now_ms, client_id, client_host)
+            return self._add(group, member_id, instance, req, token, now, client_id, client_host)
         if req.member_id in group.pending:
             del group.pending[req.member_id]
-            return self._add(group, req.member_id, instance, req, token, now_ms, client_id, client_host)
+            return self._add(group, req.member_id, instance, req, token, now, client_id, client_host)
         member = _existing(group, req.member_id, instance)
         if group.state == ClassicState.PREPARING_REBALANCE:
-            return self._update(group, member, req, token, now_ms)
+            return self._update(group, member, req, token, now)
         if group.state == ClassicState.COMPLETING_REBALANCE and _protocols(req) == member.protocols:
             # The member lost the answer of this generation: the same again.
             self._join_answer(group, member, token)
@@ -200,7 +211,7 @@ class ClassicRules:
         if group.state == ClassicState.STABLE and member.member_id != group.leader and _protocols(req) == member.protocols:
             self._join_answer(group, member, token)  # a follower rejoining unchanged: nothing to rebalance
             return False
-        return self._update(group, member, req, token, now_ms)
+        return self._update(group, member, req, token, now)
 
     def _supports(self, group: ClassicGroup, req: gpb.JoinGroupRequest) -> bool:
         if not group.members:
@@ -208,7 +219,7 @@ class ClassicRules:
         return req.protocol_type == group.protocol_type and bool({p.name for p in req.protocols} & group.candidates())
 
     def _add(self, group: ClassicGroup, member_id: str, instance: Optional[str], req: gpb.JoinGroupRequest,
-             token: Token, now_ms: int, client_id: str, client_host: str) -> bool:
+             token: Token, now: Now, client_id: str, client_host: str) -> bool:
         if not group.members:
             group.protocol_type = req.protocol_type
         member = ClassicMember(member_id, instance, client_id, client_host, _rebalance_timeout(req),
@@ -218,11 +229,11 @@ class ClassicRules:
             group.leader = member_id
         group.joined_during_delay = True
         if group.state == ClassicState.PREPARING_REBALANCE:
-            return self._maybe_complete_join(group, now_ms)
-        return self._prepare_rebalance(group, now_ms)
+            return self._maybe_complete_join(group, now)
+        return self._prepare_rebalance(group, now)
 
     def _update(self, group: ClassicGroup, member: ClassicMember, req: gpb.JoinGroupRequest, token: Token,
-                now_ms: int) -> bool:
+                now: Now) -> bool:
         if member.join_token is not None and member.join_token != token:
             self._join_error(member.join_token, Error.REBALANCE_IN_PROGRESS, member.member_id)  # a join replaced
         member.protocols = _protocols(req)
@@ -230,11 +241,11 @@ class ClassicRules:
         member.session_timeout_ms = req.session_timeout_ms
         member.join_token = token
         if group.state == ClassicState.PREPARING_REBALANCE:
-            return self._maybe_complete_join(group, now_ms)
-        return self._prepare_rebalance(group, now_ms)
+            return self._maybe_complete_join(group, now)
+        return self._prepare_rebalance(group, now)
 
     def _replace_static(self, group: ClassicGroup, old: ClassicMember, member_id: str, req: gpb.JoinGroupRequest,
-                        token: Token, now_ms: int) -> bool:
+                        token: Token, now: Now) -> bool:
         """A known group.instance.id with a new member id (the consumer
         restarted): the new id takes the old one's place and assignment."""
         self._fence(old)
@@ -248,13 +259,13 @@ class ClassicRules:
         if group.state == ClassicState.STABLE and select_protocol(group) == group.protocol_name:
             # Nothing the group agreed on changes: the new member id is written and the group stays
             # in its generation. A restarted leader gets the members but need not assign (KIP-814).
-            member.session_deadline_ms = now_ms + member.session_timeout_ms
+            member.session_deadline_ms = now.ms + member.session_timeout_ms
             self._join_answer(group, member, token, skip_assignment=was_leader)
             return True
         member.join_token = token
         if group.state == ClassicState.PREPARING_REBALANCE:
-            return self._maybe_complete_join(group, now_ms)
-        return self._prepare_rebalance(group, now_ms)
+            return self._maybe_complete_join(group, now)
+        return self._prepare_rebalance(group, now)
 
     def _fence(self, member: ClassicMember) -> None:
         if member.join_token is not None:
@@ -276,22 +287,22 @@ class ClassicRules:
                 self.answers.append((member.sync_token, gpb.SyncGroupResponse(error_code=code)))
                 member.sync_token = None
 
-    def rebalance(self, group: ClassicGroup, now_ms: int) -> bool:
+    def rebalance(self, group: ClassicGroup, now: Now) -> bool:
         """A rebalance the coordinator starts (a group converted back from a consumer group)."""
-        return self._prepare_rebalance(group, now_ms)
+        return self._prepare_rebalance(group, now)
 
-    def _prepare_rebalance(self, group: ClassicGroup, now_ms: int) -> bool:
+    def _prepare_rebalance(self, group: ClassicGroup, now: Now) -> bool:
         if group.state == ClassicState.COMPLETING_REBALANCE:
             self._reset_assignments(group, Error.REBALANCE_IN_PROGRESS)
         timeout = max((m.rebalance_timeout_ms for m in group.members.values()), default=0)
         if group.state == ClassicState.EMPTY:
             delay = min(self.config.initial_rebalance_delay_ms, timeout)
-            group.deadline_ms, group.initial_limit_ms = now_ms + delay, now_ms + timeout
+            group.deadline_ms, group.initial_limit_ms = now.ms + delay, now.ms + timeout
             group.joined_during_delay = False
         else:
-            group.deadline_ms, group.initial_limit_ms = now_ms + timeout, None
-        _transition(group, ClassicState.PREPARING_REBALANCE, now_ms)
-        return self._maybe_complete_join(group, now_ms)
+            group.deadline_ms, group.initial_limit_ms = now.ms + timeout, None
+        _transition(group, ClassicState.PREPARING_REBALANCE, now)
+        return self._maybe_complete_join(group, now)
 
     def _reset_assignments(self, group: ClassicGroup, code: int) -> None:
         for member in group.members.values():
@@ -300,20 +311,20 @@ class ClassicRules:
                 self.answers.append((member.sync_token, gpb.SyncGroupResponse(error_code=code)))
                 member.sync_token = None
 
-    def _maybe_complete_join(self, group: ClassicGroup, now_ms: int) -> bool:
+    def _maybe_complete_join(self, group: ClassicGroup, now: Now) -> bool:
         if group.initial_limit_ms is not None:
             return False  # the initial delayed join ends on its timer only
         if group.pending or any(m.join_token is None for m in group.members.values()):
             return False
-        return self._complete_join(group, now_ms)
+        return self._complete_join(group, now)
 
-    def _complete_join(self, group: ClassicGroup, now_ms: int) -> bool:
+    def _complete_join(self, group: ClassicGroup, now: Now) -> bool:
         for member in [m for m in group.members.values() if m.join_token is None and m.instance_id is None]:
             self._remove(group, member)
         joined = [m for m in group.members.values() if m.join_token is not None]
         if group.members and not joined:
             # Only static members that did not rejoin: wait another rebalance timeout for them.
-            group.deadline_ms = now_ms + max(m.rebalance_timeout_ms for m in group.members.values())
+            group.deadline_ms = now.ms + max(m.rebalance_timeout_ms for m in group.members.values())
             return False
         if group.leader not in group.members or group.members[group.leader].join_token is None:
             group.leader = joined[0].member_id if joined else None
@@ -321,14 +332,14 @@ class ClassicRules:
         group.initial_limit_ms = None
         if not group.members:
             group.protocol_name, group.protocol_type, group.deadline_ms = None, None, None
-            _transition(group, ClassicState.EMPTY, now_ms)
+            _transition(group, ClassicState.EMPTY, now)
             return True
         group.protocol_name = select_protocol(group)
-        _transition(group, ClassicState.COMPLETING_REBALANCE, now_ms)
-        group.deadline_ms = now_ms + max(m.rebalance_timeout_ms for m in group.members.values())
+        _transition(group, ClassicState.COMPLETING_REBALANCE, now)
+        group.deadline_ms = now.ms + max(m.rebalance_timeout_ms for m in group.members.values())
         for member in joined:
             token, member.join_token = member.join_token, None
-            member.session_deadline_ms = now_ms + member.session_timeout_ms
+            member.session_deadline_ms = now.ms + member.session_timeout_ms
             assert token is not None
             self._join_answer(group, member, token)
         return False
@@ -360,15 +371,15 @@ class ClassicRules:
         if group.leader == member.member_id:
             group.leader = next(iter(group.members), None)
 
-    def _after_removal(self, group: ClassicGroup, now_ms: int) -> bool:
+    def _after_removal(self, group: ClassicGroup, now: Now) -> bool:
         if group.state in (ClassicState.STABLE, ClassicState.COMPLETING_REBALANCE):
-            return self._prepare_rebalance(group, now_ms)
+            return self._prepare_rebalance(group, now)
         if group.state == ClassicState.PREPARING_REBALANCE:
-            return self._maybe_complete_join(group, now_ms)
+            return self._maybe_complete_join(group, now)
         return False
 
     # -- SyncGroup -------------------------------------------------------------------------------
-    def sync(self, group: ClassicGroup, req: gpb.SyncGroupRequest, token: Token, now_ms: int) -> bool:
+    def sync(self, group: ClassicGroup, req: gpb.SyncGroupRequest, token: Token, now: Now) -> bool:
         member = _existing(group, req.member_id, instance_of(req))
         if req.generation_id != group.generation:
             raise GroupError(Error.ILLEGAL_GENERATION, f"generation {req.generation_id}, the group's is "
@@ -378,7 +389,7 @@ class ClassicRules:
             raise GroupError(Error.INCONSISTENT_GROUP_PROTOCOL, "not the group's protocol")
         if group.state == ClassicState.PREPARING_REBALANCE:
             raise GroupError(Error.REBALANCE_IN_PROGRESS)
-        member.session_deadline_ms = now_ms + member.session_timeout_ms
+        member.session_deadline_ms = now.ms + member.session_timeout_ms
         if group.state == ClassicState.STABLE:
             self.answers.append((token, self._sync_answer(group, member)))
             return False
@@ -392,8 +403,8 @@ class ClassicRules:
             # Kafka's answer when the group's record is too large to store: the
             # syncs fail (UNKNOWN_SERVER_ERROR) and the group rebalances.
             self._reset_assignments(group, Error.UNKNOWN_SERVER_ERROR)
-            return self._prepare_rebalance(group, now_ms)
-        _transition(group, ClassicState.STABLE, now_ms)
+            return self._prepare_rebalance(group, now)
+        _transition(group, ClassicState.STABLE, now)
         group.deadline_ms = None
         for m in group.members.values():
             if m.sync_token is not None:
@@ -418,7 +429,7 @@ class ClassicRules:
         return Error.REBALANCE_IN_PROGRESS if group.state == ClassicState.PREPARING_REBALANCE else Error.NONE
 
     # -- LeaveGroup ------------------------------------------------------------------------------
-    def leave(self, group: ClassicGroup, req: gpb.LeaveGroupRequest, now_ms: int,
+    def leave(self, group: ClassicGroup, req: gpb.LeaveGroupRequest, now: Now,
               answer: gpb.LeaveGroupResponse) -> bool:
         removed = False
         for who, instance, out in leaving_members(req, answer):
@@ -438,35 +449,35 @@ class ClassicRules:
                 continue
             self._remove(group, member)
             removed = True
-        return self._after_removal(group, now_ms) if removed else False
+        return self._after_removal(group, now) if removed else False
 
     # -- time ------------------------------------------------------------------------------------
-    def expire(self, group: ClassicGroup, now_ms: int) -> bool:
+    def expire(self, group: ClassicGroup, now: Now) -> bool:
         """Expired sessions, pending member ids and the join/sync phase's end."""
         write = False
-        for member_id in [m for m, d in group.pending.items() if d <= now_ms]:
+        for member_id in [m for m, d in group.pending.items() if d <= now.ms]:
             del group.pending[member_id]
         expired = [m for m in group.members.values() if m.session_deadline_ms is not None
-                   and m.session_deadline_ms <= now_ms and m.join_token is None and m.sync_token is None]
+                   and m.session_deadline_ms <= now.ms and m.join_token is None and m.sync_token is None]
         for member in expired:
             self._remove(group, member)
         if expired:
-            write |= self._after_removal(group, now_ms)
-        if group.deadline_ms is None or group.deadline_ms > now_ms:
+            write |= self._after_removal(group, now)
+        if group.deadline_ms is None or group.deadline_ms > now.ms:
             return write or (group.state == ClassicState.PREPARING_REBALANCE
-                             and self._maybe_complete_join(group, now_ms))
+                             and self._maybe_complete_join(group, now))
         if group.state == ClassicState.PREPARING_REBALANCE:
             if (group.initial_limit_ms is not None and group.joined_during_delay
                     and group.deadline_ms < group.initial_limit_ms):
                 group.joined_during_delay = False  # members still arriving: wait one more delay
-                group.deadline_ms = min(now_ms + self.config.initial_rebalance_delay_ms, group.initial_limit_ms)
+                group.deadline_ms = min(now.ms + self.config.initial_rebalance_delay_ms, group.initial_limit_ms)
                 return write
-            return self._complete_join(group, now_ms) or write
+            return self._complete_join(group, now) or write
         if group.state == ClassicState.COMPLETING_REBALANCE:
             # The leader's assignment did not come in time: who did not sync is gone.
             for member in [m for m in group.members.values() if m.sync_token is None]:
                 self._remove(group, member)
-            return self._prepare_rebalance(group, now_ms) or write
+            return self._prepare_rebalance(group, now) or write
         group.deadline_ms = None
         return write
 
@@ -565,5 +576,5 @@ def _record_size(group: ClassicGroup) -> int:
     return len(encode_key(Key(RecordType.CLASSIC_GROUP, group.group_id))) + len(value or b"") + BATCH_OVERHEAD
 
 
-def _transition(group: ClassicGroup, state: ClassicState, now_ms: int) -> None:
-    group.state, group.state_timestamp_ms = state, now_ms
+def _transition(group: ClassicGroup, state: ClassicState, now: Now) -> None:
+    group.state, group.state_timestamp_ms = state, now.wall_ms  # a calendar fact, written in the group's record

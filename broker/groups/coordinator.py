@@ -16,6 +16,10 @@ after a refused append are the shell both coordinators share
   coordinator reloads from the log.
 - Timers: one task per coordinator sleeps until the next session or
   revocation deadline (or until a request changes them) and expires members.
+  Deadlines run on the monotonic clock (`timer`), so a wall clock the
+  testbed jumps expires no member and keeps none alive; the wall clock
+  (`clock`) only stamps what is written (record and commit timestamps, a
+  classic group's state timestamp).
 - Classic groups (JoinGroup/SyncGroup): a request whose answer waits for
   other members (or a timer) holds a future under a token; whatever call of
   the machine makes the answer (another member's request, the timer task)
@@ -46,7 +50,8 @@ from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import groups_pb2 as gpb
 from kafka_protocol.internal_topics import is_internal
 from metadata_quorum.image import MetadataImage
-from partition_log.log import wall_clock_ms
+from partition_log.clock import monotonic_ms
+from partition_log.log import Clock, wall_clock_ms
 from kafka_protocol.records import Record, encode_batch
 
 from ..access import TopicShape, refuse_all
@@ -142,12 +147,13 @@ class GroupCoordinator(ShardedCoordinator[GroupShard]):
     role = "group coordinator"
 
     def __init__(self, broker_id: int, replicas: ReplicaManager, controllers: ControllerClient,
-                 config: BrokerConfig, *, clock: Callable[[], int] = wall_clock_ms,
+                 config: BrokerConfig, *, clock: Clock = wall_clock_ms, timer: Clock = monotonic_ms,
                  create_timeout_s: float = CREATE_TIMEOUT_S) -> None:
         super().__init__(broker_id, replicas)
         self.controllers = controllers
         self.config = config
-        self.clock = clock
+        self.clock = clock  # the wall clock: what is written
+        self.timer = timer  # the monotonic clock: every deadline
         self.create_timeout_s = create_timeout_s
         self.group_config = GroupConfig(session_timeout_ms=config.group_consumer_session_timeout_ms,
                                         heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
@@ -193,7 +199,7 @@ class GroupCoordinator(ShardedCoordinator[GroupShard]):
         while not shard.closed:
             wake = shard.wake.wait()
             deadline = shard.machine.next_deadline()
-            delay = None if deadline is None else max(deadline - self.clock(), 0) / 1000
+            delay = None if deadline is None else max(deadline - self.timer(), 0) / 1000
             if shard.pending:
                 delay = 0  # tombstones of a deleted topic's offsets, made while this task was writing
             try:
@@ -202,7 +208,7 @@ class GroupCoordinator(ShardedCoordinator[GroupShard]):
                 pass
             if shard.closed:
                 return
-            records = shard.machine.expire(self.clock(), self.topics())
+            records = shard.machine.expire(self.timer(), self.topics(), wall_ms=self.clock())
             answers = shard.machine.take_answers()
             error = await self._write(shard, records) if records or shard.pending else Error.NONE
             shard.settle(answers, error)
@@ -214,13 +220,13 @@ class GroupCoordinator(ShardedCoordinator[GroupShard]):
         shard.loaded = False
         shard.machine = GroupMachine(self.group_config)
         shard.pending = []  # the new machine is built from the log: shard.deleted is applied again below
-        started, count = self.clock(), 0
+        started, count = self.timer(), 0
         where = f"{OFFSETS_TOPIC}-{shard.index}"
         async for data in self.log_chunks(shard):
             count += replay_batches(shard.machine, data, self.ids, where)
         if shard.closed:
             return
-        shard.machine.arm_timers(self.clock())
+        shard.machine.arm_timers(self.timer())
         # Nothing awaits from here on: a deletion seen from now on finds the shard loaded.
         image = self.replicas.image
         gone = {t for t in shard.machine.offset_topics() if t not in image.topic_ids} | shard.deleted
@@ -231,7 +237,7 @@ class GroupCoordinator(ShardedCoordinator[GroupShard]):
         shard.loaded = True
         log.info("broker %d: group coordinator of %s-%d loaded in epoch %d: %d records, %d groups, %d ms",
                  self.broker_id, OFFSETS_TOPIC, shard.index, shard.leader_epoch, count,
-                 len(shard.machine.state.groups), self.clock() - started)
+                 len(shard.machine.state.groups), self.timer() - started)
 
     # -- writes ----------------------------------------------------------------------------------
     async def _write(self, shard: GroupShard, records: list[GroupRecord], txn: Optional[TxnWrite] = None) -> int:
@@ -291,7 +297,8 @@ class GroupCoordinator(ShardedCoordinator[GroupShard]):
             shard = self.shard_for(request.group_id)
         except GroupError as exc:
             return gpb.ConsumerGroupHeartbeatResponse(error_code=exc.code, error_message=exc.message)
-        response, records = shard.machine.heartbeat(request, self.clock(), self.topics(), client_id, client_host)
+        response, records = shard.machine.heartbeat(request, self.timer(), self.topics(), client_id, client_host,
+                                                    wall_ms=self.clock())
         answers = shard.machine.take_answers()  # a classic group's waiting requests its upgrade ended
         shard.wake.fire()
         error = await self._write(shard, records)
@@ -370,13 +377,14 @@ class GroupCoordinator(ShardedCoordinator[GroupShard]):
                          client_host: str = "") -> gpb.JoinGroupResponse:
         return await self._classic(
             request.group_id,
-            lambda machine, token: machine.join_group(request, token, self.clock(), client_id, client_host,
-                                                      self.topics()),
+            lambda machine, token: machine.join_group(request, token, self.timer(), client_id, client_host,
+                                                      self.topics(), wall_ms=self.clock()),
             lambda code: gpb.JoinGroupResponse(error_code=code, member_id=request.member_id, generation_id=-1))
 
     async def sync_group(self, request: gpb.SyncGroupRequest) -> gpb.SyncGroupResponse:
         return await self._classic(request.group_id,
-                                   lambda machine, token: machine.sync_group(request, token, self.clock()),
+                                   lambda machine, token: machine.sync_group(request, token, self.timer(),
+                                                                             wall_ms=self.clock()),
                                    lambda code: gpb.SyncGroupResponse(error_code=code))
 
     def heartbeat_classic(self, request: gpb.HeartbeatRequest) -> gpb.HeartbeatResponse:
@@ -384,7 +392,7 @@ class GroupCoordinator(ShardedCoordinator[GroupShard]):
             shard = self.shard_for(request.group_id)
         except GroupError as exc:
             return gpb.HeartbeatResponse(error_code=exc.code)
-        response = shard.machine.heartbeat_classic(request, self.clock())
+        response = shard.machine.heartbeat_classic(request, self.timer())
         shard.wake.fire()
         return response
 
@@ -393,7 +401,7 @@ class GroupCoordinator(ShardedCoordinator[GroupShard]):
             shard = self.shard_for(request.group_id)
         except GroupError as exc:
             return gpb.LeaveGroupResponse(error_code=exc.code)
-        response, records = shard.machine.leave_group(request, self.clock(), self.topics())
+        response, records = shard.machine.leave_group(request, self.timer(), self.topics(), wall_ms=self.clock())
         answers = shard.machine.take_answers()  # other members' joins the leave completed
         shard.wake.fire()
         error = await self._write(shard, records)

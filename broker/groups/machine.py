@@ -2,6 +2,15 @@
 machine: requests (with the time and the broker's topics as inputs) come in,
 responses and the records to append come out. No sockets, clocks or files.
 
+Time comes in on both of the node's clocks (partition_log/clock.py):
+`now_ms` on the monotonic clock for every deadline (sessions, revocations,
+classic join and sync phases; `next_deadline` is on that clock too), and
+`wall_ms` on the wall clock for what is written (offset commit timestamps,
+a classic group's state timestamp). So a wall clock that jumps neither
+expires a member nor keeps an expired one. The deadlines live in memory
+only: a coordinator that loads the log gives every member a full session
+from its own now (arm_timers), as Kafka's does.
+
 Every change is made by replaying a record (GroupsState.replay), so the
 records returned are exactly what rebuilds this state from the log.
 
@@ -60,7 +69,7 @@ from kafka_protocol.batch import MAX_PRODUCER_EPOCH
 
 from ..errors import Error
 from .assignors import ASSIGNORS, DEFAULT_ASSIGNOR
-from .classic import Answer, ClassicConfig, ClassicGroup, ClassicRules, GroupError, Token
+from .classic import Answer, ClassicConfig, ClassicGroup, ClassicRules, GroupError, Now, Token
 from .migration import (DEFAULT_MIGRATION_POLICY, downgrade_candidates, downgrades, member_metadata, to_classic,
                         upgrade_plan, upgrades)
 from .mixed import MixedMembers
@@ -144,7 +153,8 @@ class GroupMachine(MixedMembers):
 
     # -- timers ----------------------------------------------------------------------------------
     def arm_timers(self, now_ms: int) -> None:
-        """After loading: every member gets a full session (and revocation) timeout from now."""
+        """After loading: every member gets a full session (and revocation)
+        timeout from now (monotonic: no wall timestamp of the log is used)."""
         for group in self.state.groups.values():
             for member in group.members.values():
                 member.session_deadline_ms = now_ms + self._session_timeout(member)
@@ -155,28 +165,30 @@ class GroupMachine(MixedMembers):
                     classic.session_deadline_ms = now_ms + classic.session_timeout_ms
 
     def next_deadline(self) -> Optional[int]:
+        """The earliest deadline, on the monotonic clock `now_ms` is read from."""
         deadlines = [d for g in self.state.groups.values() for m in g.members.values()
                      for d in (m.session_deadline_ms, m.revocation_deadline_ms) if d is not None]
         deadlines += [d for g in self.state.groups.values() if g.classic is not None for d in g.classic.deadlines()]
         return min(deadlines, default=None)
 
-    def expire(self, now_ms: int, topics: Topics) -> list[Record]:
+    def expire(self, now_ms: int, topics: Topics, *, wall_ms: int) -> list[Record]:
         """Remove every member whose session expired or whose revocation took
         longer than its rebalance timeout; end classic join and sync phases
         whose time is up (their answers: take_answers)."""
+        now = Now(now_ms, wall_ms)
         for group in list(self.state.groups.values()):
             expired = [m.member_id for m in group.members.values()
                        if any(d is not None and d <= now_ms for d in (m.session_deadline_ms, m.revocation_deadline_ms))]
             for member_id in sorted(expired):
                 if member_id in group.members:  # (a downgrade may have made the rest classic group members)
-                    self._remove_member(group, member_id, topics, now_ms)
-            if group.classic is not None and self.classic.expire(group.classic, now_ms):
+                    self._remove_member(group, member_id, topics, now)
+            if group.classic is not None and self.classic.expire(group.classic, now):
                 self._snapshot(group)
         return self._take()
 
     # -- the classic protocol --------------------------------------------------------------------
     def join_group(self, req: gpb.JoinGroupRequest, token: Token, now_ms: int, client_id: str = "",
-                   client_host: str = "", topics: Topics = {}) -> list[Record]:
+                   client_host: str = "", topics: Topics = {}, *, wall_ms: int) -> list[Record]:
         """A JoinGroup: its answer (now or later) comes out of take_answers
         under `token`. `topics` as for heartbeat (a classic member of a
         consumer group gets its assignment from the group's assignor)."""
@@ -196,7 +208,7 @@ class GroupMachine(MixedMembers):
                 group = self.state.groups[req.group_id] = ConsumerGroup(req.group_id)
             if group.classic is None:
                 group.classic = ClassicGroup(req.group_id)  # an empty consumer group becomes a classic one
-            write = self.classic.join(group.classic, req, token, now_ms, client_id, client_host)
+            write = self.classic.join(group.classic, req, token, Now(now_ms, wall_ms), client_id, client_host)
         except GroupError as exc:
             self.classic.answers.append((token, gpb.JoinGroupResponse(
                 error_code=exc.code, error_message=exc.message, member_id=req.member_id, generation_id=-1)))
@@ -206,14 +218,14 @@ class GroupMachine(MixedMembers):
             self._snapshot(group)
         return self._take()
 
-    def sync_group(self, req: gpb.SyncGroupRequest, token: Token, now_ms: int) -> list[Record]:
+    def sync_group(self, req: gpb.SyncGroupRequest, token: Token, now_ms: int, *, wall_ms: int) -> list[Record]:
         """A SyncGroup: answered under `token`, the followers' once the leader's came."""
         try:
             group = self._classic_group(req.group_id)
             if group.classic is None:
                 self._mixed_sync(group, req, token, now_ms)
                 return self._take()
-            write = self.classic.sync(group.classic, req, token, now_ms)
+            write = self.classic.sync(group.classic, req, token, Now(now_ms, wall_ms))
         except GroupError as exc:
             self.classic.answers.append((token, gpb.SyncGroupResponse(error_code=exc.code)))
             write = False
@@ -230,18 +242,19 @@ class GroupMachine(MixedMembers):
         except GroupError as exc:
             return gpb.HeartbeatResponse(error_code=exc.code)
 
-    def leave_group(self, req: gpb.LeaveGroupRequest, now_ms: int,
-                    topics: Topics = {}) -> tuple[gpb.LeaveGroupResponse, list[Record]]:
+    def leave_group(self, req: gpb.LeaveGroupRequest, now_ms: int, topics: Topics = {}, *,
+                    wall_ms: int) -> tuple[gpb.LeaveGroupResponse, list[Record]]:
         response = gpb.LeaveGroupResponse()
+        now = Now(now_ms, wall_ms)
         try:
             group = self._classic_group(req.group_id)
         except GroupError as exc:
             response.error_code = exc.code
             return response, []
         if group.classic is None:
-            self._mixed_leave(group, req, now_ms, topics, response)
+            self._mixed_leave(group, req, now, topics, response)
             return response, self._take()
-        if self.classic.leave(group.classic, req, now_ms, response):
+        if self.classic.leave(group.classic, req, now, response):
             self._snapshot(group)
         return response, self._take()
 
@@ -274,15 +287,16 @@ class GroupMachine(MixedMembers):
 
     # -- ConsumerGroupHeartbeat ------------------------------------------------------------------
     def heartbeat(self, request: gpb.ConsumerGroupHeartbeatRequest, now_ms: int, topics: Topics,
-                  client_id: str = "", client_host: str = "") -> tuple[gpb.ConsumerGroupHeartbeatResponse, list[Record]]:
+                  client_id: str = "", client_host: str = "", *,
+                  wall_ms: int) -> tuple[gpb.ConsumerGroupHeartbeatResponse, list[Record]]:
         try:
-            response = self._heartbeat(request, now_ms, topics, client_id, client_host)
+            response = self._heartbeat(request, Now(now_ms, wall_ms), topics, client_id, client_host)
         except GroupError as exc:
             assert not self._records, "a refused heartbeat changes nothing"
             response = gpb.ConsumerGroupHeartbeatResponse(error_code=exc.code, error_message=exc.message)
         return response, self._take()
 
-    def _heartbeat(self, req: gpb.ConsumerGroupHeartbeatRequest, now_ms: int, topics: Topics,
+    def _heartbeat(self, req: gpb.ConsumerGroupHeartbeatRequest, now: Now, topics: Topics,
                    client_id: str, client_host: str) -> gpb.ConsumerGroupHeartbeatResponse:
         _check_group_id(req.group_id)
         if req.HasField("server_assignor") and req.server_assignor and req.server_assignor not in ASSIGNORS:
@@ -295,12 +309,12 @@ class GroupMachine(MixedMembers):
                 raise GroupError(Error.INVALID_REQUEST, f"subscribed_topic_regex: {exc}") from None
         group = self.state.groups.get(req.group_id)
         if group is not None and group.classic is not None and (req.member_epoch != 0 or group.classic.members):
-            if req.member_epoch != 0 or not self._upgrade(group, req, now_ms):
+            if req.member_epoch != 0 or not self._upgrade(group, req, now.ms):
                 raise GroupError(Error.GROUP_ID_NOT_FOUND, f"Group {req.group_id} is not a consumer group")
         if req.member_epoch in LEAVE_EPOCHS:
             if group is None or _consumer_member(group, req.member_id) is None:
                 raise GroupError(Error.UNKNOWN_MEMBER_ID, f"{req.member_id!r} is not a member of {req.group_id!r}")
-            self._remove_member(group, req.member_id, topics, now_ms)
+            self._remove_member(group, req.member_id, topics, now)
             return gpb.ConsumerGroupHeartbeatResponse(member_id=req.member_id, member_epoch=req.member_epoch)
         if req.member_epoch == 0:
             group, member = self._join(req, group)
@@ -313,7 +327,7 @@ class GroupMachine(MixedMembers):
         if metadata != member.metadata:
             self._emit(Key(RecordType.MEMBER_METADATA, group.group_id, member.member_id), metadata)
         self._maybe_bump(group, topics, bump)
-        member.session_deadline_ms = now_ms + self.config.session_timeout_ms
+        member.session_deadline_ms = now.ms + self.config.session_timeout_ms
         owned = _assignment(req.owned_partitions.topic_partitions) if req.HasField("owned_partitions") else None
         after = next_assignment(member.member_id, before, group.assignment_epoch, member.target, owned,
                                 group.owners.get)
@@ -322,7 +336,7 @@ class GroupMachine(MixedMembers):
         if after.state != MemberState.UNREVOKED_PARTITIONS:
             member.revocation_deadline_ms = None
         elif before.state != MemberState.UNREVOKED_PARTITIONS or member.revocation_deadline_ms is None:
-            member.revocation_deadline_ms = now_ms + self._rebalance_timeout(member)
+            member.revocation_deadline_ms = now.ms + self._rebalance_timeout(member)
         response = gpb.ConsumerGroupHeartbeatResponse(member_id=member.member_id, member_epoch=after.member_epoch,
                                                       heartbeat_interval_ms=self.config.heartbeat_interval_ms)
         if (after.assigned != before.assigned or req.member_epoch != after.member_epoch
@@ -396,12 +410,12 @@ class GroupMachine(MixedMembers):
                    TargetAssignmentMetadata(classic.generation))
         return True
 
-    def _downgrade(self, group: ConsumerGroup, now_ms: int) -> bool:
+    def _downgrade(self, group: ConsumerGroup, now: Now) -> bool:
         """The last consumer-protocol member left a group of classic
         members: a classic group again (members keep their assignment), then
         a rebalance, as Kafka's convertToClassicGroup. False when the
         members share no protocol (it stays a consumer group)."""
-        classic = to_classic(group, now_ms, encode_assignment)
+        classic = to_classic(group, now.wall_ms, encode_assignment)
         if classic is None:
             return False
         for member_id in sorted(group.members):
@@ -410,7 +424,7 @@ class GroupMachine(MixedMembers):
             self._emit(Key(kind, group.group_id), None)
         group.classic = classic
         self._snapshot(group)
-        if self.classic.rebalance(classic, now_ms):
+        if self.classic.rebalance(classic, now):
             self._snapshot(group)
         return True
 
@@ -429,12 +443,12 @@ class GroupMachine(MixedMembers):
                      RecordType.MEMBER_METADATA):
             self._emit(Key(kind, group.group_id, member_id), None)
 
-    def _remove_member(self, group: ConsumerGroup, member_id: str, topics: Topics, now_ms: int) -> None:
+    def _remove_member(self, group: ConsumerGroup, member_id: str, topics: Topics, now: Now) -> None:
         consumer = _consumer_member(group, member_id) is not None
         self._member_tombstones(group, member_id)
         if (consumer and downgrades(self.config.migration_policy)
                 and downgrade_candidates(group, self.config.classic.max_size)):
-            if self._downgrade(group, now_ms):
+            if self._downgrade(group, now):
                 return  # no new epoch: the classic generation is the epoch the members reconciled to
         self._maybe_bump(group, topics, True)
 
@@ -462,12 +476,14 @@ class GroupMachine(MixedMembers):
         self._emit(Key(RecordType.TARGET_ASSIGNMENT_METADATA, group.group_id), TargetAssignmentMetadata(epoch))
 
     # -- offsets ---------------------------------------------------------------------------------
-    def commit(self, req: gpb.OffsetCommitRequest, now_ms: int,
+    def commit(self, req: gpb.OffsetCommitRequest, wall_ms: int,
                existing: Topics) -> tuple[gpb.OffsetCommitResponse, list[Record]]:
-        """`existing`: every topic of the cluster (internal ones too) and its
-        partition count. An offset for a partition that does not exist is
-        refused with UNKNOWN_TOPIC_OR_PARTITION, as Kafka's broker does: so a
-        commit racing a topic's deletion cannot bring its offsets back."""
+        """`wall_ms`: the wall clock's time, the offsets' commit timestamp
+        (a calendar fact, no deadline). `existing`: every topic of the
+        cluster (internal ones too) and its partition count. An offset for a
+        partition that does not exist is refused with
+        UNKNOWN_TOPIC_OR_PARTITION, as Kafka's broker does: so a commit
+        racing a topic's deletion cannot bring its offsets back."""
         response = gpb.OffsetCommitResponse()
         try:
             _check_group_id(req.group_id)
@@ -476,10 +492,10 @@ class GroupMachine(MixedMembers):
             response.error_code = exc.code
             _refuse_all(req.topics, response.topics, exc.code)
             return response, []
-        self._commit_offsets(req.group_id, group, req.topics, response.topics, now_ms, existing, NO_PRODUCER_ID)
+        self._commit_offsets(req.group_id, group, req.topics, response.topics, wall_ms, existing, NO_PRODUCER_ID)
         return response, self._take()
 
-    def _commit_offsets(self, group_id: str, group: Optional[ConsumerGroup], topics, answers, now_ms: int,
+    def _commit_offsets(self, group_id: str, group: Optional[ConsumerGroup], topics, answers, wall_ms: int,
                         existing: Topics, producer_id: int) -> None:
         """OffsetCommit's and TxnOffsetCommit's per-partition part: `topics`
         the request's, `answers` the response's (their fields are alike)."""
@@ -496,8 +512,8 @@ class GroupMachine(MixedMembers):
                         self._emit(Key(RecordType.GROUP_METADATA, group_id), GroupMetadata(0))
                         group = self.state.groups[group_id]
                     self._emit(Key(RecordType.OFFSET_COMMIT, group_id, topic=topic.name, partition=p.partition_index),
-                               OffsetCommit(p.committed_offset, p.committed_leader_epoch, p.committed_metadata, now_ms),
-                               producer_id)
+                               OffsetCommit(p.committed_offset, p.committed_leader_epoch, p.committed_metadata,
+                                            wall_ms), producer_id)
                 out.partitions.add(partition_index=p.partition_index, error_code=code)
 
     def _committing_group(self, req: gpb.OffsetCommitRequest) -> Optional[ConsumerGroup]:
@@ -516,12 +532,12 @@ class GroupMachine(MixedMembers):
         _check_member_epoch(group, req.member_id, req.member_epoch, classic_generation=True)
         return group
 
-    def txn_offset_commit(self, req: gpb.TxnOffsetCommitRequest, now_ms: int, existing: Topics,
+    def txn_offset_commit(self, req: gpb.TxnOffsetCommitRequest, wall_ms: int, existing: Topics,
                           ) -> tuple[gpb.TxnOffsetCommitResponse, list[Record], list[Record]]:
         """Kafka's TxnOffsetCommit: the answer, the plain records to append
         first (a new group's), then the records of the producer's
         transactional batch (its offsets, pending until its marker).
-        `existing` as for commit."""
+        `wall_ms` and `existing` as for commit."""
         response = gpb.TxnOffsetCommitResponse()
         try:
             _check_group_id(req.group_id)
@@ -534,7 +550,7 @@ class GroupMachine(MixedMembers):
         except GroupError as exc:
             _refuse_all(req.topics, response.topics, exc.code)
             return response, [], []
-        self._commit_offsets(req.group_id, group, req.topics, response.topics, now_ms, existing, req.producer_id)
+        self._commit_offsets(req.group_id, group, req.topics, response.topics, wall_ms, existing, req.producer_id)
         txn_records, self._txn_records = self._txn_records, []
         return response, self._take(), txn_records
 

@@ -101,12 +101,13 @@ def downgrade_candidates(group: ConsumerGroup, max_size: int) -> bool:
         m.metadata is not None and m.metadata.classic is not None for m in group.members.values())
 
 
-def to_classic(group: ConsumerGroup, now_ms: int, encode) -> Optional[ClassicGroup]:
+def to_classic(group: ConsumerGroup, wall_ms: int, encode) -> Optional[ClassicGroup]:
     """The classic group the (all-classic) consumer group becomes, Stable
-    with each member's current assignment (`encode(partitions, version)`),
-    or None when the members share no protocol."""
+    (since `wall_ms`, the wall clock's time) with each member's current
+    assignment (`encode(partitions, version)`), or None when the members
+    share no protocol. The members keep their session deadlines."""
     classic = ClassicGroup(group.group_id, CONSUMER_PROTOCOL_TYPE, group.epoch, state=ClassicState.STABLE,
-                           state_timestamp_ms=now_ms)
+                           state_timestamp_ms=wall_ms)
     for member_id, member in sorted(group.members.items()):
         meta = member.metadata
         assert meta is not None and meta.classic is not None

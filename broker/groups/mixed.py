@@ -33,7 +33,7 @@ from kraftlog_api import groups_pb2 as gpb
 from kafka_protocol.consumer_protocol import encode_assignment
 
 from ..errors import Error
-from .classic import GroupError, Token, check_static, instance_of, leaving_members
+from .classic import GroupError, Now, Token, check_static, instance_of, leaving_members
 from .migration import CONSUMER_PROTOCOL_TYPE, protocol_version, subscription_of
 from .records import ClassicMemberMetadata, Key, MemberMetadata, MemberState, RecordType, TargetAssignmentMember
 from .reconcile import next_assignment
@@ -184,7 +184,7 @@ class MixedMembers:
             raise GroupError(Error.REBALANCE_IN_PROGRESS,
                              f"group {group.group_id} is at epoch {group.epoch}: member {member.member_id} rejoins")
 
-    def _mixed_leave(self, group: ConsumerGroup, req: gpb.LeaveGroupRequest, now_ms: int, topics,
+    def _mixed_leave(self, group: ConsumerGroup, req: gpb.LeaveGroupRequest, now: Now, topics,
                      response: gpb.LeaveGroupResponse) -> None:
         for who, instance, out in leaving_members(req, response):
             try:
@@ -198,7 +198,7 @@ class MixedMembers:
             except GroupError as exc:
                 out.error_code = exc.code
                 continue
-            self._remove_member(group, member.member_id, topics, now_ms)
+            self._remove_member(group, member.member_id, topics, now)
 
     @staticmethod
     def _check_generation(member: Member, generation: int) -> None:

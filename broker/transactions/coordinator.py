@@ -19,7 +19,12 @@ shell both coordinators share (broker/coordinator_shards.py).
 - Timer: one task per shard wakes at the next transaction timeout or id
   expiration (at most every transaction.abort.timed.out.transaction.cleanup
   .interval.ms), aborts timed-out transactions (epoch bumped) and tombstones
-  expired ids.
+  expired ids. Transaction timeouts run on the monotonic clock (`timer`),
+  so a wall clock the testbed jumps aborts nothing early and keeps nothing
+  open late; the wall clock (`clock`) stamps what is written and drives the
+  calendar rules (transactional.id.expiration.ms, ListTransactions'
+  duration). A load arms the open transactions' deadlines once from their
+  written start times (TxnMachine.arm_timers).
 - Producer ids come from `new_producer_id` (the broker's ProducerIdManager),
   asked for only when the machine raises NeedProducerId.
 """
@@ -37,7 +42,8 @@ from kafka_protocol.coordinator_placement import partition_for
 from kafka_protocol.internal_topics import GROUP_METADATA_TOPIC, TRANSACTION_STATE_TOPIC
 from kafka_protocol.records import Record, encode_batch, iter_batches
 from kafka_protocol.schema_types import SchemaError
-from partition_log.log import wall_clock_ms
+from partition_log.clock import monotonic_ms
+from partition_log.log import Clock, wall_clock_ms
 
 from ..config import BrokerConfig
 from ..controller_client import ControllerClient
@@ -100,7 +106,7 @@ class TransactionCoordinator(ShardedCoordinator[TxnShard]):
 
     def __init__(self, broker_id: int, replicas: ReplicaManager, controllers: ControllerClient,
                  config: BrokerConfig, *, new_producer_id: Callable[[], Awaitable[int]], markers: MarkerWriter,
-                 append_timeout_ms: int = 30000, clock: Callable[[], int] = wall_clock_ms,
+                 append_timeout_ms: int = 30000, clock: Clock = wall_clock_ms, timer: Clock = monotonic_ms,
                  create_timeout_s: float = CREATE_TIMEOUT_S) -> None:
         super().__init__(broker_id, replicas)
         self.controllers = controllers
@@ -108,7 +114,8 @@ class TransactionCoordinator(ShardedCoordinator[TxnShard]):
         self.new_producer_id = new_producer_id
         self.markers = markers
         self.append_timeout_ms = append_timeout_ms
-        self.clock = clock
+        self.clock = clock  # the wall clock: what is written, and the calendar rules
+        self.timer = timer  # the monotonic clock: transaction timeouts
         self.txn_config = TxnConfig(max_timeout_ms=config.transaction_max_timeout_ms,
                                     id_expiration_ms=config.transactional_id_expiration_ms)
         self.creator = InternalTopicCreator(broker_id, controllers, create_timeout_s)
@@ -127,8 +134,8 @@ class TransactionCoordinator(ShardedCoordinator[TxnShard]):
             self._start_markers(shard, [(job.transactional_id, shard.machine.describe(job.transactional_id))])
         interval_ms = self.config.transaction_abort_timed_out_transaction_cleanup_interval_ms
         while not shard.closed:
-            now = self.clock()
-            deadline = shard.machine.next_deadline()
+            now = self.timer()
+            deadline = shard.machine.next_deadline(now, self.clock())
             delay_ms = interval_ms if deadline is None else min(max(deadline - now, 0), interval_ms)
             try:
                 await asyncio.wait_for(asyncio.shield(shard.wake.wait()), delay_ms / 1000)
@@ -136,13 +143,13 @@ class TransactionCoordinator(ShardedCoordinator[TxnShard]):
                 pass
             if shard.closed:
                 return
-            for tid in shard.machine.timed_out(self.clock()):
+            for tid in shard.machine.timed_out(self.timer()):
                 if tid in shard.writing:
                     continue  # its write decides first; the next round looks again
                 try:
                     records = await self._with_producer_id(
-                        lambda fresh, tid=tid: shard.machine.abort_timed_out(tid, self.clock(),
-                                                                             fresh_producer_id=fresh))
+                        lambda fresh, tid=tid: shard.machine.abort_timed_out(
+                            tid, self.timer(), wall_ms=self.clock(), fresh_producer_id=fresh))
                 except TxnError as exc:  # no producer id yet: the next round tries again
                     log.warning("%s-%d: cannot abort %r yet: %s", TXN_TOPIC, shard.index, tid, exc.message)
                     continue
@@ -154,8 +161,8 @@ class TransactionCoordinator(ShardedCoordinator[TxnShard]):
 
     async def _load(self, shard: TxnShard) -> None:
         shard.loaded = False
-        shard.machine = TxnMachine(self.txn_config)
-        started, count = self.clock(), 0
+        previous, shard.machine = shard.machine, TxnMachine(self.txn_config)  # a reload keeps its deadlines
+        started, count = self.timer(), 0
         async for data in self.log_chunks(shard):
             for batch in iter_batches(data):
                 if batch.header.is_control:
@@ -173,10 +180,14 @@ class TransactionCoordinator(ShardedCoordinator[TxnShard]):
         await self.wait_replicated(shard)
         if shard.closed or not shard.current:
             return
+        # The open transactions' timeouts: from what their written start
+        # times leave of them (by this wall clock, clamped to [0, timeout]),
+        # on the monotonic clock from here on.
+        shard.machine.arm_timers(self.timer(), self.clock(), previous)
         shard.loaded = True
         log.info("broker %d: transaction coordinator of %s-%d loaded in epoch %d: %d records, %d ids, %d ms",
                  self.broker_id, TXN_TOPIC, shard.index, shard.leader_epoch, count, len(shard.machine.txns),
-                 self.clock() - started)
+                 self.timer() - started)
 
     # -- writes ----------------------------------------------------------------------------------
     async def _with_producer_id(self, decide: Callable[[Optional[int]], T]) -> T:
@@ -336,7 +347,8 @@ class TransactionCoordinator(ShardedCoordinator[TxnShard]):
                 return partition_results(wanted, lambda tp: Error.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown
                                           else Error.OPERATION_NOT_ATTEMPTED, "")
             code, message, records = shard.machine.add_partitions(
-                request.transactional_id, request.producer_id, request.producer_epoch, wanted, self.clock())
+                request.transactional_id, request.producer_id, request.producer_epoch, wanted, self.timer(),
+                wall_ms=self.clock())
             code = await self._write(shard, records) or code
         except TxnError as exc:
             refusal = exc.code
@@ -365,7 +377,7 @@ class TransactionCoordinator(ShardedCoordinator[TxnShard]):
             return tpb.AddOffsetsToTxnResponse(error_code=exc.code, error_message=exc.message)
         code, message, records = shard.machine.add_partitions(
             request.transactional_id, request.producer_id, request.producer_epoch,
-            [(GROUP_METADATA_TOPIC, index)], self.clock())
+            [(GROUP_METADATA_TOPIC, index)], self.timer(), wall_ms=self.clock())
         code = await self._write(shard, records) or code
         return tpb.AddOffsetsToTxnResponse(error_code=code, error_message=message)
 

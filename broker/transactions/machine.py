@@ -1,6 +1,19 @@
 """The transaction coordinator's decisions for the transactional ids of one
-__transaction_state partition, without I/O: requests, the time (now_ms) and
-fresh producer ids in; answers and the records to append out.
+__transaction_state partition, without I/O: requests, the time and fresh
+producer ids in; answers and the records to append out.
+
+Time comes in on both of the node's clocks (partition_log/clock.py):
+`now_ms` on the monotonic clock for the transaction timeout (each open
+transaction's deadline, in memory; `next_deadline` is on that clock too),
+`wall_ms` on the wall clock for what is written (the start and last-update
+timestamps of the records) and for the calendar rules that read them, as
+Kafka's: transactional.id.expiration.ms and ListTransactions' duration
+filter. So a wall clock that jumps aborts no transaction early and keeps
+none open past its timeout. A machine built from the log by a coordinator
+the partition moved to has only the written start time: arm_timers turns
+what it leaves of the timeout, read once from the wall clock and clamped to
+[0, timeout], into a monotonic deadline (a reload on the same coordinator
+keeps the deadlines it had).
 
 Every state change is applied here when the request is decided, and its
 record returned for the shell to append (acks=all) before it answers, as
@@ -102,6 +115,9 @@ class MarkerJob:
 class Txn:
     value: TxnValue
     ended_by: EndedBy = EndedBy.CLIENT  # in memory only, see the module's docstring
+    # The open transaction's timeout on the monotonic clock (in memory only;
+    # None when not open, or loaded and not yet armed).
+    deadline_ms: Optional[int] = None
 
 
 @dataclass
@@ -171,14 +187,14 @@ class TxnMachine:
         return v.replace(producer_id=fresh, producer_epoch=0, previous_producer_id=v.producer_id,
                          next_producer_id=NO_PRODUCER_ID)
 
-    def _prepare(self, tid: str, txn: Txn, committed: bool, now_ms: int, fresh: Optional[int],
+    def _prepare(self, tid: str, txn: Txn, committed: bool, wall_ms: int, fresh: Optional[int],
                  ended_by: EndedBy, *, keep_epoch: bool = False) -> list[Record]:
         """Ongoing -> Prepare*, the epoch bumped (to 32767 with a next producer id once exhausted);
         with keep_epoch (transaction version 1) the epoch stays."""
         v = txn.value
         state = TxnState.PREPARE_COMMIT if committed else TxnState.PREPARE_ABORT
         if keep_epoch:
-            return self._set(tid, v.replace(state=state, next_producer_id=NO_PRODUCER_ID, last_update_ms=now_ms,
+            return self._set(tid, v.replace(state=state, next_producer_id=NO_PRODUCER_ID, last_update_ms=wall_ms,
                                             client_transaction_version=TRANSACTION_VERSION_1), ended_by)
         next_pid = NO_PRODUCER_ID
         if epoch_exhausted(v.producer_epoch):
@@ -186,20 +202,21 @@ class TxnMachine:
                 raise NeedProducerId()
             next_pid = fresh
         return self._set(tid, v.replace(state=state, producer_epoch=v.producer_epoch + 1,
-                                        next_producer_id=next_pid, last_update_ms=now_ms,
+                                        next_producer_id=next_pid, last_update_ms=wall_ms,
                                         client_transaction_version=TRANSACTION_VERSION_2), ended_by)
 
     # -- requests ------------------------------------------------------------------------------
-    def init_producer_id(self, tid: str, timeout_ms: int, now_ms: int, *, producer_id: int = NO_PRODUCER_ID,
+    def init_producer_id(self, tid: str, timeout_ms: int, wall_ms: int, *, producer_id: int = NO_PRODUCER_ID,
                          producer_epoch: int = -1, enable_2pc: bool = False, keep_prepared_txn: bool = False,
                          fresh_producer_id: Optional[int] = None) -> tuple[ProducerAnswer, list[Record]]:
+        """`wall_ms`: the wall clock, written as the last update (no deadline starts here)."""
         try:
-            return self._init_producer_id(tid, timeout_ms, now_ms, producer_id, producer_epoch, enable_2pc,
+            return self._init_producer_id(tid, timeout_ms, wall_ms, producer_id, producer_epoch, enable_2pc,
                                           keep_prepared_txn, fresh_producer_id)
         except TxnError as exc:
             return ProducerAnswer(error=exc.code, message=exc.message), []
 
-    def _init_producer_id(self, tid: str, timeout_ms: int, now_ms: int, pid: int, epoch: int, enable_2pc: bool,
+    def _init_producer_id(self, tid: str, timeout_ms: int, wall_ms: int, pid: int, epoch: int, enable_2pc: bool,
                           keep_prepared: bool, fresh: Optional[int]) -> tuple[ProducerAnswer, list[Record]]:
         if keep_prepared and not enable_2pc:
             raise TxnError(Error.INVALID_REQUEST, "keep_prepared_txn needs enable_2pc (KIP-939)")
@@ -212,7 +229,7 @@ class TxnMachine:
         if txn is None or txn.value.state == TxnState.DEAD:
             if fresh is None:
                 raise NeedProducerId()
-            value = TxnValue(fresh, 0, timeout_ms, TxnState.EMPTY, last_update_ms=now_ms)
+            value = TxnValue(fresh, 0, timeout_ms, TxnState.EMPTY, last_update_ms=wall_ms)
             return ProducerAnswer(producer_id=fresh, producer_epoch=0), self._set(tid, value, EndedBy.CLIENT)
         v = txn.value
         if pid != NO_PRODUCER_ID and (pid, epoch) != (v.producer_id, v.producer_epoch) and not (
@@ -224,22 +241,24 @@ class TxnMachine:
         if v.state == TxnState.ONGOING:
             if keep_prepared and not epoch_exhausted(v.producer_epoch):
                 # KIP-939: the open transaction stays, for the new producer (new epoch) to end.
-                kept = v.replace(producer_epoch=v.producer_epoch + 1, timeout_ms=timeout_ms, last_update_ms=now_ms)
+                kept = v.replace(producer_epoch=v.producer_epoch + 1, timeout_ms=timeout_ms, last_update_ms=wall_ms)
                 answer = ProducerAnswer(producer_id=v.producer_id, producer_epoch=kept.producer_epoch,
                                         ongoing_producer_id=v.producer_id, ongoing_producer_epoch=v.producer_epoch)
                 return answer, self._set(tid, kept, EndedBy.FENCE)
             # The previous producer's transaction is aborted (its epoch fenced by the
             # bump); the caller retries once the markers are written.
-            records = self._prepare(tid, txn, False, now_ms, fresh, EndedBy.FENCE)
+            records = self._prepare(tid, txn, False, wall_ms, fresh, EndedBy.FENCE)
             return ProducerAnswer(error=Error.CONCURRENT_TRANSACTIONS, message=f"aborting the open transaction "
                                   f"of {tid!r} first"), records
         value = self._bumped(v, fresh).replace(state=TxnState.EMPTY, partitions=frozenset(), timeout_ms=timeout_ms,
-                                               last_update_ms=now_ms, start_ms=-1)
+                                               last_update_ms=wall_ms, start_ms=-1)
         return self._answer(value), self._set(tid, value, EndedBy.FENCE)
 
     def add_partitions(self, tid: str, pid: int, epoch: int, partitions: Iterable[TopicPartition],
-                       now_ms: int) -> tuple[int, str, list[Record]]:
-        """(error for every partition, message, records)."""
+                       now_ms: int, *, wall_ms: int) -> tuple[int, str, list[Record]]:
+        """(error for every partition, message, records). A transaction
+        begun here times out transaction.timeout.ms after `now_ms` (the
+        monotonic clock); `wall_ms` is written as its start time."""
         try:
             txn, ended = self._producer(tid, pid, epoch)
             if ended:
@@ -252,10 +271,12 @@ class TxnMachine:
                 if added <= v.partitions:
                     return Error.NONE, "", []
                 return Error.NONE, "", self._set(tid, v.replace(partitions=v.partitions | added,
-                                                                last_update_ms=now_ms))
-            return Error.NONE, "", self._set(tid, v.replace(
-                state=TxnState.ONGOING, partitions=added, start_ms=now_ms, last_update_ms=now_ms,
+                                                                last_update_ms=wall_ms))
+            records = self._set(tid, v.replace(
+                state=TxnState.ONGOING, partitions=added, start_ms=wall_ms, last_update_ms=wall_ms,
                 previous_producer_id=NO_PRODUCER_ID, next_producer_id=NO_PRODUCER_ID), EndedBy.CLIENT)
+            txn.deadline_ms = now_ms + v.timeout_ms
+            return Error.NONE, "", records
         except TxnError as exc:
             return exc.code, exc.message, []
 
@@ -272,7 +293,7 @@ class TxnMachine:
         ongoing = v.state == TxnState.ONGOING
         return {tp: Error.NONE if ongoing and tp in v.partitions else Error.INVALID_TXN_STATE for tp in partitions}
 
-    def end_txn(self, tid: str, pid: int, epoch: int, committed: bool, now_ms: int, *,
+    def end_txn(self, tid: str, pid: int, epoch: int, committed: bool, wall_ms: int, *,
                 fresh_producer_id: Optional[int] = None, keep_epoch: bool = False
                 ) -> tuple[ProducerAnswer, list[Record]]:
         try:
@@ -282,7 +303,7 @@ class TxnMachine:
             same = (TxnState.PREPARE_COMMIT, TxnState.COMPLETE_COMMIT) if committed else \
                 (TxnState.PREPARE_ABORT, TxnState.COMPLETE_ABORT)
             if keep_epoch:
-                return self._end_txn_v1(tid, txn, ended, committed, now_ms)
+                return self._end_txn_v1(tid, txn, ended, committed, wall_ms)
             if ended:
                 if v.state in same and txn.ended_by != EndedBy.FENCE:
                     return self._answer(v), []  # a retried EndTxn, or the abort after a timeout
@@ -295,7 +316,7 @@ class TxnMachine:
                                                             f"as {v.state.kafka_name}")
                 raise TxnError(Error.PRODUCER_FENCED, f"epoch {epoch} of {tid!r} has ended")
             if v.state == TxnState.ONGOING:
-                records = self._prepare(tid, txn, committed, now_ms, fresh_producer_id, EndedBy.CLIENT)
+                records = self._prepare(tid, txn, committed, wall_ms, fresh_producer_id, EndedBy.CLIENT)
                 return self._answer(self.txns[tid].value), records
             if v.state in PREPARE:
                 raise TxnError(Error.CONCURRENT_TRANSACTIONS, "the last transaction is being completed")
@@ -305,13 +326,13 @@ class TxnMachine:
             # An abort with nothing open (as Kafka's transaction version 2): the
             # epoch is bumped all the same, no marker is needed.
             value = self._bumped(v, fresh_producer_id).replace(
-                state=TxnState.COMPLETE_ABORT, partitions=frozenset(), last_update_ms=now_ms)
+                state=TxnState.COMPLETE_ABORT, partitions=frozenset(), last_update_ms=wall_ms)
             return self._answer(value), self._set(tid, value, EndedBy.CLIENT)
         except TxnError as exc:
             return ProducerAnswer(error=exc.code, message=exc.message), []
 
     def _end_txn_v1(self, tid: str, txn: Txn, ended: bool, committed: bool,
-                    now_ms: int) -> tuple[ProducerAnswer, list[Record]]:
+                    wall_ms: int) -> tuple[ProducerAnswer, list[Record]]:
         """EndTxn of transaction version 1, as Kafka's coordinator before
         KIP-890: the epoch stays, so the producer's epoch is always the
         current one; an ended one was bumped by a timeout or a new producer."""
@@ -319,7 +340,7 @@ class TxnMachine:
         if ended:
             raise TxnError(Error.PRODUCER_FENCED, f"the epoch of {tid!r} was bumped past this producer's")
         if v.state == TxnState.ONGOING:
-            records = self._prepare(tid, txn, committed, now_ms, None, EndedBy.CLIENT, keep_epoch=True)
+            records = self._prepare(tid, txn, committed, wall_ms, None, EndedBy.CLIENT, keep_epoch=True)
             return self._answer(self.txns[tid].value), records
         if v.state in PREPARE:
             raise TxnError(Error.CONCURRENT_TRANSACTIONS, "the last transaction is being completed")
@@ -344,7 +365,7 @@ class TxnMachine:
         jobs = (self.marker_job((tid, txn.value)) for tid, txn in sorted(self.txns.items()))
         return [job for job in jobs if job is not None]
 
-    def complete(self, job: MarkerJob, now_ms: int) -> list[Record]:
+    def complete(self, job: MarkerJob, wall_ms: int) -> list[Record]:
         """Every marker of `job` is written: Prepare* -> Complete*, the producer id
         rotated when the epoch was exhausted. Nothing when the id moved on."""
         txn = self.txns.get(job.transactional_id)
@@ -352,39 +373,68 @@ class TxnMachine:
             return []
         v = txn.value
         done = v.replace(state=TxnState.COMPLETE_COMMIT if job.committed else TxnState.COMPLETE_ABORT,
-                         partitions=frozenset(), last_update_ms=now_ms)
+                         partitions=frozenset(), last_update_ms=wall_ms)
         if v.next_producer_id != NO_PRODUCER_ID:
             done = done.replace(producer_id=v.next_producer_id, producer_epoch=0, previous_producer_id=v.producer_id,
                                 next_producer_id=NO_PRODUCER_ID)
         return self._set(job.transactional_id, done)
 
     # -- time ----------------------------------------------------------------------------------
+    def arm_timers(self, now_ms: int, wall_ms: int, previous: Optional["TxnMachine"] = None) -> None:
+        """After loading: the deadline of every open transaction, on the
+        monotonic clock. One the `previous` machine of this coordinator
+        timed (a reload of the same shard) keeps its deadline. Otherwise the
+        log has only the written start time, on some coordinator's wall
+        clock: what it leaves of the timeout is read once from this wall
+        clock, clamped to [0, timeout] (a wall clock ahead aborts at once,
+        one behind gives at most a whole timeout, never more), and runs on
+        the monotonic clock from then on."""
+        for tid, txn in self.txns.items():
+            v = txn.value
+            if v.state != TxnState.ONGOING or v.timeout_ms == TWO_PC_TIMEOUT_MS:
+                continue
+            old = previous.txns.get(tid) if previous is not None else None
+            if (old is not None and old.deadline_ms is not None and old.value.state == TxnState.ONGOING
+                    and (old.value.producer_id, old.value.producer_epoch, old.value.start_ms)
+                    == (v.producer_id, v.producer_epoch, v.start_ms)):
+                txn.deadline_ms = old.deadline_ms
+            else:
+                txn.deadline_ms = now_ms + min(max(v.start_ms + v.timeout_ms - wall_ms, 0), v.timeout_ms)
+
     def timed_out(self, now_ms: int) -> list[str]:
         """Ongoing transactions past their timeout (never those of enable_2pc ids)."""
-        return sorted(tid for tid, txn in self.txns.items() if self._expired_txn(txn.value, now_ms))
+        return sorted(tid for tid, txn in self.txns.items() if self._expired_txn(txn, now_ms))
 
     @staticmethod
-    def _expired_txn(v: TxnValue, now_ms: int) -> bool:
+    def _expired_txn(txn: Txn, now_ms: int) -> bool:
+        v = txn.value
         return (v.state == TxnState.ONGOING and v.timeout_ms != TWO_PC_TIMEOUT_MS
-                and v.start_ms + v.timeout_ms <= now_ms)
+                and txn.deadline_ms is not None and txn.deadline_ms <= now_ms)
 
-    def abort_timed_out(self, tid: str, now_ms: int, *, fresh_producer_id: Optional[int] = None) -> list[Record]:
+    def abort_timed_out(self, tid: str, now_ms: int, *, wall_ms: int,
+                        fresh_producer_id: Optional[int] = None) -> list[Record]:
         txn = self.txns.get(tid)
-        if txn is None or not self._expired_txn(txn.value, now_ms):
+        if txn is None or not self._expired_txn(txn, now_ms):
             return []
-        return self._prepare(tid, txn, False, now_ms, fresh_producer_id, EndedBy.TIMEOUT)
+        return self._prepare(tid, txn, False, wall_ms, fresh_producer_id, EndedBy.TIMEOUT)
 
-    def expire_ids(self, now_ms: int) -> list[Record]:
-        """Tombstones for ids idle longer than transactional.id.expiration.ms."""
+    def expire_ids(self, wall_ms: int) -> list[Record]:
+        """Tombstones for ids idle longer than transactional.id.expiration.ms:
+        a calendar rule on the written last-update time, as Kafka's."""
         gone = sorted(tid for tid, txn in self.txns.items() if txn.value.state in IDLE
-                      and txn.value.last_update_ms + self.config.id_expiration_ms <= now_ms)
+                      and txn.value.last_update_ms + self.config.id_expiration_ms <= wall_ms)
         return [record for tid in gone for record in self._set(tid, None)]
 
-    def next_deadline(self) -> Optional[int]:
-        deadlines = [v.start_ms + v.timeout_ms for v in (t.value for t in self.txns.values())
-                     if v.state == TxnState.ONGOING and v.timeout_ms != TWO_PC_TIMEOUT_MS]
-        deadlines += [t.value.last_update_ms + self.config.id_expiration_ms for t in self.txns.values()
-                      if t.value.state in IDLE]
+    def next_deadline(self, now_ms: int, wall_ms: int) -> Optional[int]:
+        """When the timer should look again, on the monotonic clock: the
+        first transaction timeout, or the first id expiration (a wall-clock
+        time, as far from `now_ms` as it is from `wall_ms`)."""
+        deadlines = [t.deadline_ms for t in self.txns.values() if t.value.state == TxnState.ONGOING
+                     and t.value.timeout_ms != TWO_PC_TIMEOUT_MS and t.deadline_ms is not None]
+        expiry = min((t.value.last_update_ms + self.config.id_expiration_ms for t in self.txns.values()
+                      if t.value.state in IDLE), default=None)
+        if expiry is not None:
+            deadlines.append(now_ms + max(expiry - wall_ms, 0))
         return min(deadlines, default=None)
 
     # -- reads ---------------------------------------------------------------------------------
@@ -393,9 +443,10 @@ class TxnMachine:
         return None if txn is None else txn.value
 
     def list(self, states: Collection[TxnState], producer_ids: Collection[int], duration_ms: int,
-             now_ms: int) -> list[tuple[str, TxnValue]]:
+             wall_ms: int) -> list[tuple[str, TxnValue]]:
         """ListTransactions' filters: any of the states, any of the producer ids
-        (empty: any), open longer than duration_ms (> 0)."""
+        (empty: any), open longer than duration_ms (> 0) by the wall clock
+        (the written start time, as Kafka's)."""
         found = []
         for tid, txn in sorted(self.txns.items()):
             v = txn.value
@@ -403,7 +454,7 @@ class TxnMachine:
                 continue
             if producer_ids and v.producer_id not in producer_ids:
                 continue
-            if duration_ms > 0 and (v.state != TxnState.ONGOING or now_ms - v.start_ms <= duration_ms):
+            if duration_ms > 0 and (v.state != TxnState.ONGOING or wall_ms - v.start_ms <= duration_ms):
                 continue
             found.append((tid, v))
         return found

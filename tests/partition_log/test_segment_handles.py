@@ -55,7 +55,7 @@ def test_at_most_the_limit_of_segment_files_is_open_and_every_log_stays_readable
 
 
 def test_segment_files_unused_for_a_while_are_closed(tmp_path, small_config, clock):
-    logs = LogManager(tmp_path, small_config, clock=clock)
+    logs = LogManager(tmp_path, small_config, clock=clock, timer=clock)
     busy, idle = logs.get_or_create("busy", 0), logs.get_or_create("idle", 0)
     idle.append_as_leader(batch_of([b"x"]), 0)
     clock.advance(logs.handles.idle_ms - 1000)

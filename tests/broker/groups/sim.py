@@ -18,6 +18,9 @@ from kraftlog_api import groups_pb2 as gpb
 
 GROUP = "g"
 CONFIG = GroupConfig(session_timeout_ms=10_000, heartbeat_interval_ms=1000)
+# Where the wall clock starts: far from the monotonic clock (0), as on a real
+# node, so a deadline computed from the wrong clock shows.
+WALL_START = 1_764_000_000_000
 
 
 @dataclass
@@ -51,7 +54,13 @@ class Sim:
         self.assignor = assignor
         self.clients: dict[str, Client] = {}
         self.records: list = []
-        self.now = 0
+        self.now = 0  # the monotonic clock
+        self.skew = 0  # how far the wall clock was jumped
+
+    @property
+    def wall(self) -> int:
+        """The wall clock: it runs with the monotonic one, plus the jumps made by `skew`."""
+        return WALL_START + self.now + self.skew
 
     @property
     def group(self):
@@ -65,7 +74,7 @@ class Sim:
             request.subscribed_topic_names.names.extend(client.topics)
             if self.assignor:
                 request.server_assignor = self.assignor
-        response, records = self.machine.heartbeat(request, self.now, self.topics)
+        response, records = self.machine.heartbeat(request, self.now, self.topics, wall_ms=self.wall)
         self.records += records
         if response.error_code in (Error.UNKNOWN_MEMBER_ID, Error.FENCED_MEMBER_EPOCH):
             # Removed by the coordinator (it did not revoke in time): give up
@@ -105,7 +114,7 @@ class Sim:
         for member in group.members.values() if group else ():
             if member.member_id in live:
                 member.session_deadline_ms = self.now + CONFIG.session_timeout_ms
-        self.records += self.machine.expire(self.now, self.topics)
+        self.records += self.machine.expire(self.now, self.topics, wall_ms=self.wall)
 
     @staticmethod
     def process(client: Client) -> None:

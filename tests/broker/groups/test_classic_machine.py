@@ -19,6 +19,8 @@ from broker.groups.records import (ClassicGroupRecord, ClassicMemberRecord, Key,
 from kafka_protocol.schema_types import SchemaError, Writer
 from kraftlog_api import groups_pb2 as gpb
 
+from .sim import WALL_START
+
 GROUP = "cg"
 TOPICS = {"orders": 4}
 DELAY = 100
@@ -36,15 +38,20 @@ class NoIds:
 
 
 class Coordinator:
-    """The shell's part, in memory: tokens, answers, the records written, a clock."""
+    """The shell's part, in memory: tokens, answers, the records written, both clocks."""
 
     def __init__(self, config: GroupConfig = CONFIG) -> None:
         counter = itertools.count(1)
         self.machine = GroupMachine(config, new_member_id=lambda: f"id{next(counter)}")
-        self.now = 1_000
+        self.now = 1_000  # the monotonic clock
+        self.skew = 0  # how far the wall clock was jumped
         self.tokens = itertools.count(1)
         self.answers: dict[int, object] = {}
         self.log: list = []
+
+    @property
+    def wall(self) -> int:
+        return WALL_START + self.now + self.skew
 
     def _collect(self, records: list) -> None:
         self.log += records
@@ -59,7 +66,7 @@ class Coordinator:
         if instance is not None:
             req.group_instance_id = instance
         token = next(self.tokens)
-        self._collect(self.machine.join_group(req, token, self.now, "client", "host", TOPICS))
+        self._collect(self.machine.join_group(req, token, self.now, "client", "host", TOPICS, wall_ms=self.wall))
         return token
 
     def new_member(self, **kw) -> int:
@@ -76,7 +83,7 @@ class Coordinator:
         if instance is not None:
             req.group_instance_id = instance
         token = next(self.tokens)
-        self._collect(self.machine.sync_group(req, token, self.now))
+        self._collect(self.machine.sync_group(req, token, self.now, wall_ms=self.wall))
         return token
 
     def heartbeat(self, member_id: str, generation: int, instance: Optional[str] = None) -> int:
@@ -88,20 +95,20 @@ class Coordinator:
     def leave(self, *member_ids: str) -> gpb.LeaveGroupResponse:
         response, records = self.machine.leave_group(gpb.LeaveGroupRequest(
             group_id=GROUP, members=[gpb.LeaveGroupRequest.Member(member_id=m) for m in member_ids]), self.now,
-            TOPICS)
+            TOPICS, wall_ms=self.wall)
         self._collect(records)
         return response
 
     def advance(self, ms: int) -> None:
         self.now += ms
-        self._collect(self.machine.expire(self.now, TOPICS))
+        self._collect(self.machine.expire(self.now, TOPICS, wall_ms=self.wall))
 
     def commit(self, member_id: str, generation: int, offset: int = 5) -> int:
         response, records = self.machine.commit(gpb.OffsetCommitRequest(
             group_id=GROUP, member_id=member_id, member_epoch=generation, topics=[gpb.OffsetCommitRequest.Topic(
                 name="orders", partitions=[gpb.OffsetCommitRequest.Partition(partition_index=0,
                                                                              committed_offset=offset)])]),
-            self.now, TOPICS)
+            self.wall, TOPICS)
         self.log += records
         return response.topics[0].partitions[0].error_code
 
@@ -301,7 +308,7 @@ def test_classic_record_versions_decode() -> None:
 def _consumer_join(machine: GroupMachine, now: int) -> gpb.ConsumerGroupHeartbeatResponse:
     response, _ = machine.heartbeat(gpb.ConsumerGroupHeartbeatRequest(
         group_id=GROUP, member_epoch=0, rebalance_timeout_ms=1000,
-        subscribed_topic_names=gpb.SubscribedTopics(names=["orders"])), now, TOPICS)
+        subscribed_topic_names=gpb.SubscribedTopics(names=["orders"])), now, TOPICS, wall_ms=WALL_START + now)
     return response
 
 
@@ -318,7 +325,7 @@ def test_mixing_refuses_non_empty_groups_of_the_other_kind_and_converts_empty_on
     refused_join = c.answers.pop(c.join())
     assert refused_join.error_code == Error.GROUP_ID_NOT_FOUND and "not a classic group" in refused_join.error_message
     c.machine.heartbeat(gpb.ConsumerGroupHeartbeatRequest(group_id=GROUP, member_id=joined.member_id,
-                                                          member_epoch=-1), c.now, TOPICS)
+                                                          member_epoch=-1), c.now, TOPICS, wall_ms=c.wall)
     c.new_member()  # the consumer group is empty again: a classic member may take it over
     assert c.machine.state.groups[GROUP].type == "classic"
     assert c.machine.describe(GROUP).error_code == Error.GROUP_ID_NOT_FOUND
@@ -427,3 +434,32 @@ def test_random_members_every_request_answered_once_and_the_record_reloads(seed)
             fresh.replay(decode_record(key, value, NoIds()))
         reloaded = fresh.state.groups[GROUP].classic
         assert reloaded is not None and reloaded.record() == snapshots[-1]
+
+
+# -- two clocks: deadlines on the monotonic one, what is written on the wall one ---------------
+
+HOUR = 3_600_000
+
+
+@pytest.mark.parametrize("jump", [HOUR, -HOUR])
+def test_a_wall_clock_jump_neither_expires_a_member_nor_keeps_an_expired_one(jump: int) -> None:
+    c = Coordinator()
+    leader, follower, generation = c.stable_pair()
+    c.skew = jump  # between two calls the coordinator's wall clock jumps an hour
+    c.advance(SESSION // 2)
+    assert set(c.group.members) == {leader, follower} and c.group.state == ClassicState.STABLE
+    assert c.heartbeat(leader, generation) == Error.NONE
+    c.advance(SESSION // 2 - 1)
+    assert follower in c.group.members  # a whole session has not passed on the monotonic clock
+    c.advance(1)  # now it has, whatever the wall clock says
+    assert follower not in c.group.members and c.group.state == ClassicState.PREPARING_REBALANCE
+
+
+def test_the_group_records_state_timestamp_is_the_wall_clock() -> None:
+    c = Coordinator()
+    c.skew = HOUR
+    leader, follower, generation = c.stable_pair()
+    [record] = [v for k, v in c.log if k.type == RecordType.CLASSIC_GROUP]
+    assert record.state_timestamp_ms == c.wall  # written when the leader's sync made it Stable
+    assert c.group.deadline_ms is None
+    assert all(m.session_deadline_ms == c.now + SESSION for m in c.group.members.values())

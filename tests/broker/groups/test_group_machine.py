@@ -7,7 +7,7 @@ from broker.groups.machine import GroupMachine
 from broker.groups.records import MemberState
 from kraftlog_api import groups_pb2 as gpb
 
-from .sim import CONFIG, GROUP, Sim, owned_proto
+from .sim import CONFIG, GROUP, WALL_START, Sim, owned_proto
 
 TOPICS = {"orders": 6}
 ALL = frozenset(("orders", p) for p in range(6))
@@ -81,7 +81,7 @@ def test_a_member_that_does_not_revoke_in_time_is_removed() -> None:
     assert member.revocation_deadline_ms == sim.now + 30_000
     sim.now += 30_001
     sim.group.members[b.member_id].session_deadline_ms = sim.now + 1
-    sim.records += sim.machine.expire(sim.now, sim.topics)
+    sim.records += sim.machine.expire(sim.now, sim.topics, wall_ms=sim.wall)
     assert a.member_id not in sim.group.members
     sim.crash("a")
     sim.converge()
@@ -92,10 +92,10 @@ def test_stale_and_unknown_members_are_fenced() -> None:
     sim = Sim(TOPICS)
     a = sim.join("a", ("orders",))
     request = gpb.ConsumerGroupHeartbeatRequest(group_id=GROUP, member_id=a.member_id, member_epoch=a.epoch + 5)
-    response, records = sim.machine.heartbeat(request, 0, TOPICS)
+    response, records = sim.machine.heartbeat(request, 0, TOPICS, wall_ms=WALL_START)
     assert response.error_code == Error.FENCED_MEMBER_EPOCH and records == []
     request.member_id, request.member_epoch = "nobody", 1
-    assert sim.machine.heartbeat(request, 0, TOPICS)[0].error_code == Error.UNKNOWN_MEMBER_ID
+    assert sim.machine.heartbeat(request, 0, TOPICS, wall_ms=WALL_START)[0].error_code == Error.UNKNOWN_MEMBER_ID
     # A lost answer: the previous epoch is accepted while it owns nothing beyond its assignment.
     sim.process(a)
     sim.join("b", ("orders",))
@@ -106,7 +106,7 @@ def test_stale_and_unknown_members_are_fenced() -> None:
     assert a.epoch > previous
     request = gpb.ConsumerGroupHeartbeatRequest(group_id=GROUP, member_id=a.member_id, member_epoch=previous,
                                                 owned_partitions=owned_proto(a.owned))
-    response, _ = sim.machine.heartbeat(request, 0, TOPICS)
+    response, _ = sim.machine.heartbeat(request, 0, TOPICS, wall_ms=WALL_START)
     assert response.error_code == 0 and response.member_epoch == a.epoch and response.HasField("assignment")
     # A fenced member rejoins with epoch 0 under its id and starts from nothing.
     a.epoch, a.owned = 0, frozenset()
@@ -116,16 +116,17 @@ def test_stale_and_unknown_members_are_fenced() -> None:
 def test_bad_requests_change_nothing() -> None:
     machine = GroupMachine(CONFIG)
     join = gpb.ConsumerGroupHeartbeatRequest(group_id=GROUP, member_epoch=0, rebalance_timeout_ms=1000)
-    assert machine.heartbeat(join, 0, TOPICS)[0].error_code == Error.INVALID_REQUEST  # no subscription
+    # no subscription
+    assert machine.heartbeat(join, 0, TOPICS, wall_ms=WALL_START)[0].error_code == Error.INVALID_REQUEST
     join.subscribed_topic_names.names.append("orders")
     join.server_assignor = "roundrobin"
-    assert machine.heartbeat(join, 0, TOPICS)[0].error_code == Error.UNSUPPORTED_ASSIGNOR
+    assert machine.heartbeat(join, 0, TOPICS, wall_ms=WALL_START)[0].error_code == Error.UNSUPPORTED_ASSIGNOR
     join.server_assignor = "range"
     join.subscribed_topic_regex = "orders("
-    assert machine.heartbeat(join, 0, TOPICS)[0].error_code == Error.INVALID_REQUEST
+    assert machine.heartbeat(join, 0, TOPICS, wall_ms=WALL_START)[0].error_code == Error.INVALID_REQUEST
     join.ClearField("subscribed_topic_regex")
     join.group_id = ""
-    assert machine.heartbeat(join, 0, TOPICS)[0].error_code == Error.INVALID_GROUP_ID
+    assert machine.heartbeat(join, 0, TOPICS, wall_ms=WALL_START)[0].error_code == Error.INVALID_GROUP_ID
     assert machine.state.groups == {}
 
 
@@ -134,22 +135,22 @@ def test_static_instance_ids_are_unique() -> None:
     sim.join("a", ("orders",))
     request = gpb.ConsumerGroupHeartbeatRequest(group_id=GROUP, member_epoch=0, rebalance_timeout_ms=1000,
                                                 instance_id="i-1", subscribed_topic_names={"names": ["orders"]})
-    assert sim.machine.heartbeat(request, 0, TOPICS)[0].error_code == 0
-    assert sim.machine.heartbeat(request, 0, TOPICS)[0].error_code == Error.UNRELEASED_INSTANCE_ID
+    assert sim.machine.heartbeat(request, 0, TOPICS, wall_ms=WALL_START)[0].error_code == 0
+    assert sim.machine.heartbeat(request, 0, TOPICS, wall_ms=WALL_START)[0].error_code == Error.UNRELEASED_INSTANCE_ID
 
 
 def test_new_partitions_and_regex_subscriptions_bump_the_epoch() -> None:
     sim = Sim({"orders": 2, "payments": 2, "other": 1})
     request = gpb.ConsumerGroupHeartbeatRequest(group_id=GROUP, member_epoch=0, rebalance_timeout_ms=1000,
                                                 subscribed_topic_regex="(orders|payments)")
-    response, records = sim.machine.heartbeat(request, 0, sim.topics)
+    response, records = sim.machine.heartbeat(request, 0, sim.topics, wall_ms=WALL_START)
     sim.records += records
     got = {(t.topic, p) for t in response.assignment.topic_partitions for p in t.partitions}
     assert got == {("orders", 0), ("orders", 1), ("payments", 0), ("payments", 1)}
     sim.topics["orders"] = 3  # CreatePartitions
     request = gpb.ConsumerGroupHeartbeatRequest(group_id=GROUP, member_id=response.member_id,
                                                 member_epoch=response.member_epoch)
-    again, records = sim.machine.heartbeat(request, 0, sim.topics)
+    again, records = sim.machine.heartbeat(request, 0, sim.topics, wall_ms=WALL_START)
     sim.records += records
     assert again.member_epoch == response.member_epoch + 1
     assert ("orders", 2) in {(t.topic, p) for t in again.assignment.topic_partitions for p in t.partitions}
@@ -292,3 +293,51 @@ def test_deleting_a_topic_tombstones_its_offsets_in_every_group_and_keeps_the_re
     assert sim.machine.delete_offsets({"orders", "never-committed"}) == []  # nothing left to remove
     assert {g: x.offsets for g, x in sim.replayed().groups.items()} == \
         {g: x.offsets for g, x in sim.machine.state.groups.items()}  # the tombstones rebuild the same state
+
+
+# -- two clocks: deadlines on the monotonic one, what is written on the wall one ---------------
+
+HOUR = 3_600_000
+
+
+def test_a_wall_clock_jump_forward_expires_no_member() -> None:
+    sim = Sim(TOPICS)
+    a, b = sim.join("a", ("orders",)), sim.join("b", ("orders",))
+    sim.converge()
+    sim.skew = HOUR  # the coordinator's wall clock jumps an hour ahead between two calls
+    sim.now += CONFIG.session_timeout_ms // 2
+    sim.records += sim.machine.expire(sim.now, sim.topics, wall_ms=sim.wall)
+    assert set(sim.group.members) == {a.member_id, b.member_id}
+    assert sim.heartbeat(a).error_code == 0 and sim.heartbeat(b).error_code == 0
+    sim.converge()
+    assert a.owned | b.owned == ALL
+
+
+def test_a_wall_clock_jump_back_keeps_no_expired_member() -> None:
+    sim = Sim(TOPICS)
+    a, b = sim.join("a", ("orders",)), sim.join("b", ("orders",))
+    sim.converge()
+    sim.crash("b")
+    sim.skew = -HOUR  # an hour behind: a wall-clock deadline would hold b for an hour more
+    sim.now += CONFIG.session_timeout_ms // 2
+    assert sim.heartbeat(a).error_code == 0
+    sim.now += CONFIG.session_timeout_ms // 2
+    sim.records += sim.machine.expire(sim.now, sim.topics, wall_ms=sim.wall)
+    assert b.member_id not in sim.group.members and a.member_id in sim.group.members
+    sim.converge()
+    assert a.owned == ALL
+
+
+def test_commit_timestamps_are_the_wall_clock_and_deadlines_the_monotonic_one() -> None:
+    sim = Sim(TOPICS)
+    a = sim.join("a", ("orders",))
+    sim.skew = HOUR
+    sim.heartbeat(a)
+    assert sim.group.members[a.member_id].session_deadline_ms == sim.now + CONFIG.session_timeout_ms
+    assert sim.machine.next_deadline() == sim.now + CONFIG.session_timeout_ms  # nothing of the wall clock in it
+    request = gpb.OffsetCommitRequest(group_id=GROUP, member_id=a.member_id, member_epoch=a.epoch, topics=[
+        gpb.OffsetCommitRequest.Topic(name="orders", partitions=[
+            gpb.OffsetCommitRequest.Partition(partition_index=0, committed_offset=7)])])
+    _, records = sim.machine.commit(request, sim.wall, sim.topics)
+    [(key, value)] = records
+    assert value.offset == 7 and value.commit_timestamp == WALL_START + sim.now + HOUR

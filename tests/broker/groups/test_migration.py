@@ -70,7 +70,7 @@ class Mixed(Coordinator):
             req.owned_partitions.SetInParent()
             req.owned_partitions.topic_partitions.extend(
                 gpb.TopicPartitions(topic=t, partitions=sorted(ps)) for t, ps in by_topic.items())
-        response, records = self.machine.heartbeat(req, self.now, TOPICS)
+        response, records = self.machine.heartbeat(req, self.now, TOPICS, wall_ms=self.wall)
         self._collect(records)
         return response
 
@@ -264,7 +264,7 @@ def test_an_unsupported_assignor_or_a_bad_join_converts_nothing() -> None:
     written = len(c.log)
     assert c.consumer(assignor="banana").error_code == Error.UNSUPPORTED_ASSIGNOR
     bad = gpb.ConsumerGroupHeartbeatRequest(group_id=GROUP, member_epoch=0)  # no subscription
-    response, records = c.machine.heartbeat(bad, c.now, TOPICS)
+    response, records = c.machine.heartbeat(bad, c.now, TOPICS, wall_ms=c.wall)
     assert response.error_code == Error.INVALID_REQUEST and not records
     assert len(c.log) == written and c.g().type == "classic"
     leader = c.g().classic.leader

@@ -64,7 +64,7 @@ class Deliveries:
 
 class World:
     def __init__(self, tmp_path, failures: int = 0, txn_replicas: tuple[int, ...] = (1,), **config) -> None:
-        self.cluster = Cluster(tmp_path, (1, 2))
+        self.cluster = Cluster(tmp_path, (1, 2), separate_timer=True)  # the wall clock and the monotonic one
         self.cluster.create_topic("events", {0: [1], 1: [2]})
         self.cluster.create_topic(TXN_TOPIC, {0: list(txn_replicas), 1: [2]})
         self.leadership = self.cluster.last_changes[1]  # broker 1 leads __transaction_state-0
@@ -87,7 +87,8 @@ class World:
 
         writer = MarkerWriter(1, lambda: self.cluster[1].image, remote, local, backoff_s=0.001)
         return TransactionCoordinator(1, self.cluster[1], None, self.config, new_producer_id=new_id,
-                                      markers=writer, clock=self.cluster.clock, append_timeout_ms=1000)
+                                      markers=writer, clock=self.cluster.clock, timer=self.cluster.timer,
+                                      append_timeout_ms=1000)
 
     async def lead(self) -> None:
         self.coordinator.on_replica_changes(self.leadership)
@@ -315,8 +316,10 @@ def test_a_deleted_topic_counts_as_marked(tmp_path) -> None:
 def test_the_timer_aborts_a_timed_out_transaction(tmp_path) -> None:
     async def body(w: World) -> None:
         init = await w.init(timeout_ms=1000)
+        w.cluster.clock.advance(3_600_000)  # the wall clock jumps an hour: the start time written is its
         await w.add(init.producer_id, 0, partitions=[0])
-        w.cluster.clock.advance(1000)
+        assert w.coordinator.shards[0].machine.describe(HERE).start_ms == w.cluster.clock()
+        w.cluster.timer.advance(1000)  # the timeout passes on the monotonic clock
         w.coordinator.shards[0].wake.fire()
         await until(lambda: w.state() == TxnState.COMPLETE_ABORT)
         late = await w.add(init.producer_id, 0, partitions=[1])

@@ -9,7 +9,7 @@ import pytest
 
 from broker.errors import Error
 from broker.producer_ids import MAX_EPOCH
-from broker.transactions.machine import (TWO_PC_TIMEOUT_MS, MarkerJob, NeedProducerId, TxnConfig, TxnMachine)
+from broker.transactions.machine import TWO_PC_TIMEOUT_MS, MarkerJob, NeedProducerId, TxnConfig, TxnMachine
 from broker.transactions.records import TxnState, decode_value, encode_value
 
 T = "tx"
@@ -18,12 +18,14 @@ P0, P1 = ("t", 0), ("t", 1)
 
 class Harness:
     """A machine whose fresh producer ids come from a counter, as the shell
-    gets them: call, and on NeedProducerId call again with one."""
+    gets them: call, and on NeedProducerId call again with one. `now` is
+    the monotonic clock; the wall clock reads the same plus `skew` (its jumps)."""
 
     def __init__(self, **config) -> None:
         self.m = TxnMachine(TxnConfig(**config))
         self.ids = itertools.count(1000)
         self.log: list = []
+        self.skew = 0
 
     def _with_id(self, call):
         try:
@@ -34,26 +36,32 @@ class Harness:
         self.log += records
         return answer
 
+    def wall(self, now: int) -> int:
+        return now + self.skew
+
     def init(self, tid=T, timeout=60_000, now=0, **kw):
-        answer, _ = self._with_id(lambda fresh: self.m.init_producer_id(tid, timeout, now, fresh_producer_id=fresh,
-                                                                        **kw))
+        answer, _ = self._with_id(lambda fresh: self.m.init_producer_id(tid, timeout, self.wall(now),
+                                                                        fresh_producer_id=fresh, **kw))
         return answer
 
     def add(self, pid, epoch, parts=(P0,), now=0, tid=T):
-        error, _, records = self.m.add_partitions(tid, pid, epoch, parts, now)
+        error, _, records = self.m.add_partitions(tid, pid, epoch, parts, now, wall_ms=self.wall(now))
         self.log += records
         return error
 
     def end(self, pid, epoch, committed, now=0, tid=T, keep_epoch=False):
-        answer, _ = self._with_id(lambda fresh: self.m.end_txn(tid, pid, epoch, committed, now,
+        answer, _ = self._with_id(lambda fresh: self.m.end_txn(tid, pid, epoch, committed, self.wall(now),
                                                                fresh_producer_id=fresh, keep_epoch=keep_epoch))
         return answer
 
     def finish_markers(self, now=0) -> list[MarkerJob]:
         jobs = self.m.marker_jobs()
         for job in jobs:
-            self.log += self.m.complete(job, now)
+            self.log += self.m.complete(job, self.wall(now))
         return jobs
+
+    def abort_timed_out(self, now: int, tid=T) -> None:
+        self.log += self.m.abort_timed_out(tid, now, wall_ms=self.wall(now))
 
     def state(self, tid=T) -> TxnState:
         return self.m.describe(tid).state
@@ -80,10 +88,10 @@ def begin(h: Harness, **kw):
 def test_a_committed_transaction_end_to_end(h: Harness) -> None:
     pid, epoch = begin(h)
     assert (pid, epoch) == (1000, 0) and h.state() == TxnState.EMPTY
-    error, _, records = h.m.add_partitions(T, pid, epoch, [P0, P1], now_ms=5)
+    error, _, records = h.m.add_partitions(T, pid, epoch, [P0, P1], now_ms=5, wall_ms=5)
     h.log += records
     assert error == Error.NONE and h.state() == TxnState.ONGOING and h.m.describe(T).start_ms == 5
-    assert h.m.add_partitions(T, pid, epoch, [P0], 6)[2] == []  # already in it: nothing written
+    assert h.m.add_partitions(T, pid, epoch, [P0], 6, wall_ms=6)[2] == []  # already in it: nothing written
     answer = h.end(pid, epoch, True, now=7)
     assert (answer.error, answer.producer_id, answer.producer_epoch) == (Error.NONE, pid, 1)
     assert h.state() == TxnState.PREPARE_COMMIT
@@ -124,9 +132,9 @@ def test_a_timeout_aborts_and_the_producer_learns_it() -> None:
     h = Harness()
     pid, epoch = begin(h, timeout=1000)
     h.add(pid, epoch, now=100)
-    assert h.m.next_deadline() == 1100
+    assert h.m.next_deadline(100, 100) == 1100
     assert h.m.timed_out(1099) == [] and h.m.timed_out(1100) == [T]
-    h.log += h.m.abort_timed_out(T, 1100)
+    h.abort_timed_out(1100)
     assert h.state() == TxnState.PREPARE_ABORT and h.m.describe(T).producer_epoch == epoch + 1
     assert h.add(pid, epoch, [P1]) == Error.TRANSACTION_ABORTABLE
     assert h.end(pid, epoch, True).error == Error.TRANSACTION_ABORTABLE
@@ -242,7 +250,7 @@ def test_two_phase_commit_keeps_a_prepared_transaction() -> None:
     assert a.error == Error.NONE and h.m.describe(T).timeout_ms == TWO_PC_TIMEOUT_MS
     pid, epoch = a.producer_id, a.producer_epoch
     h.add(pid, epoch, [P0], now=0)
-    assert h.m.timed_out(10 ** 12) == [] and h.m.next_deadline() is None
+    assert h.m.timed_out(10 ** 12) == [] and h.m.next_deadline(0, 0) is None
     kept = h.init(enable_2pc=True, keep_prepared_txn=True)
     assert (kept.producer_id, kept.producer_epoch, kept.ongoing_producer_id, kept.ongoing_producer_epoch) == (
         pid, epoch + 1, pid, epoch)
@@ -265,7 +273,7 @@ def test_idle_ids_expire_with_a_tombstone() -> None:
     assert h.m.expire_ids(5000) == []  # an open transaction keeps the id
     h.end(pid, epoch, True, now=20)
     h.finish_markers(now=30)
-    assert h.m.next_deadline() == 1030
+    assert h.m.next_deadline(30, 30) == 1030
     assert h.m.expire_ids(1029) == []
     assert h.m.expire_ids(1030) == [(T, None)]
     assert h.m.describe(T) is None
@@ -325,7 +333,82 @@ def test_version_1_refuses_an_abort_with_nothing_open_and_a_bumped_epoch():
     a = h.init(timeout=1000)
     assert h.end(a.producer_id, a.producer_epoch, False, keep_epoch=True).error == Error.INVALID_TXN_STATE
     assert h.add(a.producer_id, a.producer_epoch, now=0) == Error.NONE
-    h.log += h.m.abort_timed_out(T, 5000)  # the coordinator's timeout bumps the epoch, as in Kafka
+    h.abort_timed_out(5000)  # the coordinator's timeout bumps the epoch, as in Kafka
     (job,) = h.finish_markers()
     assert not job.keep_epoch and job.producer_epoch == a.producer_epoch + 1
     assert h.end(a.producer_id, a.producer_epoch, False, keep_epoch=True).error == Error.PRODUCER_FENCED
+
+
+# -- two clocks: the timeout on the monotonic one, what is written on the wall one ---------
+
+HOUR = 3_600_000
+
+
+@pytest.mark.parametrize("jump", [HOUR, -HOUR])
+def test_a_wall_clock_jump_neither_aborts_early_nor_keeps_a_transaction_open_late(jump: int) -> None:
+    h = Harness()
+    pid, epoch = begin(h, timeout=1000)
+    h.add(pid, epoch, now=100)
+    assert h.m.describe(T).start_ms == 100  # written: the wall clock, then unskewed
+    h.skew = jump  # the coordinator's wall clock jumps an hour between two calls
+    assert h.m.next_deadline(500, h.wall(500)) == 1100
+    assert h.m.timed_out(1099) == [] and h.m.abort_timed_out(T, 1099, wall_ms=h.wall(1099)) == []
+    assert h.add(pid, epoch, (P1,), now=1099) == Error.NONE and h.state() == TxnState.ONGOING
+    assert h.m.timed_out(1100) == [T]  # a whole timeout passed on the monotonic clock
+    h.abort_timed_out(1100)
+    assert h.state() == TxnState.PREPARE_ABORT and h.m.describe(T).last_update_ms == 1100 + jump
+
+
+def test_a_transaction_begun_after_a_jump_writes_the_skewed_start_and_times_out_on_the_monotonic_clock() -> None:
+    h = Harness()
+    pid, epoch = begin(h, timeout=1000)
+    h.skew = -HOUR
+    h.add(pid, epoch, now=100)
+    assert h.m.describe(T).start_ms == 100 - HOUR
+    assert h.m.timed_out(1099) == [] and h.m.timed_out(1100) == [T]
+
+
+def _moved(h: Harness, now: int, wall: int, previous=None) -> TxnMachine:
+    """The machine a coordinator builds from the log (`h.replayed()`), armed at `now` / `wall`."""
+    moved = h.replayed()
+    moved.arm_timers(now, wall, previous)
+    return moved
+
+
+def test_a_coordinator_that_loads_an_open_transaction_gives_it_what_its_start_time_leaves() -> None:
+    h = Harness()
+    pid, epoch = begin(h, timeout=1000)
+    h.add(pid, epoch, now=100)  # written start: 100 on the old coordinator's wall clock
+    # The new coordinator's monotonic clock has nothing to do with the old one's.
+    moved = _moved(h, now=50_000, wall=400)
+    assert moved.next_deadline(50_000, 400) == 50_700 and moved.timed_out(50_699) == []
+    assert moved.timed_out(50_700) == [T]
+    # Its wall clock an hour ahead: nothing left, aborted at once (as a wall-clock timeout would).
+    assert _moved(h, now=50_000, wall=400 + HOUR).timed_out(50_000) == [T]
+    # An hour behind: never more than the whole timeout from the load.
+    behind = _moved(h, now=50_000, wall=400 - HOUR)
+    assert behind.timed_out(50_999) == [] and behind.timed_out(51_000) == [T]
+
+
+def test_a_reload_on_the_same_coordinator_keeps_the_deadlines_it_had() -> None:
+    h = Harness()
+    pid, epoch = begin(h, timeout=1000)
+    h.add(pid, epoch, now=100)
+    h.skew = HOUR  # the wall clock jumped before the reload: the monotonic deadline still stands
+    reloaded = _moved(h, now=600, wall=h.wall(600), previous=h.m)
+    assert reloaded.timed_out(1099) == [] and reloaded.timed_out(1100) == [T]
+    # A previous machine without a deadline for it (its transaction not open there): from the start time.
+    other = Harness()
+    begin(other, timeout=1000)
+    assert _moved(h, now=600, wall=h.wall(600), previous=other.m).timed_out(600) == [T]
+
+
+def test_id_expiration_is_a_calendar_rule_on_the_wall_clock() -> None:
+    h = Harness(id_expiration_ms=10 * HOUR)
+    pid, epoch = begin(h, now=0)
+    h.add(pid, epoch, now=10)
+    h.end(pid, epoch, True, now=20)
+    h.finish_markers(now=30)  # last update: 30 on the wall clock
+    # Asked at monotonic 1000 with the wall clock at 30 + HOUR: nine hours left, on the monotonic clock.
+    assert h.m.next_deadline(1000, 30 + HOUR) == 1000 + 9 * HOUR
+    assert h.m.expire_ids(30 + 10 * HOUR - 1) == [] and h.m.expire_ids(30 + 10 * HOUR) == [(T, None)]
