@@ -70,7 +70,11 @@ func TestCorpusVerdicts(t *testing.T) {
 		if took > perLogBudget {
 			over = fmt.Sprintf("\tover the %v budget", perLogBudget)
 		}
-		t.Logf("%s\t%s\t%d ops\t%v%s", file, res.Verdict, len(ops), took, over)
+		pruned := 0
+		for _, p := range res.Partitions {
+			pruned += p.Pruned
+		}
+		t.Logf("%s\t%s\t%d ops\t%d pruned\t%v%s", file, res.Verdict, len(ops), pruned, took, over)
 	}
 	t.Logf("%d logs: total %v, slowest %v", len(expected), total, slowest)
 }
