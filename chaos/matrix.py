@@ -178,18 +178,33 @@ def faults_by_kind(history: Path) -> dict[str, int]:
     return dict(sorted(kinds.items()))
 
 
-def checker_seconds(run_folder: Path) -> dict[str, float]:
-    """Per model checked, the checker's own time on the run's history: the sum
-    of its partitions' elapsed_ms in <model>-verdict.json, in seconds."""
-    seconds: dict[str, float] = {}
+def _checked_partitions(run_folder: Path) -> dict[str, list[dict[str, Any]]]:
+    """Per model checked, the partitions of its <model>-verdict.json."""
+    checked: dict[str, list[dict[str, Any]]] = {}
     for model in MODELS:
         try:
             verdict_json = json.loads((Path(run_folder) / f"{model}-verdict.json").read_text(encoding="utf-8"))
         except (OSError, ValueError):
             continue
         partitions = (verdict_json.get("partitions") or []) if isinstance(verdict_json, dict) else []
-        seconds[model] = round(sum(float(p.get("elapsed_ms") or 0) for p in partitions) / 1000, 3)
-    return seconds
+        checked[model] = [p for p in partitions if isinstance(p, dict)]
+    return checked
+
+
+def checker_seconds(run_folder: Path) -> dict[str, float]:
+    """Per model checked, the checker's own time on the run's history: the sum
+    of its partitions' elapsed_ms in <model>-verdict.json, in seconds."""
+    return {model: round(sum(float(p.get("elapsed_ms") or 0) for p in partitions) / 1000, 3)
+            for model, partitions in _checked_partitions(run_folder).items()}
+
+
+def checker_pruned(run_folder: Path) -> dict[str, dict[str, int]]:
+    """Per model checked, the operations of unknown outcome the checker left out
+    before its search (no observation could depend on them), by partition key;
+    only the partitions where it left any out (verdicts from before the checker
+    pruned have no count)."""
+    return {model: {str(p.get("key")): int(p["pruned"]) for p in partitions if p.get("pruned")}
+            for model, partitions in _checked_partitions(run_folder).items()}
 
 
 def utc(seconds: float) -> str:

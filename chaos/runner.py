@@ -77,6 +77,7 @@ from devcluster.secured import CLIENT_LISTENER, secured_properties
 from . import lincheck, what_went_wrong
 from .history import NEMESIS, HistoryRecorder, paired, read_history
 from .min_isr import SAMPLE_INTERVAL_S, IsrSampler, below_min_isr, fault_windows, violations
+from .matrix import checker_pruned
 from .availability import produce_unavailability
 from .clock_skew import ClockFiles
 from .nemesis import REASSIGNMENT, ROLLING_RESTART, SCENARIOS, TRANSACTIONS, Nemesis, ScheduledFault, schedule
@@ -484,6 +485,7 @@ def _check(results: Path, faults: int, notes: list[str],
     for model in ("offsets", "metadata"):
         verdicts[model] = _linearizable(results, model, model_history(history, model), notes)
     summary = summarize(report, faults=faults, verdicts=verdicts)
+    summary["checker_pruned"] = checker_pruned(results)
     summary["produce_unavailability_s"] = produce_unavailability(history)
     # A read that met a batch whose CRC fails: a corrupt batch was served (never allowed).
     summary["corrupt_reads"] = corrupt_reads(history)

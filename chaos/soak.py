@@ -7,8 +7,9 @@ the namespace testbed), one every `fault_every_s`, each healed before the
 next. Every `sample_every_s` each node's RSS, open fds and threads are
 sampled (chaos/soak_stats.py). The results folder gets the samples
 (soak-samples.jsonl), the chart (soak.png), each node's growth over its
-longest life, and the run's usual checks (summary.json: anomalies and
-checker verdicts).
+longest life, and the run's usual checks (summary.json: anomalies,
+checker verdicts, the checker's seconds and the operations of unknown
+outcome it pruned, per model).
 
     python -m chaos.soak --minutes 30 --results soak-results
 """
@@ -28,6 +29,7 @@ from devcluster.local_cluster import LocalCluster
 from . import soak_stats
 from .clock_skew import ClockFiles
 from .history import HistoryRecorder
+from .matrix import checker_seconds
 from .nemesis import CLOCK_SKEW, Nemesis, ScheduledFault
 from .runner import (CLUSTER_PROPERTIES, MIN_ISR, PARTITIONS, RECOVERY_TIMEOUT_S, TOPIC, _active_controller, _check,
                      _recover, _tear_down, write_summary)
@@ -89,7 +91,8 @@ def run_soak(results: Path, *, minutes: float, sample_every_s: float, fault_ever
              for g in grown for m, limit in LEAK_PER_HOUR.items()
              if g.minutes >= 10 and g.per_hour[m] > limit]
     summary.update(scenario="soak", minutes=minutes, seed=seed, testbed=testbed is not None, rotation=list(rotation),
-                   growth=[g.describe() for g in grown], leaks=leaks)
+                   growth=[g.describe() for g in grown], leaks=leaks,
+                   checker_s=checker_seconds(results))
     # The summary first: a chart that cannot be drawn must not cost the run's findings.
     write_summary(results, summary)
     if samples:
@@ -150,7 +153,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ok = summary["valid"] and not summary["leaks"] and all(
         summary[k] in ("ok", None) for k in ("linearizable", "offsets_linearizable", "metadata_linearizable"))
     verdicts = {k: summary[k] for k in ("linearizable", "offsets_linearizable", "metadata_linearizable")}
-    print(f"soak {'ok' if ok else 'FAILED'}: {summary['anomalies']}, checker {verdicts}, "
+    print(f"soak {'ok' if ok else 'FAILED'}: {summary['anomalies']}, checker {verdicts} "
+          f"in {summary['checker_s']} s, unknown outcomes pruned {summary.get('checker_pruned') or 'none'}, "
           f"leaks {summary['leaks'] or 'none'}; chart {args.results / 'soak.png'}")
     return 0 if ok else 1
 

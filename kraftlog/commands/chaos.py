@@ -160,7 +160,7 @@ def run_command(
             summary = matrix.stamp(folder, summary, settings=settings, source=source, started=started,
                                    finished=time.time(), load=matrix.load_average())
         anomalies = {k: v for k, v in summary["anomalies"].items() if v and k != "lost-unacked-ok"}
-        verdicts = [summary[k] for k in ("linearizable", "offsets_linearizable", "metadata_linearizable")]
+        verdicts = [_checked(summary, model) for model in matrix.MODELS]
         kept, verdict = matrix.verdict(summary)
         broken += not kept
         if as_json:
@@ -168,13 +168,23 @@ def run_command(
         table.add_row(name, str(n), "yes" if summary["testbed"] else "no",
                       _sends(summary), str(summary["faults"]),
                       ", ".join(f"{k} {v}" for k, v in anomalies.items()) or "none",
-                      *map(str, verdicts), verdict)
+                      *verdicts, verdict)
         for note in summary["notes"]:
             console.print(f"  note: {note}")
         if summary.get("what_went_wrong"):
             console.print(f"  what went wrong: {folder / summary['what_went_wrong']}")
     console.print(table)
     raise typer.Exit(1 if broken else 0)
+
+
+def _checked(summary: dict, model: str) -> str:
+    """A model's verdict, with the operations of unknown outcome the checker pruned
+    before its search when it pruned any (a reader then knows why a history full
+    of timeouts was decided so fast)."""
+    from chaos import matrix
+
+    pruned = sum((summary.get("checker_pruned") or {}).get(model, {}).values())
+    return f"{summary[matrix.VERDICT_KEYS[model]]}" + (f" ({pruned} pruned)" if pruned else "")
 
 
 def _sends(summary: dict) -> str:

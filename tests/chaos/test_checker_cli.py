@@ -38,9 +38,9 @@ def history(*events: tuple) -> str:
     return "\n".join(lines) + "\n"
 
 
-def check(lincheck: Path, text: str, *args: str) -> tuple[int, dict]:
+def check(lincheck: Path, text: str, *args: str, model: str = "log") -> tuple[int, dict]:
     done = subprocess.run(
-        [str(lincheck), "--model", "log", "--time-limit", "5", *args, "-"],
+        [str(lincheck), "--model", model, "--time-limit", "5", *args, "-"],
         input=text, capture_output=True, text=True, timeout=60,
     )
     return done.returncode, json.loads(done.stdout)
@@ -76,6 +76,29 @@ def test_lost_acknowledged_send_is_caught_and_drawn(lincheck: Path, tmp_path: Pa
     assert conflict[1]["invoke_line"] == 3
     assert "saw nothing" in verdict["counterexample"]["reason"]
     assert "<svg" in page.read_text()
+
+
+def test_unknown_commits_no_fetch_saw_are_pruned_and_counted(lincheck: Path) -> None:
+    """An offsets history with two timed-out commits: 9, which no fetch returned, is left
+    out before the search; 8, which a later fetch returned, is kept (the fetch needs it).
+    The verdict counts what was left out, per partition, and a stale fetch stays illegal."""
+    key = {"group": "g", "partition": "t-0"}
+    other = {"group": "g", "partition": "t-1"}
+    events = [
+        (0, "invoke", "commit", key, 5, 0), (0, "ok", "commit", None, None, 1),
+        (1, "invoke", "commit", key, 9, 2), (1, "info", "commit", None, None, 3),
+        (2, "invoke", "commit", key, 8, 4), (2, "info", "commit", None, None, 5),
+        (3, "invoke", "fetch", key, None, 6), (3, "ok", "fetch", None, 8, 7),
+        (4, "invoke", "fetch", other, None, 8), (4, "ok", "fetch", None, -1, 9),
+    ]
+    code, verdict = check(lincheck, history(*events), model="offsets")
+    assert (code, verdict["result"]) == (0, "ok")
+    assert [(p["key"], p["operations"], p["pruned"]) for p in verdict["partitions"]] == [
+        ('["g","t-0"]', 4, 1), ('["g","t-1"]', 1, 0)]
+    code, verdict = check(lincheck, history(*events, (3, "invoke", "fetch", key, None, 10),
+                                            (3, "ok", "fetch", None, 5, 11)), model="offsets")
+    assert (code, verdict["result"]) == (1, "illegal")
+    assert verdict["partitions"][0]["pruned"] == 1
 
 
 def test_unreadable_history_exits_3_naming_the_line(lincheck: Path) -> None:

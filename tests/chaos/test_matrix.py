@@ -22,6 +22,7 @@ COMMIT_B = {"commit": "b" * 40, "dirty": False}
 def write_run(results: Path, scenario: str, seed: int, *, source: dict | None = COMMIT_A, sends: int = 100,
               info: int = 0, faults: tuple[str, ...] = ("kill", "kill"), anomalies: dict | None = None,
               verdicts: tuple = ("ok", "ok", "ok"), checker_ms: tuple[float, ...] = (100.0, 200.0),
+              pruned: tuple[int, ...] = (0, 0),
               started: float = 1_795_000_000.0, **extra) -> Path:
     """A run folder as `kraftlog chaos run` leaves it: a history with the nemesis' lines among the
     clients', the checker's verdict files, and summary.json (runner.py's keys), stamped unless
@@ -39,8 +40,8 @@ def write_run(results: Path, scenario: str, seed: int, *, source: dict | None = 
         if verdict is not None:
             (folder / f"{model}-verdict.json").write_text(json.dumps(
                 {"result": verdict, "model": model, "operations": 10, "counterexample": None,
-                 "partitions": [{"key": str(p), "result": verdict, "operations": 5, "elapsed_ms": ms}
-                                for p, ms in enumerate(checker_ms)]}))
+                 "partitions": [{"key": str(p), "result": verdict, "operations": 5, "pruned": n, "elapsed_ms": ms}
+                                for p, (ms, n) in enumerate(zip(checker_ms, pruned))]}))
     counts = {kind: 0 for kind in ANOMALY_KINDS}
     counts.update(anomalies or {})
     summary = {"sends": {"ok": sends, "fail": 0, "info": info}, "polled_records": sends, "final_records": sends,
@@ -110,6 +111,19 @@ def test_the_stamp_says_what_the_run_files_say(tmp_path) -> None:
     clean = matrix.read_summary(write_run(tmp_path / "clean", "unclean-election", 0, anomalies={"lost": 7},
                                           verdicts=("illegal", "ok", "ok"), unclean=False))["run"]
     assert (clean["kept"], clean["verdict"]) == (False, "PROMISE BROKEN")
+
+
+def test_pruned_counts_come_from_the_verdict_files(tmp_path) -> None:
+    folder = write_run(tmp_path, "mixed", 3, pruned=(0, 143), verdicts=("ok", "unknown", None))
+    # per model, only the partitions where the checker left operations out
+    assert matrix.checker_pruned(folder) == {"log": {"1": 143}, "offsets": {"1": 143}}
+    verdict_file = folder / "log-verdict.json"
+    older = json.loads(verdict_file.read_text())
+    for p in older["partitions"]:
+        del p["pruned"]  # a verdict from before the checker pruned
+    verdict_file.write_text(json.dumps(older))
+    (folder / "offsets-verdict.json").write_text("{")
+    assert matrix.checker_pruned(folder) == {"log": {}}
 
 
 def test_the_table_has_one_row_per_scenario_from_the_summaries(tmp_path) -> None:
@@ -187,7 +201,7 @@ def test_chaos_run_reuses_a_finished_run_and_refuses_a_bad_slice(tmp_path) -> No
     """`--resume` reuses the run already in --results (no cluster is started: the summary comes back
     as it was); a bad --shard is refused before any run (parse_seeds and parse_shard's other refusals:
     test_seeds_shards_and_plan)."""
-    folder = write_run(tmp_path, "pause", 0, sends=1234)
+    folder = write_run(tmp_path, "pause", 0, sends=1234, checker_pruned={"offsets": {"1": 143}})
     done = subprocess.run([str(KRAFTLOG), "chaos", "run", "--scenario", "kill-leaders,pause", "--seeds", "0",
                            "--shard", "2/2", "--time-limit", "20", "--no-network", "--results", str(tmp_path),
                            "--resume", "--json"], capture_output=True, text=True, timeout=120)
@@ -195,6 +209,7 @@ def test_chaos_run_reuses_a_finished_run_and_refuses_a_bad_slice(tmp_path) -> No
     [summary] = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
     assert summary["sends"]["ok"] == 1234 and summary["results"] == str(folder) and summary["verdict"] == "ok"
     assert "already run on aaaaaaaaaa" in done.stderr
+    assert "(143" in done.stderr  # the offsets cell: "ok (143 pruned)", wrapped in an 80-column table
     refused = subprocess.run([str(KRAFTLOG), "chaos", "run", "--scenario", "pause", "--shard", "3/2", "--results",
                               str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert refused.returncode == 2 and "--shard is I/N" in refused.stderr, refused.stdout + refused.stderr

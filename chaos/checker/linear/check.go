@@ -15,6 +15,9 @@ type PartitionResult struct {
 	// Ops are indexes into the checked history, in history order.
 	Ops     []int
 	Elapsed time.Duration
+	// Pruned counts the operations of unknown outcome left out before the
+	// search because no observation could depend on them (see prune).
+	Pruned int
 	// Counterexample is set when Verdict is Illegal.
 	Counterexample *Counterexample
 }
@@ -91,6 +94,17 @@ func checkPart(ctx context.Context, m Model, all []Operation, p part) PartitionR
 			r.Elapsed = time.Since(start)
 			return r
 		}
+	}
+	kept, pruned := prune(m, ops)
+	r.Pruned = pruned
+	if pruned > 0 {
+		ids := make([]int, len(kept))
+		keptOps := make([]Operation, len(kept))
+		for i, k := range kept {
+			ids[i], keptOps[i] = p.ops[k], ops[k]
+		}
+		ops = keptOps
+		p.ops = ids
 	}
 	verdict, best := search(ctx, m, ops)
 	r.Verdict = verdict

@@ -15,6 +15,9 @@ type cell struct{}
 type cellOp struct {
 	key   string
 	write bool
+	// add adds value to the cell: it depends on the state and changes it
+	// (an Acts, for the pruning tests).
+	add   bool
 	value int
 }
 
@@ -24,6 +27,9 @@ func (cell) Step(state, input, output any) (bool, any) {
 	in := input.(cellOp)
 	if in.write {
 		return true, in.value
+	}
+	if in.add {
+		return true, state.(int) + in.value
 	}
 	return output == OutputUnknown || output.(int) == state.(int), state
 }
@@ -38,6 +44,9 @@ func (cell) DescribeOperation(input, output any) string {
 	if in.write {
 		return fmt.Sprintf("write(%d)", in.value)
 	}
+	if in.add {
+		return fmt.Sprintf("add(%d)", in.value)
+	}
 	return fmt.Sprintf("read() -> %v", output)
 }
 
@@ -47,6 +56,10 @@ func write(process int, v int, call, ret int64) Operation {
 
 func read(process int, v int, call, ret int64) Operation {
 	return Operation{Process: process, Input: cellOp{}, Output: v, Call: call, Return: ret}
+}
+
+func add(process int, v int, call, ret int64) Operation {
+	return Operation{Process: process, Input: cellOp{add: true, value: v}, Output: nil, Call: call, Return: ret}
 }
 
 // lost is an operation whose outcome is unknown.

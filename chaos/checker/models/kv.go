@@ -83,6 +83,22 @@ func (kv) Hash(state any) uint64 { return hashString(state.(kvValue).String()) }
 func (kv) Partition(input any) string { return input.(kvInput).key }
 func (kv) DescribeState(s any) string { return s.(kvValue).String() }
 
+// Effect: a put overwrites, a get only looks; an append builds on what was
+// there, so the model claims nothing about it (linear.Pruner).
+func (kv) Effect(input, output any) (linear.Effect, any) {
+	in := input.(kvInput)
+	switch in.f {
+	case "put":
+		return linear.Overwrites, kvValue{present: true, value: in.value}
+	case "get":
+		if output == linear.OutputUnknown {
+			return linear.Reads, nil
+		}
+		return linear.Reads, output.(kvValue)
+	}
+	return linear.Acts, nil
+}
+
 func (kv) DescribeOperation(input, output any) string {
 	in := input.(kvInput)
 	if in.f == "get" {

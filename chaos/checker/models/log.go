@@ -169,6 +169,20 @@ func (partitionLog) Equal(a, b any) bool {
 func (partitionLog) Hash(state any) uint64      { return state.(*logNode).hashOf() }
 func (partitionLog) Partition(input any) string { return input.(logInput).key }
 
+// Effect: only a read of unknown outcome is pruned: it changes nothing and
+// fits any log. A send is never an Overwrites: it takes the next offset, so
+// leaving out one of unknown outcome would move every later send's offset
+// (a lone send acknowledged at offset 1 needs an unknown send before it,
+// read or not: the offset observes it). A read of
+// known outcome sees one offset, not one whole state, so it is left
+// unclassified (linear.Pruner).
+func (partitionLog) Effect(input, output any) (linear.Effect, any) {
+	if input.(logInput).f == "read" && output == linear.OutputUnknown {
+		return linear.Reads, nil
+	}
+	return linear.Acts, nil
+}
+
 // DescribeState lists the newest records; that is where a failed read or
 // send usually looks.
 func (partitionLog) DescribeState(s any) string {

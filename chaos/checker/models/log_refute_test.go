@@ -10,8 +10,8 @@ import (
 	"kraftlog/checker/linear"
 )
 
-// searchOnly hides the log model's Refute, so Check falls back to the
-// search (which linear's tests compare with the definition).
+// searchOnly hides a model's Refute and Effect, so Check falls back to the
+// bare search (which linear's tests compare with the definition).
 type searchOnly struct{ linear.Model }
 
 func send(p int, v string, offset int64, call, ret int64) linear.Operation {

@@ -122,6 +122,18 @@ func (metadata) Equal(a, b any) bool        { return a.(int64) == b.(int64) }
 func (metadata) Hash(state any) uint64      { return uint64(state.(int64)) }
 func (metadata) Partition(input any) string { return input.(metadataInput).topic }
 
+// Effect: a describe of unknown outcome changes nothing and fits any state,
+// so the search may leave it out. A known describe is left unclassified
+// (Acts): there are no Overwrites here for it to keep, and "no topic" is a
+// code, not one state the Reads contract could name. Create and delete
+// both look and change (linear.Pruner).
+func (metadata) Effect(input, output any) (linear.Effect, any) {
+	if input.(metadataInput).f == "describe" && output == linear.OutputUnknown {
+		return linear.Reads, nil
+	}
+	return linear.Acts, nil
+}
+
 func (metadata) DescribeState(s any) string {
 	if n := s.(int64); n > 0 {
 		return fmt.Sprintf("%d partitions", n)

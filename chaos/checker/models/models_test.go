@@ -34,9 +34,15 @@ func TestHistories(t *testing.T) {
 			if !ok {
 				t.Fatalf("no model %q", model)
 			}
-			res := linear.Check(context.Background(), m, readFile(t, m, file))
+			ops := readFile(t, m, file)
+			res := linear.Check(context.Background(), m, ops)
 			if res.Verdict != want {
 				t.Fatalf("verdict %s, want %s", res.Verdict, want)
+			}
+			// The bare search, without the model's pruning or refutation,
+			// agrees.
+			if bare := linear.Check(context.Background(), searchOnly{m}, ops); bare.Verdict != want {
+				t.Fatalf("verdict %s without pruning or refutation, want %s", bare.Verdict, want)
 			}
 		})
 	}

@@ -79,6 +79,20 @@ func (offsets) Hash(state any) uint64      { return uint64(state.(int64)) }
 func (offsets) Partition(input any) string { return input.(offsetsInput).part }
 func (offsets) DescribeState(s any) string { return strconv.FormatInt(s.(int64), 10) }
 
+// Effect: a commit overwrites whatever was committed; a fetch only looks.
+// So the search need not consider a commit of unknown outcome whose offset
+// no fetch that could follow it returned (linear.Pruner).
+func (offsets) Effect(input, output any) (linear.Effect, any) {
+	in := input.(offsetsInput)
+	if in.f == "commit" {
+		return linear.Overwrites, in.offset
+	}
+	if output == linear.OutputUnknown {
+		return linear.Reads, nil
+	}
+	return linear.Reads, output.(int64)
+}
+
 func (offsets) DescribeOperation(input, output any) string {
 	in := input.(offsetsInput)
 	if in.f == "commit" {

@@ -98,6 +98,22 @@ func (register) Hash(state any) uint64      { return hashString(state.(string)) 
 func (register) Partition(input any) string { return input.(registerInput).key }
 func (register) DescribeState(s any) string { return s.(string) }
 
+// Effect: a write overwrites, a read only looks; a cas both looks and
+// changes, so the model claims nothing about it (linear.Pruner).
+func (register) Effect(input, output any) (linear.Effect, any) {
+	in := input.(registerInput)
+	switch in.f {
+	case "write":
+		return linear.Overwrites, in.value
+	case "read":
+		if output == linear.OutputUnknown {
+			return linear.Reads, nil
+		}
+		return linear.Reads, output.(string)
+	}
+	return linear.Acts, nil
+}
+
 func (register) DescribeOperation(input, output any) string {
 	in := input.(registerInput)
 	switch in.f {

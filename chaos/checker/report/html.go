@@ -279,8 +279,8 @@ take effect before it.</p>
 {{end}}</table>
 {{end}}
 <h3>Partitions</h3>
-<table><tr><th>key</th><th>result</th><th>operations</th><th>ms</th></tr>
-{{range .Verdict.Partitions}}<tr><td>{{.Key}}</td><td>{{.Result}}</td><td>{{.Operations}}</td><td>{{.ElapsedMS}}</td></tr>
+<table><tr><th>key</th><th>result</th><th>operations</th><th>pruned</th><th>ms</th></tr>
+{{range .Verdict.Partitions}}<tr><td>{{.Key}}</td><td>{{.Result}}</td><td>{{.Operations}}</td><td>{{.Pruned}}</td><td>{{.ElapsedMS}}</td></tr>
 {{end}}</table>
 </body>
 </html>

@@ -30,7 +30,10 @@ type PartitionJSON struct {
 	Key        string         `json:"key"`
 	Result     linear.Verdict `json:"result"`
 	Operations int            `json:"operations"`
-	ElapsedMS  float64        `json:"elapsed_ms"`
+	// Pruned are the operations of unknown outcome (among Operations) left
+	// out before the search because no observation could depend on them.
+	Pruned    int     `json:"pruned"`
+	ElapsedMS float64 `json:"elapsed_ms"`
 }
 
 // Counterexample explains the first illegal partition (by key).
@@ -72,6 +75,7 @@ func BuildVerdict(c Checked) Verdict {
 			Key:        p.Key,
 			Result:     p.Verdict,
 			Operations: len(p.Ops),
+			Pruned:     p.Pruned,
 			ElapsedMS:  float64(p.Elapsed.Microseconds()) / 1000,
 		}
 	}

@@ -17,7 +17,16 @@ import (
 
 // corpusDir is the shared corpus beside the repository clone: three levels
 // up from the checker folder (chaos/checker), two more from this package.
-var corpusDir = filepath.Join("..", "..", "..", "..", "..", "shared", "linearizability-corpus")
+// LINCHECK_CORPUS names it instead, for a clone that is not beside it (a git
+// worktree elsewhere).
+var corpusDir = corpusPath()
+
+func corpusPath() string {
+	if dir := os.Getenv("LINCHECK_CORPUS"); dir != "" {
+		return dir
+	}
+	return filepath.Join("..", "..", "..", "..", "..", "shared", "linearizability-corpus")
+}
 
 // perLogBudget is what "well under a second" means for one corpus log: a
 // log over it is named in the test's output, never failed (the machines that
@@ -61,7 +70,11 @@ func TestCorpusVerdicts(t *testing.T) {
 		if took > perLogBudget {
 			over = fmt.Sprintf("\tover the %v budget", perLogBudget)
 		}
-		t.Logf("%s\t%s\t%d ops\t%v%s", file, res.Verdict, len(ops), took, over)
+		pruned := 0
+		for _, p := range res.Partitions {
+			pruned += p.Pruned
+		}
+		t.Logf("%s\t%s\t%d ops\t%d pruned\t%v%s", file, res.Verdict, len(ops), pruned, took, over)
 	}
 	t.Logf("%d logs: total %v, slowest %v", len(expected), total, slowest)
 }

@@ -111,6 +111,44 @@ func TestIllegalHistoryExplainsItself(t *testing.T) {
 	}
 }
 
+// The verdict counts, per partition, the operations of unknown outcome left
+// out before the search: here a timed-out write nothing read and a timed-out
+// read, beside the lost write of r-0, which stays illegal; the page's table
+// has the count too.
+func TestVerdictCountsPruned(t *testing.T) {
+	pruned := lostWrite + `{"process": 3, "type": "invoke", "f": "write", "key": "r-0", "value": "z", "time": 6}
+{"process": 4, "type": "invoke", "f": "read", "key": "r-0", "time": 7}
+{"process": 4, "type": "info", "f": "read", "time": 8}
+`
+	html := filepath.Join(t.TempDir(), "verdict.html")
+	code, out, _ := lincheck(t, pruned, "--model", "register", "--html", html, "-")
+	if code != exitIllegal {
+		t.Fatalf("exit %d\n%s", code, out)
+	}
+	var v struct {
+		Partitions []struct {
+			Key        string
+			Operations int
+			Pruned     *int
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Partitions) != 2 || v.Partitions[0].Key != "r-0" || v.Partitions[0].Operations != 4 ||
+		v.Partitions[0].Pruned == nil || *v.Partitions[0].Pruned != 2 ||
+		v.Partitions[1].Pruned == nil || *v.Partitions[1].Pruned != 0 {
+		t.Fatalf("verdict %s", out)
+	}
+	page, err := os.ReadFile(html)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(page, []byte("<th>pruned</th>")) || !bytes.Contains(page, []byte("<td>4</td><td>2</td>")) {
+		t.Errorf("the page's partition table lacks the pruned count")
+	}
+}
+
 // A log history the model refutes directly: the verdict names the rule and
 // the two operations, and the page draws just those.
 func TestRefutedHistoryNamesTheConflict(t *testing.T) {
