@@ -187,7 +187,7 @@ def test_a_registration_of_the_same_incarnation_is_no_shutdown() -> None:
     assert (state.leader, state.elr, state.last_known_elr) == (1, (2, 0), ())
 
 
-@pytest.mark.parametrize("previous", [-1, -5, 2**62, "another's"])
+@pytest.mark.parametrize("previous", [-1, -5, -2**63, 2**62, 2**63 - 1, "another's"])
 def test_any_other_previous_epoch_is_an_unclean_shutdown(previous: object) -> None:
     h = cluster()
     shrink_to_leader(h)
