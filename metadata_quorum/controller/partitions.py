@@ -101,8 +101,9 @@ def shut_down_uncleanly(image: MetadataImage, config: ControllerConfig, broker_i
     """KIP-966: `broker_id` registers after an unclean shutdown, so its logs
     may lack records it had acknowledged: it leaves every ISR, even as the
     last member, and every ELR for the last known ELR, and leads nothing.
-    Only while the feature is on (else `move_away`'s rules: the last ISR
-    member stays, and is elected again cleanly when it returns)."""
+    brokers.register asks only while the feature is on; off, this is
+    `move_away` (the last ISR member stays, and is elected again cleanly
+    when it returns)."""
     if not elr_enabled(image.features):
         return move_away(image, config, {broker_id})
     live = live_brokers(image) - {broker_id}
