@@ -148,19 +148,28 @@ def elect_unclean_offline(image: MetadataImage, config: ControllerConfig) -> lis
     return records
 
 
-def clear_eligible(image: MetadataImage, topic_ids: Optional[Iterable[bytes]] = None) -> list[mpb.MetadataRecord]:
+def clear_eligible(image: MetadataImage, topic_ids: Optional[Iterable[bytes]] = None,
+                   feature_off: bool = False) -> list[mpb.MetadataRecord]:
     """Empty the ELR and last known ELR of every partition of `topic_ids`
     (default: all) that has any: its min.insync.replicas changed, or the
     feature went off, so what made those replicas eligible no longer holds
-    (Kafka's ClearElrRecord, here PartitionChangeRecords)."""
+    (Kafka's ClearElrRecord, here PartitionChangeRecords).
+
+    Not where the ISR is empty: nobody else could ever lead it (without
+    unclean election), and with no leader its high watermark cannot move,
+    so they stay as eligible as they were - unless the feature goes off
+    (`feature_off`): then they become the ISR (the ELR first), as the last
+    members of an ISR stay in it without KIP-966, to lead when they return."""
     records = []
     for topic_id in sorted(image.topics if topic_ids is None else set(topic_ids) & image.topics.keys()):
         for partition_id, state in sorted(image.topics[topic_id].partitions.items()):
-            if state.elr or state.last_known_elr:
-                election = Election(state.leader, state.isr, state.leader_recovery_state, elr=(), last_known_elr=())
-                record = change_record(topic_id, partition_id, state, election)
-                assert record is not None
-                records.append(record)
+            if not (state.elr or state.last_known_elr) or (not state.isr and not feature_off):
+                continue
+            isr = state.isr or state.elr + state.last_known_elr
+            election = Election(state.leader, isr, state.leader_recovery_state, elr=(), last_known_elr=())
+            record = change_record(topic_id, partition_id, state, election)
+            assert record is not None
+            records.append(record)
     return records
 
 

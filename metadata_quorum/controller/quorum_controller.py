@@ -134,7 +134,8 @@ class Controller:
         for record in records:
             kind = record.WhichOneof("record")
             if kind == "feature_level" and record.feature_level.name == ELIGIBLE_LEADER_REPLICAS:
-                return partitions.clear_eligible(self.image) if record.feature_level.feature_level == 0 else []
+                off = record.feature_level.feature_level == 0
+                return partitions.clear_eligible(self.image, feature_off=True) if off else []
             if kind == "config" and record.config.name == MIN_INSYNC_REPLICAS:
                 if record.config.resource_type != mpb.TOPIC:
                     return partitions.clear_eligible(self.image)

@@ -273,3 +273,24 @@ def test_the_lists_survive_a_snapshot_and_a_bad_record_stops_the_replay() -> Non
             topic_id=h.topic_id("t"), partition_id=0, **change))  # type: ignore[arg-type]
         with pytest.raises(MetadataReplayError):
             h.image.apply(record, h.image.offset + 1)
+
+
+def test_with_an_empty_isr_the_eligible_stay_eligible_and_become_the_isr_when_the_feature_goes_off() -> None:
+    """Emptying them there would leave nobody who may ever lead (no leader: the high watermark is still)."""
+    h = cluster()
+    shrink_to_leader(h)
+    h.now = SESSION + 1
+    h.tick()
+    restart(h, 0, clean=False)
+    emptied = h.state("t")
+    assert (emptied.isr, emptied.elr, emptied.last_known_elr) == ((), (1, 2), (0,))
+    request = cpb.IncrementalAlterConfigsRequest(resources=[cpb.IncrementalAlterConfigsRequest.Resource(
+        resource_type=mpb.TOPIC, resource_name="t", configs=[
+            cpb.AlterableConfig(name="min.insync.replicas", op=0, value="1")])])
+    assert h.apply(h.controller.handle_incremental_alter_configs(request)).results[0].error_code == Error.NONE
+    assert h.state("t") == emptied  # nothing written for it
+    assert upgrade(h, 0).error_code == Error.NONE
+    off = h.state("t")
+    assert (off.leader, off.isr, off.elr, off.last_known_elr) == (NO_LEADER, (1, 2, 0), (), ())
+    h.heartbeat(0)  # without the feature, as before it: the ISR's first live member leads
+    assert h.state("t").leader == 0
