@@ -110,6 +110,14 @@ def cluster(min_isr: int = 2, elr: bool = True) -> Harness:
     return h
 
 
+def set_min_isr(h: Harness, value: int) -> None:
+    """Topic t's min.insync.replicas, through IncrementalAlterConfigs."""
+    request = cpb.IncrementalAlterConfigsRequest(resources=[cpb.IncrementalAlterConfigsRequest.Resource(
+        resource_type=mpb.TOPIC, resource_name="t", configs=[
+            cpb.AlterableConfig(name="min.insync.replicas", op=0, value=str(value))])])
+    assert h.apply(h.controller.handle_incremental_alter_configs(request)).results[0].error_code == Error.NONE
+
+
 def shrink_to_leader(h: Harness) -> PartitionState:
     before = h.state("t")
     assert h.alter("t", 0, [0]).topics[0].partitions[0].error_code == Error.NONE
@@ -248,10 +256,7 @@ def test_the_isr_back_at_min_isr_empties_the_lists() -> None:
 def test_a_new_min_isr_or_the_feature_off_empties_the_lists() -> None:
     h = cluster()
     shrink_to_leader(h)
-    request = cpb.IncrementalAlterConfigsRequest(resources=[cpb.IncrementalAlterConfigsRequest.Resource(
-        resource_type=mpb.TOPIC, resource_name="t", configs=[
-            cpb.AlterableConfig(name="min.insync.replicas", op=0, value="3")])])
-    assert h.apply(h.controller.handle_incremental_alter_configs(request)).results[0].error_code == Error.NONE
+    set_min_isr(h, 3)
     assert h.state("t").elr == ()
     shrink_again = cluster()
     shrink_to_leader(shrink_again)
@@ -284,10 +289,7 @@ def test_with_an_empty_isr_the_eligible_stay_eligible_and_become_the_isr_when_th
     restart(h, 0, clean=False)
     emptied = h.state("t")
     assert (emptied.isr, emptied.elr, emptied.last_known_elr) == ((), (1, 2), (0,))
-    request = cpb.IncrementalAlterConfigsRequest(resources=[cpb.IncrementalAlterConfigsRequest.Resource(
-        resource_type=mpb.TOPIC, resource_name="t", configs=[
-            cpb.AlterableConfig(name="min.insync.replicas", op=0, value="1")])])
-    assert h.apply(h.controller.handle_incremental_alter_configs(request)).results[0].error_code == Error.NONE
+    set_min_isr(h, 1)
     assert h.state("t") == emptied  # nothing written for it
     assert upgrade(h, 0).error_code == Error.NONE
     off = h.state("t")
