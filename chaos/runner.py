@@ -339,9 +339,11 @@ def _enable_elr(cluster: LocalCluster) -> None:
     """KIP-966 on, as `kraftlog features upgrade --feature eligible.leader.replicas.version=1`."""
     with ClientCluster(cluster.bootstrap, cluster.security) as client:
         update_features(client, {ELIGIBLE_LEADER_REPLICAS: 1})
-        finalized = describe_features(client)["finalized"]
-    if finalized.get(ELIGIBLE_LEADER_REPLICAS) != 1:
-        raise RuntimeError(f"{ELIGIBLE_LEADER_REPLICAS} not finalized at 1: {finalized}")
+    # Answered once committed; every broker has it once it has applied that far.
+    for broker in cluster.brokers:
+        with ClientCluster(cluster.broker_addresses[broker], cluster.security) as client:
+            wait_until(lambda: describe_features(client)["finalized"].get(ELIGIBLE_LEADER_REPLICAS) == 1,
+                       RECOVERY_TIMEOUT_S, f"{ELIGIBLE_LEADER_REPLICAS} 1 applied by broker {broker}", interval=0.2)
 
 
 def _follower_damage(cluster: LocalCluster, scenario: str) -> Optional[FollowerDamage]:
