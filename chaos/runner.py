@@ -54,8 +54,9 @@ leader's power loss alone, its restart, the heal and its re-election. With
 Kafka's defaults the loss it causes is reported; `-durable` runs with
 log.flush.interval.messages=1 and must lose nothing; `-elr` runs Kafka's
 defaults with eligible.leader.replicas.version 1 (upgraded before the
-topic is made): a follower is elected from the ELR, and nothing may be
-lost. The summary's `last_replica_standing` says what the sequence did
+topic is made) and min.insync.replicas 2 for every topic (the consumer
+offsets' too: below min ISR the ELR keeps nothing safe): a follower is
+elected from the ELR, and nothing may be lost. The summary's `last_replica_standing` says what the sequence did
 and what was lost in its partition; a sequence that did not happen (for
 `-elr`: no follower elected) makes the run invalid.
 """
@@ -209,6 +210,10 @@ def run(settings: RunSettings) -> RunResult:
         properties = dict(CLUSTER_PROPERTIES)
         if settings.scenario == UNCLEAN:
             properties["unclean.leader.election.enable"] = str(settings.unclean).lower()
+        if settings.scenario == LAST_REPLICA_ELR:
+            # The ELR keeps nothing below min ISR safe: __consumer_offsets, at the broker default 1,
+            # lost a committed offset when its leader alone power-failed (seed 1's first run).
+            properties["min.insync.replicas"] = MIN_ISR
         if settings.secure:
             properties.update(secured_properties(node_ids))
         if kafka:
