@@ -79,7 +79,6 @@ from devcluster.local_cluster import BROKER_PORT, CLIENTS_PORT, CONTROLLER_PORT
 from devcluster.local_processes import wait_until
 from devcluster.roll import ProcessesControl, RollError, roll
 from devcluster.secured import CLIENT_LISTENER, secured_properties
-from metadata_quorum.features import ELIGIBLE_LEADER_REPLICAS
 
 from . import lincheck
 from .history import NEMESIS, HistoryRecorder, paired, read_history
@@ -114,6 +113,8 @@ CLUSTER_PROPERTIES = {
     "kraftlog.log.level": "INFO",
 }
 RECOVERY_TIMEOUT_S = 120.0
+# KIP-966's feature, by Kafka's name (metadata_quorum/features.py, which chaos does not import)
+ELIGIBLE_LEADER_REPLICAS = "eligible.leader.replicas.version"
 MIN_ISR = 2  # the workload topic's min.insync.replicas (1 in the unclean-election scenario)
 # The reassignment scenario's bound on a partition's time below min ISR with
 # no fault to explain it. A move's own steps never shrink the ISR: the new
