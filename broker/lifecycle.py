@@ -26,6 +26,9 @@ heartbeats, and controlled shutdown.
 - The registration carries the feature levels this software supports
   (metadata_quorum/features.py); UNSUPPORTED_VERSION means the cluster
   finalized a level it does not: logged as an error, retried.
+- And KIP-966's previous_broker_epoch: the epoch the log directory's
+  clean-shutdown marker held at start (-1: none, an unclean shutdown), the
+  same on every registration of this process.
 """
 from __future__ import annotations
 
@@ -56,7 +59,7 @@ REREGISTER = (Error.STALE_BROKER_EPOCH, Error.BROKER_ID_NOT_REGISTERED)
 class BrokerLifecycle:
     def __init__(self, broker_id: int, cluster_id: str, listeners: Sequence[Endpoint], rack: Optional[str],
                  controllers: ControllerClient, metadata_offset: Callable[[], int], *,
-                 heartbeat_interval_ms: int, request_timeout_s: float) -> None:
+                 heartbeat_interval_ms: int, request_timeout_s: float, previous_broker_epoch: int = -1) -> None:
         self.broker_id = broker_id
         self.cluster_id = cluster_id
         self.listeners = tuple(listeners)
@@ -66,6 +69,7 @@ class BrokerLifecycle:
         self.heartbeat_interval_s = heartbeat_interval_ms / 1000
         self.request_timeout_s = request_timeout_s
         self.incarnation_id = uuid.uuid4().hex
+        self.previous_broker_epoch = previous_broker_epoch
         self.broker_epoch = -1
         self.fenced = True
         self.caught_up = asyncio.Event()
@@ -163,7 +167,8 @@ class BrokerLifecycle:
         request = cpb.BrokerRegistrationRequest(
             broker_id=self.broker_id, cluster_id=self.cluster_id, incarnation_id=self.incarnation_id,
             listeners=[mpb.BrokerEndpoint(name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol)
-                       for e in self.listeners], features=supported_records())
+                       for e in self.listeners], features=supported_records(),
+            previous_broker_epoch=self.previous_broker_epoch)
         if self.rack is not None:
             request.rack = self.rack
         try:

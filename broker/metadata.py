@@ -60,5 +60,6 @@ def metadata_response(image: MetadataImage, request: bpb.MetadataRequest, *, clu
                 error_code=Error.NONE if leader != NO_LEADER else Error.LEADER_NOT_AVAILABLE,
                 partition_index=index, leader_id=leader, leader_epoch=state.leader_epoch,
                 replica_nodes=state.replicas, isr_nodes=state.isr,
-                offline_replicas=[b for b in state.replicas if b not in live])
+                offline_replicas=[b for b in state.replicas if b not in live],
+                eligible_leader_replicas=state.elr, last_known_elr=state.last_known_elr)
     return response

@@ -73,6 +73,9 @@ class Partition:
         self.isr: tuple[int, ...] = ()
         self.leader_recovery_state: int = mpb.RECOVERED
         self.min_insync_replicas = 1
+        # KIP-966's strict min ISR rule (eligible.leader.replicas.version 1): the
+        # high watermark stays while the ISR is below min.insync.replicas.
+        self.strict_min_isr = False
         self.leadership: Optional[Leadership] = None
         self.stopped = False
         self.changed = Signal()  # appends, high watermark moves, role changes
@@ -284,9 +287,19 @@ class Partition:
     # -- high watermark ------------------------------------------------------
     def maybe_advance_high_watermark(self) -> bool:
         """Leader: move the high watermark up to what every maximal-ISR member
-        holds (never back), completing the acks=all waiters it passes."""
+        holds (never back), completing the acks=all waiters it passes.
+
+        With `strict_min_isr` (KIP-966), only while the ISR the controller
+        committed has at least min.insync.replicas members, as Kafka's
+        leader counts it (a member joining is not counted before the
+        controller accepts it; one leaving still bounds the high watermark
+        until then): a replica that leaves an ISR below min ISR then holds
+        everything below the high watermark, so the controller may elect it
+        from the ELR. acks=0 and acks=1 writes wait for it too."""
         lead = self.leadership
         if lead is None:
+            return False
+        if self.strict_min_isr and len(self.isr) < self.min_insync_replicas:
             return False
         bound = isr_rules.high_watermark_bound(self.broker_id, self.log.log_end_offset, self.maximal_isr,
                                                lead.followers)

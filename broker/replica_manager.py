@@ -19,6 +19,7 @@ from typing import Callable, Optional, Protocol
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
 from kafka_protocol.internal_topics import is_reserved
+from metadata_quorum.features import ELIGIBLE_LEADER_REPLICAS, elr_enabled
 from metadata_quorum.image import MetadataDelta, MetadataImage, PartitionState
 from kafka_protocol.errors import KafkaError
 from partition_log.clock import monotonic_ms
@@ -139,6 +140,11 @@ class ReplicaManager:
         if delta.changed_configs:
             self._apply_configs(delta)
             self.replication_quotas.apply_configs(image, delta.changed_configs)
+        if ELIGIBLE_LEADER_REPLICAS in delta.changed_features:
+            strict = elr_enabled(image.features)
+            for partition in self.partitions.values():
+                partition.strict_min_isr = strict
+                partition.maybe_advance_high_watermark()
         return changes
 
     def _replicate(self, topic: str, index: int, topic_id: bytes, state: PartitionState,
@@ -162,6 +168,7 @@ class ReplicaManager:
             partition = Partition(topic, index, topic_id, lg, self.broker_id, self.clock, producers=producers,
                                   timer=self.timer)
             partition.min_insync_replicas = self._topic_settings(topic)[1]
+            partition.strict_min_isr = elr_enabled(self.image.features)
             self.partitions[tp] = partition
             self.offline.pop(tp, None)
         if state.leader == self.broker_id:

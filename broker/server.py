@@ -150,7 +150,7 @@ class BrokerServer:
         self.lifecycle = BrokerLifecycle(
             broker_id, settings.cluster_id, settings.listeners, settings.rack, self.controllers,
             lambda: self.metadata.applied_offset, heartbeat_interval_ms=settings.heartbeat_interval_ms,
-            request_timeout_s=settings.session_timeout_ms / 1000)
+            request_timeout_s=settings.session_timeout_ms / 1000, previous_broker_epoch=logs.previous_broker_epoch)
         self.isr_updates = IsrUpdates(self.replicas, self.controllers,
                                       request_timeout_s=settings.session_timeout_ms / 1000)
         self.log_jobs = LogJobs(logs, settings.log_jobs)
@@ -261,7 +261,7 @@ class BrokerServer:
         await self.peers.close()
         await self.controllers.close()
         try:
-            self.logs.close()
+            self.logs.close(self.lifecycle.broker_epoch)  # KIP-966: the marker holds the epoch we stop with
         except OSError:
             log.exception("broker %d: closing the partition logs", self.broker_id)
 

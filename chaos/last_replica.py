@@ -17,14 +17,21 @@ min.insync.replicas 2 when no replica fsyncs per write:
    for it (its leader epoch past the one seen at step 1), and the
    followers, which had every acknowledged write, truncate to its log.
 
+`last-replica-standing-elr` runs the same sequence with KIP-966's
+eligible leader replicas on (eligible.leader.replicas.version 1, Kafka's
+defaults otherwise): the shrink puts both followers in the ELR, the high
+watermark stays while the ISR is the leader alone, and the leader's power
+loss is an unclean shutdown (no clean-shutdown marker), so the controller
+elects a follower from the ELR instead (step 4 expects a follower, with a
+leader epoch past the one seen at step 1) and nothing acknowledged is lost.
+
 Every step goes into the history (`note`, HistoryRecorder.fault with phase
 "step") with what it did and saw; the call returns the whole sequence for
 the fault's own history line and the run's summary. With Kafka's defaults
 the leader's unfsynced tail is lost with every write only it and the
 followers held; in the durable mode (log.flush.interval.messages=1) the
-leader had fsynced every acknowledged write and nothing is lost. KIP-966's
-eligible leader replicas would keep the followers electable instead
-(docs/architecture.md, section 13).
+leader had fsynced every acknowledged write and nothing is lost; with
+the ELR, the followers are elected instead (docs/architecture.md, section 13).
 """
 from __future__ import annotations
 
@@ -39,6 +46,7 @@ from .testbed import NetworkTestbed
 
 LAST_REPLICA = "last-replica-standing"
 LAST_REPLICA_DURABLE = LAST_REPLICA + "-durable"
+LAST_REPLICA_ELR = LAST_REPLICA + "-elr"  # KIP-966's eligible leader replicas on
 WARMUP_S = 5.0  # acknowledged writes on every replica before the cut
 DOWN_S = (1.0, 3.0)  # how long the leader stays powered off
 SHRINK_TIMEOUT_S = 60.0  # the ISR shrinks within a lag window or a session timeout; a loaded machine is slow
@@ -62,6 +70,8 @@ class PartitionView:
     leader_epoch: int
     isr: list[int]
     replicas: list[int]
+    elr: list[int]  # KIP-966's eligible leader replicas (empty with the feature off)
+    last_known_elr: list[int]
 
 
 def partition_view(metadata: Any, topic: str, partition: int) -> Optional[PartitionView]:
@@ -72,7 +82,8 @@ def partition_view(metadata: Any, topic: str, partition: int) -> Optional[Partit
         if t.name == topic:
             for p in t.partitions:
                 if p.partition_index == partition:
-                    return PartitionView(p.leader_id, p.leader_epoch, sorted(p.isr_nodes), sorted(p.replica_nodes))
+                    return PartitionView(p.leader_id, p.leader_epoch, sorted(p.isr_nodes), sorted(p.replica_nodes),
+                                         sorted(p.eligible_leader_replicas), sorted(p.last_known_elr))
     return None
 
 
@@ -97,6 +108,7 @@ class LastReplicaStanding:
     note: Callable[..., None]  # HistoryRecorder.fault
     shrink_timeout_s: float = SHRINK_TIMEOUT_S
     election_timeout_s: float = ELECTION_TIMEOUT_S
+    elr: bool = False  # KIP-966 on: step 4 expects a follower from the ELR, not the old leader
 
     def __post_init__(self) -> None:
         self.outcome: dict[str, Any] = {}  # what the last call did, as far as it got
@@ -104,7 +116,8 @@ class LastReplicaStanding:
     def __call__(self, rng: random.Random) -> dict[str, Any]:
         partition, down_s = draw(rng, self.partitions)
         outcome = self.outcome = {"partition": partition, "down_s": down_s, "isr_shrunk": False,
-                                  "power_loss": False, "re_elected": False, "steps": []}
+                                  "power_loss": False, "re_elected": False, "elected_follower": False,
+                                  "expected": "elected_follower" if self.elr else "re_elected", "steps": []}
         before = self._wait(lambda: self._view(partition, lambda v: v.leader >= 0), self.election_timeout_s)
         if before is None:
             self._step(outcome, "no-leader", partition=partition)
@@ -121,8 +134,8 @@ class LastReplicaStanding:
                             self.shrink_timeout_s)
         seen = shrunk or self._view(partition, lambda v: True, broker=leader)
         self._step(outcome, "isr-shrunk" if shrunk else "isr-not-shrunk", partition=partition, leader=leader,
-                   isr=seen.isr if seen else None, leader_epoch=seen.leader_epoch if seen else None,
-                   waited_s=round(time.monotonic() - started, 3))
+                   isr=seen.isr if seen else None, elr=seen.elr if seen else None,
+                   leader_epoch=seen.leader_epoch if seen else None, waited_s=round(time.monotonic() - started, 3))
         if shrunk is None:  # the sequence cannot go on: undo the cut, nothing else happened
             self._heal(how, followers)
             self._step(outcome, "heal", nodes=followers, how=how)
@@ -143,9 +156,11 @@ class LastReplicaStanding:
                                                 and v.leader_epoch > shrunk.leader_epoch), self.election_timeout_s)
         seen = elected or self._view(partition, lambda v: True)
         outcome["re_elected"] = elected is not None and elected.leader == leader
+        outcome["elected_follower"] = elected is not None and elected.leader in followers
         self._step(outcome, "elected" if elected else "not-elected", partition=partition,
                    leader=seen.leader if seen else None, was_leader=leader,
                    leader_epoch=seen.leader_epoch if seen else None, isr=seen.isr if seen else None,
+                   elr=seen.elr if seen else None, last_known_elr=seen.last_known_elr if seen else None,
                    waited_s=round(time.monotonic() - started, 3))
         return outcome
 

@@ -35,7 +35,7 @@ from typing import Callable, Optional, Protocol, Sequence
 from .clock_skew import ClockFiles, draw_skew
 from .disk_nemesis import DISK_FAULTS, DiskNemesis
 from .history import HistoryRecorder
-from .last_replica import LAST_REPLICA, LAST_REPLICA_DURABLE, WARMUP_S as LAST_REPLICA_WARMUP_S
+from .last_replica import LAST_REPLICA, LAST_REPLICA_DURABLE, LAST_REPLICA_ELR, WARMUP_S as LAST_REPLICA_WARMUP_S
 from .linkproxy import Toxics
 from .minority_damage import MINORITY_FAULTS, MINORITY_SCENARIOS, FollowerDamage
 from .testbed import FaultUnsupported, NetworkTestbed, TestbedError
@@ -95,9 +95,11 @@ SCENARIOS: dict[str, tuple[str, ...]] = {
     "power-loss": ("power-loss",),  # Kafka's defaults: acknowledged writes may be lost, and are counted
     "power-loss-durable": ("power-loss",),  # log.flush.interval.messages=1: none may be
     # KIP-966's last replica standing (chaos/last_replica.py): the ISR shrinks to a leader that then
-    # power-fails alone and is re-elected; with Kafka's defaults, then with log.flush.interval.messages=1.
+    # power-fails alone and is re-elected; with Kafka's defaults, then with log.flush.interval.messages=1,
+    # then with Kafka's defaults and the eligible leader replicas on (a follower is elected instead).
     LAST_REPLICA: (LAST_REPLICA,),
     LAST_REPLICA_DURABLE: (LAST_REPLICA,),
+    LAST_REPLICA_ELR: (LAST_REPLICA,),
     # A follower's copy damaged while it is down (chaos/minority_damage.py), and leaders killed:
     # killed (unclean: recovery runs) or, in the -clean one, stopped cleanly (no recovery).
     **{name: MINORITY_FAULTS + ("kill",) for name in MINORITY_SCENARIOS},

@@ -47,14 +47,18 @@ true - writes are lost and the run says so - or false, with the same
 schedule: the partition stays offline instead until its last leader
 returns, and nothing is lost.
 
-The `last-replica-standing` pair (chaos/last_replica.py, KIP-966) is one
+The `last-replica-standing` scenarios (chaos/last_replica.py, KIP-966) are one
 scripted, seeded sequence on the disk fault layer: one partition's
 followers cut off from its leader until the ISR is the leader alone, the
 leader's power loss alone, its restart, the heal and its re-election. With
 Kafka's defaults the loss it causes is reported; `-durable` runs with
-log.flush.interval.messages=1 and must lose nothing. The summary's
-`last_replica_standing` says what the sequence did and what was lost in
-its partition; a sequence that did not happen makes the run invalid.
+log.flush.interval.messages=1 and must lose nothing; `-elr` runs Kafka's
+defaults with eligible.leader.replicas.version 1 (upgraded before the
+topic is made) and min.insync.replicas 2 for every topic (the consumer
+offsets' too: below min ISR the ELR keeps nothing safe): a follower is
+elected from the ELR, and nothing may be lost. The summary's `last_replica_standing` says what the sequence did
+and what was lost in its partition; a sequence that did not happen (for
+`-elr`: no follower elected) makes the run invalid.
 """
 from __future__ import annotations
 
@@ -68,6 +72,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional
 
 from client.admin import describe_quorum
+from client.cluster import Cluster as ClientCluster
+from client.feature_admin import describe_features, update_features
 from devcluster.local_cluster import KAFKA_CLIENTS_PROPERTIES, LocalCluster
 from devcluster.local_cluster import BROKER_PORT, CLIENTS_PORT, CONTROLLER_PORT
 from devcluster.local_processes import wait_until
@@ -83,7 +89,7 @@ from .clock_skew import ClockFiles
 from .nemesis import REASSIGNMENT, ROLLING_RESTART, SCENARIOS, TRANSACTIONS, Nemesis, ScheduledFault, schedule
 from .nemesis import LONG_FAULT_PRODUCER, LONG_PARTITION
 from .disk_nemesis import DISK_FAULTS, DiskNemesis, durable, env_prefix
-from .last_replica import LAST_REPLICA, LAST_REPLICA_DURABLE, LastReplicaStanding
+from .last_replica import LAST_REPLICA, LAST_REPLICA_DURABLE, LAST_REPLICA_ELR, LastReplicaStanding
 from .metadata_workload import MetadataWorkload
 from .minority_damage import MINORITY_SCENARIOS, FollowerDamage, corrupt_reads
 from .queue_checks import analyze, model_history, summarize, to_log_model
@@ -108,6 +114,8 @@ CLUSTER_PROPERTIES = {
     "kraftlog.log.level": "INFO",
 }
 RECOVERY_TIMEOUT_S = 120.0
+# KIP-966's feature, by Kafka's name (metadata_quorum/features.py, which chaos does not import)
+ELIGIBLE_LEADER_REPLICAS = "eligible.leader.replicas.version"
 MIN_ISR = 2  # the workload topic's min.insync.replicas (1 in the unclean-election scenario)
 # The reassignment scenario's bound on a partition's time below min ISR with
 # no fault to explain it. A move's own steps never shrink the ISR: the new
@@ -204,6 +212,10 @@ def run(settings: RunSettings) -> RunResult:
         properties = dict(CLUSTER_PROPERTIES)
         if settings.scenario == UNCLEAN:
             properties["unclean.leader.election.enable"] = str(settings.unclean).lower()
+        if settings.scenario == LAST_REPLICA_ELR:
+            # The ELR keeps nothing below min ISR safe: __consumer_offsets, at the broker default 1,
+            # lost a committed offset when its leader alone power-failed (seed 1's first run).
+            properties["min.insync.replicas"] = MIN_ISR
         if settings.secure:
             properties.update(secured_properties(node_ids))
         if kafka:
@@ -220,6 +232,8 @@ def run(settings: RunSettings) -> RunResult:
             client_listener=CLIENT_LISTENER if settings.secure else "PLAINTEXT" if kafka else None)
         cluster.start()
         cluster.wait_for_brokers(timeout=RECOVERY_TIMEOUT_S)
+        if settings.scenario == LAST_REPLICA_ELR:
+            _enable_elr(cluster)
         min_isr = 1 if settings.scenario == UNCLEAN else MIN_ISR
         cluster.create_topic(TOPIC, PARTITIONS, 3, configs={"min.insync.replicas": str(min_isr)})
         cluster.wait_for_leaders(TOPIC, timeout=RECOVERY_TIMEOUT_S)
@@ -235,9 +249,9 @@ def run(settings: RunSettings) -> RunResult:
         rolled: dict[str, Any] = {}
         disk = DiskNemesis(cluster, workdir / "disk", node_ids, list(cluster.brokers), TOPIC,
                            note=history.fault) if settings.scenario in DISK_SCENARIOS else None
-        if disk is not None and settings.scenario in (LAST_REPLICA, LAST_REPLICA_DURABLE):
+        if disk is not None and settings.scenario in (LAST_REPLICA, LAST_REPLICA_DURABLE, LAST_REPLICA_ELR):
             last_replica = LastReplicaStanding(cluster, list(cluster.brokers), TOPIC, PARTITIONS, disk, testbed,
-                                               note=history.fault)
+                                               note=history.fault, elr=settings.scenario == LAST_REPLICA_ELR)
         nemesis = Nemesis(cluster, node_ids, list(cluster.brokers), history, testbed,
                           partition_leader=lambda: leader_of(cluster.metadata(topics=[TOPIC]), TOPIC),
                           active_controller=lambda: _active_controller(cluster),
@@ -330,10 +344,21 @@ def _last_replica_outcome(sequence: dict[str, Any], results: Path) -> dict[str, 
     acked = [call for call, done in paired(history) if call["f"] == "send" and call["key"] == key
              and done is not None and done["type"] == "ok" and power_loss_at is not None
              and done["time"] < power_loss_at]
-    happened = all(sequence.get(k) for k in ("isr_shrunk", "power_loss", "re_elected"))
+    happened = all(sequence.get(k) for k in ("isr_shrunk", "power_loss", sequence.get("expected", "re_elected")))
     return {**sequence, "happened": happened, "acked_before_power_loss": len(acked),
             "lost_in_partition": sum(1 for a in lost if a["partition"] == key),
             "lost_elsewhere": sum(1 for a in lost if a["partition"] != key)}
+
+
+def _enable_elr(cluster: LocalCluster) -> None:
+    """KIP-966 on, as `kraftlog features upgrade --feature eligible.leader.replicas.version=1`."""
+    with ClientCluster(cluster.bootstrap, cluster.security) as client:
+        update_features(client, {ELIGIBLE_LEADER_REPLICAS: 1})
+    # Answered once committed; every broker has it once it has applied that far.
+    for broker in cluster.brokers:
+        with ClientCluster(cluster.broker_addresses[broker], cluster.security) as client:
+            wait_until(lambda: describe_features(client)["finalized"].get(ELIGIBLE_LEADER_REPLICAS) == 1,
+                       RECOVERY_TIMEOUT_S, f"{ELIGIBLE_LEADER_REPLICAS} 1 applied by broker {broker}", interval=0.2)
 
 
 def _follower_damage(cluster: LocalCluster, scenario: str) -> Optional[FollowerDamage]:

@@ -37,8 +37,8 @@ def list_topics(cluster: Cluster) -> list[str]:
 
 
 def describe_topics(cluster: Cluster, names: Optional[list[str]] = None) -> list[dict[str, Any]]:
-    """Partitions with leader, leader epoch, replicas, ISR and offline replicas, as the brokers' image
-    has them; `offline` when no live leader, `under_replicated` when the ISR is short of the replicas."""
+    """Partitions with leader, leader epoch, replicas, ISR, offline replicas and KIP-966's eligible
+    leader replicas and last known ELR, as the brokers' image has them; `offline` when no live leader, `under_replicated` when the ISR is short of the replicas."""
     response = cluster.refresh(names or None)
     described = []
     for topic in sorted(response.topics, key=lambda t: t.name):
@@ -51,6 +51,8 @@ def describe_topics(cluster: Cluster, names: Optional[list[str]] = None) -> list
                 {"partition": p.partition_index, "leader": p.leader_id, "leader_epoch": p.leader_epoch,
                  "replicas": list(p.replica_nodes), "isr": list(p.isr_nodes),
                  "offline_replicas": list(p.offline_replicas),
+                 "eligible_leader_replicas": list(p.eligible_leader_replicas),
+                 "last_known_elr": list(p.last_known_elr),
                  "offline": p.leader_id < 0, "under_replicated": len(p.isr_nodes) < len(p.replica_nodes)}
                 for p in sorted(topic.partitions, key=lambda p: p.partition_index)
             ],

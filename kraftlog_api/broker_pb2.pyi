@@ -252,7 +252,7 @@ class MetadataResponse(_message.Message):
         rack: str
         def __init__(self, node_id: _Optional[int] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., rack: _Optional[str] = ...) -> None: ...
     class Partition(_message.Message):
-        __slots__ = ("error_code", "partition_index", "leader_id", "leader_epoch", "replica_nodes", "isr_nodes", "offline_replicas")
+        __slots__ = ("error_code", "partition_index", "leader_id", "leader_epoch", "replica_nodes", "isr_nodes", "offline_replicas", "eligible_leader_replicas", "last_known_elr")
         ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
         PARTITION_INDEX_FIELD_NUMBER: _ClassVar[int]
         LEADER_ID_FIELD_NUMBER: _ClassVar[int]
@@ -260,6 +260,8 @@ class MetadataResponse(_message.Message):
         REPLICA_NODES_FIELD_NUMBER: _ClassVar[int]
         ISR_NODES_FIELD_NUMBER: _ClassVar[int]
         OFFLINE_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+        ELIGIBLE_LEADER_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+        LAST_KNOWN_ELR_FIELD_NUMBER: _ClassVar[int]
         error_code: int
         partition_index: int
         leader_id: int
@@ -267,7 +269,9 @@ class MetadataResponse(_message.Message):
         replica_nodes: _containers.RepeatedScalarFieldContainer[int]
         isr_nodes: _containers.RepeatedScalarFieldContainer[int]
         offline_replicas: _containers.RepeatedScalarFieldContainer[int]
-        def __init__(self, error_code: _Optional[int] = ..., partition_index: _Optional[int] = ..., leader_id: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., replica_nodes: _Optional[_Iterable[int]] = ..., isr_nodes: _Optional[_Iterable[int]] = ..., offline_replicas: _Optional[_Iterable[int]] = ...) -> None: ...
+        eligible_leader_replicas: _containers.RepeatedScalarFieldContainer[int]
+        last_known_elr: _containers.RepeatedScalarFieldContainer[int]
+        def __init__(self, error_code: _Optional[int] = ..., partition_index: _Optional[int] = ..., leader_id: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., replica_nodes: _Optional[_Iterable[int]] = ..., isr_nodes: _Optional[_Iterable[int]] = ..., offline_replicas: _Optional[_Iterable[int]] = ..., eligible_leader_replicas: _Optional[_Iterable[int]] = ..., last_known_elr: _Optional[_Iterable[int]] = ...) -> None: ...
     class Topic(_message.Message):
         __slots__ = ("error_code", "name", "topic_id", "partitions")
         ERROR_CODE_FIELD_NUMBER: _ClassVar[int]

@@ -16,20 +16,22 @@ PREFERRED: ElectionType
 UNCLEAN: ElectionType
 
 class BrokerRegistrationRequest(_message.Message):
-    __slots__ = ("broker_id", "cluster_id", "incarnation_id", "listeners", "rack", "features")
+    __slots__ = ("broker_id", "cluster_id", "incarnation_id", "listeners", "rack", "features", "previous_broker_epoch")
     BROKER_ID_FIELD_NUMBER: _ClassVar[int]
     CLUSTER_ID_FIELD_NUMBER: _ClassVar[int]
     INCARNATION_ID_FIELD_NUMBER: _ClassVar[int]
     LISTENERS_FIELD_NUMBER: _ClassVar[int]
     RACK_FIELD_NUMBER: _ClassVar[int]
     FEATURES_FIELD_NUMBER: _ClassVar[int]
+    PREVIOUS_BROKER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     broker_id: int
     cluster_id: str
     incarnation_id: str
     listeners: _containers.RepeatedCompositeFieldContainer[_metadata_pb2.BrokerEndpoint]
     rack: str
     features: _containers.RepeatedCompositeFieldContainer[_metadata_pb2.FeatureRange]
-    def __init__(self, broker_id: _Optional[int] = ..., cluster_id: _Optional[str] = ..., incarnation_id: _Optional[str] = ..., listeners: _Optional[_Iterable[_Union[_metadata_pb2.BrokerEndpoint, _Mapping]]] = ..., rack: _Optional[str] = ..., features: _Optional[_Iterable[_Union[_metadata_pb2.FeatureRange, _Mapping]]] = ...) -> None: ...
+    previous_broker_epoch: int
+    def __init__(self, broker_id: _Optional[int] = ..., cluster_id: _Optional[str] = ..., incarnation_id: _Optional[str] = ..., listeners: _Optional[_Iterable[_Union[_metadata_pb2.BrokerEndpoint, _Mapping]]] = ..., rack: _Optional[str] = ..., features: _Optional[_Iterable[_Union[_metadata_pb2.FeatureRange, _Mapping]]] = ..., previous_broker_epoch: _Optional[int] = ...) -> None: ...
 
 class BrokerRegistrationResponse(_message.Message):
     __slots__ = ("error_code", "error_message", "controller_id", "broker_epoch")

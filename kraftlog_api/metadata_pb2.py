@@ -24,23 +24,23 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bkraftlog_api/metadata.proto\x12\x14kraftlog.metadata.v1\"U\n\x0e\x42rokerEndpoint\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04host\x18\x02 \x01(\t\x12\x0c\n\x04port\x18\x03 \x01(\x05\x12\x19\n\x11security_protocol\x18\x04 \x01(\t\"\x92\x02\n\x14RegisterBrokerRecord\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x16\n\x0eincarnation_id\x18\x02 \x01(\t\x12\x14\n\x0c\x62roker_epoch\x18\x03 \x01(\x03\x12\x37\n\tendpoints\x18\x04 \x03(\x0b\x32$.kraftlog.metadata.v1.BrokerEndpoint\x12\x11\n\x04rack\x18\x05 \x01(\tH\x00\x88\x01\x01\x12\x0e\n\x06\x66\x65nced\x18\x06 \x01(\x08\x12\x1e\n\x16in_controlled_shutdown\x18\x07 \x01(\x08\x12\x34\n\x08\x66\x65\x61tures\x18\x08 \x03(\x0b\x32\".kraftlog.metadata.v1.FeatureRangeB\x07\n\x05_rack\"A\n\x16UnregisterBrokerRecord\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\"\xce\x01\n\x1e\x42rokerRegistrationChangeRecord\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\x12\x33\n\x06\x66\x65nced\x18\x03 \x01(\x0e\x32#.kraftlog.metadata.v1.FencingChange\x12N\n\x16in_controlled_shutdown\x18\x04 \x01(\x0e\x32..kraftlog.metadata.v1.ControlledShutdownChange\"-\n\x0bTopicRecord\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08topic_id\x18\x02 \x01(\x0c\"\x95\x02\n\x0fPartitionRecord\x12\x14\n\x0cpartition_id\x18\x01 \x01(\x05\x12\x10\n\x08topic_id\x18\x02 \x01(\x0c\x12\x10\n\x08replicas\x18\x03 \x03(\x05\x12\x0b\n\x03isr\x18\x04 \x03(\x05\x12\x19\n\x11removing_replicas\x18\x05 \x03(\x05\x12\x17\n\x0f\x61\x64\x64ing_replicas\x18\x06 \x03(\x05\x12\x0e\n\x06leader\x18\x07 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x08 \x01(\x05\x12\x17\n\x0fpartition_epoch\x18\t \x01(\x05\x12H\n\x15leader_recovery_state\x18\n \x01(\x0e\x32).kraftlog.metadata.v1.LeaderRecoveryState\"\x1b\n\x0c\x42rokerIdList\x12\x0b\n\x03ids\x18\x01 \x03(\x05\"\xe1\x03\n\x15PartitionChangeRecord\x12\x14\n\x0cpartition_id\x18\x01 \x01(\x05\x12\x10\n\x08topic_id\x18\x02 \x01(\x0c\x12/\n\x03isr\x18\x03 \x01(\x0b\x32\".kraftlog.metadata.v1.BrokerIdList\x12\x13\n\x06leader\x18\x04 \x01(\x05H\x00\x88\x01\x01\x12\x34\n\x08replicas\x18\x05 \x01(\x0b\x32\".kraftlog.metadata.v1.BrokerIdList\x12=\n\x11removing_replicas\x18\x06 \x01(\x0b\x32\".kraftlog.metadata.v1.BrokerIdList\x12;\n\x0f\x61\x64\x64ing_replicas\x18\x07 \x01(\x0b\x32\".kraftlog.metadata.v1.BrokerIdList\x12M\n\x15leader_recovery_state\x18\x08 \x01(\x0e\x32).kraftlog.metadata.v1.LeaderRecoveryStateH\x01\x88\x01\x01\x12\x34\n\x08\x65lection\x18\t \x01(\x0e\x32\".kraftlog.metadata.v1.ElectionKindB\t\n\x07_leaderB\x18\n\x16_leader_recovery_state\"%\n\x11RemoveTopicRecord\x12\x10\n\x08topic_id\x18\x01 \x01(\x0c\"\x92\x01\n\x0c\x43onfigRecord\x12?\n\rresource_type\x18\x01 \x01(\x0e\x32(.kraftlog.metadata.v1.ConfigResourceType\x12\x15\n\rresource_name\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x12\n\x05value\x18\x04 \x01(\tH\x00\x88\x01\x01\x42\x08\n\x06_value\"9\n\x12\x46\x65\x61tureLevelRecord\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x15\n\rfeature_level\x18\x02 \x01(\x05\"\x0c\n\nNoOpRecord\"V\n\x11ProducerIdsRecord\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\x12\x18\n\x10next_producer_id\x18\x03 \x01(\x03\"\xb7\x01\n\x18\x41\x63\x63\x65ssControlEntryRecord\x12\n\n\x02id\x18\x01 \x01(\x0c\x12\x15\n\rresource_type\x18\x02 \x01(\x05\x12\x15\n\rresource_name\x18\x03 \x01(\t\x12\x14\n\x0cpattern_type\x18\x04 \x01(\x05\x12\x11\n\tprincipal\x18\x05 \x01(\t\x12\x0c\n\x04host\x18\x06 \x01(\t\x12\x11\n\toperation\x18\x07 \x01(\x05\x12\x17\n\x0fpermission_type\x18\x08 \x01(\x05\",\n\x1eRemoveAccessControlEntryRecord\x12\n\n\x02id\x18\x01 \x01(\x0c\"\x86\x01\n\x19UserScramCredentialRecord\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tmechanism\x18\x02 \x01(\x05\x12\x0c\n\x04salt\x18\x03 \x01(\x0c\x12\x12\n\nstored_key\x18\x04 \x01(\x0c\x12\x12\n\nserver_key\x18\x05 \x01(\x0c\x12\x12\n\niterations\x18\x06 \x01(\x05\"B\n\x1fRemoveUserScramCredentialRecord\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tmechanism\x18\x02 \x01(\x05\"\xd0\x01\n\x11\x43lientQuotaRecord\x12\x42\n\x06\x65ntity\x18\x01 \x03(\x0b\x32\x32.kraftlog.metadata.v1.ClientQuotaRecord.EntityData\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\r\n\x05value\x18\x03 \x01(\x01\x12\x0e\n\x06remove\x18\x04 \x01(\x08\x1aK\n\nEntityData\x12\x13\n\x0b\x65ntity_type\x18\x01 \x01(\t\x12\x18\n\x0b\x65ntity_name\x18\x02 \x01(\tH\x00\x88\x01\x01\x42\x0e\n\x0c_entity_name\"\xca\t\n\x0eMetadataRecord\x12\x45\n\x0fregister_broker\x18\x01 \x01(\x0b\x32*.kraftlog.metadata.v1.RegisterBrokerRecordH\x00\x12I\n\x11unregister_broker\x18\x02 \x01(\x0b\x32,.kraftlog.metadata.v1.UnregisterBrokerRecordH\x00\x12Z\n\x1a\x62roker_registration_change\x18\x03 \x01(\x0b\x32\x34.kraftlog.metadata.v1.BrokerRegistrationChangeRecordH\x00\x12\x32\n\x05topic\x18\x04 \x01(\x0b\x32!.kraftlog.metadata.v1.TopicRecordH\x00\x12:\n\tpartition\x18\x05 \x01(\x0b\x32%.kraftlog.metadata.v1.PartitionRecordH\x00\x12G\n\x10partition_change\x18\x06 \x01(\x0b\x32+.kraftlog.metadata.v1.PartitionChangeRecordH\x00\x12?\n\x0cremove_topic\x18\x07 \x01(\x0b\x32\'.kraftlog.metadata.v1.RemoveTopicRecordH\x00\x12\x34\n\x06\x63onfig\x18\x08 \x01(\x0b\x32\".kraftlog.metadata.v1.ConfigRecordH\x00\x12\x41\n\rfeature_level\x18\t \x01(\x0b\x32(.kraftlog.metadata.v1.FeatureLevelRecordH\x00\x12\x31\n\x05no_op\x18\n \x01(\x0b\x32 .kraftlog.metadata.v1.NoOpRecordH\x00\x12?\n\x0cproducer_ids\x18\x0b \x01(\x0b\x32\'.kraftlog.metadata.v1.ProducerIdsRecordH\x00\x12:\n\x05\x62\x61tch\x18\x0c \x01(\x0b\x32).kraftlog.metadata.v1.MetadataRecordBatchH\x00\x12N\n\x14\x61\x63\x63\x65ss_control_entry\x18\r \x01(\x0b\x32..kraftlog.metadata.v1.AccessControlEntryRecordH\x00\x12[\n\x1bremove_access_control_entry\x18\x0e \x01(\x0b\x32\x34.kraftlog.metadata.v1.RemoveAccessControlEntryRecordH\x00\x12P\n\x15user_scram_credential\x18\x0f \x01(\x0b\x32/.kraftlog.metadata.v1.UserScramCredentialRecordH\x00\x12]\n\x1cremove_user_scram_credential\x18\x10 \x01(\x0b\x32\x35.kraftlog.metadata.v1.RemoveUserScramCredentialRecordH\x00\x12?\n\x0c\x63lient_quota\x18\x11 \x01(\x0b\x32\'.kraftlog.metadata.v1.ClientQuotaRecordH\x00\x42\x08\n\x06record\"L\n\x13MetadataRecordBatch\x12\x35\n\x07records\x18\x01 \x03(\x0b\x32$.kraftlog.metadata.v1.MetadataRecord\"Z\n\x0c\x46\x65\x61tureRange\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x1d\n\x15min_supported_version\x18\x02 \x01(\x05\x12\x1d\n\x15max_supported_version\x18\x03 \x01(\x05*>\n\rFencingChange\x12\x15\n\x11\x46\x45NCING_UNCHANGED\x10\x00\x12\t\n\x05\x46\x45NCE\x10\x01\x12\x0b\n\x07UNFENCE\x10\x02*Y\n\x18\x43ontrolledShutdownChange\x12!\n\x1d\x43ONTROLLED_SHUTDOWN_UNCHANGED\x10\x00\x12\x1a\n\x16IN_CONTROLLED_SHUTDOWN\x10\x01*4\n\x13LeaderRecoveryState\x12\r\n\tRECOVERED\x10\x00\x12\x0e\n\nRECOVERING\x10\x01*c\n\x0c\x45lectionKind\x12\x11\n\rELECTION_NONE\x10\x00\x12\x12\n\x0e\x45LECTION_CLEAN\x10\x01\x12\x14\n\x10\x45LECTION_UNCLEAN\x10\x02\x12\x16\n\x12\x45LECTION_PREFERRED\x10\x03*H\n\x12\x43onfigResourceType\x12\x1b\n\x17\x43ONFIG_RESOURCE_UNKNOWN\x10\x00\x12\t\n\x05TOPIC\x10\x02\x12\n\n\x06\x42ROKER\x10\x04\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bkraftlog_api/metadata.proto\x12\x14kraftlog.metadata.v1\"U\n\x0e\x42rokerEndpoint\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0c\n\x04host\x18\x02 \x01(\t\x12\x0c\n\x04port\x18\x03 \x01(\x05\x12\x19\n\x11security_protocol\x18\x04 \x01(\t\"\x92\x02\n\x14RegisterBrokerRecord\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x16\n\x0eincarnation_id\x18\x02 \x01(\t\x12\x14\n\x0c\x62roker_epoch\x18\x03 \x01(\x03\x12\x37\n\tendpoints\x18\x04 \x03(\x0b\x32$.kraftlog.metadata.v1.BrokerEndpoint\x12\x11\n\x04rack\x18\x05 \x01(\tH\x00\x88\x01\x01\x12\x0e\n\x06\x66\x65nced\x18\x06 \x01(\x08\x12\x1e\n\x16in_controlled_shutdown\x18\x07 \x01(\x08\x12\x34\n\x08\x66\x65\x61tures\x18\x08 \x03(\x0b\x32\".kraftlog.metadata.v1.FeatureRangeB\x07\n\x05_rack\"A\n\x16UnregisterBrokerRecord\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\"\xce\x01\n\x1e\x42rokerRegistrationChangeRecord\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\x12\x33\n\x06\x66\x65nced\x18\x03 \x01(\x0e\x32#.kraftlog.metadata.v1.FencingChange\x12N\n\x16in_controlled_shutdown\x18\x04 \x01(\x0e\x32..kraftlog.metadata.v1.ControlledShutdownChange\"-\n\x0bTopicRecord\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x10\n\x08topic_id\x18\x02 \x01(\x0c\"\xcf\x02\n\x0fPartitionRecord\x12\x14\n\x0cpartition_id\x18\x01 \x01(\x05\x12\x10\n\x08topic_id\x18\x02 \x01(\x0c\x12\x10\n\x08replicas\x18\x03 \x03(\x05\x12\x0b\n\x03isr\x18\x04 \x03(\x05\x12\x19\n\x11removing_replicas\x18\x05 \x03(\x05\x12\x17\n\x0f\x61\x64\x64ing_replicas\x18\x06 \x03(\x05\x12\x0e\n\x06leader\x18\x07 \x01(\x05\x12\x14\n\x0cleader_epoch\x18\x08 \x01(\x05\x12\x17\n\x0fpartition_epoch\x18\t \x01(\x05\x12H\n\x15leader_recovery_state\x18\n \x01(\x0e\x32).kraftlog.metadata.v1.LeaderRecoveryState\x12 \n\x18\x65ligible_leader_replicas\x18\x0b \x03(\x05\x12\x16\n\x0elast_known_elr\x18\x0c \x03(\x05\"\x1b\n\x0c\x42rokerIdList\x12\x0b\n\x03ids\x18\x01 \x03(\x05\"\xe3\x04\n\x15PartitionChangeRecord\x12\x14\n\x0cpartition_id\x18\x01 \x01(\x05\x12\x10\n\x08topic_id\x18\x02 \x01(\x0c\x12/\n\x03isr\x18\x03 \x01(\x0b\x32\".kraftlog.metadata.v1.BrokerIdList\x12\x13\n\x06leader\x18\x04 \x01(\x05H\x00\x88\x01\x01\x12\x34\n\x08replicas\x18\x05 \x01(\x0b\x32\".kraftlog.metadata.v1.BrokerIdList\x12=\n\x11removing_replicas\x18\x06 \x01(\x0b\x32\".kraftlog.metadata.v1.BrokerIdList\x12;\n\x0f\x61\x64\x64ing_replicas\x18\x07 \x01(\x0b\x32\".kraftlog.metadata.v1.BrokerIdList\x12M\n\x15leader_recovery_state\x18\x08 \x01(\x0e\x32).kraftlog.metadata.v1.LeaderRecoveryStateH\x01\x88\x01\x01\x12\x34\n\x08\x65lection\x18\t \x01(\x0e\x32\".kraftlog.metadata.v1.ElectionKind\x12\x44\n\x18\x65ligible_leader_replicas\x18\n \x01(\x0b\x32\".kraftlog.metadata.v1.BrokerIdList\x12:\n\x0elast_known_elr\x18\x0b \x01(\x0b\x32\".kraftlog.metadata.v1.BrokerIdListB\t\n\x07_leaderB\x18\n\x16_leader_recovery_state\"%\n\x11RemoveTopicRecord\x12\x10\n\x08topic_id\x18\x01 \x01(\x0c\"\x92\x01\n\x0c\x43onfigRecord\x12?\n\rresource_type\x18\x01 \x01(\x0e\x32(.kraftlog.metadata.v1.ConfigResourceType\x12\x15\n\rresource_name\x18\x02 \x01(\t\x12\x0c\n\x04name\x18\x03 \x01(\t\x12\x12\n\x05value\x18\x04 \x01(\tH\x00\x88\x01\x01\x42\x08\n\x06_value\"9\n\x12\x46\x65\x61tureLevelRecord\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x15\n\rfeature_level\x18\x02 \x01(\x05\"\x0c\n\nNoOpRecord\"V\n\x11ProducerIdsRecord\x12\x11\n\tbroker_id\x18\x01 \x01(\x05\x12\x14\n\x0c\x62roker_epoch\x18\x02 \x01(\x03\x12\x18\n\x10next_producer_id\x18\x03 \x01(\x03\"\xb7\x01\n\x18\x41\x63\x63\x65ssControlEntryRecord\x12\n\n\x02id\x18\x01 \x01(\x0c\x12\x15\n\rresource_type\x18\x02 \x01(\x05\x12\x15\n\rresource_name\x18\x03 \x01(\t\x12\x14\n\x0cpattern_type\x18\x04 \x01(\x05\x12\x11\n\tprincipal\x18\x05 \x01(\t\x12\x0c\n\x04host\x18\x06 \x01(\t\x12\x11\n\toperation\x18\x07 \x01(\x05\x12\x17\n\x0fpermission_type\x18\x08 \x01(\x05\",\n\x1eRemoveAccessControlEntryRecord\x12\n\n\x02id\x18\x01 \x01(\x0c\"\x86\x01\n\x19UserScramCredentialRecord\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tmechanism\x18\x02 \x01(\x05\x12\x0c\n\x04salt\x18\x03 \x01(\x0c\x12\x12\n\nstored_key\x18\x04 \x01(\x0c\x12\x12\n\nserver_key\x18\x05 \x01(\x0c\x12\x12\n\niterations\x18\x06 \x01(\x05\"B\n\x1fRemoveUserScramCredentialRecord\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x11\n\tmechanism\x18\x02 \x01(\x05\"\xd0\x01\n\x11\x43lientQuotaRecord\x12\x42\n\x06\x65ntity\x18\x01 \x03(\x0b\x32\x32.kraftlog.metadata.v1.ClientQuotaRecord.EntityData\x12\x0b\n\x03key\x18\x02 \x01(\t\x12\r\n\x05value\x18\x03 \x01(\x01\x12\x0e\n\x06remove\x18\x04 \x01(\x08\x1aK\n\nEntityData\x12\x13\n\x0b\x65ntity_type\x18\x01 \x01(\t\x12\x18\n\x0b\x65ntity_name\x18\x02 \x01(\tH\x00\x88\x01\x01\x42\x0e\n\x0c_entity_name\"\xca\t\n\x0eMetadataRecord\x12\x45\n\x0fregister_broker\x18\x01 \x01(\x0b\x32*.kraftlog.metadata.v1.RegisterBrokerRecordH\x00\x12I\n\x11unregister_broker\x18\x02 \x01(\x0b\x32,.kraftlog.metadata.v1.UnregisterBrokerRecordH\x00\x12Z\n\x1a\x62roker_registration_change\x18\x03 \x01(\x0b\x32\x34.kraftlog.metadata.v1.BrokerRegistrationChangeRecordH\x00\x12\x32\n\x05topic\x18\x04 \x01(\x0b\x32!.kraftlog.metadata.v1.TopicRecordH\x00\x12:\n\tpartition\x18\x05 \x01(\x0b\x32%.kraftlog.metadata.v1.PartitionRecordH\x00\x12G\n\x10partition_change\x18\x06 \x01(\x0b\x32+.kraftlog.metadata.v1.PartitionChangeRecordH\x00\x12?\n\x0cremove_topic\x18\x07 \x01(\x0b\x32\'.kraftlog.metadata.v1.RemoveTopicRecordH\x00\x12\x34\n\x06\x63onfig\x18\x08 \x01(\x0b\x32\".kraftlog.metadata.v1.ConfigRecordH\x00\x12\x41\n\rfeature_level\x18\t \x01(\x0b\x32(.kraftlog.metadata.v1.FeatureLevelRecordH\x00\x12\x31\n\x05no_op\x18\n \x01(\x0b\x32 .kraftlog.metadata.v1.NoOpRecordH\x00\x12?\n\x0cproducer_ids\x18\x0b \x01(\x0b\x32\'.kraftlog.metadata.v1.ProducerIdsRecordH\x00\x12:\n\x05\x62\x61tch\x18\x0c \x01(\x0b\x32).kraftlog.metadata.v1.MetadataRecordBatchH\x00\x12N\n\x14\x61\x63\x63\x65ss_control_entry\x18\r \x01(\x0b\x32..kraftlog.metadata.v1.AccessControlEntryRecordH\x00\x12[\n\x1bremove_access_control_entry\x18\x0e \x01(\x0b\x32\x34.kraftlog.metadata.v1.RemoveAccessControlEntryRecordH\x00\x12P\n\x15user_scram_credential\x18\x0f \x01(\x0b\x32/.kraftlog.metadata.v1.UserScramCredentialRecordH\x00\x12]\n\x1cremove_user_scram_credential\x18\x10 \x01(\x0b\x32\x35.kraftlog.metadata.v1.RemoveUserScramCredentialRecordH\x00\x12?\n\x0c\x63lient_quota\x18\x11 \x01(\x0b\x32\'.kraftlog.metadata.v1.ClientQuotaRecordH\x00\x42\x08\n\x06record\"L\n\x13MetadataRecordBatch\x12\x35\n\x07records\x18\x01 \x03(\x0b\x32$.kraftlog.metadata.v1.MetadataRecord\"Z\n\x0c\x46\x65\x61tureRange\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x1d\n\x15min_supported_version\x18\x02 \x01(\x05\x12\x1d\n\x15max_supported_version\x18\x03 \x01(\x05*>\n\rFencingChange\x12\x15\n\x11\x46\x45NCING_UNCHANGED\x10\x00\x12\t\n\x05\x46\x45NCE\x10\x01\x12\x0b\n\x07UNFENCE\x10\x02*Y\n\x18\x43ontrolledShutdownChange\x12!\n\x1d\x43ONTROLLED_SHUTDOWN_UNCHANGED\x10\x00\x12\x1a\n\x16IN_CONTROLLED_SHUTDOWN\x10\x01*4\n\x13LeaderRecoveryState\x12\r\n\tRECOVERED\x10\x00\x12\x0e\n\nRECOVERING\x10\x01*\x8e\x01\n\x0c\x45lectionKind\x12\x11\n\rELECTION_NONE\x10\x00\x12\x12\n\x0e\x45LECTION_CLEAN\x10\x01\x12\x14\n\x10\x45LECTION_UNCLEAN\x10\x02\x12\x16\n\x12\x45LECTION_PREFERRED\x10\x03\x12\x10\n\x0c\x45LECTION_ELR\x10\x04\x12\x17\n\x13\x45LECTION_LAST_KNOWN\x10\x05*H\n\x12\x43onfigResourceType\x12\x1b\n\x17\x43ONFIG_RESOURCE_UNKNOWN\x10\x00\x12\t\n\x05TOPIC\x10\x02\x12\n\n\x06\x42ROKER\x10\x04\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'kraftlog_api.metadata_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_FENCINGCHANGE']._serialized_start=3929
-  _globals['_FENCINGCHANGE']._serialized_end=3991
-  _globals['_CONTROLLEDSHUTDOWNCHANGE']._serialized_start=3993
-  _globals['_CONTROLLEDSHUTDOWNCHANGE']._serialized_end=4082
-  _globals['_LEADERRECOVERYSTATE']._serialized_start=4084
-  _globals['_LEADERRECOVERYSTATE']._serialized_end=4136
-  _globals['_ELECTIONKIND']._serialized_start=4138
-  _globals['_ELECTIONKIND']._serialized_end=4237
-  _globals['_CONFIGRESOURCETYPE']._serialized_start=4239
-  _globals['_CONFIGRESOURCETYPE']._serialized_end=4311
+  _globals['_FENCINGCHANGE']._serialized_start=4117
+  _globals['_FENCINGCHANGE']._serialized_end=4179
+  _globals['_CONTROLLEDSHUTDOWNCHANGE']._serialized_start=4181
+  _globals['_CONTROLLEDSHUTDOWNCHANGE']._serialized_end=4270
+  _globals['_LEADERRECOVERYSTATE']._serialized_start=4272
+  _globals['_LEADERRECOVERYSTATE']._serialized_end=4324
+  _globals['_ELECTIONKIND']._serialized_start=4327
+  _globals['_ELECTIONKIND']._serialized_end=4469
+  _globals['_CONFIGRESOURCETYPE']._serialized_start=4471
+  _globals['_CONFIGRESOURCETYPE']._serialized_end=4543
   _globals['_BROKERENDPOINT']._serialized_start=53
   _globals['_BROKERENDPOINT']._serialized_end=138
   _globals['_REGISTERBROKERRECORD']._serialized_start=141
@@ -52,37 +52,37 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TOPICRECORD']._serialized_start=693
   _globals['_TOPICRECORD']._serialized_end=738
   _globals['_PARTITIONRECORD']._serialized_start=741
-  _globals['_PARTITIONRECORD']._serialized_end=1018
-  _globals['_BROKERIDLIST']._serialized_start=1020
-  _globals['_BROKERIDLIST']._serialized_end=1047
-  _globals['_PARTITIONCHANGERECORD']._serialized_start=1050
-  _globals['_PARTITIONCHANGERECORD']._serialized_end=1531
-  _globals['_REMOVETOPICRECORD']._serialized_start=1533
-  _globals['_REMOVETOPICRECORD']._serialized_end=1570
-  _globals['_CONFIGRECORD']._serialized_start=1573
-  _globals['_CONFIGRECORD']._serialized_end=1719
-  _globals['_FEATURELEVELRECORD']._serialized_start=1721
-  _globals['_FEATURELEVELRECORD']._serialized_end=1778
-  _globals['_NOOPRECORD']._serialized_start=1780
-  _globals['_NOOPRECORD']._serialized_end=1792
-  _globals['_PRODUCERIDSRECORD']._serialized_start=1794
-  _globals['_PRODUCERIDSRECORD']._serialized_end=1880
-  _globals['_ACCESSCONTROLENTRYRECORD']._serialized_start=1883
-  _globals['_ACCESSCONTROLENTRYRECORD']._serialized_end=2066
-  _globals['_REMOVEACCESSCONTROLENTRYRECORD']._serialized_start=2068
-  _globals['_REMOVEACCESSCONTROLENTRYRECORD']._serialized_end=2112
-  _globals['_USERSCRAMCREDENTIALRECORD']._serialized_start=2115
-  _globals['_USERSCRAMCREDENTIALRECORD']._serialized_end=2249
-  _globals['_REMOVEUSERSCRAMCREDENTIALRECORD']._serialized_start=2251
-  _globals['_REMOVEUSERSCRAMCREDENTIALRECORD']._serialized_end=2317
-  _globals['_CLIENTQUOTARECORD']._serialized_start=2320
-  _globals['_CLIENTQUOTARECORD']._serialized_end=2528
-  _globals['_CLIENTQUOTARECORD_ENTITYDATA']._serialized_start=2453
-  _globals['_CLIENTQUOTARECORD_ENTITYDATA']._serialized_end=2528
-  _globals['_METADATARECORD']._serialized_start=2531
-  _globals['_METADATARECORD']._serialized_end=3757
-  _globals['_METADATARECORDBATCH']._serialized_start=3759
-  _globals['_METADATARECORDBATCH']._serialized_end=3835
-  _globals['_FEATURERANGE']._serialized_start=3837
-  _globals['_FEATURERANGE']._serialized_end=3927
+  _globals['_PARTITIONRECORD']._serialized_end=1076
+  _globals['_BROKERIDLIST']._serialized_start=1078
+  _globals['_BROKERIDLIST']._serialized_end=1105
+  _globals['_PARTITIONCHANGERECORD']._serialized_start=1108
+  _globals['_PARTITIONCHANGERECORD']._serialized_end=1719
+  _globals['_REMOVETOPICRECORD']._serialized_start=1721
+  _globals['_REMOVETOPICRECORD']._serialized_end=1758
+  _globals['_CONFIGRECORD']._serialized_start=1761
+  _globals['_CONFIGRECORD']._serialized_end=1907
+  _globals['_FEATURELEVELRECORD']._serialized_start=1909
+  _globals['_FEATURELEVELRECORD']._serialized_end=1966
+  _globals['_NOOPRECORD']._serialized_start=1968
+  _globals['_NOOPRECORD']._serialized_end=1980
+  _globals['_PRODUCERIDSRECORD']._serialized_start=1982
+  _globals['_PRODUCERIDSRECORD']._serialized_end=2068
+  _globals['_ACCESSCONTROLENTRYRECORD']._serialized_start=2071
+  _globals['_ACCESSCONTROLENTRYRECORD']._serialized_end=2254
+  _globals['_REMOVEACCESSCONTROLENTRYRECORD']._serialized_start=2256
+  _globals['_REMOVEACCESSCONTROLENTRYRECORD']._serialized_end=2300
+  _globals['_USERSCRAMCREDENTIALRECORD']._serialized_start=2303
+  _globals['_USERSCRAMCREDENTIALRECORD']._serialized_end=2437
+  _globals['_REMOVEUSERSCRAMCREDENTIALRECORD']._serialized_start=2439
+  _globals['_REMOVEUSERSCRAMCREDENTIALRECORD']._serialized_end=2505
+  _globals['_CLIENTQUOTARECORD']._serialized_start=2508
+  _globals['_CLIENTQUOTARECORD']._serialized_end=2716
+  _globals['_CLIENTQUOTARECORD_ENTITYDATA']._serialized_start=2641
+  _globals['_CLIENTQUOTARECORD_ENTITYDATA']._serialized_end=2716
+  _globals['_METADATARECORD']._serialized_start=2719
+  _globals['_METADATARECORD']._serialized_end=3945
+  _globals['_METADATARECORDBATCH']._serialized_start=3947
+  _globals['_METADATARECORDBATCH']._serialized_end=4023
+  _globals['_FEATURERANGE']._serialized_start=4025
+  _globals['_FEATURERANGE']._serialized_end=4115
 # @@protoc_insertion_point(module_scope)

@@ -29,6 +29,8 @@ class ElectionKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     ELECTION_CLEAN: _ClassVar[ElectionKind]
     ELECTION_UNCLEAN: _ClassVar[ElectionKind]
     ELECTION_PREFERRED: _ClassVar[ElectionKind]
+    ELECTION_ELR: _ClassVar[ElectionKind]
+    ELECTION_LAST_KNOWN: _ClassVar[ElectionKind]
 
 class ConfigResourceType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -46,6 +48,8 @@ ELECTION_NONE: ElectionKind
 ELECTION_CLEAN: ElectionKind
 ELECTION_UNCLEAN: ElectionKind
 ELECTION_PREFERRED: ElectionKind
+ELECTION_ELR: ElectionKind
+ELECTION_LAST_KNOWN: ElectionKind
 CONFIG_RESOURCE_UNKNOWN: ConfigResourceType
 TOPIC: ConfigResourceType
 BROKER: ConfigResourceType
@@ -111,7 +115,7 @@ class TopicRecord(_message.Message):
     def __init__(self, name: _Optional[str] = ..., topic_id: _Optional[bytes] = ...) -> None: ...
 
 class PartitionRecord(_message.Message):
-    __slots__ = ("partition_id", "topic_id", "replicas", "isr", "removing_replicas", "adding_replicas", "leader", "leader_epoch", "partition_epoch", "leader_recovery_state")
+    __slots__ = ("partition_id", "topic_id", "replicas", "isr", "removing_replicas", "adding_replicas", "leader", "leader_epoch", "partition_epoch", "leader_recovery_state", "eligible_leader_replicas", "last_known_elr")
     PARTITION_ID_FIELD_NUMBER: _ClassVar[int]
     TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
     REPLICAS_FIELD_NUMBER: _ClassVar[int]
@@ -122,6 +126,8 @@ class PartitionRecord(_message.Message):
     LEADER_EPOCH_FIELD_NUMBER: _ClassVar[int]
     PARTITION_EPOCH_FIELD_NUMBER: _ClassVar[int]
     LEADER_RECOVERY_STATE_FIELD_NUMBER: _ClassVar[int]
+    ELIGIBLE_LEADER_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    LAST_KNOWN_ELR_FIELD_NUMBER: _ClassVar[int]
     partition_id: int
     topic_id: bytes
     replicas: _containers.RepeatedScalarFieldContainer[int]
@@ -132,7 +138,9 @@ class PartitionRecord(_message.Message):
     leader_epoch: int
     partition_epoch: int
     leader_recovery_state: LeaderRecoveryState
-    def __init__(self, partition_id: _Optional[int] = ..., topic_id: _Optional[bytes] = ..., replicas: _Optional[_Iterable[int]] = ..., isr: _Optional[_Iterable[int]] = ..., removing_replicas: _Optional[_Iterable[int]] = ..., adding_replicas: _Optional[_Iterable[int]] = ..., leader: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., partition_epoch: _Optional[int] = ..., leader_recovery_state: _Optional[_Union[LeaderRecoveryState, str]] = ...) -> None: ...
+    eligible_leader_replicas: _containers.RepeatedScalarFieldContainer[int]
+    last_known_elr: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, partition_id: _Optional[int] = ..., topic_id: _Optional[bytes] = ..., replicas: _Optional[_Iterable[int]] = ..., isr: _Optional[_Iterable[int]] = ..., removing_replicas: _Optional[_Iterable[int]] = ..., adding_replicas: _Optional[_Iterable[int]] = ..., leader: _Optional[int] = ..., leader_epoch: _Optional[int] = ..., partition_epoch: _Optional[int] = ..., leader_recovery_state: _Optional[_Union[LeaderRecoveryState, str]] = ..., eligible_leader_replicas: _Optional[_Iterable[int]] = ..., last_known_elr: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class BrokerIdList(_message.Message):
     __slots__ = ("ids",)
@@ -141,7 +149,7 @@ class BrokerIdList(_message.Message):
     def __init__(self, ids: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class PartitionChangeRecord(_message.Message):
-    __slots__ = ("partition_id", "topic_id", "isr", "leader", "replicas", "removing_replicas", "adding_replicas", "leader_recovery_state", "election")
+    __slots__ = ("partition_id", "topic_id", "isr", "leader", "replicas", "removing_replicas", "adding_replicas", "leader_recovery_state", "election", "eligible_leader_replicas", "last_known_elr")
     PARTITION_ID_FIELD_NUMBER: _ClassVar[int]
     TOPIC_ID_FIELD_NUMBER: _ClassVar[int]
     ISR_FIELD_NUMBER: _ClassVar[int]
@@ -151,6 +159,8 @@ class PartitionChangeRecord(_message.Message):
     ADDING_REPLICAS_FIELD_NUMBER: _ClassVar[int]
     LEADER_RECOVERY_STATE_FIELD_NUMBER: _ClassVar[int]
     ELECTION_FIELD_NUMBER: _ClassVar[int]
+    ELIGIBLE_LEADER_REPLICAS_FIELD_NUMBER: _ClassVar[int]
+    LAST_KNOWN_ELR_FIELD_NUMBER: _ClassVar[int]
     partition_id: int
     topic_id: bytes
     isr: BrokerIdList
@@ -160,7 +170,9 @@ class PartitionChangeRecord(_message.Message):
     adding_replicas: BrokerIdList
     leader_recovery_state: LeaderRecoveryState
     election: ElectionKind
-    def __init__(self, partition_id: _Optional[int] = ..., topic_id: _Optional[bytes] = ..., isr: _Optional[_Union[BrokerIdList, _Mapping]] = ..., leader: _Optional[int] = ..., replicas: _Optional[_Union[BrokerIdList, _Mapping]] = ..., removing_replicas: _Optional[_Union[BrokerIdList, _Mapping]] = ..., adding_replicas: _Optional[_Union[BrokerIdList, _Mapping]] = ..., leader_recovery_state: _Optional[_Union[LeaderRecoveryState, str]] = ..., election: _Optional[_Union[ElectionKind, str]] = ...) -> None: ...
+    eligible_leader_replicas: BrokerIdList
+    last_known_elr: BrokerIdList
+    def __init__(self, partition_id: _Optional[int] = ..., topic_id: _Optional[bytes] = ..., isr: _Optional[_Union[BrokerIdList, _Mapping]] = ..., leader: _Optional[int] = ..., replicas: _Optional[_Union[BrokerIdList, _Mapping]] = ..., removing_replicas: _Optional[_Union[BrokerIdList, _Mapping]] = ..., adding_replicas: _Optional[_Union[BrokerIdList, _Mapping]] = ..., leader_recovery_state: _Optional[_Union[LeaderRecoveryState, str]] = ..., election: _Optional[_Union[ElectionKind, str]] = ..., eligible_leader_replicas: _Optional[_Union[BrokerIdList, _Mapping]] = ..., last_known_elr: _Optional[_Union[BrokerIdList, _Mapping]] = ...) -> None: ...
 
 class RemoveTopicRecord(_message.Message):
     __slots__ = ("topic_id",)

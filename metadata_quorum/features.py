@@ -35,6 +35,11 @@ from kraftlog_api import metadata_pb2 as mpb
 
 METADATA_VERSION = "metadata.version"
 MINIMUM_METADATA_LEVEL = 1
+# KIP-966, Kafka's name: level 1 tracks eligible leader replicas, the
+# brokers hold the high watermark below min.insync.replicas and a broker
+# back from an unclean shutdown loses its eligibility. Off (0) unless an
+# operator upgrades it, as in Kafka 4.0 (controller/elections.py).
+ELIGIBLE_LEADER_REPLICAS = "eligible.leader.replicas.version"
 INTERNAL_PREFIX = "kraftlog."
 
 
@@ -72,6 +77,7 @@ class FeatureRange:
 # What this software supports: its end of every feature it knows.
 SUPPORTED: dict[str, FeatureRange] = {
     METADATA_VERSION: FeatureRange(METADATA_VERSION, MINIMUM_METADATA_LEVEL, METADATA_LEVELS[-1].level),
+    ELIGIBLE_LEADER_REPLICAS: FeatureRange(ELIGIBLE_LEADER_REPLICAS, 0, 1),
 }
 # What a broker that lists no features supports: software from before the
 # feature existed wrote and read metadata.version 1 only.
@@ -94,6 +100,11 @@ def finalized(features: Mapping[str, int]) -> dict[str, int]:
 
 def metadata_level(features: Mapping[str, int]) -> int:
     return features.get(METADATA_VERSION, MINIMUM_METADATA_LEVEL)
+
+
+def elr_enabled(features: Mapping[str, int]) -> bool:
+    """Whether KIP-966's eligible leader replicas are on (finalized at level 1 or above)."""
+    return features.get(ELIGIBLE_LEADER_REPLICAS, 0) >= 1
 
 
 def level_name(level: int, levels: Sequence[MetadataLevel] = METADATA_LEVELS) -> str:

@@ -4,13 +4,19 @@ Owns the directory-level files in Kafka's formats: `recovery-point-offset-checkp
 `log-start-offset-checkpoint` and `replication-offset-checkpoint` (the high
 watermarks; version 0, a count, then "topic partition offset" lines) and the
 `.kafka_cleanshutdown` marker. A directory opened without that marker had a
-crash: every log recovers from its recovery point. A reopened log starts
+crash: every log recovers from its recovery point. The marker holds, as
+Kafka's since KIP-966, `{"version":0,"brokerEpoch":N}`: the broker epoch
+this broker stopped with, which its next registration sends as
+previous_broker_epoch (`previous_broker_epoch`; -1 when there was no
+marker, or one that does not parse, such as the empty one older software
+wrote), so the controller can tell a clean shutdown from an unclean one. A reopened log starts
 from its checkpointed high watermark (capped at its log end), so a restarted
 broker serves consumers up to it at once, as Kafka's does.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 from array import array
 import logging
 from pathlib import Path
@@ -63,6 +69,7 @@ class LogManager:
             raise KafkaStorageError(f"log.dirs entry {self.log_dir} is unusable: {exc.strerror}") from exc
         marker = self.log_dir / CLEAN_SHUTDOWN_FILE
         self.clean_shutdown = marker.exists()
+        self.previous_broker_epoch = read_marker_epoch(marker) if self.clean_shutdown else -1
         recovery_points = self._read_offsets(RECOVERY_POINT_FILE)
         log_starts = self._read_offsets(LOG_START_FILE)
         high_watermarks = self._read_offsets(HIGH_WATERMARK_FILE)
@@ -162,8 +169,10 @@ class LogManager:
             done.append((tp, stats))
         return done
 
-    def close(self) -> None:
-        """Flush, checkpoint and mark the clean shutdown; in an offline
+    def close(self, broker_epoch: int = -1) -> None:
+        """Flush, checkpoint and mark the clean shutdown with `broker_epoch`
+        (-1, never registered in this run: the epoch the marker had when the
+        directory was opened, whose registration still stands); in an offline
         directory only close the files (its next start recovers)."""
         for lg in self.logs.values():
             lg.close()
@@ -171,4 +180,19 @@ class LogManager:
             return
         self.checkpoint()
         self.checkpoint_high_watermarks()
-        write_atomically(self.log_dir / CLEAN_SHUTDOWN_FILE, b"")
+        epoch = broker_epoch if broker_epoch >= 0 else self.previous_broker_epoch
+        write_atomically(self.log_dir / CLEAN_SHUTDOWN_FILE, marker_bytes(epoch))
+
+
+def marker_bytes(broker_epoch: int) -> bytes:
+    return json.dumps({"version": 0, "brokerEpoch": broker_epoch}, separators=(",", ":")).encode()
+
+
+def read_marker_epoch(marker: Path) -> int:
+    """The broker epoch a clean-shutdown marker holds; -1 for an empty or unreadable one."""
+    try:
+        content = json.loads(marker.read_bytes() or b"null")
+    except (OSError, ValueError):
+        return -1
+    epoch = content.get("brokerEpoch") if isinstance(content, dict) else None
+    return epoch if isinstance(epoch, int) and not isinstance(epoch, bool) and epoch >= 0 else -1

@@ -68,7 +68,7 @@ def run_command(
                                                          "slow-follower, slow-controller, lossy-link, slow-links, "
                                                          "long-partition, clock-skew, disk-eio-fsync, "
                                                          "disk-enospc, disk-torn-write, power-loss(-durable), "
-                                                         "last-replica-standing(-durable), "
+                                                         "last-replica-standing(-durable, -elr), "
                                                          "..., a comma list of them, or all"),
     seed: int = typer.Option(0, "--seed", help="seed of the first run's fault schedule"),
     time_limit: float = typer.Option(60.0, "--time-limit", help="seconds of workload and faults per run"),

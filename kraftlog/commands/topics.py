@@ -123,7 +123,8 @@ def describe(
     bootstrap: BootstrapOption = None,
     command_config: CommandConfigOption = None,
 ) -> None:
-    """Each partition's leader, epoch, replicas and ISR, marked when offline or under-replicated."""
+    """Each partition's leader, epoch, replicas, ISR, ELR and last known ELR (KIP-966), marked when
+    offline or under-replicated."""
     with connect(bootstrap, command_config) as cluster:
         topics = describe_topics(cluster, [name] if name else None)
         _add_configs(cluster, topics)
@@ -144,12 +145,13 @@ def describe(
                           f"PartitionCount: {len(topic['partitions'])}\t"
                           f"ReplicationFactor: {_replication_factor(topic)}\tConfigs: {overrides}",
                           markup=False, highlight=False)
-        table = Table("Topic", "Partition", "Leader", "LeaderEpoch", "Replicas", "Isr", "Status",
-                      box=box.SIMPLE_HEAD)
+        table = Table("Topic", "Partition", "Leader", "LeaderEpoch", "Replicas", "Isr", "Elr", "LastKnownElr",
+                      "Status", box=box.SIMPLE_HEAD)
         for p in topic["partitions"]:
             table.add_row(topic["name"], str(p["partition"]), "none" if p["leader"] < 0 else str(p["leader"]),
                           str(p["leader_epoch"]), ",".join(map(str, p["replicas"])),
-                          ",".join(map(str, p["isr"])), _status(topic, p))
+                          ",".join(map(str, p["isr"])), ",".join(map(str, p["eligible_leader_replicas"])),
+                          ",".join(map(str, p["last_known_elr"])), _status(topic, p))
         console.print(table)
 
 

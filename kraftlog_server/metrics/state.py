@@ -201,11 +201,15 @@ class ControllerCollector:
         yield gauge(CONTROLLER + "lastcommittedrecordoffset", "Offset of the last committed metadata record",
                     self.node.high_watermark() - 1)
         yield counter(CONTROLLER_STATS + "leaderelections",
-                      "Partition leaders elected by this node as the active controller (clean, unclean, preferred)",
+                      "Partition leaders elected by this node as the active controller (clean, unclean, preferred, "
+                      "from the ELR or the last known ELR)",
                       sum(self.elections.values()))
         yield counter(CONTROLLER_STATS + "uncleanleaderelections",
                       "Partition leaders this node elected from outside the ISR as the active controller",
                       self.elections[mpb.ELECTION_UNCLEAN])
+        yield counter(CONTROLLER_STATS + "electionfromeligibleleaderreplicas",
+                      "Partition leaders this node elected from the eligible leader replicas (KIP-966)",
+                      self.elections[mpb.ELECTION_ELR])
 
 
 class RaftCollector:

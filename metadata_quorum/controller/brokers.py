@@ -7,19 +7,27 @@ when its session expires (no valid heartbeat for
 anew (a restart: a new incarnation may have lost data). A fenced or
 shutting-down broker leaves every leadership and ISR (see
 `partitions.move_away`) in the same batch of records.
+
+KIP-966 (`eligible.leader.replicas.version` 1): a new incarnation whose
+`previous_broker_epoch` (the epoch its clean-shutdown marker holds) is not
+the epoch of its registration shut down uncleanly, and leaves every ISR
+and ELR (`partitions.shut_down_uncleanly`). The same incarnation
+registering again (its registration was lost) is the same process: no
+shutdown at all.
 """
 
 from __future__ import annotations
 
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
+from metadata_quorum.features import elr_enabled
 from metadata_quorum.image import MetadataImage
 
 from .controller_config import ControllerConfig
 from .errors import ControllerError, Error
 from .features import check_registration
 from .heartbeats import BrokerHeartbeats
-from .partitions import check_broker_epoch, elect_offline, move_away
+from .partitions import check_broker_epoch, elect_offline, move_away, shut_down_uncleanly
 from .result import ControllerResult
 
 MAX_PORT = 65535
@@ -56,11 +64,26 @@ def register(
     if request.HasField("rack"):
         record.rack = request.rack
     records = [mpb.MetadataRecord(register_broker=record)]
-    if broker_id in image.brokers:
+    if elr_enabled(image.features) and unclean_shutdown(image, request):
+        records += shut_down_uncleanly(image, config, broker_id)
+    elif broker_id in image.brokers:
         records += move_away(image, config, {broker_id})
     heartbeats.touch(broker_id, now_ms)
     response.broker_epoch = epoch
     return ControllerResult(records, response)
+
+
+def unclean_shutdown(image: MetadataImage, request: cpb.BrokerRegistrationRequest) -> bool:
+    """Whether `request` comes from a new incarnation that did not shut down
+    cleanly as the registered one: its previous_broker_epoch (-1 when absent)
+    is not that registration's epoch, or nothing of the broker is registered
+    to compare with (an unregistered broker may still be in ISRs). Any value
+    is taken; only the registration's own epoch counts as clean."""
+    existing = image.brokers.get(request.broker_id)
+    if existing is not None and existing.incarnation_id == request.incarnation_id:
+        return False
+    previous = request.previous_broker_epoch if request.HasField("previous_broker_epoch") else -1
+    return existing is None or previous != existing.broker_epoch
 
 
 def _validate_registration(

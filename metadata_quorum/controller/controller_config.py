@@ -9,7 +9,7 @@ INVALID_CONFIG) whose message starts with the key and says why.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Mapping, TypeVar
 
 from kafka_protocol.config_values import parse_bool, parse_int
 from kafka_protocol.replication_throttles import REPLICA_LISTS, check_replicas
@@ -98,14 +98,28 @@ class ControllerConfig:
     def unclean_election_enabled(self, cluster: Mapping[str, str], topic: Mapping[str, str]) -> bool:
         """`unclean.leader.election.enable` for one topic: the topic's setting, else the
         cluster-wide dynamic one, else this static default."""
-        for scope in (topic, cluster):
-            raw = scope.get(UNCLEAN_LEADER_ELECTION_ENABLE)
-            if raw is not None:
-                try:
-                    return parse_bool(UNCLEAN_LEADER_ELECTION_ENABLE, raw)
-                except InvalidConfigError:
-                    continue  # validated on the way in; never trust a log blindly
-        return self.unclean_leader_election_enable
+        return _scoped(UNCLEAN_LEADER_ELECTION_ENABLE, (topic, cluster), parse_bool,
+                       self.unclean_leader_election_enable)
+
+    def min_insync_replicas_for(self, cluster: Mapping[str, str], topic: Mapping[str, str]) -> int:
+        """`min.insync.replicas` for one topic, as unclean_election_enabled finds its setting."""
+        return _scoped(MIN_INSYNC_REPLICAS, (topic, cluster), lambda key, raw: parse_int(key, raw, 1),
+                       self.min_insync_replicas)
+
+
+T = TypeVar("T")
+
+
+def _scoped(key: str, scopes: tuple[Mapping[str, str], ...], parse: Callable[[str, str], T], default: T) -> T:
+    """The first scope's valid setting of `key`, else `default`."""
+    for scope in scopes:
+        raw = scope.get(key)
+        if raw is not None:
+            try:
+                return parse(key, raw)
+            except InvalidConfigError:
+                continue  # validated on the way in; never trust a log blindly
+    return default
 
 
 # --- topic-level configs --------------------------------------------------------------

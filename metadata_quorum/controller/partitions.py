@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
-from typing import AbstractSet, Callable, Iterable, Iterator, Mapping
+from typing import AbstractSet, Callable, Iterable, Iterator, Mapping, Optional
 
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
+from metadata_quorum.features import elr_enabled
 from metadata_quorum.image import BrokerRegistration, MetadataImage, PartitionState
 
 from . import reassignments
@@ -23,12 +24,14 @@ from .elections import (
     elect_leader,
     live_brokers,
     preferred_leader,
+    track_eligible,
     without_brokers,
 )
 from .errors import ControllerError, Error
 from .result import ControllerResult
 
 Partition = tuple[bytes, int, PartitionState]
+MinIsr = Callable[[bytes], Optional[int]]
 
 
 def unclean_policy(image: MetadataImage, config: ControllerConfig) -> Callable[[bytes], bool]:
@@ -45,11 +48,29 @@ def unclean_policy(image: MetadataImage, config: ControllerConfig) -> Callable[[
     return allowed
 
 
-def _changes(partitions: Iterable[Partition], decide: Callable[[bytes, PartitionState], Election]
-             ) -> list[mpb.MetadataRecord]:
+def eligibility(image: MetadataImage, config: ControllerConfig) -> MinIsr:
+    """topic id -> its min.insync.replicas while KIP-966's eligible leader
+    replicas are on (`eligible.leader.replicas.version` 1), None while off."""
+    if not elr_enabled(image.features):
+        return lambda topic_id: None
+    cluster = image.cluster_config()
+    cache: dict[bytes, int] = {}
+
+    def min_isr(topic_id: bytes) -> Optional[int]:
+        if topic_id not in cache:
+            topic = image.topics[topic_id]
+            cache[topic_id] = config.min_insync_replicas_for(cluster, image.topic_config(topic.name))
+        return cache[topic_id]
+
+    return min_isr
+
+
+def _changes(partitions: Iterable[Partition], decide: Callable[[bytes, PartitionState], Election],
+             min_isr: MinIsr, unclean: AbstractSet[int] = frozenset()) -> list[mpb.MetadataRecord]:
     records = []
     for topic_id, partition_id, state in partitions:
-        record = change_record(topic_id, partition_id, state, decide(topic_id, state))
+        election = track_eligible(state, decide(topic_id, state), min_isr(topic_id), unclean)
+        record = change_record(topic_id, partition_id, state, election)
         if record is not None:
             records.append(record)
     return records
@@ -72,7 +93,32 @@ def move_away(image: MetadataImage, config: ControllerConfig, gone: AbstractSet[
         (tid, pid, state) for tid, pid, state in _naming_any(image, gone)
         if state.leader in gone or not gone.isdisjoint(state.isr)
     )
-    return _changes(affected, lambda tid, state: without_brokers(state, gone, live.__contains__, unclean(tid)))
+    return _changes(affected, lambda tid, state: without_brokers(state, gone, live.__contains__, unclean(tid)),
+                    eligibility(image, config))
+
+
+def shut_down_uncleanly(image: MetadataImage, config: ControllerConfig, broker_id: int) -> list[mpb.MetadataRecord]:
+    """KIP-966: `broker_id` registers after an unclean shutdown, so its logs
+    may lack records it had acknowledged: it leaves every ISR, even as the
+    last member, and every ELR for the last known ELR, and leads nothing.
+    brokers.register asks only while the feature is on; off, this is
+    `move_away` (the last ISR member stays, and is elected again cleanly
+    when it returns)."""
+    if not elr_enabled(image.features):
+        return move_away(image, config, {broker_id})
+    live = live_brokers(image) - {broker_id}
+    unclean = unclean_policy(image, config)
+    affected = (
+        (tid, pid, state) for tid, pid, state in _naming_any(image, [broker_id])
+        if state.leader == broker_id or broker_id in state.isr or broker_id in state.elr
+    )
+
+    def decide(tid: bytes, state: PartitionState) -> Election:
+        isr = tuple(b for b in state.isr if b != broker_id)
+        return elect_leader(replace(state, elr=tuple(b for b in state.elr if b != broker_id)),
+                            live.__contains__, unclean(tid), isr)
+
+    return _changes(affected, decide, eligibility(image, config), frozenset({broker_id}))
 
 
 def elect_offline(image: MetadataImage, config: ControllerConfig, returning: int) -> list[mpb.MetadataRecord]:
@@ -80,7 +126,8 @@ def elect_offline(image: MetadataImage, config: ControllerConfig, returning: int
     live = live_brokers(image) | {returning}
     unclean = unclean_policy(image, config)
     offline = (p for p in image.partitions_with_replica(returning) if p[2].leader == NO_LEADER)
-    return _changes(offline, lambda tid, state: elect_leader(state, live.__contains__, unclean(tid)))
+    return _changes(offline, lambda tid, state: elect_leader(state, live.__contains__, unclean(tid)),
+                    eligibility(image, config))
 
 
 def elect_unclean_offline(image: MetadataImage, config: ControllerConfig) -> list[mpb.MetadataRecord]:
@@ -96,7 +143,33 @@ def elect_unclean_offline(image: MetadataImage, config: ControllerConfig) -> lis
             continue
         offline = ((topic_id, pid, state) for pid, state in sorted(image.topics[topic_id].partitions.items())
                    if state.leader == NO_LEADER)
-        records += _changes(offline, lambda tid, state: elect_leader(state, live.__contains__, True))
+        records += _changes(offline, lambda tid, state: elect_leader(state, live.__contains__, True),
+                            eligibility(image, config))
+    return records
+
+
+def clear_eligible(image: MetadataImage, topic_ids: Optional[Iterable[bytes]] = None,
+                   feature_off: bool = False) -> list[mpb.MetadataRecord]:
+    """Empty the ELR and last known ELR of every partition of `topic_ids`
+    (default: all) that has any: its min.insync.replicas changed, or the
+    feature went off, so what made those replicas eligible no longer holds
+    (Kafka's ClearElrRecord, here PartitionChangeRecords).
+
+    Not where the ISR is empty: nobody else could ever lead it (without
+    unclean election), and with no leader its high watermark cannot move,
+    so they stay as eligible as they were - unless the feature goes off
+    (`feature_off`): then they become the ISR (the ELR first), as the last
+    members of an ISR stay in it without KIP-966, to lead when they return."""
+    records = []
+    for topic_id in sorted(image.topics if topic_ids is None else set(topic_ids) & image.topics.keys()):
+        for partition_id, state in sorted(image.topics[topic_id].partitions.items()):
+            if not (state.elr or state.last_known_elr) or (not state.isr and not feature_off):
+                continue
+            isr = state.isr or state.elr + state.last_known_elr
+            election = Election(state.leader, isr, state.leader_recovery_state, elr=(), last_known_elr=())
+            record = change_record(topic_id, partition_id, state, election)
+            assert record is not None
+            records.append(record)
     return records
 
 
@@ -167,7 +240,8 @@ def validate_isr_change(
     return Election(state.leader, isr, recovery)
 
 
-def alter_partition(image: MetadataImage, request: cpb.AlterPartitionRequest, node_id: int) -> ControllerResult:
+def alter_partition(image: MetadataImage, config: ControllerConfig, request: cpb.AlterPartitionRequest,
+                    node_id: int) -> ControllerResult:
     response = cpb.AlterPartitionResponse(controller_id=node_id)
     try:
         check_broker_epoch(image, request.broker_id, request.broker_epoch)
@@ -175,6 +249,7 @@ def alter_partition(image: MetadataImage, request: cpb.AlterPartitionRequest, no
         response.error_code = exc.error
         return ControllerResult([], response)
     live = live_brokers(image)
+    min_isr = eligibility(image, config)
     seen = Counter((t.topic_id, p.partition_index) for t in request.topics for p in t.partitions)
     records = []
     for topic_data in request.topics:
@@ -196,6 +271,7 @@ def alter_partition(image: MetadataImage, request: cpb.AlterPartitionRequest, no
             # The ISR change that brings in the last new replica of a reassignment completes it.
             new, election = (reassignments.complete(proposal, live.__contains__)
                              if reassignments.is_reassigning(state) else None) or (proposal, election)
+            election = track_eligible(state, election, min_isr(topic_data.topic_id), replicas=new.replicas)
             record = reassignments.partition_change(topic_data.topic_id, data.partition_index, state, new, election)
             if record is not None:
                 records.append(record)
@@ -231,6 +307,7 @@ def elect_leaders(
             ids.extend(p for p in tp.partitions if p not in ids)
         targets = list(wanted.items())
     live = live_brokers(image)
+    min_isr = eligibility(image, config)
     records = []
     for name, partition_ids in targets:
         topic = image.topic(name)
@@ -250,6 +327,7 @@ def elect_leaders(
                 if not (every and exc.error is Error.ELECTION_NOT_NEEDED):
                     result.partitions.add(partition_id=partition_id, error_code=exc.error, error_message=exc.message)
                 continue
+            election = track_eligible(state, election, min_isr(topic.topic_id))
             record = change_record(topic.topic_id, partition_id, state, election)
             if record is not None:
                 records.append(record)

@@ -29,11 +29,12 @@ from google.protobuf.message import Message
 
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
+from metadata_quorum.features import ELIGIBLE_LEADER_REPLICAS
 from metadata_quorum.image import MetadataImage
 
 from . import (acls, brokers, client_quotas, dynamic_configs, features, partitions, reassignments, scram_credentials,
                topics)
-from .controller_config import ControllerConfig
+from .controller_config import MIN_INSYNC_REPLICAS, ControllerConfig
 from .errors import ControllerError, Error
 from .heartbeats import BrokerHeartbeats
 from .result import MAX_RECORDS_PER_USER_OP, ControllerResult, too_many_records
@@ -89,7 +90,7 @@ class Controller:
     # --- partitions ------------------------------------------------------------------------
 
     def handle_alter_partition(self, request: cpb.AlterPartitionRequest) -> ControllerResult:
-        return partitions.alter_partition(self.image, request, self.node_id)
+        return partitions.alter_partition(self.image, self.config, request, self.node_id)
 
     def handle_elect_leaders(self, request: cpb.ElectLeadersRequest) -> ControllerResult:
         # Elections of every partition (no partitions named) grow with the cluster.
@@ -97,7 +98,8 @@ class Controller:
 
     def handle_alter_partition_reassignments(self, request: cpb.AlterPartitionReassignmentsRequest
                                              ) -> ControllerResult:
-        return self._capped(reassignments.alter_partition_reassignments(self.image, request, self.node_id))
+        return self._capped(reassignments.alter_partition_reassignments(
+            self.image, request, self.node_id, partitions.eligibility(self.image, self.config)))
 
     def handle_list_partition_reassignments(self, request: cpb.ListPartitionReassignmentsRequest
                                             ) -> ControllerResult:
@@ -120,7 +122,27 @@ class Controller:
     # --- configs ---------------------------------------------------------------------------
 
     def handle_incremental_alter_configs(self, request: cpb.IncrementalAlterConfigsRequest) -> ControllerResult:
-        return self._capped(dynamic_configs.incremental_alter_configs(self.image, request, self.node_id))
+        result = dynamic_configs.incremental_alter_configs(self.image, request, self.node_id)
+        result.records += self._elr_cleared_by(result.records)
+        return self._capped(result)
+
+    def _elr_cleared_by(self, records: list[mpb.MetadataRecord]) -> list[mpb.MetadataRecord]:
+        """KIP-966: a new min.insync.replicas (a topic's, or a broker's or the
+        cluster's default: every topic) or the feature turned off empties the
+        ELRs it concerns: they were eligible under the old rule."""
+        topics: set[bytes] = set()
+        for record in records:
+            kind = record.WhichOneof("record")
+            if kind == "feature_level" and record.feature_level.name == ELIGIBLE_LEADER_REPLICAS:
+                off = record.feature_level.feature_level == 0
+                return partitions.clear_eligible(self.image, feature_off=True) if off else []
+            if kind == "config" and record.config.name == MIN_INSYNC_REPLICAS:
+                if record.config.resource_type != mpb.TOPIC:
+                    return partitions.clear_eligible(self.image)
+                topic_id = self.image.topic_ids.get(record.config.resource_name)
+                if topic_id is not None:
+                    topics.add(topic_id)
+        return partitions.clear_eligible(self.image, topics) if topics else []
 
     # --- ACLs, SCRAM credentials, client quotas ----------------------------------------
 
@@ -139,7 +161,9 @@ class Controller:
     # --- feature levels (KIP-584, KIP-778) ------------------------------------------------
 
     def handle_update_features(self, request: cpb.UpdateFeaturesRequest) -> ControllerResult:
-        return features.update_features(self.image, request, self.node_id)
+        result = features.update_features(self.image, request, self.node_id)
+        result.records += self._elr_cleared_by(result.records)
+        return result
 
     # --- producer ids ----------------------------------------------------------------------
 

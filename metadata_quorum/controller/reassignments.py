@@ -35,13 +35,13 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
-from typing import AbstractSet, Optional, Sequence
+from typing import AbstractSet, Callable, Optional, Sequence
 
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.image import MetadataImage, PartitionState
 
-from .elections import NO_LEADER, Election, IsLive, change_record, elect_leader, live_brokers
+from .elections import NO_LEADER, Election, IsLive, change_record, elect_leader, live_brokers, track_eligible
 from .errors import ControllerError, Error
 from .result import MAX_RECORDS_PER_USER_OP, ControllerResult, too_many_records
 
@@ -98,8 +98,9 @@ def reverted(state: PartitionState, is_live: IsLive) -> tuple[PartitionState, El
     adding = state.adding_replicas
     replicas = tuple(b for b in state.replicas if b not in adding)
     isr = tuple(b for b in state.isr if b not in adding)
-    if isr:
-        back = replace(state, replicas=replicas, isr=isr, adding_replicas=(), removing_replicas=())
+    elr = tuple(b for b in state.elr if b not in adding)
+    if isr or elr:  # KIP-966: an eligible replica may lead the reverted partition cleanly
+        back = replace(state, replicas=replicas, isr=isr, elr=elr, adding_replicas=(), removing_replicas=())
         return back, elect_leader(back, is_live, unclean_allowed=False)
     back = replace(state, replicas=replicas, isr=replicas[:1], adding_replicas=(), removing_replicas=())
     election = elect_leader(back, is_live, unclean_allowed=True)
@@ -159,9 +160,11 @@ def validate_target(image: MetadataImage, state: PartitionState, target: Sequenc
 
 
 def alter_partition_reassignments(
-    image: MetadataImage, request: cpb.AlterPartitionReassignmentsRequest, node_id: int
+    image: MetadataImage, request: cpb.AlterPartitionReassignmentsRequest, node_id: int,
+    min_isr: Callable[[bytes], Optional[int]] = lambda topic_id: None,
 ) -> ControllerResult:
-    """Each partition's move (or cancel) decided on its own; the request is refused whole, before
+    """Each partition's move (or cancel) decided on its own (`min_isr`: partitions.eligibility,
+    for KIP-966's eligible leader replicas); the request is refused whole, before
     any partition is looked at, when it names more partitions than one request may change
     (MAX_RECORDS_PER_USER_OP: a partition is at most one record) or a partition twice."""
     response = cpb.AlterPartitionReassignmentsResponse(controller_id=node_id)
@@ -194,6 +197,7 @@ def alter_partition_reassignments(
                 out.error_code = exc.error
                 out.error_message = exc.message
                 continue
+            election = track_eligible(state, election, min_isr(topic.topic_id), replicas=new.replicas)
             record = partition_change(topic.topic_id, wanted.partition_index, state, new, election)
             if record is not None:
                 records.append(record)

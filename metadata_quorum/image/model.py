@@ -13,7 +13,9 @@ MetadataImage. Replay follows Kafka's rules:
 - PartitionChangeRecord changes a known partition; absent fields are
   unchanged. The partition epoch grows by one on every change; the leader
   epoch grows by one only when `leader` is present and differs from the
-  current leader (ISR or replica changes alone do not bump it).
+  current leader (ISR, ELR or replica changes alone do not bump it). The
+  eligible leader replicas and the last known ELR (KIP-966) are distinct
+  replicas outside the ISR.
 - RemoveTopicRecord removes the topic, its partitions and its config
   overrides (as Kafka does).
 - ConfigRecord sets a setting, or removes it when `value` is absent.
@@ -93,6 +95,11 @@ class PartitionState:
     leader_recovery_state: int = mpb.RECOVERED
     removing_replicas: tuple[int, ...] = ()
     adding_replicas: tuple[int, ...] = ()
+    # KIP-966: replicas out of the ISR that hold every committed record
+    # (eligible leader replicas), and eligible ones that left by an unclean
+    # shutdown (the last known ELR). Both are always replicas outside the ISR.
+    elr: tuple[int, ...] = ()
+    last_known_elr: tuple[int, ...] = ()
 
     def brokers(self) -> frozenset[int]:
         """Every broker this partition names: replicas, ISR, leader, adding and removing."""
@@ -321,7 +328,10 @@ class MetadataImage:
             leader_recovery_state=rec.leader_recovery_state,
             removing_replicas=_ids(rec.removing_replicas),
             adding_replicas=_ids(rec.adding_replicas),
+            elr=_ids(rec.eligible_leader_replicas),
+            last_known_elr=_ids(rec.last_known_elr),
         )
+        _check_eligible(state)
         self._set_partition(topic, rec.partition_id, state, delta)
 
     def _change_partition(self, rec: mpb.PartitionChangeRecord, offset: int,
@@ -349,7 +359,11 @@ class MetadataImage:
                                else old.removing_replicas),
             adding_replicas=(_ids(rec.adding_replicas.ids) if rec.HasField("adding_replicas")
                              else old.adding_replicas),
+            elr=_ids(rec.eligible_leader_replicas.ids) if rec.HasField("eligible_leader_replicas") else old.elr,
+            last_known_elr=(_ids(rec.last_known_elr.ids) if rec.HasField("last_known_elr")
+                            else old.last_known_elr),
         )
+        _check_eligible(state)
         self._set_partition(topic, rec.partition_id, state, delta)
 
     def _set_partition(self, topic: TopicImage, partition_id: int, state: PartitionState,
@@ -614,6 +628,8 @@ class MetadataImage:
                     leader_epoch=p.leader_epoch,
                     partition_epoch=p.partition_epoch,
                     leader_recovery_state=p.leader_recovery_state,
+                    eligible_leader_replicas=p.elr,
+                    last_known_elr=p.last_known_elr,
                 ))
         if self.next_producer_id:
             yield mpb.MetadataRecord(producer_ids=mpb.ProducerIdsRecord(
@@ -682,6 +698,16 @@ class MetadataImage:
         partitions = sum(len(t.partitions) for t in self.topics.values())
         return (f"MetadataImage(offset={self.offset}, brokers={len(self.brokers)}, "
                 f"topics={len(self.topics)}, partitions={partitions})")
+
+
+def _check_eligible(state: PartitionState) -> None:
+    """KIP-966's shape: the ELR and the last known ELR hold replicas outside the ISR, each once."""
+    for name, ids in (("eligible leader replicas", state.elr), ("last known ELR", state.last_known_elr)):
+        if not ids:
+            continue
+        if len(set(ids)) != len(ids) or not set(ids) <= set(state.replicas) or set(ids) & set(state.isr):
+            raise _Corrupt(f"{name} {list(ids)} are not distinct replicas {list(state.replicas)} outside "
+                           f"the ISR {list(state.isr)}")
 
 
 def _parse(data: bytes, offset: int) -> mpb.MetadataRecord:

@@ -629,10 +629,13 @@ BROKER_SECURITY_CASES: list[Case] = [
 # --- KRaftController: the brokers' own requests --------------------------------------------
 
 def registration(broker_id: int, cluster_id: str = CLUSTER_ID_WRONG, incarnation: str = "adv-impostor",
-                 listeners: int = 1, port: int = 1) -> cpb.BrokerRegistrationRequest:
-    return cpb.BrokerRegistrationRequest(broker_id=broker_id, cluster_id=cluster_id, incarnation_id=incarnation,
-                                         listeners=[mpb.BrokerEndpoint(name="PLAINTEXT", host="127.0.0.1", port=port,
-                                                                       security_protocol="PLAINTEXT")] * listeners)
+                 listeners: int = 1, port: int = 1, previous_epoch: int | None = None) -> cpb.BrokerRegistrationRequest:
+    request = cpb.BrokerRegistrationRequest(broker_id=broker_id, cluster_id=cluster_id, incarnation_id=incarnation,
+                                            listeners=[mpb.BrokerEndpoint(name="PLAINTEXT", host="127.0.0.1", port=port,
+                                                                          security_protocol="PLAINTEXT")] * listeners)
+    if previous_epoch is not None:  # KIP-966: the epoch a clean shutdown left in the marker
+        request.previous_broker_epoch = previous_epoch
+    return request
 
 
 def heartbeat(broker_id: int, epoch: int, *, offset: int = 0, fence: bool = False, shut_down: bool = False
@@ -667,6 +670,13 @@ CONTROLLER_CASES: list[Case] = [
            codes(K.INVALID_REQUEST), "controller") for b in (-1, I32_MIN)],
     Case(REGISTRATION, f"{MANY}-listeners", lambda w: registration(w.A, listeners=MANY),
          codes(K.INCONSISTENT_CLUSTER_ID, K.INVALID_REQUEST), "controller"),
+    # KIP-966's previous_broker_epoch, hostile: whatever it claims, a live broker's id stays its own
+    # (the unclean-shutdown rule itself: tests/metadata_quorum/test_controller_elr.py).
+    *[Case(REGISTRATION, f"previous-epoch-{name}-of-a-live-broker",
+           lambda w, epoch=epoch: registration(w.A, w.cluster_id, previous_epoch=epoch(w)),
+           codes(K.DUPLICATE_BROKER_REGISTRATION), "controller")
+      for name, epoch in (("negative", lambda w: -2), ("int64-min", lambda w: I64_MIN), ("int64-max", lambda w: I64_MAX),
+                          ("its-own", lambda w: w.broker_epochs()[w.A]), ("another-brokers", lambda w: w.broker_epochs()[w.B]))],
 
     Case(HEARTBEAT, "stale-broker-epoch", lambda w: heartbeat(w.A, w.broker_epochs()[w.A] - 1),
          codes(K.STALE_BROKER_EPOCH), "controller"),

@@ -15,19 +15,20 @@ import pytest
 
 from chaos.disk_nemesis import DiskNemesis, env_prefix
 from chaos.history import HistoryRecorder, read_history
-from chaos.last_replica import DOWN_S, LAST_REPLICA, LAST_REPLICA_DURABLE, WARMUP_S, LastReplicaStanding, draw
+from chaos.last_replica import (DOWN_S, LAST_REPLICA, LAST_REPLICA_DURABLE, LAST_REPLICA_ELR, WARMUP_S,
+                                LastReplicaStanding, draw)
 from chaos.nemesis import SCENARIOS, Nemesis, schedule
 
 
 def test_the_schedule_is_one_seeded_sequence_after_a_warm_up():
-    for name in (LAST_REPLICA, LAST_REPLICA_DURABLE):
+    for name in (LAST_REPLICA, LAST_REPLICA_DURABLE, LAST_REPLICA_ELR):
         assert SCENARIOS[name] == (LAST_REPLICA,)
         [fault] = schedule(name, 7, 30)
         assert (fault.kind, fault.start_s, fault.duration_s) == (LAST_REPLICA, WARMUP_S, 0.0)
         assert schedule(name, 7, 30) == [fault]
         assert schedule(name, 7, 12)[0].start_s == 3.0  # a short run warms up for a quarter of it
-    # the same seed, the same sequence in both modes (their losses compare); other seeds differ
-    assert schedule(LAST_REPLICA, 7, 30) == schedule(LAST_REPLICA_DURABLE, 7, 30)
+    # the same seed, the same sequence in every mode (their losses compare); other seeds differ
+    assert schedule(LAST_REPLICA, 7, 30) == schedule(LAST_REPLICA_DURABLE, 7, 30) == schedule(LAST_REPLICA_ELR, 7, 30)
     seeds = {schedule(LAST_REPLICA, s, 30)[0].seed for s in range(20)}
     assert len(seeds) == 20
     choices = {draw(random.Random(s), 3) for s in seeds}
@@ -56,28 +57,38 @@ class StandIn:
     """Processes and Metadata answers of three brokers (4, 5, 6), the workload
     topic's partition 0 led by 5: its ISR shrinks once its followers are cut
     off, it goes leaderless when its leader dies (fenced), and that leader is
-    elected again once started, with a new epoch - as a real cluster does."""
+    elected again once started, with a new epoch - as a real cluster does.
+    With `elr` (KIP-966 on), the shrink puts the followers in the ELR and the
+    leader's death elects 4 from it instead."""
 
-    def __init__(self, shrinks: bool = True):
+    def __init__(self, shrinks: bool = True, elr: bool = False):
         self.pids = {n: 100 + n for n in (1, 2, 3, 4, 5, 6)}
         self.calls: list[tuple] = []
-        self.shrinks = shrinks
-        self.state = SimpleNamespace(leader=5, epoch=3, isr=[4, 5, 6])
+        self.shrinks, self.elr = shrinks, elr
+        self.state = SimpleNamespace(leader=5, epoch=3, isr=[4, 5, 6], eligible=[])
+
+    def shrink(self):
+        self.state.isr, self.state.eligible = [5], [4, 6] if self.elr else []
 
     def kill(self, node_id):
         self.calls.append(("kill", node_id))
         del self.pids[node_id]
-        self.state.leader, self.state.epoch = -1, self.state.epoch + 1
+        if self.elr:
+            self.state.leader, self.state.isr, self.state.eligible = 4, [4], [6, 5]
+        else:
+            self.state.leader = -1
+        self.state.epoch += 1
 
     def start(self, *node_ids):
         self.calls.append(("start", *node_ids))
         self.pids.update({n: 200 + n for n in node_ids})
-        self.state.leader, self.state.epoch = 5, self.state.epoch + 1
+        if not self.elr:
+            self.state.leader, self.state.epoch = 5, self.state.epoch + 1
 
     def pause(self, node_id):
         self.calls.append(("pause", node_id))
         if self.shrinks:
-            self.state.isr = [5]
+            self.shrink()
 
     def resume(self, node_id):
         self.calls.append(("resume", node_id))
@@ -86,7 +97,8 @@ class StandIn:
         if broker_id not in self.pids:
             return None
         partition = SimpleNamespace(partition_index=0, leader_id=self.state.leader, leader_epoch=self.state.epoch,
-                                    isr_nodes=list(self.state.isr), replica_nodes=[4, 5, 6])
+                                    isr_nodes=list(self.state.isr), replica_nodes=[4, 5, 6],
+                                    eligible_leader_replicas=list(self.state.eligible), last_known_elr=[])
         return SimpleNamespace(topics=[SimpleNamespace(name="chaos", partitions=[partition])])
 
 
@@ -98,16 +110,16 @@ class Partitioning:
 
     def partition(self, groups):
         self.calls.append(("partition", groups))
-        self.cluster.state.isr = [5]
+        self.cluster.shrink()
 
     def heal(self):
         self.calls.append(("heal",))
 
 
-def sequence(tmp_path, cluster, testbed=None, **timeouts):
+def sequence(tmp_path, cluster, testbed=None, **settings):
     history = HistoryRecorder(tmp_path / "history.jsonl")
     disk = DiskNemesis(cluster, tmp_path / "disk", [1, 2, 3, 4, 5, 6], [4, 5, 6], "chaos", note=history.fault)
-    lrs = LastReplicaStanding(cluster, [4, 5, 6], "chaos", 1, disk, testbed, note=history.fault, **timeouts)
+    lrs = LastReplicaStanding(cluster, [4, 5, 6], "chaos", 1, disk, testbed, note=history.fault, **settings)
     nemesis = Nemesis(cluster, [1, 2, 3, 4, 5, 6], [4, 5, 6], history, testbed, last_replica=lrs)
     return nemesis, history, lrs
 
@@ -144,6 +156,22 @@ def test_the_steps_in_order_each_in_the_history(tmp_path, monkeypatch, with_test
     assert steps["elected"]["leader"] == 5 and steps["elected"]["leader_epoch"] == 5
     assert [v["phase"] for v in lines][-2:] == ["start", "stop"]  # the fault's own lines, with the whole outcome
     assert lines[-2]["re_elected"] is True
+
+
+def test_with_eligible_leader_replicas_a_follower_is_expected_to_be_elected(tmp_path, monkeypatch):
+    monkeypatch.setattr("chaos.last_replica.DOWN_S", (0.0, 0.0))
+    cluster = StandIn(elr=True)
+    nemesis, history, lrs = sequence(tmp_path, cluster, Partitioning(cluster), elr=True)
+    nemesis.start(schedule(LAST_REPLICA_ELR, 1, 30)[0])
+    nemesis.stop()
+    history.close()
+    outcome = lrs.outcome
+    assert outcome["steps"] == ["cut", "isr-shrunk", "power-loss", "restart", "heal", "elected"]
+    assert outcome["expected"] == "elected_follower" and outcome["elected_follower"] and not outcome["re_elected"]
+    steps = {v["step"]: v for v in (line["value"] for line in read_history(tmp_path / "history.jsonl")
+                                    if line["f"] == LAST_REPLICA) if v["phase"] == "step"}
+    assert steps["isr-shrunk"]["elr"] == [4, 6]
+    assert (steps["elected"]["leader"], steps["elected"]["isr"], steps["elected"]["elr"]) == (4, [4], [5, 6])
 
 
 def test_an_isr_that_never_shrinks_stops_the_sequence_and_heals(tmp_path):

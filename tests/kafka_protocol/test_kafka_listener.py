@@ -81,7 +81,8 @@ def test_api_versions_at_every_version_and_past_the_last(cluster):
             assert answer.error_code == ErrorCode.none
             assert {k.api_key for k in answer.api_keys} == set(versions.ADVERTISED)
             if version >= versions.FEATURES_FROM:  # KIP-584's tagged fields: the broker's feature levels
-                assert [(f.name, f.max_version) for f in answer.supported_features] == [("metadata.version", 1)]
+                assert [(f.name, f.max_version) for f in answer.supported_features] == [
+                    ("metadata.version", 1), ("eligible.leader.replicas.version", 1)]
                 assert [(f.name, f.max_version_level) for f in answer.finalized_features] == [("metadata.version", 1)]
                 assert answer.finalized_features_epoch > 0
         # v5 does not exist (yet): UNSUPPORTED_VERSION in a v0 body, and the connection stays open

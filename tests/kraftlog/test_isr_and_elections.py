@@ -6,7 +6,9 @@ while only the leader is in sync, acks=all is refused when
 min.insync.replicas is 2. With every ISR member dead, a partition stays
 offline unless its topic allows unclean elections - then a lagging replica
 leads and the acknowledged records it lacked are gone, and the old leader
-truncates them when it returns. The segment files a broker writes are read
+truncates them when it returns. With KIP-966's eligible leader replicas on, only
+an unclean shutdown (kill -9: no clean-shutdown marker) costs the last ISR
+member its place, and a replica of the ELR leads. The segment files a broker writes are read
 by kafka-python, an independent implementation of Kafka's record format.
 """
 from __future__ import annotations
@@ -259,3 +261,58 @@ def test_segment_files_decode_with_kafka_python(cluster) -> None:
         assert theirs == [(i, r.key, r.value, r.timestamp, r.headers) for i, r in enumerate(sent)], broker
         assert b.end_offset(data) == len(sent)
 
+
+
+def set_elr(c: LocalCluster, level: int) -> None:
+    """KIP-966's eligible.leader.replicas.version, as `kraftlog features upgrade|downgrade` sets it."""
+    request = cpb.UpdateFeaturesRequest(feature_updates=[cpb.UpdateFeaturesRequest.FeatureUpdate(
+        feature="eligible.leader.replicas.version", max_version_level=level, upgrade_type=1 if level else 2)])
+    answer = c.broker_stub(C).UpdateFeatures(request, timeout=30)
+    assert answer.error_code == Errors.NONE, answer
+
+
+def test_with_eligible_leader_replicas_only_an_unclean_shutdown_costs_the_last_member_its_place(cluster) -> None:
+    """KIP-966 on, "elr" on A, B, C (min ISR 2): B stopped leaves the ISR while it is still at min
+    ISR (not eligible: it may miss what commits next), C stopped then is the ELR, and A alone -
+    whose acks=1 write does not move the high watermark. A stopped cleanly (its marker holds its
+    broker epoch) comes back as the ISR and leads again; killed (no marker), it comes back out of
+    the ISR, in the last known ELR, and does not lead: C, resumed, is elected from the ELR with
+    every acknowledged record."""
+    set_elr(cluster, 1)
+    try:
+        create_placed(cluster, "elr", (A, B, C), {"min.insync.replicas": "2"})
+        wait_for(cluster, A, "elr", lambda p: sorted(p.isr_nodes) == [A, B, C], "isr [A, B, C]")
+        first = numbered("committed", 5)
+        assert acknowledged(cluster, A, "elr", first) == 0
+        cluster.pause(B)
+        two = wait_for(cluster, A, "elr", lambda p: sorted(p.isr_nodes) == [A, C], "isr [A, C]")
+        assert list(two.eligible_leader_replicas) == []
+        cluster.pause(C)
+        alone = wait_for(cluster, A, "elr", lambda p: list(p.isr_nodes) == [A], "isr [A]")
+        assert alone.leader_id == A and list(alone.eligible_leader_replicas) == [C], alone
+        assert acknowledged(cluster, A, "elr", [b"acks=1 alone"], acks=1) == len(first)
+        assert fetch(cluster, A, "elr", 0).high_watermark == len(first)  # strict min ISR: it stays
+
+        assert cluster.stop(A) == 0  # a clean shutdown: the marker holds A's broker epoch
+        cluster.start(A)
+        cluster.wait_for_brokers([A], among=[A])
+        back = wait_for(cluster, A, "elr", lambda p: p.leader_id == A, "A leading again after a clean restart")
+        assert list(back.isr_nodes) == [A] and list(back.eligible_leader_replicas) == [C], back
+
+        cluster.kill(A)  # no marker: an unclean shutdown, whatever its fsyncs kept
+        cluster.start(A)
+        cluster.wait_for_brokers([A], among=[A])
+        out = wait_for(cluster, A, "elr", lambda p: list(p.last_known_elr) == [A], "A in the last known ELR")
+        assert out.leader_id == -1 and list(out.isr_nodes) == [] and list(out.eligible_leader_replicas) == [C], out
+
+        for follower in (B, C):
+            cluster.resume(follower)
+        elected = wait_for(cluster, A, "elr", lambda p: p.leader_id >= 0, "a leader again")
+        assert elected.leader_id == C, elected  # the ELR's; B is not eligible, A is last known only
+        assert consumed(cluster, C, "elr", len(first)) == first
+        # once the ISR is back at min ISR (B or A caught up and taken back), both lists empty
+        done = wait_for(cluster, A, "elr", lambda p: len(p.isr_nodes) >= 2 and not p.last_known_elr
+                        and not p.eligible_leader_replicas, "the ISR back at min ISR")
+        assert done.leader_id == C
+    finally:
+        set_elr(cluster, 0)

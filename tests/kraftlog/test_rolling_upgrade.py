@@ -53,7 +53,7 @@ def describe(cluster: LocalCluster) -> dict[str, Any]:
 
 def test_features_describe_upgrade_and_refusals(cluster) -> None:
     described = describe(cluster)
-    assert described["supported"] == {"metadata.version": [1, 1]}
+    assert described["supported"] == {"metadata.version": [1, 1], "eligible.leader.replicas.version": [0, 1]}
     assert described["finalized"] == {"metadata.version": 1} and described["epoch"] > 0
     text = ok(cluster, "features", "describe")
     assert "Feature: metadata.version\tSupportedMinVersion: 1.0-IV0\tSupportedMaxVersion: 1.0-IV0\t" \
@@ -64,6 +64,18 @@ def test_features_describe_upgrade_and_refusals(cluster) -> None:
           error="Invalid update version 2 for feature metadata.version. Local controller only supports versions 1-1")
     fails(cluster, "features", "downgrade", "--metadata", "0", error="Refusing to perform the requested downgrade")
     assert describe(cluster)["finalized"] == {"metadata.version": 1}  # nothing moved
+
+
+def test_eligible_leader_replicas_go_on_and_off_with_the_features_command(cluster) -> None:
+    """KIP-966's feature, Kafka's name: off by default, on and off again through the CLI; the topic
+    description carries the (here empty: the ISR is full) ELR and last known ELR."""
+    assert "eligible.leader.replicas.version" not in describe(cluster)["finalized"]
+    ok(cluster, "features", "upgrade", "--feature", "eligible.leader.replicas.version=1")
+    assert describe(cluster)["finalized"] == {"metadata.version": 1, "eligible.leader.replicas.version": 1}
+    topics = json.loads(ok(cluster, "topics", "describe", TOPIC, "--json"))
+    assert all(p["eligible_leader_replicas"] == [] and p["last_known_elr"] == [] for p in topics[0]["partitions"])
+    ok(cluster, "features", "downgrade", "--feature", "eligible.leader.replicas.version=0")
+    assert describe(cluster)["finalized"] == {"metadata.version": 1}
 
 
 def test_feature_options_parse_as_kafka_features_takes_them() -> None:

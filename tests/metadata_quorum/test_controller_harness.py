@@ -11,6 +11,7 @@ from typing import Iterable, Optional, Sequence
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.controller import Controller, ControllerConfig, ControllerResult
+from metadata_quorum.features import supported_records
 from metadata_quorum.image import MetadataImage, PartitionState
 
 CLUSTER = "test-cluster"
@@ -51,12 +52,17 @@ class Harness:
     # --- brokers ----------------------------------------------------------------------------
 
     def register(self, broker_id: int, rack: Optional[str] = None, incarnation: Optional[str] = None,
-                 unfence: bool = True, cluster_id: str = CLUSTER) -> cpb.BrokerRegistrationResponse:
+                 unfence: bool = True, cluster_id: str = CLUSTER,
+                 previous_epoch: Optional[int] = None) -> cpb.BrokerRegistrationResponse:
+        """`previous_epoch`: KIP-966's previous_broker_epoch (the clean-shutdown marker's), absent if None."""
         request = cpb.BrokerRegistrationRequest(
             broker_id=broker_id, cluster_id=cluster_id, incarnation_id=incarnation or f"inc-{broker_id}",
-            listeners=[mpb.BrokerEndpoint(name="PLAINTEXT", host="localhost", port=9092 + broker_id)])
+            listeners=[mpb.BrokerEndpoint(name="PLAINTEXT", host="localhost", port=9092 + broker_id)],
+            features=supported_records())
         if rack is not None:
             request.rack = rack
+        if previous_epoch is not None:
+            request.previous_broker_epoch = previous_epoch
         response = self.apply(self.controller.handle_registration(request, self.now))
         if response.error_code == 0:
             self.epochs[broker_id] = response.broker_epoch

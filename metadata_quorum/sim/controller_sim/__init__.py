@@ -8,7 +8,7 @@ metadata log, crash and restart as new incarnations, shut down in a
 controlled way, send late requests from an old incarnation, and, as
 partition leaders, shrink and expand their ISRs from a possibly stale view
 of the metadata. An operator creates and deletes topics, adds partitions,
-and asks for preferred and unclean elections; the active controller
+sets topics' min.insync.replicas, and asks for preferred and unclean elections; the active controller
 sometimes fails over (its soft state is lost). After the chaos everything
 heals, and every broker must be unfenced and every partition led again.
 

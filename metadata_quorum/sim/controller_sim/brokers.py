@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Optional
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.controller import Error
+from metadata_quorum.features import supported_records
 from metadata_quorum.image import PartitionState
 
 from .checker import fail
@@ -31,6 +32,10 @@ class SimBroker:
     deaf_until: int = 0          # its heartbeats are lost until then
     lagging: bool = False        # a follower that stopped fetching: leaders drop it from ISRs
     old_epochs: list[int] = field(default_factory=list)  # every epoch it was ever given
+    # KIP-966: the epoch its clean-shutdown marker holds (-1: it crashed, or
+    # a hostile value), and whether its next registration follows a crash.
+    previous_epoch: int = -1
+    crashed: bool = False
 
     @property
     def incarnation_id(self) -> str:
@@ -80,13 +85,26 @@ class BrokerFleet:
         self.sim.stats["broker starts"] += 1
         self.register(broker, broker.incarnation)
 
+    def crash(self, broker: SimBroker) -> None:
+        """The process dies without a clean shutdown: no marker, its unflushed tails lost."""
+        broker.alive = False
+        broker.crashed = True
+        rng = self.sim.rng
+        others = [e for b in self.brokers.values() if b is not broker for e in b.old_epochs[-1:]]
+        # -1 (no marker), or what a hostile or broken broker might send instead.
+        broker.previous_epoch = rng.choice((-1, -1, -1, -2, 2**62, *(others[:1] or [-1]), *broker.old_epochs[:1]))
+        registered = self.sim.image.brokers.get(broker.broker_id)
+        if registered is not None and broker.previous_epoch == registered.broker_epoch:
+            broker.previous_epoch = -1  # only a clean shutdown leaves its own epoch
+
     def register(self, broker: SimBroker, incarnation: int) -> None:
         sim = self.sim
         if not broker.alive or broker.incarnation != incarnation or broker.epoch is not None:
             return
         request = cpb.BrokerRegistrationRequest(
             broker_id=broker.broker_id, cluster_id=CLUSTER_ID, incarnation_id=broker.incarnation_id,
-            listeners=[mpb.BrokerEndpoint(name="PLAINTEXT", host="127.0.0.1", port=9092 + broker.broker_id)])
+            listeners=[mpb.BrokerEndpoint(name="PLAINTEXT", host="127.0.0.1", port=9092 + broker.broker_id)],
+            features=supported_records(), previous_broker_epoch=broker.previous_epoch)
         if broker.rack is not None:
             request.rack = broker.rack
         response = sim.submit(f"register {broker.incarnation_id}", sim.controller.handle_registration(request, sim.now))
@@ -94,6 +112,9 @@ class BrokerFleet:
         sim.stats[f"registration {Error(response.error_code).name}"] += 1
         if response.error_code == Error.NONE:
             broker.old_epochs.append(response.broker_epoch)
+            if broker.crashed:
+                broker.crashed = False
+                sim.logs.registered_after_crash(broker.broker_id)
         if response.error_code == Error.NONE and sim.rng.random() >= sim.response_loss:
             broker.epoch = response.broker_epoch
             sim.call_at(sim.now + sim.rng.randint(1, 200), lambda: self.heartbeat(broker, incarnation))
@@ -127,6 +148,7 @@ class BrokerFleet:
             if not broker.shutting_down:
                 fail(f"broker {broker.broker_id} told to shut down without asking")
             broker.alive = False
+            broker.previous_epoch = broker.epoch  # a clean shutdown: the marker holds its epoch
             sim.stats["controlled shutdowns completed"] += 1
             sim.note(f"broker {broker.broker_id} stops after its controlled shutdown")
             if sim.healing:
@@ -150,7 +172,7 @@ class BrokerFleet:
         key = sim.rng.choice(led)
         state = self.view(broker, key)
         assert state is not None
-        proposal = self._proposal(broker, state)
+        proposal = self._proposal(broker, key, state)
         if proposal is None:
             return
         new_isr, recovery, what = proposal
@@ -169,12 +191,14 @@ class BrokerFleet:
             assert current is not None
             sim.checker.alter_partition(sim.image, request, current)
 
-    def _proposal(self, broker: SimBroker, state: PartitionState) -> Optional[tuple[list[int], int, str]]:
+    def _proposal(self, broker: SimBroker, key: tuple[bytes, int],
+                  state: PartitionState) -> Optional[tuple[list[int], int, str]]:
         rng = self.sim.rng
         followers = [b for b in state.isr if b != broker.broker_id]
         behind = [b for b in followers if not self.brokers[b].alive or self.brokers[b].lagging]
         catching_up = [b for b in state.replicas
-                       if b not in state.isr and self.brokers[b].alive and not self.brokers[b].lagging]
+                       if b not in state.isr and self.brokers[b].alive and not self.brokers[b].lagging
+                       and self.sim.logs.holds(key, b)]
         recovery = state.leader_recovery_state
         if recovery == mpb.RECOVERING:
             new_isr, recovery, what = list(state.isr), mpb.RECOVERED, "recovered"

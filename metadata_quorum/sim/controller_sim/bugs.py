@@ -67,9 +67,23 @@ def reassignment_skips_catch_up(controller: Controller) -> None:
     controller.handle_alter_partition_reassignments = handle  # type: ignore[method-assign]
 
 
+def unclean_shutdown_ignored(controller: Controller) -> None:
+    """Every new incarnation is taken for a clean shutdown (KIP-966's previous_broker_epoch is not read)."""
+    original = controller.handle_registration
+
+    def handle(request: cpb.BrokerRegistrationRequest, now_ms: int) -> ControllerResult:
+        existing = controller.image.brokers.get(request.broker_id)
+        if existing is not None:
+            request.previous_broker_epoch = existing.broker_epoch
+        return original(request, now_ms)
+
+    controller.handle_registration = handle  # type: ignore[method-assign]
+
+
 BUGS: dict[str, Callable[[Controller], None]] = {
     "isr-ignores-epochs": isr_ignores_epochs,
     "fencing-keeps-leaders": fencing_keeps_leaders,
     "always-unclean": always_unclean,
     "reassignment-skips-catch-up": reassignment_skips_catch_up,
+    "unclean-shutdown-ignored": unclean_shutdown_ignored,
 }

@@ -2,7 +2,10 @@
 
 - a leader is live (registered, unfenced, not shutting down) and in the
   ISR; a RECOVERING (uncleanly elected) leader is the whole ISR;
-- the ISR is a non-empty subset of the replicas, without repeats;
+- the ISR is a non-empty subset of the replicas, without repeats (empty
+  only without a leader, with KIP-966's eligible leader replicas on: its
+  last member came back from an unclean shutdown); the data invariants of
+  the ELR are `logs.py`'s;
 - leader and partition epochs never decrease; every change bumps the
   partition epoch by one;
 - a broker just fenced or shutting down leads nothing and stays in an ISR
@@ -31,6 +34,7 @@ from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.controller import ControllerConfig
 from metadata_quorum.controller.elections import NO_LEADER, live_brokers
+from metadata_quorum.features import elr_enabled
 from metadata_quorum.image import BrokerRegistration, MetadataImage, PartitionState
 
 
@@ -120,12 +124,15 @@ class ControllerChecker:
 
     def step(self, image: MetadataImage, newly_gone: AbstractSet[int] = frozenset()) -> None:
         live = live_brokers(image)
+        elr_on = elr_enabled(image.features)
         for topic_id, topic in image.topics.items():
             for pid, state in topic.partitions.items():
                 where = f"{topic.name}/{pid}"
                 isr = set(state.isr)
+                if not state.isr and (state.leader != NO_LEADER or not elr_on):
+                    fail(f"{where}: empty ISR (leader {state.leader})")
                 if not state.isr:
-                    fail(f"{where}: empty ISR")
+                    self.stats["empty ISRs"] += 1
                 if len(isr) != len(state.isr) or not isr <= set(state.replicas):
                     fail(f"{where}: ISR {list(state.isr)} not a subset of replicas {list(state.replicas)}")
                 if state.leader != NO_LEADER:

@@ -10,6 +10,8 @@ from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.controller import Error
 from metadata_quorum.controller.elections import NO_LEADER
 
+from .checker import fail
+
 if TYPE_CHECKING:
     from .schedule import ControllerSim
 
@@ -26,7 +28,7 @@ class Operator:
         if sim.now < sim.chaos_ms:
             sim.call_at(sim.now + sim.rng.randint(300, 2500), self.act)
         action = sim.rng.choice((self.create, self.create, self.create, self.delete, self.add_partitions,
-                                 self.preferred, self.unclean, self.producer_ids, self.reassign))
+                                 self.preferred, self.unclean, self.producer_ids, self.reassign, self.min_isr))
         action()
 
     def create(self) -> None:
@@ -99,6 +101,24 @@ class Operator:
                               unclean_requested=True)
         assert isinstance(response, cpb.ElectLeadersResponse)
         sim.stats[f"ElectLeaders UNCLEAN {Error(response.results[0].partitions[0].error_code).name}"] += 1
+
+    def min_isr(self) -> None:
+        """A topic's min.insync.replicas set anew (KIP-966: its partitions' ELRs are emptied)."""
+        sim = self.sim
+        names = sorted(sim.image.topic_ids)
+        if not names:
+            return
+        name, value = sim.rng.choice(names), str(sim.rng.randint(1, 3))
+        request = cpb.IncrementalAlterConfigsRequest(resources=[cpb.IncrementalAlterConfigsRequest.Resource(
+            resource_type=mpb.TOPIC, resource_name=name,
+            configs=[cpb.AlterableConfig(name="min.insync.replicas", op=0, value=value)])])
+        response = sim.submit(f"IncrementalAlterConfigs {name} min.insync.replicas={value}",
+                              sim.controller.handle_incremental_alter_configs(request))
+        assert isinstance(response, cpb.IncrementalAlterConfigsResponse)
+        sim.stats[f"IncrementalAlterConfigs {Error(response.results[0].error_code).name}"] += 1
+        topic_id = sim.image.topic_ids[name]
+        if any((s.elr or s.last_known_elr) and s.isr for s in sim.image.topics[topic_id].partitions.values()):
+            fail(f"{name}: min.insync.replicas={value} set, the ELRs of partitions with an ISR stay")
 
     def producer_ids(self) -> None:
         sim = self.sim

@@ -8,14 +8,17 @@ from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
+from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.controller import Controller, ControllerConfig, ControllerResult
 from metadata_quorum.controller.elections import NO_LEADER
+from metadata_quorum.features import ELIGIBLE_LEADER_REPLICAS, elr_enabled
 from metadata_quorum.image import MetadataImage, PartitionState
 
 from .brokers import CLUSTER_ID, BrokerFleet
 from .bugs import BUGS
 from .checker import ControllerChecker, InvariantViolation, fail
+from .logs import ReplicaLogs
 from .operator import Operator
 from .trace import brief, describe, hash_text
 
@@ -80,7 +83,9 @@ class ControllerSim:
             num_partitions=rng.choice((1, 3)),
             leader_imbalance_check_interval_seconds=rng.choice((5, 10, 300)),
             leader_imbalance_per_broker_percentage=rng.choice((0, 10, 50)),
+            min_insync_replicas=rng.choice((1, 2, 2)),
         )
+        elr = rng.random() < 0.5
         self.heartbeat_loss = rng.choice((0.0, 0.05, 0.2))
         self.response_loss = rng.choice((0.0, 0.05))
         self.chaos_ms = rng.randint(20_000, 60_000)
@@ -88,8 +93,15 @@ class ControllerSim:
         self.image = MetadataImage()
         self.log: list[mpb.MetadataRecord] = []
         self.checker = ControllerChecker(self.config, self.stats)
+        self.logs = ReplicaLogs(self)
         self.operator = Operator(self)
         self.controller = self._new_controller()
+        if elr:  # KIP-966, as `kraftlog features upgrade --feature eligible.leader.replicas.version=1`
+            self.submit("operator upgrades eligible.leader.replicas.version to 1",
+                        self.controller.handle_update_features(cpb.UpdateFeaturesRequest(feature_updates=[
+                            cpb.UpdateFeaturesRequest.FeatureUpdate(
+                                feature=ELIGIBLE_LEADER_REPLICAS, max_version_level=1, upgrade_type=1)])))
+            assert elr_enabled(self.image.features)
         if rng.random() < 0.2:
             # An operator's cluster-wide dynamic setting (the controller has no AlterConfigs yet).
             value = rng.choice(("true", "false"))
@@ -147,6 +159,7 @@ class ControllerSim:
             offset = self.image.offset + 1
             lines.append(describe(record, self.image))
             self.checker.before(self.image, record, offset, unclean_requested)
+            self.logs.before(self.image, record)
             old = self._partition_of(record)
             self.image.apply(record, offset)
             self.log.append(record)
@@ -157,6 +170,7 @@ class ControllerSim:
         newly_gone = {b for b, r in self.image.brokers.items()
                       if (r.fenced or r.in_controlled_shutdown) and before.get(b) == (False, False)}
         self.checker.step(self.image, newly_gone)
+        self.logs.step(self.image)
 
     def _partition_of(self, record: mpb.MetadataRecord) -> Optional[PartitionState]:
         if record.WhichOneof("record") != "partition_change":
@@ -181,16 +195,16 @@ class ControllerSim:
                              "lag", "catch-up", "failover", "zombie"))
         if action == "crash" and len(alive) > 1:
             b = rng.choice(alive)
-            b.alive = False
-            self.fault(f"crash broker {b.broker_id}")
+            self.fleet.crash(b)
+            self.fault(f"crash broker {b.broker_id} (marker epoch {b.previous_epoch})")
         elif action == "restart" and dead:
             b = rng.choice(dead)
             self.fault(f"restart broker {b.broker_id}")
             self.fleet.start(b)
         elif action == "crash-restart" and alive:
             b = rng.choice(alive)
-            b.alive = False
-            self.fault(f"crash broker {b.broker_id}, restart soon")
+            self.fleet.crash(b)
+            self.fault(f"crash broker {b.broker_id}, restart soon (marker epoch {b.previous_epoch})")
             self.call_at(self.now + rng.randint(0, 3000), lambda: b.alive or self.fleet.start(b))
         elif action == "deaf" and alive:
             b = rng.choice(alive)
@@ -249,6 +263,7 @@ class ControllerSim:
             self.call_at(self.rng.randint(1000, 3000), self.operator.act)
             self.call_at(self.rng.randint(2000, 4000), self.fleet.isr_churn)
             self.call_at(self.rng.randint(3000, 6000), self.chaos)
+            self.call_at(self.rng.randint(500, 1500), self.logs.write)
             self.run_until(self.chaos_ms)
             self.heal()
             healed_at = self.now

@@ -47,6 +47,8 @@ def describe(record: mpb.MetadataRecord, image: MetadataImage) -> str:
     if kind == "config":
         c = record.config
         return f"config {c.resource_name or '<cluster>'} {c.name}={c.value}"
+    if kind == "feature_level":
+        return f"feature {record.feature_level.name}={record.feature_level.feature_level}"
     if kind == "producer_ids":
         return f"producer ids to {record.producer_ids.next_producer_id}"
     return kind or "?"
@@ -63,6 +65,10 @@ def _describe_change(change: mpb.PartitionChangeRecord, image: MetadataImage) ->
         parts.append(f"isr {_ids(state.isr) if state else '?'}->{_ids(change.isr.ids)}")
     if change.HasField("leader_recovery_state"):
         parts.append(mpb.LeaderRecoveryState.Name(change.leader_recovery_state))
+    if change.HasField("eligible_leader_replicas"):
+        parts.append(f"elr {_ids(state.elr) if state else '?'}->{_ids(change.eligible_leader_replicas.ids)}")
+    if change.HasField("last_known_elr"):
+        parts.append(f"last-known {_ids(state.last_known_elr) if state else '?'}->{_ids(change.last_known_elr.ids)}")
     return " ".join(parts)
 
 
