@@ -60,7 +60,7 @@ def cancelled_by_us() -> bool:
     the call was cancelled under it, as grpc.aio does to the calls of a
     channel being closed - a failed attempt like any other."""
     task = asyncio.current_task()
-    return task is None or task.cancelling() > 0
+    return task is not None and task.cancelling() > 0
 
 
 def reraise_cancellation() -> None:
@@ -69,8 +69,7 @@ def reraise_cancellation() -> None:
     between the cancellation and the call's end). Treating that as a failed
     call to retry would swallow the cancellation, and a stopping loop would
     run on forever."""
-    task = asyncio.current_task()
-    if task is not None and task.cancelling():
+    if cancelled_by_us():
         raise asyncio.CancelledError()
 
 

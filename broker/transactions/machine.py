@@ -111,6 +111,11 @@ class MarkerJob:
     keep_epoch: bool = False  # transaction version 1: the markers carry the data's epoch
 
 
+def _times_out(v: TxnValue) -> bool:
+    """An open transaction that transaction.timeout.ms applies to (never an enable_2pc id's)."""
+    return v.state == TxnState.ONGOING and v.timeout_ms != TWO_PC_TIMEOUT_MS
+
+
 @dataclass(slots=True)
 class Txn:
     value: TxnValue
@@ -391,7 +396,7 @@ class TxnMachine:
         the monotonic clock from then on."""
         for tid, txn in self.txns.items():
             v = txn.value
-            if v.state != TxnState.ONGOING or v.timeout_ms == TWO_PC_TIMEOUT_MS:
+            if not _times_out(v):
                 continue
             old = previous.txns.get(tid) if previous is not None else None
             if (old is not None and old.deadline_ms is not None and old.value.state == TxnState.ONGOING
@@ -407,9 +412,7 @@ class TxnMachine:
 
     @staticmethod
     def _expired_txn(txn: Txn, now_ms: int) -> bool:
-        v = txn.value
-        return (v.state == TxnState.ONGOING and v.timeout_ms != TWO_PC_TIMEOUT_MS
-                and txn.deadline_ms is not None and txn.deadline_ms <= now_ms)
+        return _times_out(txn.value) and txn.deadline_ms is not None and txn.deadline_ms <= now_ms
 
     def abort_timed_out(self, tid: str, now_ms: int, *, wall_ms: int,
                         fresh_producer_id: Optional[int] = None) -> list[Record]:
@@ -429,8 +432,7 @@ class TxnMachine:
         """When the timer should look again, on the monotonic clock: the
         first transaction timeout, or the first id expiration (a wall-clock
         time, as far from `now_ms` as it is from `wall_ms`)."""
-        deadlines = [t.deadline_ms for t in self.txns.values() if t.value.state == TxnState.ONGOING
-                     and t.value.timeout_ms != TWO_PC_TIMEOUT_MS and t.deadline_ms is not None]
+        deadlines = [t.deadline_ms for t in self.txns.values() if _times_out(t.value) and t.deadline_ms is not None]
         expiry = min((t.value.last_update_ms + self.config.id_expiration_ms for t in self.txns.values()
                       if t.value.state in IDLE), default=None)
         if expiry is not None:

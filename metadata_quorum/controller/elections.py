@@ -53,6 +53,10 @@ def live_brokers(image: MetadataImage) -> frozenset[int]:
     )
 
 
+# topic id -> its min.insync.replicas while KIP-966's eligible leader replicas are on, None while off
+MinIsr = Callable[[bytes], Optional[int]]
+
+
 @dataclass(frozen=True)
 class Election:
     """The leader, ISR and recovery state a partition should have, and why the leader changed.

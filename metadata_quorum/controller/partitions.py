@@ -20,6 +20,7 @@ from .controller_config import ControllerConfig
 from .elections import (
     NO_LEADER,
     Election,
+    MinIsr,
     change_record,
     elect_leader,
     live_brokers,
@@ -31,7 +32,6 @@ from .errors import ControllerError, Error
 from .result import ControllerResult
 
 Partition = tuple[bytes, int, PartitionState]
-MinIsr = Callable[[bytes], Optional[int]]
 
 
 def unclean_policy(image: MetadataImage, config: ControllerConfig) -> Callable[[bytes], bool]:

@@ -35,13 +35,14 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
-from typing import AbstractSet, Callable, Optional, Sequence
+from typing import AbstractSet, Optional, Sequence
 
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.image import MetadataImage, PartitionState
 
-from .elections import NO_LEADER, Election, IsLive, change_record, elect_leader, live_brokers, track_eligible
+from .elections import (NO_LEADER, Election, IsLive, MinIsr, change_record, elect_leader, live_brokers,
+                        track_eligible)
 from .errors import ControllerError, Error
 from .result import MAX_RECORDS_PER_USER_OP, ControllerResult, too_many_records
 
@@ -161,7 +162,7 @@ def validate_target(image: MetadataImage, state: PartitionState, target: Sequenc
 
 def alter_partition_reassignments(
     image: MetadataImage, request: cpb.AlterPartitionReassignmentsRequest, node_id: int,
-    min_isr: Callable[[bytes], Optional[int]] = lambda topic_id: None,
+    min_isr: MinIsr = lambda topic_id: None,
 ) -> ControllerResult:
     """Each partition's move (or cancel) decided on its own (`min_isr`: partitions.eligibility,
     for KIP-966's eligible leader replicas); the request is refused whole, before
