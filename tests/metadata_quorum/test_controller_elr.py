@@ -126,6 +126,15 @@ def shrink_to_leader(h: Harness) -> PartitionState:
     return after
 
 
+def empty_isr_by_the_leaders_crash(h: Harness) -> None:
+    """Topic t shrunk to its leader 0, every session expired (all fenced; 0 stays
+    the ISR), then 0 back from an unclean shutdown: the ISR empties, 1 and 2 are the ELR."""
+    shrink_to_leader(h)
+    h.now = SESSION + 1
+    h.tick()
+    restart(h, 0, clean=False)
+
+
 def restart(h: Harness, broker_id: int, clean: bool, previous_epoch: Optional[int] = None) -> None:
     """A new incarnation registers once the old one's session ran out (the others' kept): after a
     clean shutdown its marker holds its epoch, else -1 (or `previous_epoch`)."""
@@ -231,10 +240,7 @@ def test_with_every_eligible_replica_back_uncleanly_the_last_known_leader_leads_
 
 def test_an_elr_member_back_cleanly_leads_an_emptied_isr() -> None:
     h = cluster()
-    shrink_to_leader(h)
-    h.now = SESSION + 1
-    h.tick()
-    restart(h, 0, clean=False)
+    empty_isr_by_the_leaders_crash(h)
     assert h.state("t").isr == () and h.state("t").elr == (1, 2)
     restart(h, 2, clean=True)
     assert h.state("t").leader == NO_LEADER  # registered fenced
@@ -283,10 +289,7 @@ def test_the_lists_survive_a_snapshot_and_a_bad_record_stops_the_replay() -> Non
 def test_with_an_empty_isr_the_eligible_stay_eligible_and_become_the_isr_when_the_feature_goes_off() -> None:
     """Emptying them there would leave nobody who may ever lead (no leader: the high watermark is still)."""
     h = cluster()
-    shrink_to_leader(h)
-    h.now = SESSION + 1
-    h.tick()
-    restart(h, 0, clean=False)
+    empty_isr_by_the_leaders_crash(h)
     emptied = h.state("t")
     assert (emptied.isr, emptied.elr, emptied.last_known_elr) == ((), (1, 2), (0,))
     set_min_isr(h, 1)

@@ -54,20 +54,27 @@ func mayGoNext(ops []Operation, placed []bool, op Operation) bool {
 // with small values and times so that overlaps, ties, repeated values and
 // unknown outcomes are common.
 func randomHistory(r *rand.Rand, n int) []Operation {
+	return randomOps(r, n, 3, 4, func(p int, call, ret int64) Operation {
+		if r.Intn(2) == 0 {
+			return write(p, r.Intn(3), call, ret)
+		}
+		return read(p, r.Intn(3), call, ret)
+	})
+}
+
+// randomOps makes up to n operations from `procs` processes, each one's
+// calls after its last return, `pick` choosing what each is; one in
+// `lostOneIn` has an unknown outcome.
+func randomOps(r *rand.Rand, n, procs, lostOneIn int, pick func(p int, call, ret int64) Operation) []Operation {
 	var ops []Operation
-	free := make([]int64, 3) // when each process may call again
+	free := make([]int64, procs) // when each process may call again
 	for len(ops) < n {
 		p := r.Intn(len(free))
 		call := free[p] + int64(r.Intn(3))
 		ret := call + int64(r.Intn(6))
 		free[p] = ret + 1
-		var op Operation
-		if r.Intn(2) == 0 {
-			op = write(p, r.Intn(3), call, ret)
-		} else {
-			op = read(p, r.Intn(3), call, ret)
-		}
-		if r.Intn(4) == 0 {
+		op := pick(p, call, ret)
+		if r.Intn(lostOneIn) == 0 {
 			op = lost(op)
 			free[p] = call + 100 // a process does not go on after a timeout
 		}

@@ -30,29 +30,16 @@ func (prunedCell) Effect(input, output any) (Effect, any) {
 // many of unknown outcome, reads of the values written (or not), and now
 // and then an add, which blocks the pruning of earlier-called writes.
 func randomPrunable(r *rand.Rand, n int) []Operation {
-	var ops []Operation
-	free := make([]int64, 4)
-	for len(ops) < n {
-		p := r.Intn(len(free))
-		call := free[p] + int64(r.Intn(3))
-		ret := call + int64(r.Intn(6))
-		free[p] = ret + 1
-		var op Operation
+	return randomOps(r, n, 4, 3, func(p int, call, ret int64) Operation {
 		switch k := r.Intn(10); {
 		case k < 5:
-			op = write(p, r.Intn(4), call, ret)
+			return write(p, r.Intn(4), call, ret)
 		case k < 9:
-			op = read(p, r.Intn(4), call, ret)
+			return read(p, r.Intn(4), call, ret)
 		default:
-			op = add(p, 1, call, ret)
+			return add(p, 1, call, ret)
 		}
-		if r.Intn(3) == 0 {
-			op = lost(op)
-			free[p] = call + 100
-		}
-		ops = append(ops, op)
-	}
-	return ops
+	})
 }
 
 func subset(ops []Operation, ids []int) []Operation {
