@@ -20,7 +20,7 @@ from devcluster.local_cluster import LocalCluster
 from devcluster.read_back import read_back
 from kraftlog.commands.features import parse_levels
 
-from .test_cli_admin import fails, ok, run
+from .test_cli_admin import eventually, fails, ok, run
 
 PROPERTIES = {
     "broker.session.timeout.ms": 3000,
@@ -51,6 +51,10 @@ def describe(cluster: LocalCluster) -> dict[str, Any]:
     return json.loads(ok(cluster, "features", "describe", "--json"))
 
 
+def finalized_as(cluster: LocalCluster, levels: dict[str, int]) -> None:
+    eventually(lambda: describe(cluster)["finalized"] == levels or None, f"the finalized levels {levels}")
+
+
 def test_features_describe_upgrade_and_refusals(cluster) -> None:
     described = describe(cluster)
     assert described["supported"] == {"metadata.version": [1, 1], "eligible.leader.replicas.version": [0, 1]}
@@ -71,11 +75,13 @@ def test_eligible_leader_replicas_go_on_and_off_with_the_features_command(cluste
     description carries the (here empty: the ISR is full) ELR and last known ELR."""
     assert "eligible.leader.replicas.version" not in describe(cluster)["finalized"]
     ok(cluster, "features", "upgrade", "--feature", "eligible.leader.replicas.version=1")
-    assert describe(cluster)["finalized"] == {"metadata.version": 1, "eligible.leader.replicas.version": 1}
+    # The controller has committed the level when the command returns; the answering broker learns it
+    # from the metadata log a moment later (Kafka's describeFeatures is a broker's view too).
+    finalized_as(cluster, {"metadata.version": 1, "eligible.leader.replicas.version": 1})
     topics = json.loads(ok(cluster, "topics", "describe", TOPIC, "--json"))
     assert all(p["eligible_leader_replicas"] == [] and p["last_known_elr"] == [] for p in topics[0]["partitions"])
     ok(cluster, "features", "downgrade", "--feature", "eligible.leader.replicas.version=0")
-    assert describe(cluster)["finalized"] == {"metadata.version": 1}
+    finalized_as(cluster, {"metadata.version": 1})
 
 
 def test_feature_options_parse_as_kafka_features_takes_them() -> None:
