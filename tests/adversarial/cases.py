@@ -182,8 +182,10 @@ BROKER_CASES: list[Case] = [
          codes(K.NOT_LEADER_OR_FOLLOWER, K.UNKNOWN_LEADER_EPOCH, K.STALE_BROKER_EPOCH), "pair-leader"),
     Case(FETCH, "follower-last-fetched-epoch-future",
          lambda w: fetch(PAIR, offset=1, replica_id=w.B, replica_epoch=w.broker_epochs()[w.B],
-                         last_fetched_epoch=I32_MAX), codes(K.NONE, K.INVALID_REQUEST, K.OFFSET_OUT_OF_RANGE),
-         "pair-leader"),
+                         last_fetched_epoch=I32_MAX),
+         # NOT_LEADER_OR_FOLLOWER: under load the pair's leadership can move between the lookup and the send
+         # (seen once in session 15 at load ~15), as for the stale-broker-epoch case above.
+         codes(K.NONE, K.INVALID_REQUEST, K.OFFSET_OUT_OF_RANGE, K.NOT_LEADER_OR_FOLLOWER), "pair-leader"),
     Case(FETCH, f"{MANY}-unknown-partitions", fetch(partition=99, copies=MANY), UNKNOWN_PARTITION, "leader"),
     # KIP-227 sessions: ids never given, any epoch; a full fetch naming one; a new session told to forget.
     *[Case(FETCH, f"session-{sid}-epoch-{epoch}", session_fetch(sid, epoch), codes(K.FETCH_SESSION_ID_NOT_FOUND),
