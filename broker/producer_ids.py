@@ -7,10 +7,12 @@ restart. As Kafka's RPCProducerIdManager, the next block is asked for once
 90% of the current one is used, so InitProducerId rarely waits for the
 controller.
 
-Given an existing id and epoch (KIP-360), the answer is the same id with the
-epoch bumped: each partition then fences the older epoch at the new one's
-first batch (INVALID_PRODUCER_EPOCH). An exhausted epoch gets a new id.
-Transactions do not exist yet: a transactional.id is refused.
+Without a transactional.id the answer is always a new id at epoch 0, also
+when the producer names the id and epoch it has (KIP-360's bump after an
+abortable error), as Kafka answers: bumping a named id's epoch here would let
+anyone fence any idempotent producer by naming its id, since an idempotent id
+has no owner a broker could check. A transactional.id goes to the transaction
+coordinator (broker/transactions/), which owns its id and bumps its epoch.
 """
 from __future__ import annotations
 
@@ -168,9 +170,7 @@ def controller_allocator(controllers: ControllerClient, broker_id: int, broker_e
 
 async def handle_init_producer_id(ids: ProducerIdManager,
                                   request: bpb.InitProducerIdRequest) -> bpb.InitProducerIdResponse:
-    """A new id with epoch 0, or the given id with its epoch bumped. The id
-    is not checked against the ids allocated so far: this broker's metadata
-    image may not hold another broker's newest block yet."""
+    """A new id with epoch 0, whatever id and epoch the request names (they are only checked for shape)."""
     try:
         if request.transactional_id:
             raise BrokerError(Error.UNSUPPORTED_VERSION,
@@ -184,9 +184,7 @@ async def handle_init_producer_id(ids: ProducerIdManager,
         if pid < 0 or not 0 <= epoch <= MAX_EPOCH:
             raise BrokerError(Error.INVALID_REQUEST, f"producer id {pid} with epoch {epoch}: expected an id "
                                                      f">= 0 with an epoch in [0, {MAX_EPOCH}], or -1 and -1")
-        if epoch_exhausted(epoch):
-            return bpb.InitProducerIdResponse(producer_id=await ids.generate(), producer_epoch=0)
-        return bpb.InitProducerIdResponse(producer_id=pid, producer_epoch=epoch + 1)
+        return bpb.InitProducerIdResponse(producer_id=await ids.generate(), producer_epoch=0)
     except BrokerError as err:
         return bpb.InitProducerIdResponse(error_code=err.error, error_message=err.message,
                                           producer_id=NO_PRODUCER_ID, producer_epoch=NO_PRODUCER_EPOCH)

@@ -10,9 +10,10 @@ refuses a gap with OUT_OF_ORDER_SEQUENCE_NUMBER. Retries are therefore safe.
 When the sequence state of the producer and the broker can no longer be
 reconciled (a batch with a sequence failed for good, the broker lost the
 producer's state: UNKNOWN_PRODUCER_ID, or refused the very next expected
-batch as out of order), the producer bumps its epoch as Kafka 3+ does
-(KIP-360), asking InitProducerId with its current id and epoch, and numbers
-batches from 0 again under the new epoch.
+batch as out of order), the producer bumps its epoch as Kafka's Java
+producer does (KIP-360): by itself, with no request (a new id from
+InitProducerId only once the epoch is exhausted), and numbers batches from 0
+again under the new epoch.
 
 A batch keeps the id, epoch and sequence it was first sent with for as long
 as its outcome is unknown: only then does the broker know a retry for what

@@ -35,6 +35,7 @@ from typing import Callable, Optional
 import grpc
 
 from kraftlog_api import broker_pb2 as bpb
+from kafka_protocol.batch import MAX_PRODUCER_EPOCH
 from kafka_protocol.errors import Errors, KafkaError
 
 from .accumulator import IDLE_DELAY_S, RecordAccumulator
@@ -366,10 +367,17 @@ class Sender:
     async def _init_producer_id(self) -> None:
         assert self._idem is not None
         bump = self._idem.has_producer_id
-        request = bpb.InitProducerIdRequest(
-            transactional_id="", transaction_timeout_ms=60000,
-            producer_id=self._idem.producer_id if bump else -1,
-            producer_epoch=self._idem.producer_epoch if bump else -1)
+        if bump and self._idem.producer_epoch < MAX_PRODUCER_EPOCH - 1:
+            # As Kafka's Java producer bumps an idempotent producer's epoch (KIP-360): here, with no request.
+            # A broker answers InitProducerId without a transactional.id with a new id whatever id it names
+            # (broker/producer_ids.py), and takes a newer epoch of a known id from its sequence 0.
+            self.metrics["producer-epoch-bump-total"] += 1
+            self._idem.set_producer(self._idem.producer_id, self._idem.producer_epoch + 1)
+            log.info("producer id %d epoch %d (epoch bump)", self._idem.producer_id, self._idem.producer_epoch)
+            return
+        # The first id, or a new one once the epoch is exhausted (the last epoch is kept back, as in Kafka).
+        request = bpb.InitProducerIdRequest(transactional_id="", transaction_timeout_ms=60000,
+                                            producer_id=-1, producer_epoch=-1)
         try:
             response = await self._metadata.any_broker("InitProducerId", request, self._request_timeout_s)
         except KafkaError as exc:
@@ -377,13 +385,6 @@ class Sender:
                 self._retry_init(exc)
             else:
                 self._fatal(exc)
-            return
-        if response.error_code in (Errors.INVALID_PRODUCER_EPOCH, Errors.PRODUCER_FENCED) and bump:
-            # The broker no longer accepts our id and epoch: start over with a new id.
-            log.info("InitProducerId refused the epoch bump (%s): asking for a new producer id",
-                     response.error_code)
-            self._idem.set_producer(-1, -1)
-            self._idem.request_epoch_bump()
             return
         if response.error_code:
             error = error_for_code(response.error_code, response.error_message or "InitProducerId")
@@ -397,7 +398,7 @@ class Sender:
             self.metrics["producer-epoch-bump-total"] += 1
         self._idem.set_producer(response.producer_id, response.producer_epoch)
         log.info("producer id %d epoch %d%s", response.producer_id, response.producer_epoch,
-                 " (epoch bump)" if bump else "")
+                 " (a new id: the epoch was exhausted)" if bump else "")
 
     def _retry_init(self, error: KafkaError) -> None:
         self._init_failures += 1

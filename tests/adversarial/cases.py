@@ -43,9 +43,6 @@ RESPONSE_SIZE_FINDING = ("finding: a request under the 8 MiB gRPC limit whose an
                          "partition errors, 100,000 groups described) ends in RESOURCE_EXHAUSTED and a traceback in "
                          "the server log instead of an answer; Kafka answers in full; owner: the server's gRPC limits "
                          "(kraftlog_server/server.py, client/channels.py)")
-PRODUCER_ID_FINDING = ("finding: InitProducerId with a producer id no broker ever handed out is answered NONE with "
-                       "that id and its epoch bumped (anyone can fence any idempotent producer); Kafka, without a "
-                       "transactional id, answers a new producer id at epoch 0; owner broker/producer_ids.py")
 GROUP_RECORD_FINDING = ("finding: a ConsumerGroupHeartbeat join naming 100,000 topics is answered "
                         "UNKNOWN_SERVER_ERROR ('the group records were not written': the member record is over the "
                         "__consumer_offsets batch limit); Kafka's coordinator also maps MESSAGE_TOO_LARGE to "
@@ -236,9 +233,10 @@ BROKER_CASES: list[Case] = [
     # A transactional id goes to its coordinator; any other broker answers NOT_COORDINATOR.
     Case("KafkaBroker/InitProducerId", "transactional-id-not-here", init_producer("tx"), codes(K.NOT_COORDINATOR),
          "txn-non-coordinator-of:tx"),
+    # Answered as Kafka answers without a transactional id: a new id at epoch 0, never the named id bumped
+    # (which would let anyone fence any idempotent producer); tests/broker/test_producer_state_ids.py checks the id.
     Case("KafkaBroker/InitProducerId", "unknown-producer-id", init_producer(producer_id=I64_MAX - 5, epoch=3),
-         codes(K.INVALID_PRODUCER_ID_MAPPING, K.UNKNOWN_PRODUCER_ID, K.INVALID_PRODUCER_EPOCH),
-         xfail=PRODUCER_ID_FINDING),
+         codes(K.NONE)),
     Case("KafkaBroker/InitProducerId", "epoch-without-producer", init_producer(epoch=5), codes(K.INVALID_REQUEST)),
     Case("KafkaBroker/InitProducerId", "producer-without-epoch", init_producer(producer_id=5),
          codes(K.INVALID_REQUEST)),

@@ -93,11 +93,16 @@ def ids() -> ProducerIdManager:
 def test_init_producer_id_answers(ids) -> None:
     fresh = init(ids)
     assert (fresh.error_code, fresh.producer_id, fresh.producer_epoch) == (Error.NONE, 0, 0)
-    bumped = init(ids, producer_id=0, producer_epoch=4)
-    assert (bumped.error_code, bumped.producer_id, bumped.producer_epoch) == (Error.NONE, 0, 5)
     assert epoch_exhausted(MAX_EPOCH - 1) and not epoch_exhausted(MAX_EPOCH - 2)
-    renewed = init(ids, producer_id=0, producer_epoch=MAX_EPOCH - 1)
-    assert (renewed.error_code, renewed.producer_epoch) == (Error.NONE, 0) and renewed.producer_id != 0
+    # An idempotent producer naming its id and epoch (KIP-360) gets a new id at epoch 0, as from Kafka: a
+    # bump of the named id would let anyone fence the producer that owns it (tests/adversarial's case).
+    given = {fresh.producer_id}
+    for named in ({"producer_id": 0, "producer_epoch": 4}, {"producer_id": 0, "producer_epoch": MAX_EPOCH - 1},
+                  {"producer_id": 2**63 - 6, "producer_epoch": 3}):
+        answer = init(ids, **named)
+        assert (answer.error_code, answer.producer_epoch) == (Error.NONE, 0), named
+        assert answer.producer_id not in given and answer.producer_id != named["producer_id"], named
+        given.add(answer.producer_id)
 
 
 @pytest.mark.parametrize("fields, error, words", [

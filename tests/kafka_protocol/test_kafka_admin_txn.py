@@ -529,17 +529,20 @@ def admin_watermarks(cluster: LocalCluster, topic: str) -> tuple[int, int]:
 
 
 def test_init_producer_id_bumps_a_named_epoch_from_v3(cluster):
-    """KIP-360: a producer that names its id and epoch keeps its id with the
-    epoch bumped (librdkafka's way on after an abortable error); a stale epoch
-    is fenced, PRODUCER_FENCED from v4 and INVALID_PRODUCER_EPOCH below."""
+    """KIP-360: a transactional producer that names its id and epoch keeps its
+    id with the epoch bumped (librdkafka's way on after an abortable error); a
+    stale epoch is fenced, PRODUCER_FENCED from v4 and INVALID_PRODUCER_EPOCH
+    below. An idempotent producer naming its id gets a new id at epoch 0, as
+    Kafka answers without a transactional id (no one owns an idempotent id, so
+    a bump would let anyone fence it)."""
     with RawKafka(kafka_address(cluster)) as raw:
         idempotent = {"transactional_id": None, "transaction_timeout": 60000}
         first = raw.call(request(versions.INIT_PRODUCER_ID, 3, {**idempotent, "producer_id": -1, "producer_epoch": -1}))
         assert first.error_code == ErrorCode.none and first.producer_epoch == 0
-        bumped = raw.call(request(versions.INIT_PRODUCER_ID, 4, {**idempotent, "producer_id": first.producer_id,
-                                                                 "producer_epoch": first.producer_epoch}))
-        assert (bumped.error_code, bumped.producer_id, bumped.producer_epoch) == (
-            ErrorCode.none, first.producer_id, first.producer_epoch + 1)
+        renewed = raw.call(request(versions.INIT_PRODUCER_ID, 4, {**idempotent, "producer_id": first.producer_id,
+                                                                  "producer_epoch": first.producer_epoch}))
+        assert (renewed.error_code, renewed.producer_epoch) == (ErrorCode.none, 0)
+        assert renewed.producer_id != first.producer_id
     found = find_txn_coordinator(cluster, "raw-kip360")
     with RawKafka(f"{found.host}:{found.port}") as raw:
         txn = {"transactional_id": "raw-kip360", "transaction_timeout": 30000}
