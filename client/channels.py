@@ -3,7 +3,7 @@
 A node that is starting up or restarting listens again within a second or
 so; gRPC's default reconnect backoff would wait up to two minutes after a
 refused connection, so the backoff is capped low. Message sizes allow a
-full fetch or produce request (8 MiB).
+full fetch or produce request (8 MiB), and answers up to MAX_ANSWER_BYTES.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Optional
 import grpc
 
 from kafka_protocol import grpc_keepalive
-from kafka_protocol.grpc_serving import CLIENT_ID_METADATA
+from kafka_protocol.grpc_serving import CLIENT_ID_METADATA, MAX_ANSWER_BYTES
 from security.client_security import ClientSecurity
 from security.sasl_client import sasl_aio_channel, sasl_channel
 from security.tls import channel_credentials, open_aio_channel, open_sync_channel
@@ -24,7 +24,7 @@ CHANNEL_OPTIONS = (
     ("grpc.min_reconnect_backoff_ms", 100),
     ("grpc.max_reconnect_backoff_ms", 500),
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_receive_message_length", MAX_ANSWER_BYTES),
     # A broker's host gone without a RST: pings find the dead connection under a long-polled fetch
     # or a produce waiting on acks=all, instead of the call sitting to its deadline.
     *grpc_keepalive.CHANNEL_OPTIONS,

@@ -20,6 +20,13 @@ from google.protobuf.message import DecodeError
 # call; read for client quotas and shown by ConsumerGroupDescribe).
 CLIENT_ID_METADATA = "client-id"
 
+# The largest answer a server sends and a client takes. Requests stay under
+# 8 MiB (each side's max_receive); an answer may be larger than its request
+# (100,000 partitions named in 8 MiB get 100,000 errors, each with its topic's
+# name; 100,000 group ids get 100,000 descriptions), and Kafka answers such a
+# request in full, so answers get room of their own, bounded all the same.
+MAX_ANSWER_BYTES = 64 << 20
+
 
 # Runs before every handler served on a server: the listener's
 # authentication (it sets who is calling, or aborts the call). Given the

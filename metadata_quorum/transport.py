@@ -64,7 +64,7 @@ CHANNEL_OPTIONS = [
     *grpc_keepalive.CHANNEL_OPTIONS,
 ]
 SERVER_OPTIONS = [
-    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    ("grpc.max_send_message_length", grpc_serving.MAX_ANSWER_BYTES),
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
     *grpc_keepalive.SERVER_OPTIONS,  # the brokers' peer channels ping (every node's listeners use these)
 ]
