@@ -44,6 +44,9 @@ DELETE_HORIZON_MASK = 0x40  # KIP-534: baseTimestamp holds the delete horizon
 
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
+# baseOffset, batchLength, (partitionLeaderEpoch, magic skipped), crc: all a reader walking
+# stored batches needs, without building a BatchHeader (a frozen dataclass: ~5 µs a batch).
+BOUNDS = struct.Struct(">qi5xI")
 
 
 @dataclass(frozen=True, slots=True)
