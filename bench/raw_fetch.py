@@ -12,7 +12,7 @@ servers (the ceiling's server; the 6 cluster nodes). Medians over --passes.
 
 `--profile DIR`: py-spy (200 Hz, idle excluded) on each broker and on the
 fetching process during the first pass's runs of each mode; the top frames
-by own samples are printed and saved.
+by own samples are printed and saved (`--native`: the brokers' C frames too).
 
     python -m bench.raw_fetch [--seconds 5] [--passes 3] [--reads 3]
         [--modes one_at_a_time,all_in_flight] [--profile DIR] [--out bench/results/raw_fetch.json]
@@ -22,10 +22,12 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any, Optional
@@ -34,7 +36,7 @@ from bench import cluster as cluster_bench
 from bench.bench_results import save_results
 from bench.suite import kraftlog_cluster as kl
 from bench.suite.grpc_ceiling import StreamJob
-from bench.suite.parallel import run_jobs
+from bench.suite.parallel import cpu_seconds, run_jobs
 from bench.suite.processes import py_spy
 from devcluster.local_cluster import LocalCluster
 from devcluster.local_processes import free_ports, wait_until
@@ -59,19 +61,31 @@ def start_ceiling() -> tuple[subprocess.Popen, str]:
     return server, address
 
 
-def figures(done: dict[str, Any], moved: int) -> dict[str, float]:
+def figures(done: dict[str, Any], moved: int, idle_cpu_per_s: float = 0.0) -> dict[str, float]:
+    """MB/s and CPU µs per MB; `idle_cpu_per_s`: the servers' CPU per second
+    while nobody fetches (heartbeats, followers' long polls), taken out of
+    their figure as `servers_net`."""
     mb = moved / 1e6
     return {"mb_per_s": round(mb / done["seconds"], 1),
             "client_cpu_us_per_mb": round(done["client_cpu_s"] / mb * 1e6),
-            "servers_cpu_us_per_mb": round(done["server_cpu_s"] / mb * 1e6)}
+            "servers_cpu_us_per_mb": round(done["server_cpu_s"] / mb * 1e6),
+            "servers_net_cpu_us_per_mb": round((done["server_cpu_s"] - idle_cpu_per_s * done["seconds"]) / mb * 1e6)}
 
 
-def spy(pids: dict[str, int], seconds: float, directory: Path, tag: str) -> list[tuple[str, Path, Any]]:
+def idle_cpu_per_s(pids: list[int], seconds: float = 3.0) -> float:
+    before = sum(cpu_seconds(pid) for pid in pids)
+    time.sleep(seconds)
+    return (sum(cpu_seconds(pid) for pid in pids) - before) / seconds
+
+
+def spy(pids: dict[str, int], seconds: float, directory: Path, tag: str,
+        native: bool = False) -> list[tuple[str, Path, Any]]:
     out = []
     for name, pid in pids.items():
         path = directory / f"{tag}-{name}.txt"
-        process = subprocess.Popen([py_spy(), "record", "--nonblocking", "-r", "200", "-d", str(max(1, int(seconds))),
-                                    "-p", str(pid), "-f", "raw", "-o", str(path)],
+        # --native unwinds C stacks, which needs the process paused (no --nonblocking).
+        process = subprocess.Popen([py_spy(), "record", *(["--native"] if native else ["--nonblocking"]), "-r", "200",
+                                    "-d", str(max(1, int(seconds))), "-p", str(pid), "-f", "raw", "-o", str(path)],
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         out.append((name, path, process))
     return out
@@ -97,6 +111,7 @@ def main() -> int:
     parser.add_argument("--reads", type=int, default=3, help="times each run reads the topic whole")
     parser.add_argument("--modes", default=",".join(kl.RAW_FETCH_MODES))
     parser.add_argument("--profile", type=Path, default=None)
+    parser.add_argument("--native", action="store_true", help="py-spy the brokers' C frames too (gRPC's core)")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "raw_fetch.json"))
     args = parser.parse_args()
     modes = args.modes.split(",")
@@ -116,6 +131,7 @@ def main() -> int:
             profiles: dict[str, Any] = {}
             for index in range(args.passes):
                 row: dict[str, dict[str, float]] = {}
+                idle = idle_cpu_per_s(servers)
                 for mode in modes:
                     job = kl.raw_fetch_job(cluster, "rf3", mode, args.reads)
                     spies = []
@@ -123,12 +139,13 @@ def main() -> int:
                         args.profile.mkdir(parents=True, exist_ok=True)
                         # The fetching process is spawned by run_jobs: the job starts py-spy on itself.
                         job.profile = str(args.profile / f"{mode}-client.txt")
-                        spies = spy({f"broker{b}": cluster.pids[b] for b in cluster.brokers}, 20, args.profile, mode)
+                        spies = spy({f"broker{b}": cluster.pids[b] for b in cluster.brokers}, 20, args.profile, mode,
+                                    args.native)
                     done = run_jobs([job], 600, servers)
                     moved = sum(w["bytes"] for w in done["workers"])
-                    row[mode] = figures(done, moved)
+                    row[mode] = figures(done, moved, idle)
                     for name, path, process in spies:
-                        process.terminate()
+                        process.send_signal(signal.SIGINT)  # py-spy writes what it sampled
                         process.wait(timeout=30)
                     if spies:
                         paths = [(name, path) for name, path, _ in spies] + [("client", Path(job.profile))]
@@ -141,7 +158,7 @@ def main() -> int:
                     row[mode]["ratio"] = round(row[mode]["mb_per_s"] / row["ceiling"]["mb_per_s"], 3)
                 for name, figure in row.items():
                     runs[name].append(figure)
-                print(f"pass {index + 1}:", row, flush=True)
+                print(f"pass {index + 1} (servers idle: {idle * 1000:.0f} ms CPU per s):", row, flush=True)
             results["runs"] = runs
             results["median"] = {name: {k: statistics.median(f[k] for f in figures_) for k in figures_[0]}
                                  for name, figures_ in runs.items()}

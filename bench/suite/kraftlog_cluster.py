@@ -29,7 +29,7 @@ from client.producer import AsyncProducer
 from devcluster.local_cluster import KAFKA_CLIENTS_PROPERTIES, LocalCluster
 from devcluster.local_processes import wait_until
 from kraftlog_server.metrics.loop_lag import NAME as LOOP_LAG
-from kafka_protocol.batch import iter_headers
+from kafka_protocol.batch import batch_extent, iter_headers
 
 from . import REPO_ROOT
 
@@ -287,7 +287,7 @@ def schedstat(pid: int | str = "self") -> tuple[float, float]:
     return int(ran_ns) / 1e9, int(waited_ns) / 1e9
 
 
-RAW_FETCH_MODES = ("one_at_a_time", "all_in_flight", "pipelined")
+RAW_FETCH_MODES = ("one_at_a_time", "all_in_flight", "pipelined", "aio_pipelined")
 RAW_FETCH_ROW_MODE = "one_at_a_time"  # the suite's kraftlog.fetch.raw
 
 
@@ -300,7 +300,11 @@ class RawFetchJob:
     Fetch per partition in flight at once, the next round when all are
     back), pipelined (one Fetch per partition always in flight: a partition's
     next one leaves as its answer arrives, so a leader of several always has
-    one to read while gRPC moves another)."""
+    one to read while gRPC moves another; blocking gRPC's futures), and
+    aio_pipelined (the same on grpc.aio, one task per partition, as the
+    consumer's fetcher runs). The first two walk every batch header
+    (iter_headers: the row as it was); the pipelined ones read four fields a
+    batch (batch_extent), all a raw reader needs to go on."""
     leaders: dict[int, str]  # partition -> its leader's address
     topic: str
     mode: str = "one_at_a_time"
@@ -314,9 +318,15 @@ class RawFetchJob:
         from kafka_protocol.fetch_framing import broker_stub
         if self.mode not in RAW_FETCH_MODES:
             raise ValueError(f"unknown raw fetch mode {self.mode!r}")
-        channels = {address: open_channel(address) for address in set(self.leaders.values())}
-        for channel in channels.values():
-            grpc.channel_ready_future(channel).result(timeout=30)
+        if self.mode == "aio_pipelined":
+            from client.channels import open_async_channel
+            channels = {address: open_async_channel(address) for address in set(self.leaders.values())}
+            for channel in channels.values():
+                await asyncio.wait_for(channel.channel_ready(), 30)
+        else:
+            channels = {address: open_channel(address) for address in set(self.leaders.values())}
+            for channel in channels.values():
+                grpc.channel_ready_future(channel).result(timeout=30)
         self._channels = list(channels.values())
         self._stubs = {p: broker_stub(channels[a]) for p, a in self.leaders.items()}
         self._spy = None
@@ -333,7 +343,7 @@ class RawFetchJob:
     async def run(self) -> dict[str, Any]:
         fetched = records = 0
         for _ in range(self.reads):
-            got = getattr(self, f"_{self.mode}")()
+            got = await self._aio_pipelined() if self.mode == "aio_pipelined" else getattr(self, f"_{self.mode}")()
             fetched, records = fetched + got[0], records + got[1]
         return {"records": records, "bytes": fetched}
 
@@ -383,7 +393,7 @@ class RawFetchJob:
         pending = len(self.leaders)
         while pending:
             partition, call = answers.get()
-            got = _walk(call.result().responses[0].partitions[0].records)
+            got = _extent(call.result().responses[0].partitions[0].records)
             if got is None:
                 pending -= 1
                 continue
@@ -391,12 +401,28 @@ class RawFetchJob:
             send(partition, got[2])
         return fetched, records
 
+    async def _aio_pipelined(self) -> tuple[int, int]:
+        async def one(partition: int) -> tuple[int, int]:
+            fetched = records = offset = 0
+            while True:
+                answer = await self._stubs[partition].Fetch(
+                    cluster_bench.raw_fetch_request(self.topic, partition, offset), timeout=30)
+                got = _extent(answer.responses[0].partitions[0].records)
+                if got is None:
+                    return fetched, records
+                fetched, records, offset = fetched + got[0], records + got[1], got[2]
+        done = await asyncio.gather(*(one(p) for p in self.leaders))
+        return sum(d[0] for d in done), sum(d[1] for d in done)
+
     async def close(self) -> None:
         if getattr(self, "_spy", None) is not None:
-            self._spy.terminate()  # py-spy writes what it sampled when stopped
+            import signal
+            self._spy.send_signal(signal.SIGINT)  # py-spy writes what it sampled
             self._spy.wait(timeout=30)
         for channel in getattr(self, "_channels", ()):
-            channel.close()
+            closed = channel.close()
+            if closed is not None:  # grpc.aio's close is a coroutine
+                await closed
 
 
 def _walk(data: Any) -> Optional[tuple[int, int, int]]:
@@ -410,6 +436,14 @@ def _walk(data: Any) -> Optional[tuple[int, int, int]]:
         records += header.records_count
     assert last is not None
     return len(data), records, last.last_offset + 1
+
+
+def _extent(data: Any) -> Optional[tuple[int, int, int]]:
+    """_walk's answer from four header fields a batch (batch_extent)."""
+    if not len(data):
+        return None
+    records, next_offset = batch_extent(data)
+    return len(data), records, next_offset
 
 
 def raw_fetch_job(cluster: LocalCluster, topic: str, mode: str, reads: int = 1) -> RawFetchJob:
