@@ -288,7 +288,7 @@ def schedstat(pid: int | str = "self") -> tuple[float, float]:
 
 
 RAW_FETCH_MODES = ("one_at_a_time", "all_in_flight", "pipelined", "aio_pipelined")
-RAW_FETCH_ROW_MODE = "one_at_a_time"  # the suite's kraftlog.fetch.raw
+RAW_FETCH_ROW_MODE = "aio_pipelined"  # the suite's kraftlog.fetch.raw (docs/bench.md, "Raw fetch")
 
 
 @dataclass
@@ -310,6 +310,7 @@ class RawFetchJob:
     mode: str = "one_at_a_time"
     reads: int = 1
     profile: str = ""  # a path: py-spy records this process there while it runs (bench/raw_fetch.py)
+    partition_max_bytes: int = 4 << 20
 
     async def prepare(self) -> None:
         import grpc
@@ -347,6 +348,9 @@ class RawFetchJob:
             fetched, records = fetched + got[0], records + got[1]
         return {"records": records, "bytes": fetched}
 
+    def _request(self, partition: int, offset: int) -> Any:
+        return cluster_bench.raw_fetch_request(self.topic, partition, offset, self.partition_max_bytes)
+
     def _one_at_a_time(self) -> tuple[int, int]:
         positions = dict.fromkeys(self.leaders, 0)
         fetched = records = 0
@@ -354,7 +358,7 @@ class RawFetchJob:
         while pending:
             for partition in sorted(pending):
                 answer = self._stubs[partition].Fetch(
-                    cluster_bench.raw_fetch_request(self.topic, partition, positions[partition]), timeout=30)
+                    self._request(partition, positions[partition]), timeout=30)
                 got = _walk(answer.responses[0].partitions[0].records)
                 if got is None:
                     pending.discard(partition)
@@ -368,7 +372,7 @@ class RawFetchJob:
         pending = set(self.leaders)
         while pending:
             calls = {partition: self._stubs[partition].Fetch.future(
-                         cluster_bench.raw_fetch_request(self.topic, partition, positions[partition]), timeout=30)
+                         self._request(partition, positions[partition]), timeout=30)
                      for partition in pending}
             for partition, call in calls.items():
                 got = _walk(call.result().responses[0].partitions[0].records)
@@ -383,7 +387,7 @@ class RawFetchJob:
         answers: queue.SimpleQueue = queue.SimpleQueue()
 
         def send(partition: int, offset: int) -> None:
-            call = self._stubs[partition].Fetch.future(cluster_bench.raw_fetch_request(self.topic, partition, offset),
+            call = self._stubs[partition].Fetch.future(self._request(partition, offset),
                                                        timeout=30)
             call.add_done_callback(lambda done: answers.put((partition, done)))
 
@@ -406,7 +410,7 @@ class RawFetchJob:
             fetched = records = offset = 0
             while True:
                 answer = await self._stubs[partition].Fetch(
-                    cluster_bench.raw_fetch_request(self.topic, partition, offset), timeout=30)
+                    self._request(partition, offset), timeout=30)
                 got = _extent(answer.responses[0].partitions[0].records)
                 if got is None:
                     return fetched, records
