@@ -15,7 +15,8 @@ fetching process during the first pass's runs of each mode; the top frames
 by own samples are printed and saved (`--native`: the brokers' C frames too).
 
     python -m bench.raw_fetch [--seconds 5] [--passes 3] [--reads 3]
-        [--modes one_at_a_time,all_in_flight] [--profile DIR] [--out bench/results/raw_fetch.json]
+        [--modes one_at_a_time,aio_pipelined,aio_pipelined@1024] [--profile DIR [--native]]
+        [--out bench/results/raw_fetch.json]
 """
 from __future__ import annotations
 
@@ -109,7 +110,8 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=5, help="acks=all produce filling the topic")
     parser.add_argument("--passes", type=int, default=3)
     parser.add_argument("--reads", type=int, default=3, help="times each run reads the topic whole")
-    parser.add_argument("--modes", default=",".join(kl.RAW_FETCH_MODES))
+    parser.add_argument("--modes", default=",".join(kl.RAW_FETCH_MODES),
+                        help="MODE[@KIB],...: @KIB sets the fetches' partition_max_bytes (default 4096 KiB)")
     parser.add_argument("--profile", type=Path, default=None)
     parser.add_argument("--native", action="store_true", help="py-spy the brokers' C frames too (gRPC's core)")
     parser.add_argument("--out", default=str(Path(__file__).parent / "results" / "raw_fetch.json"))
@@ -133,7 +135,10 @@ def main() -> int:
                 row: dict[str, dict[str, float]] = {}
                 idle = idle_cpu_per_s(servers)
                 for mode in modes:
-                    job = kl.raw_fetch_job(cluster, "rf3", mode, args.reads)
+                    name, _, kib = mode.partition("@")
+                    job = kl.raw_fetch_job(cluster, "rf3", name, args.reads)
+                    if kib:
+                        job.partition_max_bytes = int(kib) << 10
                     spies = []
                     if args.profile and index == 0:
                         args.profile.mkdir(parents=True, exist_ok=True)
