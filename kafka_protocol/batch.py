@@ -45,7 +45,7 @@ DELETE_HORIZON_MASK = 0x40  # KIP-534: baseTimestamp holds the delete horizon
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
 # baseOffset, batchLength, (partitionLeaderEpoch, magic skipped), crc: all a reader walking
-# stored batches needs, without building a BatchHeader (a frozen dataclass: ~5 µs a batch).
+# stored batches needs, without building a BatchHeader (a frozen dataclass, a few µs a batch).
 BOUNDS = struct.Struct(">qi5xI")
 # baseOffset, batchLength, lastOffsetDelta, recordsCount: where a reader of raw batches goes next.
 EXTENT = struct.Struct(">qi11xi30xi")

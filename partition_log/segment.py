@@ -261,13 +261,13 @@ class LogSegment:
         data = os.pread(self.fd, want, start.position)
         # The walk reads three header fields a batch (b.BOUNDS), no BatchHeader: it is this
         # read's Python cost per batch, on every fetch (issue 21 target 1).
-        end, available, bounds, limit = 0, len(data), b.BOUNDS.unpack_from, b.LOG_OVERHEAD
+        end, available, bounds, overhead = 0, len(data), b.BOUNDS.unpack_from, b.LOG_OVERHEAD
         stop = max_offset if max_offset is not None else 1 << 63
         while end + b.HEADER_SIZE <= available:
             base_offset, length, crc = bounds(data, end)
             if base_offset >= stop:
                 break
-            size = length + limit
+            size = length + overhead
             if end + size > available:
                 break
             if size < b.HEADER_SIZE or b.compute_crc(data, end, size) != crc:
