@@ -124,12 +124,13 @@ def paced_latency(cluster: LocalCluster, topic: str, rate_per_s: float, seconds:
     return {"batches_per_s": rate_per_s, "records_per_s": rate_per_s * BATCH_RECORDS, "latency_ms": _ms(latencies)}
 
 
-def raw_fetch_request(topic: str, partition: int, offset: int) -> bpb.FetchRequest:
-    """A consumer's Fetch of one partition, 4 MiB at most, no long poll."""
-    return bpb.FetchRequest(replica_id=-1, max_wait_ms=0, max_bytes=8 << 20, topics=[bpb.FetchRequest.FetchTopic(
-        topic=topic, partitions=[bpb.FetchRequest.FetchPartition(
-            partition=partition, current_leader_epoch=-1, fetch_offset=offset, last_fetched_epoch=-1,
-            partition_max_bytes=4 << 20)])])
+def raw_fetch_request(topic: str, partition: int, offset: int,
+                      partition_max_bytes: int = 4 << 20) -> bpb.FetchRequest:
+    """A consumer's Fetch of one partition, 4 MiB at most (`partition_max_bytes`), no long poll."""
+    fetch = bpb.FetchRequest.FetchPartition(partition=partition, current_leader_epoch=-1, fetch_offset=offset,
+                                            last_fetched_epoch=-1, partition_max_bytes=partition_max_bytes)
+    return bpb.FetchRequest(replica_id=-1, max_wait_ms=0, max_bytes=max(8 << 20, partition_max_bytes),
+                            topics=[bpb.FetchRequest.FetchTopic(topic=topic, partitions=[fetch])])
 
 
 def consume_throughput(cluster: LocalCluster, topic: str,

@@ -69,8 +69,9 @@ async def handle_fetch(replicas: ReplicaManager, request: bpb.FetchRequest, owne
         if epoch == FINAL_EPOCH:
             return await _full_fetch(replicas, request)
         session = sessions.create(request.replica_id, owner)
-        answer = await _full_fetch(replicas, request, session)
-        return answer + _session_field(session.id if session is not None else INVALID_SESSION_ID)
+        # The session id is framed after the batches, in the one join: no copy of the answer for it.
+        return await _full_fetch(replicas, request, session,
+                                 _session_field(session.id if session is not None else INVALID_SESSION_ID))
     session = sessions.get(session_id)
     if not _usable(session, request, owner):
         return _session_error(Error.FETCH_SESSION_ID_NOT_FOUND)
@@ -79,7 +80,7 @@ async def handle_fetch(replicas: ReplicaManager, request: bpb.FetchRequest, owne
         return _session_error(Error.INVALID_FETCH_SESSION_EPOCH)
     session.epoch = next_epoch(epoch)
     sessions.touch(session)
-    return await _incremental_fetch(replicas, request, session) + _session_field(session.id)
+    return await _incremental_fetch(replicas, request, session, _session_field(session.id))
 
 
 def _usable(session: Optional[FetchSession], request: bpb.FetchRequest, owner: str) -> bool:
@@ -97,9 +98,10 @@ def _session_error(error: int) -> bytes:
 
 
 async def _full_fetch(replicas: ReplicaManager, request: bpb.FetchRequest,
-                      session: Optional[FetchSession] = None) -> bytes:
+                      session: Optional[FetchSession] = None, trailer: bytes = b"") -> bytes:
     """Every partition of the request answered; with `session`, they become
-    its partitions and their answers its baseline."""
+    its partitions and their answers its baseline. `trailer`: encoded fields
+    appended to the answer."""
     wanted = [(t.topic, p) for t in request.topics for p in t.partitions]
     decided = _followers_fetched(replicas, request, wanted)
     loop = asyncio.get_running_loop()
@@ -119,10 +121,12 @@ async def _full_fetch(replicas: ReplicaManager, request: bpb.FetchRequest,
         session.update((((t, fp.partition), fp) for t, fp in wanted), (), replicas.partitions.get)
         session.take_changed()
         _settle(replicas, session, request, wanted, answers)
-    return encode_fetch_response((topic, answer, records) for (topic, _), (answer, records) in zip(wanted, answers))
+    return encode_fetch_response(((topic, answer, records) for (topic, _), (answer, records) in zip(wanted, answers)),
+                                 trailer)
 
 
-async def _incremental_fetch(replicas: ReplicaManager, request: bpb.FetchRequest, session: FetchSession) -> bytes:
+async def _incremental_fetch(replicas: ReplicaManager, request: bpb.FetchRequest, session: FetchSession,
+                             trailer: bytes = b"") -> bytes:
     """The partitions of the session that changed since its last answer (or
     were added or changed by this request), read; parked on the session until
     min_bytes are there or max_wait_ms passes. The answer holds only those
@@ -149,8 +153,8 @@ async def _incremental_fetch(replicas: ReplicaManager, request: bpb.FetchRequest
         await session.wait_changed(remaining)
     _account(replicas, request, wanted, answers, size)
     _settle(replicas, session, request, wanted, answers)
-    return encode_fetch_response((topic, answer, records) for (topic, _), (answer, records), new
-                                 in zip(wanted, answers, news) if new)
+    return encode_fetch_response(((topic, answer, records) for (topic, _), (answer, records), new
+                                  in zip(wanted, answers, news) if new), trailer)
 
 
 def _is_news(session: FetchSession, topic: str, fp: FetchPartition, answer: PartitionData, records: BytesLike) -> bool:

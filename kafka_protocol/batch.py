@@ -44,6 +44,11 @@ DELETE_HORIZON_MASK = 0x40  # KIP-534: baseTimestamp holds the delete horizon
 
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
+# baseOffset, batchLength, (partitionLeaderEpoch, magic skipped), crc: all a reader walking
+# stored batches needs, without building a BatchHeader (a frozen dataclass, a few µs a batch).
+BOUNDS = struct.Struct(">qi5xI")
+# baseOffset, batchLength, lastOffsetDelta, recordsCount: where a reader of raw batches goes next.
+EXTENT = struct.Struct(">qi11xi30xi")
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +191,27 @@ def end_offset(buf: bytes | bytearray | memoryview) -> int:
     if last is None:
         raise CorruptRecordError("no batch to take an end offset from")
     return last.next_offset
+
+
+def batch_extent(buf: bytes | bytearray | memoryview) -> tuple[int, int]:
+    """(records, offset after the last batch) of concatenated batches, from
+    four header fields each (EXTENT): a raw reader's walk, with the framing
+    checks it needs to go on (each batchLength at least a header's and within
+    the buffer), none of the record or CRC checks. Raises CorruptRecordError."""
+    pos, end, records, next_offset = 0, len(buf), 0, -1
+    if not end:
+        raise CorruptRecordError("no batch to take an end offset from")
+    extent = EXTENT.unpack_from
+    while pos < end:
+        if end - pos < HEADER_SIZE:
+            raise CorruptRecordError(f"batch header at byte {pos} is truncated: {end - pos} of {HEADER_SIZE} bytes")
+        base_offset, length, last_offset_delta, count = extent(buf, pos)
+        if length < MIN_BATCH_LENGTH or length + LOG_OVERHEAD > end - pos:
+            raise CorruptRecordError(f"batch at byte {pos} has batchLength {length}, {end - pos} bytes present")
+        records += count
+        next_offset = base_offset + last_offset_delta + 1
+        pos += length + LOG_OVERHEAD
+    return records, next_offset
 
 
 def stamp(buf: bytearray, pos: int, base_offset: int, partition_leader_epoch: int) -> None:

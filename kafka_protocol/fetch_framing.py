@@ -57,10 +57,12 @@ def broker_stub(channel: Any) -> bpb_grpc.KafkaBrokerStub:
 
 # -- encoding ----------------------------------------------------------------
 
-def encode_fetch_response(answers: Iterable[tuple[str, PartitionData, BytesLike]]) -> bytes:
+def encode_fetch_response(answers: Iterable[tuple[str, PartitionData, BytesLike]], trailer: bytes = b"") -> bytes:
     """The serialized FetchResponse of (topic, partition answer without its
     records, records) triples, grouped into topics in the order given
-    (consecutive answers of one topic share a FetchableTopicResponse)."""
+    (consecutive answers of one topic share a FetchableTopicResponse), then
+    `trailer` (top-level fields already encoded, as session_id: framed in the
+    same join, where appending them after would copy the whole answer again)."""
     parts: list[BytesLike] = []
     topic_start = -1
     topic_size = 0
@@ -86,6 +88,7 @@ def encode_fetch_response(answers: Iterable[tuple[str, PartitionData, BytesLike]
             parts.append(records)
         topic_size += len(partition_header) + size
     _close_topic(parts, topic_start, topic_size)
+    parts.append(trailer)
     return b"".join(parts)
 
 

@@ -29,7 +29,7 @@ from client.producer import AsyncProducer
 from devcluster.local_cluster import KAFKA_CLIENTS_PROPERTIES, LocalCluster
 from devcluster.local_processes import wait_until
 from kraftlog_server.metrics.loop_lag import NAME as LOOP_LAG
-from kafka_protocol.batch import iter_headers
+from kafka_protocol.batch import batch_extent, iter_headers
 
 from . import REPO_ROOT
 
@@ -287,43 +287,172 @@ def schedstat(pid: int | str = "self") -> tuple[float, float]:
     return int(ran_ns) / 1e9, int(waited_ns) / 1e9
 
 
-def raw_fetch_mb_per_s(cluster: LocalCluster, topic: str, *, in_flight: bool = False) -> float:
-    """Fetch RPCs straight to the leaders, batches left undecoded: one fetch
-    at a time (bench/cluster.py, the suite's row), or every partition's fetch
-    in flight at once (`in_flight`: bench/raw_fetch.py compares the two; not
-    yet the row's, its gain unproven on a loaded machine)."""
-    if not in_flight:
-        return cluster_bench.consume_throughput(cluster, topic)["fetched_mb_per_s"]
-    return fetch_all_in_flight(cluster, topic)["fetched_mb_per_s"]
+RAW_FETCH_MODES = ("one_at_a_time", "all_in_flight", "pipelined", "aio_pipelined")
+RAW_FETCH_ROW_MODE = "aio_pipelined"  # the suite's kraftlog.fetch.raw (docs/bench.md, "Raw fetch")
 
 
-def fetch_all_in_flight(cluster: LocalCluster, topic: str) -> dict[str, Any]:
-    """As bench/cluster.consume_throughput, but with one Fetch in flight per
-    partition (several per leader connection): each leader reads and frames
-    one answer while gRPC moves another and this process walks a third, where
-    one fetch at a time leaves all but one of them idle."""
-    led = cluster_bench.leaders(cluster, topic)
-    positions = dict.fromkeys(led, 0)
-    fetched_bytes = records = 0
-    started = time.monotonic()
-    pending = set(led)
-    while pending:
-        calls = {partition: cluster.broker_stub(led[partition]).Fetch.future(
-                     cluster_bench.raw_fetch_request(topic, partition, positions[partition]), timeout=30)
-                 for partition in pending}
-        for partition, call in calls.items():
-            data = call.result().responses[0].partitions[0].records
-            if not data:
-                pending.discard(partition)
+@dataclass
+class RawFetchJob:
+    """Every partition of `topic` read whole from its leader `reads` times,
+    batches left undecoded (their headers walked for the next offset), in
+    its own process (run_jobs counts its CPU and the servers'). `mode`:
+    one_at_a_time (one Fetch, one partition, at a time), all_in_flight (one
+    Fetch per partition in flight at once, the next round when all are
+    back), pipelined (one Fetch per partition always in flight: a partition's
+    next one leaves as its answer arrives, so a leader of several always has
+    one to read while gRPC moves another; blocking gRPC's futures), and
+    aio_pipelined (the same on grpc.aio, one task per partition, as the
+    consumer's fetcher runs). The first two walk every batch header
+    (iter_headers: the row as it was); the pipelined ones read four fields a
+    batch (batch_extent), all a raw reader needs to go on."""
+    leaders: dict[int, str]  # partition -> its leader's address
+    topic: str
+    mode: str = "one_at_a_time"
+    reads: int = 1
+    profile: str = ""  # a path: py-spy records this process there while it runs (bench/raw_fetch.py)
+    partition_max_bytes: int = 4 << 20
+
+    async def prepare(self) -> None:
+        import grpc
+
+        from client.channels import open_channel
+        from kafka_protocol.fetch_framing import broker_stub
+        if self.mode not in RAW_FETCH_MODES:
+            raise ValueError(f"unknown raw fetch mode {self.mode!r}")
+        if self.mode == "aio_pipelined":
+            from client.channels import open_async_channel
+            channels = {address: open_async_channel(address) for address in set(self.leaders.values())}
+            for channel in channels.values():
+                await asyncio.wait_for(channel.channel_ready(), 30)
+        else:
+            channels = {address: open_channel(address) for address in set(self.leaders.values())}
+            for channel in channels.values():
+                grpc.channel_ready_future(channel).result(timeout=30)
+        self._channels = list(channels.values())
+        self._stubs = {p: broker_stub(channels[a]) for p, a in self.leaders.items()}
+        self._spy = None
+        if self.profile:
+            import os
+            import subprocess
+
+            from .processes import py_spy
+            self._spy = subprocess.Popen([py_spy(), "record", "--nonblocking", "-r", "200", "-d", "60", "-p",
+                                          str(os.getpid()), "-f", "raw", "-o", self.profile],
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            time.sleep(1)  # attached before the clock starts
+
+    async def run(self) -> dict[str, Any]:
+        fetched = records = 0
+        for _ in range(self.reads):
+            got = await self._aio_pipelined() if self.mode == "aio_pipelined" else getattr(self, f"_{self.mode}")()
+            fetched, records = fetched + got[0], records + got[1]
+        return {"records": records, "bytes": fetched}
+
+    def _request(self, partition: int, offset: int) -> Any:
+        return cluster_bench.raw_fetch_request(self.topic, partition, offset, self.partition_max_bytes)
+
+    def _one_at_a_time(self) -> tuple[int, int]:
+        positions = dict.fromkeys(self.leaders, 0)
+        fetched = records = 0
+        pending = set(self.leaders)
+        while pending:
+            for partition in sorted(pending):
+                answer = self._stubs[partition].Fetch(
+                    self._request(partition, positions[partition]), timeout=30)
+                got = _walk(answer.responses[0].partitions[0].records)
+                if got is None:
+                    pending.discard(partition)
+                    continue
+                fetched, records, positions[partition] = fetched + got[0], records + got[1], got[2]
+        return fetched, records
+
+    def _all_in_flight(self) -> tuple[int, int]:
+        positions = dict.fromkeys(self.leaders, 0)
+        fetched = records = 0
+        pending = set(self.leaders)
+        while pending:
+            calls = {partition: self._stubs[partition].Fetch.future(
+                         self._request(partition, positions[partition]), timeout=30)
+                     for partition in pending}
+            for partition, call in calls.items():
+                got = _walk(call.result().responses[0].partitions[0].records)
+                if got is None:
+                    pending.discard(partition)
+                    continue
+                fetched, records, positions[partition] = fetched + got[0], records + got[1], got[2]
+        return fetched, records
+
+    def _pipelined(self) -> tuple[int, int]:
+        import queue
+        answers: queue.SimpleQueue = queue.SimpleQueue()
+
+        def send(partition: int, offset: int) -> None:
+            call = self._stubs[partition].Fetch.future(self._request(partition, offset),
+                                                       timeout=30)
+            call.add_done_callback(lambda done: answers.put((partition, done)))
+
+        for partition in self.leaders:
+            send(partition, 0)
+        fetched = records = 0
+        pending = len(self.leaders)
+        while pending:
+            partition, call = answers.get()
+            got = _extent(call.result().responses[0].partitions[0].records)
+            if got is None:
+                pending -= 1
                 continue
-            fetched_bytes += len(data)
-            last = None
-            for _, header in iter_headers(data, validate=False):
-                last = header
-                records += header.records_count
-            positions[partition] = last.last_offset + 1
-    elapsed = time.monotonic() - started
-    return {"records": records, "fetched_mb_per_s": round(fetched_bytes / elapsed / 1e6, 2)}
+            fetched, records = fetched + got[0], records + got[1]
+            send(partition, got[2])
+        return fetched, records
+
+    async def _aio_pipelined(self) -> tuple[int, int]:
+        async def one(partition: int) -> tuple[int, int]:
+            fetched = records = offset = 0
+            while True:
+                answer = await self._stubs[partition].Fetch(
+                    self._request(partition, offset), timeout=30)
+                got = _extent(answer.responses[0].partitions[0].records)
+                if got is None:
+                    return fetched, records
+                fetched, records, offset = fetched + got[0], records + got[1], got[2]
+        done = await asyncio.gather(*(one(p) for p in self.leaders))
+        return sum(d[0] for d in done), sum(d[1] for d in done)
+
+    async def close(self) -> None:
+        if getattr(self, "_spy", None) is not None:
+            import signal
+            self._spy.send_signal(signal.SIGINT)  # py-spy writes what it sampled
+            self._spy.wait(timeout=30)
+        for channel in getattr(self, "_channels", ()):
+            closed = channel.close()
+            if closed is not None:  # grpc.aio's close is a coroutine
+                await closed
+
+
+def _walk(data: Any) -> Optional[tuple[int, int, int]]:
+    """(bytes, records, next offset) of a partition's fetched batches; None when there were none."""
+    if not len(data):
+        return None
+    records = 0
+    last = None
+    for _, header in iter_headers(data, validate=False):
+        last = header
+        records += header.records_count
+    assert last is not None
+    return len(data), records, last.last_offset + 1
+
+
+def _extent(data: Any) -> Optional[tuple[int, int, int]]:
+    """_walk's answer from four header fields a batch (batch_extent)."""
+    if not len(data):
+        return None
+    records, next_offset = batch_extent(data)
+    return len(data), records, next_offset
+
+
+def raw_fetch_job(cluster: LocalCluster, topic: str, mode: str, reads: int = 1) -> RawFetchJob:
+    led = cluster_bench.leaders(cluster, topic)
+    return RawFetchJob({p: cluster.broker_addresses[b] for p, b in led.items()}, topic, mode, reads)
 
 
 def partition_failover_s(cluster: LocalCluster, topic: str, trials: int) -> list[float]:

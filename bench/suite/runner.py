@@ -203,8 +203,15 @@ class Suite:
                             list(cluster.pids.values()))
             self.throughput("kraftlog.consume.arrow", "kraftlog consumer, poll_arrow() into Arrow rows", "kraftlog",
                             done, VALUE_BYTES, split=True)
-            add("kraftlog.fetch.raw", "kraftlog raw Fetch (batches undecoded)", "MB/s", "kraftlog",
-                kl.raw_fetch_mb_per_s(cluster, "rf3"))
+            done = run_jobs([kl.raw_fetch_job(cluster, "rf3", kl.RAW_FETCH_ROW_MODE)], s.run_seconds,
+                            list(cluster.pids.values()))
+            mb = sum(w["bytes"] for w in done["workers"]) / 1e6
+            label = f"kraftlog raw Fetch (batches undecoded, {kl.RAW_FETCH_ROW_MODE.replace('_', ' ')})"
+            add("kraftlog.fetch.raw", label, "MB/s", "kraftlog", mb / done["seconds"])
+            for who, whose, seconds in (("client", "client's", done["client_cpu_s"]),
+                                        ("servers", "servers'", done["server_cpu_s"])):
+                add(f"kraftlog.fetch.raw.cpu_{who}", f"{label}: {whose} CPU per MB", "CPU µs/MB", "kraftlog",
+                    seconds / max(mb, 1e-9) * 1e6)
 
         label = "kraftlog RF1 acks=1"
         return [*self._librdkafka_steps(cluster), 

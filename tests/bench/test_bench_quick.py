@@ -25,6 +25,7 @@ FIGURES = {
                  "kraftlog.latency.rf3_all.client_loop_lag.p99",
                  "kraftlog.produce.rf1_acks1.1p.cpu", "kraftlog.produce.rf3_all_idem.4p.cpu",
                  "kraftlog.consume.decoded", "kraftlog.consume.decoded.cpu", "kraftlog.fetch.raw", "kraftlog.failover.partition",
+                 "kraftlog.fetch.raw.cpu_client", "kraftlog.fetch.raw.cpu_servers",
                  "kraftlog.failover.controller",
                  # librdkafka (confluent-kafka) through the Kafka listener, client and servers' CPU apart
                  "kraftlog.produce.librdkafka.rf1_acks1", "kraftlog.produce.librdkafka.rf3_all_idem",

@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from kafka_protocol import compression
-from kafka_protocol.batch import HEADER_SIZE, iter_headers, parse_header, validate_batch
+from kafka_protocol.batch import HEADER_SIZE, batch_extent, iter_headers, parse_header, validate_batch
 from kafka_protocol.compression import Codec, compress
 from partition_log.dump import LogBatch, scan_log, scan_offset_index, scan_time_index
 from kafka_protocol.errors import CorruptRecordError, KafkaError
@@ -45,6 +45,7 @@ DECODERS: dict[str, Callable[[bytes], object]] = {
     "validate_batch": validate_batch,
     "iter_headers": lambda data: list(iter_headers(data)),
     "iter_headers unvalidated": lambda data: list(iter_headers(data, validate=False)),
+    "batch_extent": batch_extent,
     "decode_batch": decode_batch,
     "decode_batch without CRC": lambda data: decode_batch(data, verify_crc=False),
     "iter_batches": lambda data: list(iter_batches(data)),
@@ -110,6 +111,20 @@ def valid_batches(draw: st.DrawFn, codecs: list[Codec] = CODECS) -> bytes:
         log_append_time=draw(st.booleans()), transactional=draw(st.booleans()),
         producer_id=draw(st.integers(-1, 2**40)), base_sequence=draw(st.integers(-1, 2**31 - 1)),
     )
+
+
+@FUZZ
+@given(st.lists(valid_batches(), min_size=1, max_size=4))
+def test_batch_extent_walks_as_the_headers_say(batches: list[bytes]) -> None:
+    data = b"".join(batches)
+    headers = [h for _, h in iter_headers(data)]
+    assert batch_extent(data) == batch_extent(memoryview(data)) == (
+        sum(h.records_count for h in headers), headers[-1].next_offset)
+    for cut in (1, HEADER_SIZE, len(batches[-1]) - 1):  # a last batch cut short is refused, not skipped
+        with pytest.raises(CorruptRecordError):
+            batch_extent(data[:len(data) - cut])
+    with pytest.raises(CorruptRecordError):
+        batch_extent(b"")
 
 
 # --- (a) random bytes --------------------------------------------------------

@@ -143,6 +143,19 @@ def test_an_appended_throttle_time_sets_the_field_of_an_encoded_answer():
     assert throttle_time_field(0) == b""
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(answers(), max_size=6), st.integers(-(2 ** 31), 2 ** 31 - 1), st.integers(0, 2 ** 31 - 1))
+def test_a_trailer_is_framed_after_the_answers_as_if_appended(triples, session_id, throttle):
+    trailer = bpb.FetchResponse(session_id=session_id, throttle_time_ms=throttle).SerializeToString()
+    raw = encode_fetch_response(triples, trailer)
+    assert raw == encode_fetch_response(triples) + trailer
+    expected = by_protobuf(triples)
+    expected.session_id, expected.throttle_time_ms = session_id, throttle
+    assert bpb.FetchResponse.FromString(raw) == expected
+    decoded = decode_fetch_response(raw)
+    assert (decoded.session_id, decoded.throttle_time_ms) == (session_id, throttle)
+
+
 def test_a_repeated_records_field_keeps_the_last_as_protobuf_does():
     first = encode_fetch_response([("t", PartitionData(partition_index=3), b"old")])
     # the same partition message with a second records field appended to it
