@@ -114,6 +114,20 @@ def _put_varint(out, pos, v):
     return pos + 1
 
 
+@inlined
+def _copy(out, pos, data, start, length):
+    """data[start:start + length] into out at pos (nothing for a null's -1); the position after it.
+    Unsigned indices: numba then skips the negative-index wrap-around and the loop becomes a
+    vectorized copy (about ten times faster than with signed ones, or with slices, which
+    build a view per call)."""
+    if length > 0:
+        to, at = np.uint64(pos), np.uint64(start)
+        for i in range(np.uint64(length)):
+            out[to + i] = data[at + i]
+        return pos + length
+    return pos
+
+
 @compiled
 def _encode(key_offs, key_data, key_valid, value_offs, value_data, value_valid, stamps, rows, bounds):
     batches = len(bounds) - 1
@@ -147,15 +161,9 @@ def _encode(key_offs, key_data, key_valid, value_offs, value_data, value_valid, 
             pos = _put_varint(out, pos + 1, ts_delta)
             pos = _put_varint(out, pos, delta)
             pos = _put_varint(out, pos, k_len)
-            start = key_offs[r]
-            for i in range(max(k_len, 0)):  # a loop numba compiles to a copy; a slice would allocate a view
-                out[pos + i] = key_data[start + i]
-            pos += max(k_len, 0)
+            pos = _copy(out, pos, key_data, key_offs[r], k_len)
             pos = _put_varint(out, pos, v_len)
-            start = value_offs[r]
-            for i in range(max(v_len, 0)):
-                out[pos + i] = value_data[start + i]
-            pos += max(v_len, 0)
+            pos = _copy(out, pos, value_data, value_offs[r], v_len)
             out[pos] = 0  # no headers
             pos += 1
         ends[b] = pos
