@@ -14,6 +14,7 @@ import argparse
 import asyncio
 import os
 import re
+import resource
 import subprocess
 import tempfile
 import time
@@ -73,8 +74,12 @@ async def run(job: object, raw: Path, rate: int, native: bool) -> tuple[int, flo
     try:
         await asyncio.sleep(1.0)  # py-spy attached
         started, cpu, threads = time.monotonic(), time.process_time(), thread_cpu()
+        usage = resource.getrusage(resource.RUSAGE_SELF)
         answer = await job.run()  # type: ignore[attr-defined]
         ended, cpu = time.monotonic(), time.process_time() - cpu
+        used = resource.getrusage(resource.RUSAGE_SELF)
+        print(f"user {used.ru_utime - usage.ru_utime:.2f} s, system {used.ru_stime - usage.ru_stime:.2f} s, "
+              f"{used.ru_minflt - usage.ru_minflt:,} minor page faults")
         after = thread_cpu()
         by_name: Counter[str] = Counter()
         for tid, (name, seconds) in after.items():

@@ -143,9 +143,11 @@ class AsyncProducer:
         # keyless records while it stays open (it closes when full, drained, expired or failed).
         # Kept only where that skips no check that could fail: not for a transactional producer
         # (each record checks the transaction's state), not where batch.size exceeds the largest
-        # record allowed, never for a topic with records waiting for metadata (they go first).
+        # record allowed, never for a topic with records waiting for metadata (they go first) or
+        # that the metadata forgot or gave another partition count (the slow path decides again),
+        # and only while the batch has no key or header column (a record with either drops it).
         self._keyless_open: dict[str, ProducerBatch] = {}
-        self._topics = self._metadata.topics  # the cache's dict (updated in place): a topic it forgot waits
+        self._metadata.topic_listeners.append(self._topic_changed)
         self._batch_size = c.batch_size
         self._fill_open_batches = self._txn is None and c.batch_size <= self._max_record_size + HEADER_SIZE
         self._sender_task: Optional[asyncio.Task[None]] = None
@@ -193,7 +195,7 @@ class AsyncProducer:
             # what submit() and _append() below do for it, without their checks that cannot fail
             # while that batch is open (see _keyless_open).
             batch = self._keyless_open.get(topic)
-            if batch is not None and not batch.closed and self._topics.get(topic):
+            if batch is not None and not batch.closed:
                 size = RECORD_OVERHEAD_UPPER_BOUND + len(value)
                 if batch.size + size <= self._batch_size:
                     future = _new_object(AsyncRecordFuture)
@@ -203,11 +205,7 @@ class AsyncProducer:
                     future._batch, future._index = batch, len(values)
                     if on_delivery is not None:
                         batch.listeners.append(future)
-                    if batch.keys is not None:
-                        batch.keys.append(None)
-                    if batch.headers is not None:
-                        batch.headers.append(())
-                    values.append(value)
+                    values.append(value)  # the batch has no key or header column (see _keyless_open)
                     batch.stamps.append(_time_ns() // 1_000_000)
                     batch.size += size
                     self._accumulator.buffered_bytes += size
@@ -282,7 +280,7 @@ class AsyncProducer:
         value = record[1]
         if partition is None and record[0] is None and value is not None and not record[3]:
             batch = self._keyless_open.get(topic)  # as produce()'s fast path
-            if batch is not None and not batch.closed and self._topics.get(topic):
+            if batch is not None and not batch.closed:
                 size = RECORD_OVERHEAD_UPPER_BOUND + len(value)
                 if batch.size + size <= self._batch_size:
                     batch.append(record, size, future)
@@ -327,6 +325,10 @@ class AsyncProducer:
             return
         self._append(topic, partitions, partition, record, size, future)
 
+    def _topic_changed(self, topic: str) -> None:
+        """The metadata forgot the topic or learnt another partition count for it."""
+        self._keyless_open.pop(topic, None)
+
     async def _await_topic(self, topic: str) -> None:
         try:
             await self._metadata.partitions_for(topic, self.config.max_block_ms)
@@ -363,8 +365,12 @@ class AsyncProducer:
                         self._sender.wakeup()
                 if self._txn is not None:
                     self._txn.add_partition((topic, partition))
-                elif self._fill_open_batches:
-                    self._keyless_open[topic] = future._batch
+                else:
+                    batch = future._batch
+                    if self._fill_open_batches and batch.keys is None and batch.headers is None:
+                        self._keyless_open[topic] = batch
+                    else:
+                        self._keyless_open.pop(topic, None)
                 return
         elif not 0 <= partition < len(partitions):
             future.fail_unsent(error_for_code(Errors.UNKNOWN_TOPIC_OR_PARTITION,
@@ -375,6 +381,8 @@ class AsyncProducer:
             self._txn.add_partition((topic, partition))
         if accumulator.append((topic, partition), record, size, future, time.monotonic()):
             self._sender.wakeup()
+        if (record[0] is not None or record[3]) and self._keyless_open.get(topic) is future._batch:
+            del self._keyless_open[topic]  # it has a key or header column now
 
     # --- transactions ------------------------------------------------------
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from itertools import repeat
-from typing import Any, NamedTuple, Optional
+from itertools import chain, repeat
+from typing import Any, NamedTuple, Optional, Sequence
 
 from kafka_protocol import batch as b
 from kafka_protocol.compression import Codec, compress
@@ -62,6 +62,34 @@ def load_compiled_encoder() -> None:
         _encode_lists = encode_lists
 
 
+def encode_sections(batches: Sequence["ProducerBatch"], codec: Codec) -> None:
+    """Encode, in one call of the compiled encoder, the records sections of
+    those of `batches` (about to be sent together) that it can encode and
+    that have none yet: the call's fixed cost is paid once per request."""
+    todo = [batch for batch in batches if batch._section is None and batch.headers is None
+            and len(batch.values) >= COMPILED_MIN_RECORDS]
+    if not todo:
+        return
+    encode = _encode_lists
+    if encode is None:
+        _load_in_background()
+        return
+    if len(todo) == 1:
+        [batch] = todo
+        bodies = encode(batch.keys, batch.values, batch.stamps)
+    else:
+        keys = None
+        if any(batch.keys is not None for batch in todo):
+            keys = list(chain.from_iterable(batch.keys if batch.keys is not None else repeat(None, len(batch.values))
+                                            for batch in todo))
+        bodies = encode(keys, list(chain.from_iterable(batch.values for batch in todo)),
+                        list(chain.from_iterable(batch.stamps for batch in todo)), [len(b.values) for b in todo])
+    if bodies is None:
+        return  # timestamps it cannot write: each batch is encoded on its own (encode_batch where need be)
+    for i, batch in enumerate(todo):
+        batch._section = (compress(codec, bodies.body(i)), int(bodies.base_ts[i]), int(bodies.max_ts[i]))
+
+
 def _load_in_background() -> None:
     global _loader
     with _loader_lock:
@@ -86,19 +114,12 @@ def _forget_loader() -> None:
 os.register_at_fork(after_in_child=_forget_loader)
 
 
-def _compiled_section(keys: Optional[list[Optional[bytes]]], values: list[Optional[bytes]], stamps: list[int],
-                      codec: Codec) -> Optional[tuple[bytes, int, int]]:
-    """The records section by the compiled encoder, compressed, with its base
-    and max timestamp; None until the encoder is loaded (its loading starts)."""
-    encode = _encode_lists
-    if encode is None:
-        _load_in_background()
-        return None
-    encoded = encode(keys, values, stamps)
-    if encoded is None:
-        return None
-    body, base_ts, max_ts = encoded
-    return compress(codec, body), base_ts, max_ts
+def _compiled_section(batch: "ProducerBatch", codec: Codec) -> Optional[tuple[bytes, int, int]]:
+    """The batch's records section by the compiled encoder, compressed, with
+    its base and max timestamp; None until the encoder is loaded (its loading
+    starts) or where it cannot write the timestamps."""
+    encode_sections([batch], codec)
+    return batch._section
 
 
 class RecordMetadata(NamedTuple):
@@ -209,7 +230,7 @@ class ProducerBatch:
         if self._encoded is None or identity != self._encoded_for:
             section = self._section
             if section is None and self.headers is None and len(self.values) >= COMPILED_MIN_RECORDS:
-                section = self._section = _compiled_section(self.keys, self.values, self.stamps, codec)
+                section = _compiled_section(self, codec)
             if section is None:
                 self._encoded = encode_batch(self.records, codec=codec, producer_id=self.producer_id,
                                              producer_epoch=self.producer_epoch, base_sequence=self.base_sequence,

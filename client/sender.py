@@ -42,7 +42,7 @@ from .accumulator import IDLE_DELAY_S, RecordAccumulator
 from .errors import KafkaException, NetworkError, RequestTimedOutError, error_for_code
 from .idempotence import IdempotenceState
 from .metadata import Metadata
-from .producer_batch import ProducerBatch
+from .producer_batch import ProducerBatch, encode_sections
 from .producer_config import ProducerConfig
 from .transactions import Outcome, Request, TransactionManager, outcome, txn_error
 from .txn_requests import TxnRequests
@@ -200,6 +200,7 @@ class Sender:
     def _send(self, node: int, batches: list[ProducerBatch], now: float) -> None:
         topics: dict[str, list[tuple[int, bytes]]] = {}
         transactional = self._txn is not None
+        encode_sections(batches, self._config.compression)  # the request's batches in one compiled call
         for batch in batches:
             if self._idem is not None:
                 self._idem.stamp(batch)

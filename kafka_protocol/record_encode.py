@@ -75,22 +75,26 @@ def list_parts(items: Sequence[Optional[bytes]]) -> Parts:
 
 
 def encode_lists(keys: Optional[Sequence[Optional[bytes]]], values: Sequence[Optional[bytes]],
-                 timestamps: Sequence[int]) -> Optional[tuple[memoryview, int, int]]:
-    """One batch's records section (no headers) from its records' keys (None:
-    all null), values and timestamps (ms), with its base and max timestamp;
-    None where a timestamp is outside int64 or they spread too wide: the
-    Python encoder then writes (or refuses) them."""
+                 timestamps: Sequence[int], counts: Optional[Sequence[int]] = None) -> Optional[EncodedBodies]:
+    """The records sections (no headers) of batches of consecutive records,
+    `counts[i]` records each (None: one batch of all), from the records'
+    keys (None: all null), values and timestamps (ms). None where a
+    timestamp is outside int64 or they spread too wide: the Python encoder
+    then writes (or refuses) them."""
     n = len(values)
     try:
         stamps = np.fromiter(timestamps, np.int64, n)
     except OverflowError:
         return None
-    low, high = int(stamps.min()), int(stamps.max())
-    if high - low >= TIMESTAMP_SPREAD_LIMIT:
+    if int(stamps.max()) - int(stamps.min()) >= TIMESTAMP_SPREAD_LIMIT:
         return None
-    bodies = encode_bodies(None if keys is None else list_parts(keys), list_parts(values), stamps,
-                           np.arange(n, dtype=np.int64), np.array([0, n], np.int64))
-    return bodies.body(0), low, high
+    bounds = np.zeros(1 + (1 if counts is None else len(counts)), np.int64)
+    if counts is None:
+        bounds[1] = n
+    else:
+        np.cumsum(counts, out=bounds[1:])
+    return encode_bodies(None if keys is None else list_parts(keys), list_parts(values), stamps,
+                         np.arange(n, dtype=np.int64), bounds)
 
 
 @inlined

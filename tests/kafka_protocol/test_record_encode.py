@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch
 
 from client import producer_batch
-from client.producer_batch import COMPILED_MIN_RECORDS, ProducerBatch, load_compiled_encoder, record_size_upper_bound
+from client.producer_batch import (COMPILED_MIN_RECORDS, ProducerBatch, encode_sections, load_compiled_encoder,
+                                   record_size_upper_bound)
 from client.record_future import Settlement, SyncRecordFuture
 from kafka_protocol import batch as b
 from kafka_protocol.compression import Codec
@@ -44,7 +45,7 @@ def compiled_batch(records: list[tuple]) -> bytes:
     encoded = encode_lists(keys if any(k is not None for k in keys) else None,
                            [v for _, v, _ in records], [t for _, _, t in records])
     assert encoded is not None
-    body, base_ts, max_ts = encoded
+    body, base_ts, max_ts = encoded.body(0), int(encoded.base_ts[0]), int(encoded.max_ts[0])
     return seal_batch(bytes(body), len(records), base_offset=0, codec=Codec.NONE, log_append_time=False,
                       producer_id=-1, producer_epoch=-1, base_sequence=-1,
                       partition_leader_epoch=b.NO_PARTITION_LEADER_EPOCH, transactional=False, control=False,
@@ -77,6 +78,24 @@ def test_a_producer_batch_encodes_as_encode_batch_and_kafka_python_reads_it(reco
     batch.producer_epoch, batch.base_sequence = 2, 0
     assert batch.encode(codec, transactional) == python_batch(records, codec, producer_id=9, producer_epoch=2,
                                                               base_sequence=0, transactional=transactional)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(records_lists, min_size=1, max_size=6), st.sampled_from(CODECS))
+def test_the_batches_of_one_request_encoded_in_one_call_are_each_encode_batchs(batches, codec) -> None:
+    """The sender encodes the sections of a request's batches in one call (encode_sections)."""
+    load_compiled_encoder()
+    built = []
+    for n, records in enumerate(batches):
+        batch = ProducerBatch("t", n, n, 0.0)
+        for key, value, stamp in records:
+            record = (key, value, stamp, (), -1)
+            batch.append(record, record_size_upper_bound(record), SyncRecordFuture(batch.settlement))
+        built.append(batch)
+    encode_sections(built, codec)
+    assert all(batch._section is not None for batch in built if batch.record_count >= COMPILED_MIN_RECORDS)
+    for batch, records in zip(built, batches):
+        assert batch.encode(codec) == python_batch(records, codec)
 
 
 def test_records_with_headers_keys_and_nulls_mixed_in_one_batch_keep_their_columns() -> None:
