@@ -1,6 +1,6 @@
 """Producer batches made from Arrow columns (Producer.produce_arrow): rows
 cut into batches per partition and their records sections encoded by one
-compiled pass (kafka_protocol.columnar_records.encode_bodies), compressed
+compiled pass (kafka_protocol.record_encode.encode_bodies), compressed
 once; no Python object per record. Such a batch then travels as any other
 ProducerBatch (accumulator, sender, retries, idempotent sequences,
 transactions): only its header is written when it is sent, since the
@@ -22,9 +22,9 @@ import numpy as np
 import pyarrow as pa
 
 from kafka_protocol import batch as b
-from kafka_protocol.columnar_records import binary_parts, encode_bodies
+from kafka_protocol.columnar_records import binary_parts
+from kafka_protocol.record_encode import encode_bodies
 from kafka_protocol.compression import Codec, compress
-from kafka_protocol.records import seal_batch
 
 from kafka_protocol.errors import Errors, MessageTooLargeError
 
@@ -152,12 +152,7 @@ class ColumnBatch(ProducerBatch):
         identity = (self.producer_id, self.producer_epoch, self.base_sequence)
         if self._encoded is None or identity != self._encoded_for:
             e = self.encoded
-            self._encoded = seal_batch(
-                e.payload, e.count, base_offset=0, codec=codec, log_append_time=False, producer_id=self.producer_id,
-                producer_epoch=self.producer_epoch, base_sequence=self.base_sequence,
-                partition_leader_epoch=b.NO_PARTITION_LEADER_EPOCH, transactional=transactional, control=False,
-                delete_horizon=False, last_offset_delta=e.count - 1, base_timestamp=e.base_timestamp,
-                max_timestamp=e.max_timestamp)
+            self._encoded = self.seal(e.payload, e.count, e.base_timestamp, e.max_timestamp, codec, transactional)
             self._encoded_for = identity
         return self._encoded
 

@@ -63,6 +63,7 @@ class Metadata(MetadataCache):
         self._max_age_s = metadata_max_age_ms / 1000
         self._call_timeout_s = min(request_timeout_ms / 1000, METADATA_CALL_TIMEOUT_S)
         self._channels: dict[str, grpc.aio.Channel] = {}
+        self._stubs: dict[str, tuple[grpc.aio.Channel, bpb_grpc.KafkaBrokerStub]] = {}  # by address, with its channel
         self._wanted: set[str] = set()           # every topic this client has used
         self._need_update = True
         self._updated_at = float("-inf")          # monotonic time of the last successful refresh
@@ -93,10 +94,17 @@ class Metadata(MetadataCache):
 
     def stub(self, broker_id: int) -> bpb_grpc.KafkaBrokerStub:
         """The stub of a known broker (KeyError when the metadata does not name it)."""
-        return broker_stub(self.channel(self.brokers[broker_id]))
+        return self.stub_at(self.brokers[broker_id])
 
     def stub_at(self, address: str) -> bpb_grpc.KafkaBrokerStub:
-        return broker_stub(self.channel(address))
+        """One stub per channel: building one makes a callable per method (a producer asks per request)."""
+        channel = self.channel(address)
+        known = self._stubs.get(address)
+        if known is not None and known[0] is channel:
+            return known[1]
+        stub = broker_stub(channel)
+        self._stubs[address] = (channel, stub)
+        return stub
 
     def _addresses_to_ask(self) -> list[str]:
         known = list(self.brokers.values())
@@ -263,7 +271,7 @@ class Metadata(MetadataCache):
                 await self._refresh_task
             except (asyncio.CancelledError, Exception):  # noqa: BLE001 - closing anyway
                 pass
-        channels, self._channels = list(self._channels.values()), {}
+        channels, self._channels, self._stubs = list(self._channels.values()), {}, {}
         for channel in channels:
             await channel.close()
 

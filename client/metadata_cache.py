@@ -14,7 +14,7 @@ loop, with the producer's and consumer's refresh policy.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 from kafka_protocol.errors import Errors
 from kraftlog_api import broker_pb2 as bpb
@@ -47,6 +47,8 @@ class MetadataCache:
         self.brokers: dict[int, str] = {}                # broker id -> HOST:PORT
         self.topics: dict[str, list[PartitionInfo]] = {}  # by partition number
         self._topic_errors: dict[str, int] = {}          # topics the last answer refused, with its error code
+        # Called with a topic's name when an answer drops it or changes its partition count.
+        self.topic_listeners: list[Callable[[str], None]] = []
         self.cluster_id = ""
         self.controller_id = -1
 
@@ -60,7 +62,8 @@ class MetadataCache:
         incomplete = False
         for topic in response.topics:
             if topic.error_code:
-                self.topics.pop(topic.name, None)
+                if self.topics.pop(topic.name, None) is not None:
+                    self._topic_changed(topic.name)
                 self._topic_errors[topic.name] = topic.error_code
                 incomplete = True
                 continue
@@ -71,10 +74,17 @@ class MetadataCache:
                  for p in topic.partitions),
                 key=lambda p: p.partition,
             )
+            known = self.topics.get(topic.name)
             self.topics[topic.name] = parts
+            if known is not None and len(known) != len(parts):
+                self._topic_changed(topic.name)
             if any(p.leader < 0 or p.leader not in self.brokers for p in parts):
                 incomplete = True
         return incomplete
+
+    def _topic_changed(self, topic: str) -> None:
+        for listener in self.topic_listeners:
+            listener(topic)
 
     # --- lookups -----------------------------------------------------------
 

@@ -67,7 +67,8 @@ from .io_thread import IoThread
 from .metadata import Metadata
 from .metadata_cache import PartitionInfo
 from .partitioner import StickyPartitioner, key_partition
-from .producer_batch import RECORD_OVERHEAD_UPPER_BOUND, ProducerRecord, RecordMetadata, record_size_upper_bound
+from .producer_batch import (RECORD_OVERHEAD_UPPER_BOUND, ProducerBatch, ProducerRecord, RecordMetadata,
+                             record_size_upper_bound)
 from .producer_config import ProducerConfig
 from .record_future import AsyncRecordFuture, DeliveryCallback, RecordFuture, Settlement, SyncRecordFuture
 from .sender import Sender
@@ -82,6 +83,7 @@ __all__ = ["AsyncProducer", "AsyncRecordFuture", "PreparedTxnState", "Producer",
 Bytes = Union[bytes, bytearray, memoryview, str]
 HeadersArg = Union[Mapping[str, Optional[Bytes]], Iterable[tuple[str, Optional[Bytes]]], None]
 _time_ns = time.time_ns
+_new_object = object.__new__  # a record future without running __init__ (produce()'s fast path)
 
 
 def make_record(value: Optional[Bytes], key: Optional[Bytes], headers: HeadersArg,
@@ -137,6 +139,17 @@ class AsyncProducer:
         self._sender = Sender(c, self._metadata, self._accumulator, idempotence, self._batch_finished,
                               txn=self._txn, txn_requests=self._txn_requests)
         self._sticky = StickyPartitioner()
+        # Per topic, the open batch of its sticky partition, which produce() fills directly with
+        # keyless records while it stays open (it closes when full, drained, expired or failed).
+        # Kept only where that skips no check that could fail: not for a transactional producer
+        # (each record checks the transaction's state), not where batch.size exceeds the largest
+        # record allowed, never for a topic with records waiting for metadata (they go first) or
+        # that the metadata forgot or gave another partition count (the slow path decides again),
+        # and only while the batch has no key or header column (a record with either drops it).
+        self._keyless_open: dict[str, ProducerBatch] = {}
+        self._metadata.topic_listeners.append(self._topic_changed)
+        self._batch_size = c.batch_size
+        self._fill_open_batches = self._txn is None and c.batch_size <= self._max_record_size + HEADER_SIZE
         self._sender_task: Optional[asyncio.Task[None]] = None
         self._waiting: dict[str, list[tuple[Optional[int], ProducerRecord, int, RecordFuture]]] = {}
         self._waiting_bytes = 0
@@ -177,6 +190,26 @@ class AsyncProducer:
                 partition: Optional[int] = None, timestamp: Optional[int] = None,
                 on_delivery: Optional[DeliveryCallback] = None) -> AsyncRecordFuture:
         """Queue a record; a future of where it landed. Never waits (see send() for backpressure)."""
+        if key is None and partition is None and headers is None and timestamp is None and type(value) is bytes:
+            # The usual record - a value, no key - into the sticky partition's open batch, inlined:
+            # what submit() and _append() below do for it, without their checks that cannot fail
+            # while that batch is open (see _keyless_open).
+            batch = self._keyless_open.get(topic)
+            if batch is not None and not batch.closed:
+                size = RECORD_OVERHEAD_UPPER_BOUND + len(value)
+                if batch.size + size <= self._batch_size:
+                    future = _new_object(AsyncRecordFuture)
+                    future._settlement, future._on_delivery, future._callbacks, future._cancelled = \
+                        self._settlement, on_delivery, None, False
+                    values = batch.values
+                    future._batch, future._index = batch, len(values)
+                    if on_delivery is not None:
+                        batch.listeners.append(future)
+                    values.append(value)  # the batch has no key or header column (see _keyless_open)
+                    batch.stamps.append(_time_ns() // 1_000_000)
+                    batch.size += size
+                    self._accumulator.buffered_bytes += size
+                    return future
         future = AsyncRecordFuture(self._settlement, on_delivery)
         self.submit(topic, make_record(value, key, headers, timestamp), partition, future)
         return future
@@ -244,6 +277,15 @@ class AsyncProducer:
 
     def submit(self, topic: str, record: ProducerRecord, partition: Optional[int], future: RecordFuture) -> None:
         """Queue a built record with its future (on this loop; the sync producer holds the settlement's lock)."""
+        value = record[1]
+        if partition is None and record[0] is None and value is not None and not record[3]:
+            batch = self._keyless_open.get(topic)  # as produce()'s fast path
+            if batch is not None and not batch.closed:
+                size = RECORD_OVERHEAD_UPPER_BOUND + len(value)
+                if batch.size + size <= self._batch_size:
+                    batch.append(record, size, future)
+                    self._accumulator.buffered_bytes += size
+                    return
         if self._closed:
             raise RuntimeError("cannot send after the producer is closed")
         if self._sender_task is None:
@@ -257,7 +299,7 @@ class AsyncProducer:
             except KafkaException as exc:
                 future.fail_unsent(exc)
                 return
-        value, key = record[1], record[0]
+        key = record[0]
         if record[3] or value is None:
             size = record_size_upper_bound(record)
         else:  # inlined for the usual record: what record_size_upper_bound() gives
@@ -279,8 +321,13 @@ class AsyncProducer:
                 task.add_done_callback(self._topic_tasks.discard)
             waiting.append((partition, record, size, future))
             self._waiting_bytes += size
+            self._keyless_open.pop(topic, None)
             return
         self._append(topic, partitions, partition, record, size, future)
+
+    def _topic_changed(self, topic: str) -> None:
+        """The metadata forgot the topic or learnt another partition count for it."""
+        self._keyless_open.pop(topic, None)
 
     async def _await_topic(self, topic: str) -> None:
         try:
@@ -311,12 +358,20 @@ class AsyncProducer:
                 partition = key_partition(key, len(partitions))
             else:
                 partition = self._sticky.partition(topic, partitions)
-                if accumulator.try_append((topic, partition), record, size, future):
-                    if self._txn is not None:
-                        self._txn.add_partition((topic, partition))
-                    return  # the usual case: into the sticky partition's open batch
-                # Its batch is full or gone: a new batch, on the next sticky partition (KIP-480).
-                partition = self._sticky.on_new_batch(topic, partitions, partition)
+                if not accumulator.try_append((topic, partition), record, size, future):
+                    # Its batch is full or gone: a new batch, on the next sticky partition (KIP-480).
+                    partition = self._sticky.on_new_batch(topic, partitions, partition)
+                    if accumulator.append((topic, partition), record, size, future, time.monotonic()):
+                        self._sender.wakeup()
+                if self._txn is not None:
+                    self._txn.add_partition((topic, partition))
+                else:
+                    batch = future._batch
+                    if self._fill_open_batches and batch.keys is None and batch.headers is None:
+                        self._keyless_open[topic] = batch
+                    else:
+                        self._keyless_open.pop(topic, None)
+                return
         elif not 0 <= partition < len(partitions):
             future.fail_unsent(error_for_code(Errors.UNKNOWN_TOPIC_OR_PARTITION,
                                               f"partition {partition} of {topic} is not "
@@ -326,6 +381,8 @@ class AsyncProducer:
             self._txn.add_partition((topic, partition))
         if accumulator.append((topic, partition), record, size, future, time.monotonic()):
             self._sender.wakeup()
+        if (record[0] is not None or record[3]) and self._keyless_open.get(topic) is future._batch:
+            del self._keyless_open[topic]  # it has a key or header column now
 
     # --- transactions ------------------------------------------------------
 
@@ -512,6 +569,7 @@ class AsyncProducer:
         if self._closed:
             return
         self._closed = True
+        self._keyless_open.clear()
         self._accumulator.closing = True
         try:
             left = await self.flush(timeout)
@@ -552,6 +610,7 @@ class Producer:
         self._producer: AsyncProducer = self._io.call(_started(config))
         self._incoming: deque[tuple[str, ProducerRecord, Optional[int], SyncRecordFuture]] = deque()
         self._settlement: Settlement = self._producer._settlement
+        self._buffer_memory = self._producer.config.buffer_memory
         self._scheduled = False
         self._room = threading.Condition()
         self._io.call_soon(self._producer.add_room_listener, self._notify_room)
@@ -580,9 +639,16 @@ class Producer:
         txn = self._producer._txn
         if txn is not None:
             txn.check_send()  # outside a transaction: raised here, as confluent-kafka's produce() does
-        record = make_record(value, key, headers, timestamp)
-        self._wait_for_room()
-        future = SyncRecordFuture(self._settlement, on_delivery)
+        if key is None and headers is None and timestamp is None and type(value) is bytes:
+            record: ProducerRecord = (None, value, _time_ns() // 1_000_000, (), -1)  # make_record's, inlined
+        else:
+            record = make_record(value, key, headers, timestamp)
+        producer = self._producer
+        if producer._accumulator.buffered_bytes + producer._waiting_bytes >= self._buffer_memory:
+            self._wait_for_room()
+        future = _new_object(SyncRecordFuture)  # SyncRecordFuture(self._settlement, on_delivery), inlined
+        future._settlement, future._on_delivery, future._batch, future._index, future._callbacks, \
+            future._cancelled = self._settlement, on_delivery, None, 0, None, False
         self._incoming.append((topic, record, partition, future))
         if not self._scheduled:
             self._scheduled = True

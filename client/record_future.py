@@ -78,6 +78,7 @@ class RecordFuture:
     _cancelled_error: type[BaseException] = concurrent.futures.CancelledError
 
     def __init__(self, settlement: Settlement, on_delivery: Optional[DeliveryCallback] = None) -> None:
+        # client/producer.py's produce() sets these same slots itself (no __init__ call per record).
         self._settlement = settlement
         self._on_delivery = on_delivery
         self._batch: Any = None

@@ -29,7 +29,7 @@ from .read_committed import AbortedTransactions
 from .batch import BatchHeader, iter_headers
 from .control_records import decode_txn_marker
 from .errors import KafkaError
-from .record_check import Bodies, checked_record, compiled, field, inlined, varint
+from .record_check import Bodies, checked_record, compiled, field, varint
 
 _INT32_MAX = 2**31 - 1
 # Spark's Kafka source's headers column as Spark's Arrow converter spells it.
@@ -262,22 +262,7 @@ def _headers(data: np.ndarray, header_pos: np.ndarray, header_count: np.ndarray)
 
 
 # --- encoding: Arrow columns into the records sections of v2 batches ----------
-
-@dataclass(frozen=True)
-class EncodedBodies:
-    """Records sections, one per batch, back to back in `data`: batch i is
-    data[ends[i - 1]:ends[i]] (from 0 for the first) and holds `counts[i]`
-    records, timestamps from `base_ts[i]` to `max_ts[i]`."""
-    data: np.ndarray  # uint8
-    ends: np.ndarray
-    counts: np.ndarray
-    base_ts: np.ndarray
-    max_ts: np.ndarray
-
-    def body(self, i: int) -> memoryview:
-        start = int(self.ends[i - 1]) if i else 0
-        return memoryview(self.data)[start:int(self.ends[i])]
-
+# (the compiled encoder is kafka_protocol.record_encode's, without pyarrow)
 
 def binary_parts(column: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A binary Arrow array's value offsets (int64, one more than rows), bytes
@@ -294,86 +279,3 @@ def binary_parts(column: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, np.uint8)
     valid = column.is_valid().to_numpy(zero_copy_only=False) if column.null_count else np.ones(n, np.bool_)
     return offsets.astype(np.int64), data, valid
-
-
-def encode_bodies(keys: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
-                  values: tuple[np.ndarray, np.ndarray, np.ndarray],
-                  timestamps: np.ndarray, rows: np.ndarray, bounds: np.ndarray) -> EncodedBodies:
-    """The records sections of batches of the rows `rows[bounds[i]:bounds[i + 1]]`
-    (keys/values: binary_parts of the columns; keys None: every key null;
-    timestamps int64 ms per row), encoded by one compiled pass: no headers,
-    offset deltas 0, 1, ... within each batch."""
-    if keys is None:
-        keys = (np.zeros(len(timestamps) + 1, np.int64), np.zeros(0, np.uint8), np.zeros(len(timestamps), np.bool_))
-    data, ends, base_ts, max_ts = _encode(keys[0], keys[1], keys[2], values[0], values[1], values[2],
-                                          timestamps, rows, bounds)
-    return EncodedBodies(data, ends, np.diff(bounds), base_ts, max_ts)
-
-
-@inlined
-def _varint_size(v):
-    z = np.uint64((v << 1) ^ (v >> 63))
-    n = 1
-    while z >= 0x80:
-        z >>= np.uint64(7)
-        n += 1
-    return n
-
-
-@inlined
-def _put_varint(out, pos, v):
-    z = np.uint64((v << 1) ^ (v >> 63))
-    while z >= 0x80:
-        out[pos] = np.uint8((z & np.uint64(0x7F)) | np.uint64(0x80))
-        z >>= np.uint64(7)
-        pos += 1
-    out[pos] = np.uint8(z)
-    return pos + 1
-
-
-@compiled
-def _encode(key_offs, key_data, key_valid, value_offs, value_data, value_valid, stamps, rows, bounds):
-    batches = len(bounds) - 1
-    bound = 0  # the records' size at most: 21 bytes of varints and attributes each, plus keys and values
-    for j in range(bounds[0], bounds[batches]):
-        r = rows[j]
-        bound += 21 + 10 + (key_offs[r + 1] - key_offs[r]) + (value_offs[r + 1] - value_offs[r])
-    out = np.empty(bound, np.uint8)
-    ends = np.empty(batches, np.int64)
-    base_ts = np.empty(batches, np.int64)
-    max_ts = np.empty(batches, np.int64)
-    pos = 0
-    for b in range(batches):
-        lo, hi = bounds[b], bounds[b + 1]
-        first, last = stamps[rows[lo]], stamps[rows[lo]]
-        for j in range(lo, hi):
-            t = stamps[rows[j]]
-            first = min(first, t)
-            last = max(last, t)
-        base_ts[b], max_ts[b] = first, last
-        for j in range(lo, hi):
-            r = rows[j]
-            k_len = np.int64(key_offs[r + 1] - key_offs[r]) if key_valid[r] else np.int64(-1)
-            v_len = np.int64(value_offs[r + 1] - value_offs[r]) if value_valid[r] else np.int64(-1)
-            ts_delta = np.int64(stamps[r] - first)
-            delta = np.int64(j - lo)
-            size = (1 + _varint_size(ts_delta) + _varint_size(delta) + _varint_size(k_len) + max(k_len, 0)
-                    + _varint_size(v_len) + max(v_len, 0) + 1)
-            pos = _put_varint(out, pos, np.int64(size))
-            out[pos] = 0  # attributes
-            pos = _put_varint(out, pos + 1, ts_delta)
-            pos = _put_varint(out, pos, delta)
-            pos = _put_varint(out, pos, k_len)
-            start = key_offs[r]
-            for i in range(max(k_len, 0)):  # a loop numba compiles to a copy; a slice would allocate a view
-                out[pos + i] = key_data[start + i]
-            pos += max(k_len, 0)
-            pos = _put_varint(out, pos, v_len)
-            start = value_offs[r]
-            for i in range(max(v_len, 0)):
-                out[pos + i] = value_data[start + i]
-            pos += max(v_len, 0)
-            out[pos] = 0  # no headers
-            pos += 1
-        ends[b] = pos
-    return out[:pos], ends, base_ts, max_ts

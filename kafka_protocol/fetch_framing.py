@@ -46,12 +46,17 @@ _RESPONSES = FetchResponse.DESCRIPTOR.fields_by_name["responses"].number
 
 def broker_stub(channel: Any) -> bpb_grpc.KafkaBrokerStub:
     """A KafkaBroker stub (sync or asyncio channel) whose Fetch answers a
-    FetchedResponse, records left in the received bytes."""
+    FetchedResponse, records left in the received bytes, and with
+    `ProduceEncoded`: Produce taking a request already serialized
+    (kafka_protocol.produce_framing)."""
     stub = bpb_grpc.KafkaBrokerStub(channel)
     service = bpb.DESCRIPTOR.services_by_name["KafkaBroker"]
     stub.Fetch = channel.unary_unary(f"/{service.full_name}/{service.methods_by_name['Fetch'].name}",
                                      request_serializer=bpb.FetchRequest.SerializeToString,
                                      response_deserializer=decode_fetch_response)
+    stub.ProduceEncoded = channel.unary_unary(
+        f"/{service.full_name}/{service.methods_by_name['Produce'].name}",
+        request_serializer=None, response_deserializer=bpb.ProduceResponse.FromString)
     return stub
 
 
@@ -75,18 +80,7 @@ def encode_fetch_response(answers: Iterable[tuple[str, PartitionData, BytesLike]
             head = TopicResponse(topic=name).SerializeToString()
             parts.append(head)
             topic_size = len(head)
-        head = answer.SerializeToString()
-        size = len(head)
-        if len(records):
-            records_header = _field_header(_RECORDS, len(records))
-            size += len(records_header) + len(records)
-        partition_header = _field_header(_PARTITIONS, size)
-        parts.append(partition_header)
-        parts.append(head)
-        if len(records):
-            parts.append(records_header)
-            parts.append(records)
-        topic_size += len(partition_header) + size
+        topic_size += append_message(parts, _PARTITIONS, answer.SerializeToString(), _RECORDS, records)
     _close_topic(parts, topic_start, topic_size)
     parts.append(trailer)
     return b"".join(parts)
@@ -100,10 +94,29 @@ def throttle_time_field(throttle_time_ms: int) -> bytes:
 
 def _close_topic(parts: list[BytesLike], start: int, size: int) -> None:
     if start >= 0:
-        parts[start] = _field_header(_RESPONSES, size)
+        parts[start] = field_header(_RESPONSES, size)
 
 
-def _field_header(number: int, size: int) -> bytes:
+def append_message(parts: list[BytesLike], number: int, fields: bytes, records_number: int,
+                   records: BytesLike) -> int:
+    """Append to `parts` the message field `number` made of the encoded
+    `fields` and then, unless empty, `records` as its bytes field
+    `records_number` (parsers accept fields in any order); the size appended."""
+    size = len(fields)
+    if len(records):
+        records_header = field_header(records_number, len(records))
+        size += len(records_header) + len(records)
+    header = field_header(number, size)
+    parts.append(header)
+    parts.append(fields)
+    if len(records):
+        parts.append(records_header)
+        parts.append(records)
+    return len(header) + size
+
+
+def field_header(number: int, size: int) -> bytes:
+    """A length-delimited field's tag and length."""
     return unsigned_varint_bytes((number << 3) | _LENGTH_DELIMITED) + unsigned_varint_bytes(size)
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, NamedTuple, Sequence
 
+import crc32c
+
 from . import batch as b
 from .compression import Codec, compress, decompress
 from .errors import CorruptRecordError, InvalidRecordError
@@ -99,15 +101,15 @@ def seal_batch(payload: bytes, count: int, *, base_offset: int, codec: Codec, lo
     if delete_horizon:
         attributes |= b.DELETE_HORIZON_MASK
     size = b.HEADER_SIZE + len(payload)
-    out = bytearray(size)
+    header = bytearray(b.HEADER_SIZE)
     b.HEADER.pack_into(
-        out, 0, base_offset, size - b.LOG_OVERHEAD, partition_leader_epoch, b.MAGIC, 0, attributes,
+        header, 0, base_offset, size - b.LOG_OVERHEAD, partition_leader_epoch, b.MAGIC, 0, attributes,
         last_offset_delta, base_timestamp, max_timestamp, producer_id, producer_epoch, base_sequence, count,
     )
-    out[b.HEADER_SIZE:] = payload
-    crc = b.compute_crc(out, 0, size)
-    out[b.CRC_OFFSET:b.CRC_OFFSET + 4] = crc.to_bytes(4, "big")
-    return bytes(out)
+    # The CRC of the header's tail, continued over the payload: the payload is copied once, by the join.
+    crc = crc32c.crc32c(payload, crc32c.crc32c(memoryview(header)[b.ATTRIBUTES_OFFSET:]))
+    header[b.CRC_OFFSET:b.CRC_OFFSET + 4] = crc.to_bytes(4, "big")
+    return b"".join((header, payload))
 
 
 _NULL = zigzag_bytes(-1)       # the length of a null key, value or header value

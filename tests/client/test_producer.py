@@ -12,6 +12,7 @@ from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 
 from client.errors import InvalidConfigError, KafkaError
 from client.producer import AsyncProducer, Producer, RecordMetadata
+from client.record_future import RecordFuture
 from devcluster.local_cluster import LocalCluster
 from kafka_protocol.compression import Codec
 
@@ -96,6 +97,73 @@ def test_keyless_records_stick_to_a_partition_per_batch(cluster, bootstrap) -> N
         numbers = [int(r.value[:5]) for r in batch.records]
         assert numbers == list(range(numbers[0], numbers[0] + len(numbers)))
     assert len(batches) >= 3000 * 121 // 4096  # full batches, each on one partition
+
+
+def test_keyless_records_between_keyed_headed_stamped_and_placed_ones_keep_every_outcome(cluster, bootstrap) -> None:
+    """produce() takes a keyless record straight into its sticky partition's open
+    batch; the records around it take the general path into the same batches.
+    Every record's metadata is where it is read back, callbacks run in record
+    order per partition, the idempotent sequences stay consecutive, and the
+    batches (most of them encoded by the compiled encoder) hold each record's
+    key, value, timestamp and headers."""
+    name = topic(cluster, "mixed", partitions=3)
+    records: list[dict] = []
+    for i in range(3000):
+        r: dict = {"topic": name, "value": f"{i:05d}".encode() * (1 + i % 7)}
+        kind = i % 50
+        if kind == 7:
+            r["key"] = f"key-{i % 13}".encode()
+        elif kind == 11:
+            r["headers"] = [("n", str(i).encode()), ("none", None)]
+        elif kind == 19:
+            r["partition"] = i % 3
+        elif kind == 23:
+            r["timestamp"] = 1_600_000_000_000 + i
+        elif kind == 29:
+            r["value"] = None
+            r["key"] = b"tombstone"
+        elif kind == 31:
+            r["value"] = f"{i:05d}"  # str: UTF-8
+        records.append(r)
+    told: dict[int, list[int]] = defaultdict(list)
+
+    async def run() -> list:
+        async with AsyncProducer({"bootstrap.servers": bootstrap, "batch.size": 8192, "linger.ms": 20}) as producer:
+            futures = []
+            for i, r in enumerate(records):
+                if i % 3 == 0:
+                    r = {**r, "on_delivery": lambda err, md, i=i: told[md.partition].append(i)}
+                futures.append(producer.produce(**r))
+                if i % 500 == 0:
+                    await asyncio.sleep(0.01)  # batches leave while others fill
+            done = await asyncio.gather(*futures)
+            # produce()'s fast path builds futures without __init__: every slot is set all the same.
+            assert all(hasattr(f, slot) for f in futures for slot in RecordFuture.__slots__)
+            return done
+
+    results = asyncio.run(run())
+    by_place = {(md.partition, md.offset): i for i, md in enumerate(results)}
+    assert len(by_place) == 3000
+    for p in range(3):
+        batches = read_batches(cluster, name, p, 1)
+        expected_sequence = 0
+        for batch in batches:
+            assert batch.header.base_sequence == expected_sequence
+            expected_sequence += len(batch.records)
+            for stored in batch.records:
+                i = by_place[(p, stored.offset)]
+                sent = records[i]
+                value = sent["value"]
+                assert stored.value == (value.encode() if isinstance(value, str) else value)
+                assert stored.key == sent.get("key")
+                assert tuple(stored.headers) == tuple(sent.get("headers", ()))
+                assert stored.timestamp == results[i].timestamp
+                if "timestamp" in sent:
+                    assert stored.timestamp == sent["timestamp"]
+                if "partition" in sent:
+                    assert p == sent["partition"]
+        assert told[p] == sorted(told[p]) and all(results[i].partition == p for i in told[p])
+    assert sum(len(t) for t in told.values()) == 1000
 
 
 def test_batch_size_bounds_the_records_of_a_batch(cluster, bootstrap) -> None:

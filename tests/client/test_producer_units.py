@@ -307,3 +307,28 @@ def test_a_refusal_is_forgotten_when_the_batch_is_sent_again_or_finished() -> No
     idem.set_producer(3, 1)
     idem.stamp(batch)  # a finished batch is no longer known refused: never renumbered
     assert (batch.producer_epoch, batch.base_sequence) == (0, 0)
+
+
+# --- the metadata's topic changes (what drops produce()'s cached open batch) -----
+
+
+def test_the_metadata_tells_when_a_topic_goes_or_its_partition_count_changes() -> None:
+    from client.metadata_cache import MetadataCache
+    from kraftlog_api import broker_pb2 as bpb
+
+    def answer(**topics: int) -> bpb.MetadataResponse:  # name -> partitions (-1: an error for the topic)
+        return bpb.MetadataResponse(brokers=[bpb.MetadataResponse.Broker(node_id=1, host="h", port=1)], topics=[
+            bpb.MetadataResponse.Topic(name=name, error_code=3 if n < 0 else 0, partitions=[
+                bpb.MetadataResponse.Partition(partition_index=i, leader_id=1) for i in range(max(n, 0))])
+            for name, n in topics.items()])
+
+    cache = MetadataCache("h:1")
+    told: list[str] = []
+    cache.topic_listeners.append(told.append)
+    cache.learn(answer(a=3, b=2))
+    cache.learn(answer(a=3, b=2))
+    assert told == []  # first learnt, then unchanged
+    cache.learn(answer(a=4, b=-1))
+    assert sorted(told) == ["a", "b"] and "b" not in cache.topics
+    cache.learn(answer(b=-1))
+    assert sorted(told) == ["a", "b"]  # already forgotten: nothing to tell

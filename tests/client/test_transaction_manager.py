@@ -49,12 +49,12 @@ def test_the_transaction_timeout_must_be_positive() -> None:
 
 def test_batches_are_encoded_transactional_on_request() -> None:
     batch = ProducerBatch("t", 0, 0, 0.0)
-    batch.records.append((None, b"v", 1, (), -1))
+    batch.append((None, b"v", 1, (), -1), 30, SyncRecordFuture(batch.settlement))
     batch.producer_id, batch.producer_epoch, batch.base_sequence = 7, 2, 0
     header = decode_batch(batch.encode(Codec.NONE, transactional=True)).header
     assert header.is_transactional and (header.producer_id, header.producer_epoch) == (7, 2)
     plain = ProducerBatch("t", 0, 1, 0.0)
-    plain.records.append((None, b"v", 1, (), -1))
+    plain.append((None, b"v", 1, (), -1), 30, SyncRecordFuture(plain.settlement))
     assert not decode_batch(plain.encode(Codec.NONE)).header.is_transactional
 
 
