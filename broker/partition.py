@@ -90,7 +90,7 @@ class Partition:
     __slots__ = ("tp", "topic", "index", "topic_id", "_log", "_store", "broker_id", "clock", "timer",
                  "leader_id", "leader_epoch", "partition_epoch", "replicas", "isr", "leader_recovery_state",
                  "min_insync_replicas", "strict_min_isr", "leadership", "stopped", "changed", "_producers",
-                 "_producer_log", "_epoch")
+                 "_producer_log", "_epoch", "indexed_under")
 
     def __init__(self, topic: str, index: int, topic_id: bytes, log: Optional[Log], broker_id: int, clock: Clock, *,
                  producers: Optional[ProducerStateManager] = None, timer: Clock = monotonic_ms,
@@ -123,6 +123,8 @@ class Partition:
         self._log: Optional[Log] = None
         self._producers: Optional[ProducerStateManager] = None
         self._producer_log: Optional[ProducerLog] = None
+        # The leader id the replica manager files it under (its own id: led here), None: not filed.
+        self.indexed_under: Optional[int] = None
         if log is not None:
             self._attach(log, producers if producers is not None else ProducerStateManager())
         elif store is None:

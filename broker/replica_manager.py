@@ -108,7 +108,6 @@ class ReplicaManager:
         self.partitions: dict[TopicPartition, Partition] = {}
         self.led: dict[TopicPartition, Partition] = {}
         self._followed: dict[int, dict[TopicPartition, Partition]] = {}  # leader id -> partitions
-        self._role: dict[TopicPartition, int] = {}  # where a partition is indexed: its leader's id
         self._settings: dict[str, tuple[LogConfig, int]] = {}
         self.offline: dict[TopicPartition, str] = {}  # replicas whose log could not be opened
         self.isr_change_wanted = Signal()  # a follower may join an ISR: worth an AlterPartition now
@@ -244,17 +243,18 @@ class ReplicaManager:
         """File the partition under its current leader (ourselves: `led`)."""
         tp = partition.tp
         leader = self.broker_id if partition.is_leader else partition.leader_id
-        if self._role.get(tp) == leader:
+        if partition.indexed_under == leader:
             return
-        self._unindex(tp)
-        self._role[tp] = leader
+        self._unindex(partition)
+        partition.indexed_under = leader
         if leader == self.broker_id:
             self.led[tp] = partition
         elif leader != NO_LEADER:
             self._followed.setdefault(leader, {})[tp] = partition
 
-    def _unindex(self, tp: TopicPartition) -> None:
-        old = self._role.pop(tp, None)
+    def _unindex(self, partition: Partition) -> None:
+        tp, old = partition.tp, partition.indexed_under
+        partition.indexed_under = None
         if old == self.broker_id:
             del self.led[tp]
         elif old is not None and old != NO_LEADER:
@@ -267,7 +267,7 @@ class ReplicaManager:
         tp = partition.tp
         partition.stop()
         del self.partitions[tp]
-        self._unindex(tp)
+        self._unindex(partition)
         self.log_manager.delete_log(*tp)
         changes.stopped.append(tp)
         log.info("%s-%d: replica removed from broker %d, log deleted", tp[0], tp[1], self.broker_id)
