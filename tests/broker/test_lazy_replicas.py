@@ -139,6 +139,15 @@ def test_a_directory_without_partition_metadata_is_adopted_and_labelled(cluster)
     assert partition_metadata.read(directory(cluster, 1, "orders-0")) == topic_id
 
 
+def test_an_unreadable_partition_metadata_is_adopted_not_deleted(cluster):
+    topic_id = cluster.create_topic("orders", {0: [1]})
+    run(append(cluster[1], "orders", 0, batch_of([b"a"]), 1, 1000))
+    (directory(cluster, 1, "orders-0") / partition_metadata.FILE_NAME).write_bytes(b"version: 7\x00\xff")
+    restarted = cluster.restart(1)
+    assert restarted.get("orders", 0).log_end_offset == 1  # the data stays: a damaged label names no other topic
+    assert partition_metadata.read(directory(cluster, 1, "orders-0")) == topic_id
+
+
 def test_deleting_a_topic_with_unopened_replicas(cluster):
     cluster.create_topic("orders", {i: [1, 2, 3] for i in range(4)})
     run(append(cluster[1], "orders", 2, batch_of([b"a"]), 1, 1000))
