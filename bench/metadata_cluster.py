@@ -7,6 +7,9 @@ controller has several CreateTopics in flight), and measures:
 - the time until every CLI has answered (created), and until every broker
   names a leader for every partition (led);
 - each broker's RSS before and after, per replica it holds;
+- each node's CPU seconds while the partitions are created and led (a
+  broker blocked on disk I/O waits without computing: the wall times say
+  more on this shared machine, the CPU seconds what the nodes did);
 - a controller failover at that size: the active controller is killed
   (SIGKILL) and the time until a new one creates a topic is measured.
 
@@ -23,6 +26,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
+from bench.cluster import cpu_seconds
 from devcluster.local_cluster import LocalCluster
 from devcluster.local_processes import wait_until
 
@@ -102,11 +106,14 @@ def run(topics: int, partitions: int, rf: int, parallel: int = 8) -> dict[str, A
             if dead:
                 raise RuntimeError(f"nodes {dead} did not start (see {root}/data/node-*/server.log)")
             before = {b: rss_bytes(cluster.pids[b]) for b in cluster.brokers}
+            nodes = [*cluster.controllers, *cluster.brokers]
+            cpu = {n: cpu_seconds(cluster.pids[n]) for n in nodes}
             started = time.perf_counter()
             retried = _create_all(cluster, [f"scale-{t:05d}" for t in range(topics)], partitions, rf, parallel)
             created_s = time.perf_counter() - started
             wait_until(lambda: _all_led(cluster, total), WAIT_S, f"{total} partitions led", interval=1.0)
             led_s = time.perf_counter() - started
+            cpu = {n: round(cpu_seconds(cluster.pids[n]) - cpu[n], 1) for n in nodes}
             print(f"  created in {created_s:.1f} s ({retried} CLIs run again), every partition led in {led_s:.1f} s",
                   flush=True)
             after = {b: rss_bytes(cluster.pids[b]) for b in cluster.brokers}
@@ -126,6 +133,7 @@ def run(topics: int, partitions: int, rf: int, parallel: int = 8) -> dict[str, A
         "broker_rss_before_mb": {b: round(v / 1e6, 1) for b, v in before.items()},
         "broker_rss_after_mb": {b: round(v / 1e6, 1) for b, v in after.items()},
         "broker_rss_per_replica_bytes": {b: round(v) for b, v in per_replica.items()},
+        "node_cpu_s": cpu,
         "controller_failover_s": round(failover_s, 2),
     }
 
@@ -136,6 +144,7 @@ def report(results: dict[str, Any]) -> None:
           f"RF {c['replication_factor']}) through {c['clis_in_parallel']} CLIs at a time "
           f"({c['clis_run_again']} run again): created in "
           f"{results['created_s']:.1f} s, every partition led in {results['all_led_s']:.1f} s")
+    print(f"CPU seconds per node meanwhile: {results['node_cpu_s']}")
     print(f"broker RSS per replica: {results['broker_rss_per_replica_bytes']} B "
           f"(after: {results['broker_rss_after_mb']} MB)")
     print(f"controller failover (SIGKILL of the active one until a topic is created): "

@@ -7,9 +7,10 @@ controller and broker does), then measures:
 - how many records that took, and the image's snapshot size;
 - the time to write the snapshot and to load it (a restart); goal <= 5 s;
 - the memory of the loaded image per partition (tracemalloc); goal <= 2 KB;
-- what a broker holds per replica beside the image (its Partition, Log,
-  segment and producer state, opened by the ReplicaManager from the image
-  into a temporary log directory), for --broker-replicas of them;
+- what a broker holds per replica beside the image, for --broker-replicas
+  of them: led or followed but unused (a Partition whose log is opened on
+  first use, broker/partition.py), and then with every log opened (Log,
+  segment, producer state, in a temporary log directory);
 - with --cluster, the same on a real cluster (bench/metadata_cluster.py):
   partitions created through the CLI, time until led, broker RSS per
   replica, controller failover.
@@ -88,9 +89,10 @@ def build(topics: int, partitions: int, brokers: int, rf: int) -> tuple[Metadata
     return image, replay.records, time.perf_counter() - started
 
 
-def broker_replica_bytes(image: MetadataImage, replicas: int) -> tuple[float, float]:
-    """(traced bytes per replica, seconds per replica) of a broker opening
-    `replicas` partitions of `image` it is a replica of, beside the image."""
+def broker_replica_bytes(image: MetadataImage, replicas: int) -> tuple[float, float, float, float]:
+    """(traced bytes per replica, seconds per replica) of a broker given
+    `replicas` partitions of `image` it is a replica of, beside the image;
+    then the same once each replica's log is opened (as by its first append)."""
     from broker.replica_manager import ReplicaManager
     from partition_log.log_manager import LogManager
 
@@ -110,10 +112,16 @@ def broker_replica_bytes(image: MetadataImage, replicas: int) -> tuple[float, fl
         took = time.perf_counter() - started
         gc.collect()
         held = tracemalloc.get_traced_memory()[0] - before
+        started = time.perf_counter()
+        for partition in manager.partitions.values():
+            partition.open()
+        open_took = time.perf_counter() - started
+        gc.collect()
+        held_open = tracemalloc.get_traced_memory()[0] - before
         tracemalloc.stop()
         opened = len(manager.partitions)
         manager.log_manager.close()
-    return held / opened, took / opened
+    return held / opened, took / opened, held_open / opened, open_took / opened
 
 
 def main() -> int:
@@ -160,7 +168,7 @@ def main() -> int:
     load_s = sorted(loads)[len(loads) // 2]
     load_cpu_s = sorted(load_cpus)[len(load_cpus) // 2]
     per_partition = image_bytes / total_partitions
-    replica_bytes, replica_s = broker_replica_bytes(loaded, args.broker_replicas)
+    replica_bytes, replica_s, opened_bytes, opened_s = broker_replica_bytes(loaded, args.broker_replicas)
     results = {
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
         "settings": vars(args),
@@ -175,7 +183,9 @@ def main() -> int:
         "image_bytes": image_bytes,
         "image_bytes_per_partition": round(per_partition, 1),
         "broker_replica_bytes": round(replica_bytes, 1),
-        "broker_replica_open_ms": round(replica_s * 1000, 2),
+        "broker_replica_create_ms": round(replica_s * 1000, 3),
+        "broker_replica_opened_bytes": round(opened_bytes, 1),
+        "broker_replica_open_ms": round(opened_s * 1000, 2),
         "broker_bytes_per_partition": round(per_partition + replica_bytes, 1),
         "goals": {"snapshot_load_s<=5": load_s <= 5,
                   "broker_bytes_per_partition<=2048": per_partition + replica_bytes <= 2048},
@@ -187,9 +197,11 @@ def main() -> int:
           f"({load_cpu_s:.2f} s of CPU; goal <= 5 s: {'met' if load_s <= 5 else 'NOT met'})")
     print(f"image memory {image_bytes / 1e6:.1f} MB = {per_partition:.0f} B per partition "
           f"(goal <= 2 KB: {'met' if per_partition <= 2048 else 'NOT met'})")
-    print(f"a broker's replica beside the image: {replica_bytes:.0f} B (opened in {replica_s * 1000:.1f} ms); "
+    print(f"a broker's replica beside the image: {replica_bytes:.0f} B (made in {replica_s * 1000:.3f} ms); "
           f"image + replica {per_partition + replica_bytes:.0f} B per partition "
           f"(goal <= 2 KB: {'met' if per_partition + replica_bytes <= 2048 else 'NOT met'})")
+    print(f"the same replica with its log opened (its first append): {opened_bytes:.0f} B "
+          f"(opened in {opened_s * 1000:.1f} ms)")
     if args.cluster:
         from bench import metadata_cluster
         results["cluster"] = metadata_cluster.run(args.cluster_topics, args.cluster_partitions,

@@ -148,6 +148,8 @@ class ShardedCoordinator(Generic[S]):
         yielding to the loop between chunks, until the log end - read again
         after each pass, so what was appended while loading (a transaction
         marker) is not missed. Stops early when the shard is closed."""
+        if not shard.partition.opened:
+            return  # an unopened replica's log is empty (broker/partition.py): nothing to load
         lg = shard.partition.log
         offset = lg.log_start_offset
         while offset < lg.log_end_offset and not shard.closed:
@@ -168,7 +170,7 @@ class ShardedCoordinator(Generic[S]):
         so it is not served before it is replicated. Returns early when the
         shard closes (the caller checks)."""
         partition = shard.partition
-        end = partition.log.log_end_offset
+        end = partition.log_end_offset
         while partition.high_watermark < end and shard.current:
             await partition.changed.wait()
 

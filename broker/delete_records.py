@@ -54,15 +54,15 @@ def _advance(replicas: ReplicaManager, topic: str, index: int, offset: int) -> t
         raise BrokerError(Error.INVALID_TOPIC_EXCEPTION, f"records of the internal topic {topic} cannot be deleted")
     partition = replicas.get(topic, index)
     partition.leader()
-    log = partition.log
-    if not log.config.delete:
+    config = partition.config
+    if not config.delete:
         raise BrokerError(Error.POLICY_VIOLATION, f"records of {topic}-{index} cannot be deleted: its "
-                                                  f"cleanup.policy is {log.config.cleanup_policy}")
+                                                  f"cleanup.policy is {config.cleanup_policy}")
     target = partition.high_watermark if offset == HIGH_WATERMARK else offset
     if not 0 <= target <= partition.high_watermark:
         raise BrokerError(Error.OFFSET_OUT_OF_RANGE, f"offset {offset} of {topic}-{index}: expected 0 to the high "
                                                      f"watermark {partition.high_watermark}, or -1")
-    log.advance_log_start_offset(target)
+    partition.advance_log_start_offset(target)
     partition.changed.fire()  # fetchers and followers learn the new log start
     return partition, target
 

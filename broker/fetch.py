@@ -196,7 +196,7 @@ def _settle(replicas: ReplicaManager, session: FetchSession, request: bpb.FetchR
 
 def _readable_end(partition: Partition, follower: bool, committed: bool) -> int:
     if follower:
-        return partition.log.log_end_offset
+        return partition.log_end_offset
     return partition.last_stable_offset if committed else partition.high_watermark
 
 
@@ -234,8 +234,7 @@ def _follower_fetched(replicas: ReplicaManager, replica_id: int, replica_epoch: 
                 answer = _watermarks(partition, fp.partition)
                 answer.diverging_epoch.epoch, answer.diverging_epoch.end_offset = diverging
                 return answer
-        lg = partition.log
-        if lg.log_start_offset <= fp.fetch_offset <= lg.log_end_offset:
+        if partition.log_start_offset <= fp.fetch_offset <= partition.log_end_offset:
             if partition.record_follower_fetch(replica_id, fp.fetch_offset, replica_epoch, fp.log_start_offset):
                 replicas.isr_change_wanted.fire()
     except Exception as exc:  # noqa: BLE001 - an error is this partition's answer
@@ -318,7 +317,7 @@ def _read(replicas: ReplicaManager, topic: str, fp: FetchPartition, max_bytes: i
 def _watermarks(partition: Partition, index: int) -> PartitionData:
     return PartitionData(partition_index=index, high_watermark=partition.high_watermark,
                          last_stable_offset=partition.last_stable_offset,
-                         log_start_offset=partition.log.log_start_offset,
+                         log_start_offset=partition.log_start_offset,
                          current_leader_id=partition.leader_id, current_leader_epoch=partition.leader_epoch)
 
 

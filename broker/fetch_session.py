@@ -44,10 +44,14 @@ TopicPartition = tuple[str, int]
 
 class SessionPartition:
     """One partition of a session: the client's fetch parameters (a
-    FetchRequest.FetchPartition) and what the last answer carrying it said."""
-    __slots__ = ("fetch", "high_watermark", "last_stable_offset", "log_start_offset", "watched")
+    FetchRequest.FetchPartition) and what the last answer carrying it said.
+    It is also the listener on the partition's change signal (called: its
+    session marks it), so watching costs no closure per partition."""
+    __slots__ = ("session", "tp", "fetch", "high_watermark", "last_stable_offset", "log_start_offset", "watched")
 
-    def __init__(self, fetch) -> None:
+    def __init__(self, session: "FetchSession", tp: TopicPartition, fetch) -> None:
+        self.session = session
+        self.tp = tp
         self.fetch = fetch
         self.high_watermark = self.last_stable_offset = self.log_start_offset = -2  # never answered
         self.watched: Optional[Partition] = None
@@ -59,6 +63,9 @@ class SessionPartition:
         self.high_watermark, self.last_stable_offset, self.log_start_offset = (
             high_watermark, last_stable_offset, log_start_offset)
         return moved
+
+    def __call__(self) -> None:
+        self.session.mark(self.tp)
 
 
 class FetchSession:
@@ -89,7 +96,7 @@ class FetchSession:
         for tp, fetch in fetches:
             entry = self.partitions.get(tp)
             if entry is None:
-                entry = self.partitions[tp] = SessionPartition(fetch)
+                entry = self.partitions[tp] = SessionPartition(self, tp, fetch)
             else:
                 entry.fetch = fetch
             self._watch(tp, entry, lookup(tp))
@@ -107,12 +114,12 @@ class FetchSession:
             return
         self._unwatch(tp, entry)
         if partition is not None:
-            partition.changed.listen(self, lambda: self.mark(tp))
+            partition.changed.listen(entry, entry)
         entry.watched = partition
 
     def _unwatch(self, tp: TopicPartition, entry: SessionPartition) -> None:
         if entry.watched is not None:
-            entry.watched.changed.unlisten(self)
+            entry.watched.changed.unlisten(entry)
             entry.watched = None
 
     def mark(self, tp: TopicPartition) -> None:

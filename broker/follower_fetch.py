@@ -24,10 +24,7 @@ from typing import Mapping, NamedTuple, Optional
 from kraftlog_api import broker_pb2 as bpb
 from kafka_protocol import batch as b
 from kafka_protocol.fetch_session_handler import FINAL_EPOCH, INVALID_SESSION_ID, FetchPlan
-from partition_log.leader_epoch import UNDEFINED_EPOCH
-from partition_log.log import Log
 
-from .epochs import end_offset_for_epoch
 from .errors import Error, as_broker_error
 from .partition import Partition
 from .replica_manager import ReplicaManager, TopicPartition
@@ -69,11 +66,10 @@ class FetchState(NamedTuple):
 def fetch_state(partition: Partition, max_bytes: int) -> tuple[int, int, int, int, int, int]:
     """A FetchState's fields as a plain tuple: made for every followed
     partition on every round, where a NamedTuple's constructor was the
-    largest cost of an idle follower (bench/idle_fetch.py's profile)."""
-    lg = partition.log
-    entries = lg.leader_epochs.entries
-    return (partition.index, partition.leader_epoch, lg.log_end_offset,
-            entries[-1].epoch if entries else UNDEFINED_EPOCH, lg.log_start_offset, max_bytes)
+    largest cost of an idle follower (bench/idle_fetch.py's profile).
+    An unopened replica's log stays unopened."""
+    return (partition.index, partition.leader_epoch, partition.log_end_offset, partition.latest_epoch,
+            partition.log_start_offset, max_bytes)
 
 
 def fetch_partition(partition: Partition, max_bytes: int) -> FetchPartition:
@@ -158,46 +154,47 @@ def apply_fetch_response(replicas: ReplicaManager, sent: Mapping[TopicPartition,
 
 
 def apply_partition(partition: Partition, sent: FetchPartition | FetchState, got: PartitionData) -> FetchOutcome:
-    lg = partition.log
+    """An unopened replica (broker/partition.py) opens its log only when the
+    answer brings records (or a log start past its empty log)."""
     if (partition.is_leader or partition.stopped or partition.leader_epoch != sent.current_leader_epoch
-            or lg.log_end_offset != sent.fetch_offset):
-        return FetchOutcome(Outcome.STALE, log_end_offset=lg.log_end_offset)
+            or partition.log_end_offset != sent.fetch_offset):
+        return FetchOutcome(Outcome.STALE, log_end_offset=partition.log_end_offset)
     if got.error_code == Error.OFFSET_OUT_OF_RANGE:
-        return FetchOutcome(Outcome.OUT_OF_RANGE, got.error_code, lg.log_end_offset)
+        return FetchOutcome(Outcome.OUT_OF_RANGE, got.error_code, partition.log_end_offset)
     if got.error_code != Error.NONE:
-        return FetchOutcome(Outcome.ERROR, got.error_code, lg.log_end_offset)
+        return FetchOutcome(Outcome.ERROR, got.error_code, partition.log_end_offset)
     try:
         if got.HasField("diverging_epoch"):
-            offset = truncation_offset(lg, got.diverging_epoch.epoch, got.diverging_epoch.end_offset)
+            offset = truncation_offset(partition, got.diverging_epoch.epoch, got.diverging_epoch.end_offset)
             log.info("%s-%d: diverged from leader %d at epoch %d, end offset %d: truncating to %d",
                      partition.topic, partition.index, partition.leader_id, got.diverging_epoch.epoch,
                      got.diverging_epoch.end_offset, offset)
             partition.truncate_to(offset)
             partition.changed.fire()
-            return FetchOutcome(Outcome.TRUNCATED, log_end_offset=lg.log_end_offset)
-        records = _from_offset(got.records, lg.log_end_offset)
+            return FetchOutcome(Outcome.TRUNCATED, log_end_offset=partition.log_end_offset)
+        records = _from_offset(got.records, partition.log_end_offset)
         appended = partition.append_as_follower(records).size if records else 0
-        lg.maybe_increment_high_watermark(got.high_watermark)
-        if got.log_start_offset > lg.log_start_offset:
-            lg.advance_log_start_offset(min(got.log_start_offset, lg.high_watermark))
+        partition.maybe_increment_high_watermark(got.high_watermark)
+        if got.log_start_offset > partition.log_start_offset:
+            partition.advance_log_start_offset(min(got.log_start_offset, partition.high_watermark))
     except Exception as exc:  # noqa: BLE001 - a bad answer stops this partition, not the fetcher
         err = as_broker_error(exc)
         log.error("%s-%d: cannot apply the fetch from leader %d: %s", partition.topic, partition.index,
                   partition.leader_id, err)
-        return FetchOutcome(Outcome.ERROR, err.error, lg.log_end_offset)
+        return FetchOutcome(Outcome.ERROR, err.error, partition.log_end_offset)
     partition.changed.fire()
-    return FetchOutcome(Outcome.APPENDED, log_end_offset=lg.log_end_offset, appended_bytes=appended)
+    return FetchOutcome(Outcome.APPENDED, log_end_offset=partition.log_end_offset, appended_bytes=appended)
 
 
-def truncation_offset(lg: Log, leader_epoch: int, leader_end_offset: int) -> int:
+def truncation_offset(partition: Partition, leader_epoch: int, leader_end_offset: int) -> int:
     """Where our log stops matching the leader's, given the leader's answer
     (its largest epoch <= ours, and where that epoch ends in its log)."""
-    end = lg.log_end_offset
+    end = partition.log_end_offset
     if leader_end_offset < 0:
-        return min(lg.high_watermark, end)  # the leader knows none of our epochs
+        return min(partition.high_watermark, end)  # the leader knows none of our epochs
     if leader_epoch < 0:
         return min(leader_end_offset, end)
-    our_epoch, our_end = end_offset_for_epoch(lg, leader_epoch)
+    our_epoch, our_end = partition.end_offset_for_epoch(leader_epoch)
     if our_epoch < 0:
         return min(leader_end_offset, end)
     if our_epoch != leader_epoch:
@@ -211,13 +208,12 @@ def reset_out_of_range(partition: Partition, leader_start_offset: int, leader_en
     """After OFFSET_OUT_OF_RANGE: a follower ahead of the leader's log end
     truncates to it; one behind the leader's log start starts over there.
     Returns the new fetch offset."""
-    lg = partition.log
-    if leader_end_offset < lg.log_end_offset:
+    if leader_end_offset < partition.log_end_offset:
         partition.truncate_to(leader_end_offset)
-    if leader_start_offset > lg.log_end_offset:
+    if leader_start_offset > partition.log_end_offset:
         partition.truncate_fully_and_start_at(leader_start_offset)
     partition.changed.fire()
-    return lg.log_end_offset
+    return partition.log_end_offset
 
 
 def _from_offset(records: bytes, offset: int) -> bytes:

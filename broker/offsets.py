@@ -13,7 +13,6 @@ from typing import Optional
 from kraftlog_api import broker_pb2 as bpb
 from partition_log.leader_epoch import UNDEFINED_EPOCH
 
-from .epochs import end_offset_for_epoch
 from .errors import BrokerError, Error, as_broker_error
 from .replica_manager import ReplicaManager
 
@@ -32,22 +31,22 @@ def list_offset(replicas: ReplicaManager, topic: str, index: int, timestamp: int
     try:
         partition = replicas.get(topic, index)
         partition.leader(current_leader_epoch)
-        lg = partition.log
         # What a consumer may read: below the high watermark, or the LSO for read_committed.
         visible_end = partition.last_stable_offset if isolation_level == READ_COMMITTED else partition.high_watermark
         found: Optional[tuple[int, int]]
         if timestamp == EARLIEST_TIMESTAMP:
-            found = (lg.log_start_offset, NO_TIMESTAMP)
-            answer.leader_epoch = lg.leader_epochs.epoch_for_offset(lg.log_start_offset)
+            found = (partition.log_start_offset, NO_TIMESTAMP)
+            answer.leader_epoch = partition.epoch_for_offset(partition.log_start_offset)
         elif timestamp == LATEST_TIMESTAMP:
-            found = (lg.log_end_offset if replica_id >= 0 else visible_end, NO_TIMESTAMP)
-            answer.leader_epoch = lg.leader_epochs.latest_epoch
+            found = (partition.log_end_offset if replica_id >= 0 else visible_end, NO_TIMESTAMP)
+            answer.leader_epoch = partition.latest_epoch
         elif timestamp >= 0:
-            found = lg.find_offset_by_timestamp(timestamp)
+            # An unopened replica's log is empty: no record has the timestamp.
+            found = partition.log.find_offset_by_timestamp(timestamp) if partition.opened else None
             if found is not None and replica_id < 0 and found[0] >= visible_end:
                 found = None  # not visible to consumers yet
             if found is not None:
-                answer.leader_epoch = lg.leader_epochs.epoch_for_offset(found[0])
+                answer.leader_epoch = partition.epoch_for_offset(found[0])
         else:
             raise BrokerError(Error.INVALID_REQUEST, f"timestamp {timestamp}: expected -2, -1 or >= 0")
         if found is not None:
@@ -76,7 +75,7 @@ def offset_for_leader_epoch(replicas: ReplicaManager, topic: str, index: int, le
     try:
         partition = replicas.get(topic, index)
         partition.leader(current_leader_epoch)
-        answer.leader_epoch, answer.end_offset = end_offset_for_epoch(partition.log, leader_epoch)
+        answer.leader_epoch, answer.end_offset = partition.end_offset_for_epoch(leader_epoch)
     except Exception as exc:  # noqa: BLE001 - an error is this partition's answer
         answer.error_code = as_broker_error(exc).error
     return answer

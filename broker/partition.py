@@ -11,21 +11,39 @@ Producers (idempotent and transactional) are tracked on every replica by
 replayed, updated by every append, so a new leader has them. Transactions
 end with markers (`append_txn_marker`); readers of committed data stop at
 `last_stable_offset`.
+
+A replica holds no log until it is used. A new replica (no directory of it
+on disk) starts unopened: it is an empty log at offset 0 - log start, log
+end and high watermark 0, no producers, at most one leader epoch (the one
+it led in, starting at 0, which Kafka's leader records at once) - and the
+request paths read those through the partition (`log_end_offset`,
+`log_start_offset`, `high_watermark`, `latest_epoch`, `end_offset_for_epoch`,
+`read`) without opening anything. The first use that needs the log - an
+append (leader or follower), a truncation that moves the log start, a
+DeleteRecords past 0, any access to `log` or `producers` - opens it through
+the `LogStore` (the replica manager): its directory and first segment are
+created then, never for a replica that is only led or followed. An
+unopened replica costs one slotted object and its entries in the replica
+manager's indexes (docs/bench.md, target 6).
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 from dataclasses import dataclass, field, replace
-from typing import Callable, Optional
+from typing import Callable, Optional, Protocol
 
 from kraftlog_api import controller_pb2 as cpb
 from kraftlog_api import metadata_pb2 as mpb
 from metadata_quorum.image import PartitionState
 from kafka_protocol.batch import parse_header
 from kafka_protocol.control_records import TxnMarker, encode_txn_marker
+from kafka_protocol.errors import KafkaStorageError, OffsetOutOfRangeError
 from partition_log.clock import monotonic_ms
+from partition_log.config import LogConfig
+from partition_log.leader_epoch import UNDEFINED_EPOCH, UNDEFINED_OFFSET
 from partition_log.log import AppendInfo, Clock, Log
+from partition_log.log_dir_failure import LogDirFailure
 from partition_log.validator import check_producer_batches
 
 from . import isr as isr_rules
@@ -55,13 +73,34 @@ class Leadership:
     pending_unsent: bool = False
 
 
+class LogStore(Protocol):
+    """Where an unopened replica's log comes from (the replica manager)."""
+
+    @property
+    def log_dir_failure(self) -> LogDirFailure: ...
+
+    def log_config(self, topic: str) -> LogConfig: ...
+
+    def open_log(self, partition: "Partition") -> tuple[Log, ProducerStateManager]:
+        """Open or create the partition's log (KafkaStorageError when it cannot)."""
+        ...
+
+
 class Partition:
-    def __init__(self, topic: str, index: int, topic_id: bytes, log: Log, broker_id: int, clock: Clock, *,
-                 producers: Optional[ProducerStateManager] = None, timer: Clock = monotonic_ms) -> None:
+    __slots__ = ("tp", "topic", "index", "topic_id", "_log", "_store", "broker_id", "clock", "timer",
+                 "leader_id", "leader_epoch", "partition_epoch", "replicas", "isr", "leader_recovery_state",
+                 "min_insync_replicas", "strict_min_isr", "leadership", "stopped", "changed", "_producers",
+                 "_producer_log", "_epoch", "indexed_under")
+
+    def __init__(self, topic: str, index: int, topic_id: bytes, log: Optional[Log], broker_id: int, clock: Clock, *,
+                 producers: Optional[ProducerStateManager] = None, timer: Clock = monotonic_ms,
+                 store: Optional[LogStore] = None) -> None:
+        """`log` None: an unopened replica, opened through `store` on first use."""
+        self.tp = (topic, index)  # the key of every index of the replica manager, one tuple
         self.topic = topic
         self.index = index
         self.topic_id = topic_id
-        self.log = log
+        self._store = store
         self.broker_id = broker_id
         self.clock = clock  # wall time: batch and marker timestamps
         # Replica lag is a duration: measured on a clock no wall-clock jump moves.
@@ -79,11 +118,107 @@ class Partition:
         self.leadership: Optional[Leadership] = None
         self.stopped = False
         self.changed = Signal()  # appends, high watermark moves, role changes
+        # Unopened: the epoch this replica led in (its empty log's only epoch, from offset 0), or -1.
+        self._epoch = UNDEFINED_EPOCH
+        self._log: Optional[Log] = None
+        self._producers: Optional[ProducerStateManager] = None
+        self._producer_log: Optional[ProducerLog] = None
+        # The leader id the replica manager files it under (its own id: led here), None: not filed.
+        self.indexed_under: Optional[int] = None
+        if log is not None:
+            self._attach(log, producers if producers is not None else ProducerStateManager())
+        elif store is None:
+            raise ValueError("an unopened partition needs a store to open its log from")
+
+    def _attach(self, log: Log, producers: ProducerStateManager) -> None:
         # Producers, on every replica: a function of the log, so it is loaded
         # from the log here and after every truncation.
-        self.producers = producers if producers is not None else ProducerStateManager()
-        self.producer_log = ProducerLog(log, self.producers, clock)
-        self.producer_log.load()
+        self._log = log
+        self._producers = producers
+        self._producer_log = ProducerLog(log, producers, self.clock)
+        self._producer_log.load()
+
+    # -- the log, opened on first use ------------------------------------------
+    @property
+    def opened(self) -> bool:
+        return self._log is not None
+
+    @property
+    def log(self) -> Log:
+        """The replica's log, opened (its directory created) now if it was not."""
+        return self._log if self._log is not None else self.open()
+
+    @property
+    def producers(self) -> ProducerStateManager:
+        if self._producers is None:
+            self.open()
+        assert self._producers is not None
+        return self._producers
+
+    @property
+    def producer_log(self) -> ProducerLog:
+        if self._producer_log is None:
+            self.open()
+        assert self._producer_log is not None
+        return self._producer_log
+
+    def open(self) -> Log:
+        """Open the log of an unopened replica: created empty at offset 0,
+        with the epoch it led in recorded from 0 as a new leader's is."""
+        if self._log is not None:
+            return self._log
+        assert self._store is not None
+        if self.stopped:
+            raise KafkaStorageError(f"the replica of {self.topic}-{self.index} was removed from this broker")
+        log, producers = self._store.open_log(self)
+        self._attach(log, producers)
+        if self._epoch >= 0:
+            log.start_leader_epoch(self._epoch)
+            self._epoch = UNDEFINED_EPOCH
+        return log
+
+    @property
+    def config(self) -> LogConfig:
+        if self._log is not None:
+            return self._log.config
+        assert self._store is not None
+        return self._store.log_config(self.topic)
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._log.log_end_offset if self._log is not None else 0
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log.log_start_offset if self._log is not None else 0
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self._log.size_in_bytes if self._log is not None else 0
+
+    @property
+    def latest_epoch(self) -> int:
+        """The latest leader epoch of the log's epoch cache (-1: none)."""
+        return self._log.leader_epochs.latest_epoch if self._log is not None else self._epoch
+
+    def epoch_for_offset(self, offset: int) -> int:
+        if self._log is not None:
+            return self._log.leader_epochs.epoch_for_offset(offset)
+        return self._epoch if offset >= 0 else UNDEFINED_EPOCH
+
+    def end_offset_for_epoch(self, epoch: int) -> tuple[int, int]:
+        """OffsetsForLeaderEpoch over this replica's log (broker/epochs.py)."""
+        if self._log is not None:
+            return end_offset_for_epoch(self._log, epoch)
+        # An empty log: at most one epoch, from offset 0 (epochs.py's answers for it).
+        if epoch < 0 or self._epoch < 0 or epoch > self._epoch:
+            return UNDEFINED_EPOCH, UNDEFINED_OFFSET
+        return epoch, 0
+
+    def _check_dir(self) -> None:
+        """An unopened replica in an offline log directory answers as its log would."""
+        assert self._store is not None
+        self._store.log_dir_failure.check()
 
     def __repr__(self) -> str:
         role = "leader" if self.leadership else f"follower of {self.leader_id}"
@@ -95,11 +230,11 @@ class Partition:
 
     @property
     def high_watermark(self) -> int:
-        return self.log.high_watermark
+        return self._log.high_watermark if self._log is not None else 0
 
     @property
     def last_stable_offset(self) -> int:
-        return self.producer_log.last_stable_offset()
+        return self._producer_log.last_stable_offset() if self._producer_log is not None else 0
 
     @property
     def maximal_isr(self) -> tuple[int, ...]:
@@ -129,11 +264,15 @@ class Partition:
         lead = self.leadership
         if new_epoch:
             now = self.timer()
-            end = self.log.log_end_offset
+            end = self.log_end_offset
             # Kafka records the epoch's start at once, not at its first
             # append: a follower holding batches of an epoch this leader never
             # wrote must learn where this leader's log ends (OffsetsForLeaderEpoch).
-            self.log.start_leader_epoch(state.leader_epoch)
+            # An unopened (empty) log keeps it until it opens.
+            if self._log is not None:
+                self._log.start_leader_epoch(state.leader_epoch)
+            elif state.leader_epoch > self._epoch:
+                self._epoch = state.leader_epoch
             # Every follower must fetch again before the high watermark moves;
             # ISR members count as caught up now, so none is dropped at once.
             followers = {b: isr_rules.FollowerState(b, last_caught_up_ms=now if b in state.isr else 0)
@@ -301,9 +440,12 @@ class Partition:
             return False
         if self.strict_min_isr and len(self.isr) < self.min_insync_replicas:
             return False
-        bound = isr_rules.high_watermark_bound(self.broker_id, self.log.log_end_offset, self.maximal_isr,
+        lg = self._log
+        if lg is None:
+            return False  # an empty log: the high watermark is its end, 0
+        bound = isr_rules.high_watermark_bound(self.broker_id, lg.log_end_offset, self.maximal_isr,
                                                lead.followers)
-        if bound is None or not self.log.maybe_increment_high_watermark(bound):
+        if bound is None or not lg.maybe_increment_high_watermark(bound):
             return False
         self.producer_log.sync_unstable()
         lead.hw_waiters.complete_up_to(self.high_watermark, self._replicated_result())
@@ -316,13 +458,13 @@ class Partition:
         our log has no batch of its last epoch at its fetch offset. As Kafka,
         OFFSET_OUT_OF_RANGE when we cannot tell (the epoch is unknown to us)
         or the fetch offset is below our log start."""
-        epoch, end = end_offset_for_epoch(self.log, last_fetched_epoch)
+        epoch, end = self.end_offset_for_epoch(last_fetched_epoch)
         if end < 0:
             raise BrokerError(Error.OFFSET_OUT_OF_RANGE,
                               f"the end offset of epoch {last_fetched_epoch} is unknown to the leader")
-        if fetch_offset < self.log.log_start_offset:
+        if fetch_offset < self.log_start_offset:
             raise BrokerError(Error.OFFSET_OUT_OF_RANGE,
-                              f"offset {fetch_offset} is below the log start offset {self.log.log_start_offset}")
+                              f"offset {fetch_offset} is below the log start offset {self.log_start_offset}")
         if epoch < last_fetched_epoch or end < fetch_offset:
             return epoch, end
         return None
@@ -339,7 +481,7 @@ class Partition:
             raise BrokerError(Error.NOT_LEADER_OR_FOLLOWER,
                               f"broker {replica_id} is not a replica of {self.topic}-{self.index}")
         start_moved = log_start_offset != follower.log_start_offset
-        follower.record_fetch(fetch_offset, self.log.log_end_offset, self.timer(), broker_epoch, log_start_offset)
+        follower.record_fetch(fetch_offset, self.log_end_offset, self.timer(), broker_epoch, log_start_offset)
         if start_moved:
             self.changed.fire()  # DeleteRecords waits on the low watermark
         self.maybe_advance_high_watermark()
@@ -351,7 +493,7 @@ class Partition:
         followers (-1 for one that has not said yet): where DeleteRecords has
         taken effect on every replica that counts."""
         lead = self.leader()
-        starts = [self.log.log_start_offset]
+        starts = [self.log_start_offset]
         starts += [lead.followers[b].log_start_offset for b in self.isr if b in lead.followers]
         return min(starts)
 
@@ -362,7 +504,7 @@ class Partition:
         if lead is None or lead.pending is not None:
             return
         now = self.timer()
-        end = self.log.log_end_offset
+        end = self.log_end_offset
         recovering = self.leader_recovery_state == mpb.RECOVERING
         leaving = isr_rules.out_of_sync(self.isr, self.broker_id, lead.followers, end, now, lag_max_ms)
         joining = [] if recovering else isr_rules.ready_to_join(
@@ -422,13 +564,35 @@ class Partition:
     def truncate_to(self, offset: int) -> int:
         """Follower divergence: drop the log from `offset` and what the
         producer state learned from it."""
-        end = self.log.truncate_to(offset)
+        if self._log is None:
+            # An empty log keeps nothing at or past any offset: as Log.truncate_to
+            # at its end, the epoch recorded there goes.
+            self._check_dir()
+            self._epoch = UNDEFINED_EPOCH
+            return 0
+        end = self._log.truncate_to(offset)
         self.producer_log.load()
         return end
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
+        if self._log is None and offset == 0:
+            self._check_dir()
+            self._epoch = UNDEFINED_EPOCH  # empty at 0 already
+            return
         self.log.truncate_fully_and_start_at(offset)
         self.producer_log.load()
+
+    def advance_log_start_offset(self, offset: int) -> None:
+        """DeleteRecords (Log.advance_log_start_offset); an unopened log at 0 has nothing below 0."""
+        if self._log is None and offset <= 0:
+            self._check_dir()
+            return
+        self.log.advance_log_start_offset(offset)
+
+    def maybe_increment_high_watermark(self, offset: int) -> bool:
+        """A follower learns the leader's high watermark (capped at its log end:
+        an unopened log's end is 0, where it stays)."""
+        return self._log.maybe_increment_high_watermark(offset) if self._log is not None else False
 
     # -- reads ---------------------------------------------------------------
     def read(self, offset: int, max_bytes: int, *, up_to_log_end: bool, min_one_batch: bool,
@@ -436,8 +600,14 @@ class Partition:
         """Whole batches from `offset`: below the high watermark for consumers
         (below the last stable offset for read_committed ones), to the log end
         for followers."""
+        if self._log is None:
+            # Log.read of an empty log at 0: nothing, or out of range.
+            if offset != 0:
+                raise OffsetOutOfRangeError(f"offset {offset} is outside [0, 0] of {self.topic}-{self.index}")
+            self._check_dir()
+            return b""
         if up_to_log_end:
             max_offset = None
         else:
             max_offset = self.last_stable_offset if committed else self.high_watermark
-        return self.log.read(offset, max_bytes, max_offset=max_offset, min_one_batch=min_one_batch)
+        return self._log.read(offset, max_bytes, max_offset=max_offset, min_one_batch=min_one_batch)

@@ -100,7 +100,7 @@ def _append_here(replicas: ReplicaManager, topic: str, index: int, records: byte
     if info.batches:  # a retried duplicate appends nothing
         replicas.traffic.bytes_in += info.size
         replicas.traffic.messages_in += info.last_offset - info.first_offset + 1
-    done = ProduceResult(base_offset=info.first_offset, log_start_offset=partition.log.log_start_offset)
+    done = ProduceResult(base_offset=info.first_offset, log_start_offset=partition.log_start_offset)
     return done if acks != -1 else (partition, info.last_offset + 1, done, not info.batches)
 
 
@@ -129,7 +129,7 @@ def _failed(replicas: ReplicaManager, topic: str, index: int, exc: Exception,
     if err.error == Error.NOT_LEADER_OR_FOLLOWER:
         leader, epoch = replicas.leader_hint(topic, index)
     return ProduceResult(err.error, err.message, current_leader_id=leader, current_leader_epoch=epoch,
-                         log_start_offset=partition.log.log_start_offset if partition else -1)
+                         log_start_offset=partition.log_start_offset if partition else -1)
 
 
 async def wait_replicated(partition: Partition, offset: int, timeout_ms: int) -> None:

@@ -9,6 +9,17 @@ offsets) find partitions here and raise the error a client must see.
 Cost: a delta costs what it changed, never what the broker holds - the
 partitions led here and those followed (by leader) are kept as indexes,
 updated on each role change, for the ISR checks and the replica fetcher.
+
+Logs are opened on first use (broker/partition.py): a new replica is a
+`Partition` with no log, no directory and no producer state, so creating
+thousands of partitions costs the brokers no disk I/O on the event loop
+and little memory; the replica manager is the partitions' `LogStore`, which
+creates the log (and its `partition.metadata`, the topic id) when a
+partition first needs it. A log found on disk at start (opened, and
+recovered after an unclean shutdown, by the LogManager before the broker
+serves) is given to its partition at once - unless its `partition.metadata`
+names another topic id: a leftover of a topic deleted (and made again
+under its name) while this broker was away, deleted here, not served.
 """
 from __future__ import annotations
 
@@ -21,10 +32,13 @@ from kraftlog_api import metadata_pb2 as mpb
 from kafka_protocol.internal_topics import is_reserved
 from metadata_quorum.features import ELIGIBLE_LEADER_REPLICAS, elr_enabled
 from metadata_quorum.image import MetadataDelta, MetadataImage, PartitionState
-from kafka_protocol.errors import KafkaError
+from kafka_protocol.errors import KafkaError, KafkaStorageError
 from partition_log.clock import monotonic_ms
 from partition_log.log import Clock, wall_clock_ms
 from partition_log.config import LogConfig
+from partition_log import partition_metadata
+from partition_log.log import Log
+from partition_log.log_dir_failure import LogDirFailure
 from partition_log.log_manager import LogManager
 
 from .config import BrokerConfig, topic_log_config, topic_min_insync_replicas
@@ -94,7 +108,6 @@ class ReplicaManager:
         self.partitions: dict[TopicPartition, Partition] = {}
         self.led: dict[TopicPartition, Partition] = {}
         self._followed: dict[int, dict[TopicPartition, Partition]] = {}  # leader id -> partitions
-        self._role: dict[TopicPartition, int] = {}  # where a partition is indexed: its leader's id
         self._settings: dict[str, tuple[LogConfig, int]] = {}
         self.offline: dict[TopicPartition, str] = {}  # replicas whose log could not be opened
         self.isr_change_wanted = Signal()  # a follower may join an ISR: worth an AlterPartition now
@@ -156,20 +169,22 @@ class ReplicaManager:
             partition = None
         if partition is None:
             try:
-                lg = self.log_manager.get_or_create(topic, index, self._topic_settings(topic)[0])
+                self.log_manager.failure.check()  # KIP-112: no replica starts in an offline directory
+                lg = self._found_log(topic, index, topic_id)
             except KafkaError as exc:
                 log.error("%s-%d: cannot open the log: %s", topic, index, exc)
                 self.offline[tp] = str(exc)
                 changes.failed[tp] = str(exc)
                 return
-            producers = ProducerStateManager(
-                expiration_ms=self.config.producer_id_expiration_ms,
-                check_interval_ms=self.config.producer_id_expiration_check_interval_ms)
-            partition = Partition(topic, index, topic_id, lg, self.broker_id, self.clock, producers=producers,
-                                  timer=self.timer)
+            if lg is None:  # a new replica: its log is created on first use (open_log)
+                partition = Partition(topic, index, topic_id, None, self.broker_id, self.clock, timer=self.timer,
+                                      store=self)
+            else:
+                partition = Partition(topic, index, topic_id, lg, self.broker_id, self.clock,
+                                      producers=self._new_producers(), timer=self.timer)
             partition.min_insync_replicas = self._topic_settings(topic)[1]
             partition.strict_min_isr = elr_enabled(self.image.features)
-            self.partitions[tp] = partition
+            self.partitions[partition.tp] = partition
             self.offline.pop(tp, None)
         if state.leader == self.broker_id:
             if partition.become_leader(state):
@@ -178,21 +193,68 @@ class ReplicaManager:
             changes.followers.append(partition)
         self._index(partition)
 
+    def _found_log(self, topic: str, index: int, topic_id: bytes) -> Optional[Log]:
+        """The partition's log found on disk at start, if any and if it is
+        this topic's (partition.metadata; one without the file is adopted and labelled)."""
+        lg = self.log_manager.logs.get((topic, index))
+        if lg is None:
+            return None
+        try:
+            found = partition_metadata.read(lg.directory)
+        except partition_metadata.UnreadableMetadata as exc:
+            log.warning("%s-%d: %s; the directory is taken as topic id %s's", topic, index, exc,
+                        partition_metadata.topic_id_text(topic_id))
+            found = None
+        if found is not None and found != topic_id:
+            log.warning("%s-%d: the log directory belongs to topic id %s, not %s (the topic was deleted and "
+                        "made again under its name): deleting it", topic, index,
+                        partition_metadata.topic_id_text(found), partition_metadata.topic_id_text(topic_id))
+            self.log_manager.delete_log(topic, index)
+            return None
+        if found is None:
+            partition_metadata.write(lg.directory, topic_id)
+        lg.config = self._topic_settings(topic)[0]
+        return lg
+
+    # -- LogStore: the logs of unopened replicas, opened on first use -------
+    @property
+    def log_dir_failure(self) -> LogDirFailure:
+        return self.log_manager.failure
+
+    def log_config(self, topic: str) -> LogConfig:
+        return self._topic_settings(topic)[0]
+
+    def open_log(self, partition: Partition) -> tuple[Log, ProducerStateManager]:
+        """Create (or open) the log of a replica used for the first time, labelled with its topic id."""
+        if self.partitions.get(partition.tp) is not partition:
+            raise KafkaStorageError(f"{partition.topic}-{partition.index} is no longer a replica here")
+        lg = self.log_manager.get_or_create(partition.topic, partition.index, self._topic_settings(partition.topic)[0])
+        try:
+            partition_metadata.write(lg.directory, partition.topic_id)
+        except KafkaStorageError as exc:
+            raise self.log_manager.failure.fail(exc) from exc
+        return lg, self._new_producers()
+
+    def _new_producers(self) -> ProducerStateManager:
+        return ProducerStateManager(expiration_ms=self.config.producer_id_expiration_ms,
+                                    check_interval_ms=self.config.producer_id_expiration_check_interval_ms)
+
     def _index(self, partition: Partition) -> None:
         """File the partition under its current leader (ourselves: `led`)."""
-        tp = (partition.topic, partition.index)
+        tp = partition.tp
         leader = self.broker_id if partition.is_leader else partition.leader_id
-        if self._role.get(tp) == leader:
+        if partition.indexed_under == leader:
             return
-        self._unindex(tp)
-        self._role[tp] = leader
+        self._unindex(partition)
+        partition.indexed_under = leader
         if leader == self.broker_id:
             self.led[tp] = partition
         elif leader != NO_LEADER:
             self._followed.setdefault(leader, {})[tp] = partition
 
-    def _unindex(self, tp: TopicPartition) -> None:
-        old = self._role.pop(tp, None)
+    def _unindex(self, partition: Partition) -> None:
+        tp, old = partition.tp, partition.indexed_under
+        partition.indexed_under = None
         if old == self.broker_id:
             del self.led[tp]
         elif old is not None and old != NO_LEADER:
@@ -202,10 +264,10 @@ class ReplicaManager:
                 del self._followed[old]
 
     def _remove(self, partition: Partition, changes: ReplicaChanges) -> None:
-        tp = (partition.topic, partition.index)
+        tp = partition.tp
         partition.stop()
         del self.partitions[tp]
-        self._unindex(tp)
+        self._unindex(partition)
         self.log_manager.delete_log(*tp)
         changes.stopped.append(tp)
         log.info("%s-%d: replica removed from broker %d, log deleted", tp[0], tp[1], self.broker_id)
@@ -221,7 +283,9 @@ class ReplicaManager:
                     touched += (p for p in map(self.partitions.get, ((name, i) for i in topic.partitions))
                                 if p is not None)
         for partition in touched:
-            partition.log.config, partition.min_insync_replicas = self._topic_settings(partition.topic)
+            config, partition.min_insync_replicas = self._topic_settings(partition.topic)
+            if partition.opened:  # an unopened one takes the settings of the image it opens in
+                partition.log.config = config
 
     def _topic_settings(self, topic: str) -> tuple[LogConfig, int]:
         """The topic's log config and min.insync.replicas in this image, made

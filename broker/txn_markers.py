@@ -124,6 +124,8 @@ def describe_producers(replicas: ReplicaManager,
 
 
 def _producers(partition: Partition) -> list[DescribedProducer]:
+    if not partition.opened:
+        return []  # an unopened replica's log is empty: no producer wrote here
     now = partition.clock()
     out = []
     for pid in sorted(partition.producers.producers):

@@ -19,6 +19,8 @@ class Signal:
     the next `fire()` completes. Needs no lock: the loop is single-threaded
     and fire() is called from synchronous code."""
 
+    __slots__ = ("_future", "_listeners")  # one per partition replica
+
     def __init__(self) -> None:
         self._future: asyncio.Future[None] | None = None
         # Standing listeners (fetch sessions, broker/fetch_session.py): called
@@ -51,6 +53,8 @@ class Signal:
 
 class OffsetWaiters:
     """Futures keyed by the offset that completes them, cheapest first."""
+
+    __slots__ = ("_heap", "_seq")  # one per partition led here
 
     def __init__(self) -> None:
         self._heap: list[tuple[int, int, asyncio.Future[int]]] = []

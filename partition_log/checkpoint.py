@@ -48,18 +48,25 @@ def write_checkpoint(path: Path, version: int, lines: list[str]) -> None:
     write_atomically(path, text.encode("ascii"))
 
 
+def read_small_file(path: Path, what: str) -> str | None:
+    """An ASCII file's text; None if absent, ValueError if unreadable."""
+    try:
+        return path.read_text("ascii")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: unreadable {what}: {exc}") from exc
+
+
 def read_checkpoint(path: Path, version: int, fields: int) -> list[list[str]] | None:
     """Entries of a checkpoint file, each split into `fields` parts; None if absent.
 
     A malformed file raises ValueError naming the file and line: a checkpoint
     is ours, so damage means the disk lied and the caller must decide.
     """
-    try:
-        text = path.read_text("ascii")
-    except FileNotFoundError:
+    text = read_small_file(path, "checkpoint")
+    if text is None:
         return None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValueError(f"{path}: unreadable checkpoint: {exc}") from exc
     lines = text.splitlines()
     if len(lines) < 2 or lines[0].strip() != str(version):
         raise ValueError(f"{path}: expected checkpoint version {version}, found {lines[:1]}")

@@ -90,6 +90,8 @@ class LogConfig:
                 continue
             _, attr, default, minimum = _KEYS[topic_key]
             changes[attr] = _parse(key, raw, default, minimum)
+        if base is not None and not changes:
+            return base  # frozen: shared by every topic without overrides (one per topic was ~400 B a replica)
         return dataclasses.replace(base or cls(), **changes)
 
     def to_mapping(self) -> dict[str, Any]:

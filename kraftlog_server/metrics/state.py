@@ -121,7 +121,7 @@ class BrokerCollector:
                     "Log directories of this broker it cannot write to (missing, not writable, read-only)",
                     unusable_log_dirs((log_dir,)))
         yield gauge("kraftlog_log_size_bytes", "Bytes of the segment files of the partitions on this broker",
-                    sum(p.log.size_in_bytes for p in self.broker.replicas.partitions.values()))
+                    sum(p.size_in_bytes for p in self.broker.replicas.partitions.values()))
         try:
             disk = shutil.disk_usage(log_dir)
         except OSError:

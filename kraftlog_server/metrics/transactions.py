@@ -72,8 +72,8 @@ class TransactionCollector:
     def _partitions(self) -> Iterator[Metric]:
         open_txns = unstable = lag_max = lag_sum = 0
         for partition in self.broker.replicas.partitions.values():
-            if not partition.is_leader:
-                continue
+            if not partition.is_leader or not partition.opened:
+                continue  # an unopened replica has no producers
             open_txns += len(partition.producers.ongoing)
             lag = partition.high_watermark - partition.last_stable_offset
             if lag > 0:
