@@ -58,6 +58,9 @@ log = logging.getLogger(__name__)
 
 NO_LEADER = -1
 NO_EPOCH = -1
+# AlterPartition answers that prove the controller changed nothing (its checks come after the epoch
+# checks, so a retried proposal it had applied is never answered with these): the proposal is dropped.
+NOTHING_CHANGED = frozenset({Error.INELIGIBLE_REPLICA, Error.OPERATION_NOT_ATTEMPTED, Error.INVALID_REQUEST})
 
 
 @dataclass(slots=True)
@@ -538,19 +541,34 @@ class Partition:
 
     def proposal_answered(self, sent: cpb.AlterPartitionRequest.PartitionData,
                           result: cpb.AlterPartitionResponse.PartitionData) -> None:
-        """The controller's answer to `sent`: adopt the ISR it committed, or
-        drop a refused proposal (nothing changed; the next check decides again)."""
+        """The controller's answer to `sent`: adopt the ISR it committed; drop a
+        proposal the controller refused without changing anything (the next
+        check decides again); on any other refusal keep it pending, unsent, so
+        the maximal ISR holds until the metadata log brings the partition's
+        newer state, as Kafka's leader does. NEW_LEADER_ELECTED says the
+        proposal was applied and completed a reassignment that removed this
+        leader; FENCED_LEADER_EPOCH and INVALID_UPDATE_VERSION say the
+        partition moved on, maybe through this very proposal sent before. Going
+        back to the old ISR there would let the high watermark pass records the
+        new ISR does not hold: acknowledged, then truncated by the new leader
+        (the reassignment scenario's loss, docs/chaos.md)."""
         lead = self.leadership
         if lead is None or lead.pending != sent:
             return  # an answer to an older proposal, or we no longer lead
-        lead.pending = None
-        if result.error_code != Error.NONE:
+        if result.error_code in NOTHING_CHANGED:
+            lead.pending = None
             log.info("%s-%d: isr proposal %s refused with error %d", self.topic, self.index,
                      list(sent.new_isr), result.error_code)
-        elif result.leader_epoch == self.leader_epoch and result.partition_epoch > self.partition_epoch:
-            self.isr = tuple(result.isr)
-            self.partition_epoch = result.partition_epoch
-            self.leader_recovery_state = result.leader_recovery_state
+        elif result.error_code != Error.NONE:
+            log.info("%s-%d: isr proposal %s answered with error %d: pending until the metadata log has the "
+                     "partition's newer state", self.topic, self.index, list(sent.new_isr), result.error_code)
+            return
+        else:
+            lead.pending = None
+            if result.leader_epoch == self.leader_epoch and result.partition_epoch > self.partition_epoch:
+                self.isr = tuple(result.isr)
+                self.partition_epoch = result.partition_epoch
+                self.leader_recovery_state = result.leader_recovery_state
         self.maybe_advance_high_watermark()
 
     # -- follower appends and truncation ---------------------------------------

@@ -156,13 +156,41 @@ def test_fenced_brokers_do_not_join(tmp_path):
     assert cluster[1].alter_partition_request() is None
 
 
-def test_a_refused_proposal_is_dropped_and_decided_again(cluster):
+@pytest.mark.parametrize("error", [Error.INELIGIBLE_REPLICA, Error.OPERATION_NOT_ATTEMPTED, Error.INVALID_REQUEST])
+def test_a_proposal_refused_with_nothing_changed_is_dropped_and_decided_again(cluster, error):
     leader = cluster[1].get("orders", 0)
     cluster.clock.advance(LAG + 1)
     request = cluster[1].alter_partition_request()
-    cluster[1].alter_partition_answered(request, answer(request, error=95))  # INVALID_UPDATE_VERSION
+    cluster[1].alter_partition_answered(request, answer(request, error=error))
     assert leader.leadership.pending is None and leader.isr == (1, 2, 3)
     assert items(cluster[1].alter_partition_request()) == [(0, [1], 0, 0)]
+
+
+@pytest.mark.parametrize("error", [Error.NEW_LEADER_ELECTED, Error.FENCED_LEADER_EPOCH, Error.INVALID_UPDATE_VERSION,
+                                   Error.NOT_LEADER_OR_FOLLOWER, Error.UNKNOWN_TOPIC_OR_PARTITION])
+def test_a_proposal_the_controller_may_have_applied_holds_the_maximal_isr_until_the_metadata_log_says(tmp_path, error):
+    """The reassignment scenario's loss (seeds 0 and 1, 2026-11-27): the leader
+    proposed a joining replica; the controller applied it, which completed a
+    reassignment removing the leader and elected the joiner (NEW_LEADER_ELECTED).
+    Back on its old ISR, the leader acknowledged records the joiner never had,
+    and the joiner, now leading, truncated them away. Until the metadata log
+    brings the newer state the proposal stays pending and unsent, and the
+    high watermark waits for the joiner too."""
+    cluster = Cluster(tmp_path, config=BrokerConfig(replica_lag_time_max_ms=LAG))
+    cluster.create_topic("orders", {0: [1, 2, 3]}, isr={0: [1, 2]})
+    leader = cluster[1].get("orders", 0)
+    run(append(cluster[1], "orders", 0, batch_of([b"a"]), 1, 1000))
+    follower_fetch(cluster, 2, 1)
+    follower_fetch(cluster, 3, 1)
+    request = cluster[1].alter_partition_request()
+    assert items(request) == [(0, [1, 2, 3], 0, 0)]
+    cluster[1].alter_partition_answered(request, answer(request, error=error))
+    assert leader.maximal_isr == (1, 2, 3) and cluster[1].alter_partition_request() is None
+    run(append(cluster[1], "orders", 0, batch_of([b"b"]), 1, 1000))
+    follower_fetch(cluster, 2, 2)
+    assert leader.high_watermark == 1  # broker 2 holds offset 1; broker 3, maybe a member now, does not
+    cluster.change("orders", 0, isr=[1, 2, 3])  # the metadata log has the outcome
+    assert leader.leadership.pending is None and leader.isr == (1, 2, 3)
 
 
 def test_an_unanswered_proposal_stays_in_flight_and_is_sent_again(cluster):
