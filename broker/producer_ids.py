@@ -40,11 +40,6 @@ NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 
 
-def epoch_exhausted(epoch: int) -> bool:
-    """As Kafka: the last epoch is kept back, so a bump never reaches Short.MAX_VALUE."""
-    return epoch >= MAX_EPOCH - 1
-
-
 @dataclass(slots=True)
 class ProducerIdBlock:
     start: int

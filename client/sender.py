@@ -35,7 +35,7 @@ from typing import Callable, Optional
 import grpc
 
 from kraftlog_api import broker_pb2 as bpb
-from kafka_protocol.batch import MAX_PRODUCER_EPOCH
+from kafka_protocol.batch import epoch_exhausted
 from kafka_protocol.errors import Errors, KafkaError
 from kafka_protocol.produce_framing import encode_produce_request
 
@@ -369,7 +369,7 @@ class Sender:
     async def _init_producer_id(self) -> None:
         assert self._idem is not None
         bump = self._idem.has_producer_id
-        if bump and self._idem.producer_epoch < MAX_PRODUCER_EPOCH - 1:
+        if bump and not epoch_exhausted(self._idem.producer_epoch):
             # As Kafka's Java producer bumps an idempotent producer's epoch (KIP-360): here, with no request.
             # A broker answers InitProducerId without a transactional.id with a new id whatever id it names
             # (broker/producer_ids.py), and takes a newer epoch of a known id from its sequence 0.

@@ -36,6 +36,12 @@ MAX_PRODUCER_EPOCH = 2**15 - 1  # the header's int16 producerEpoch
 NO_SEQUENCE = -1
 NO_PARTITION_LEADER_EPOCH = -1
 
+
+def epoch_exhausted(producer_epoch: int) -> bool:
+    """As Kafka: the last producer epoch is kept back, so a bump never reaches Short.MAX_VALUE;
+    an exhausted epoch takes a new producer id instead (the broker's and the producer's rule)."""
+    return producer_epoch >= MAX_PRODUCER_EPOCH - 1
+
 COMPRESSION_MASK = 0x07
 TIMESTAMP_TYPE_MASK = 0x08  # 0 = CreateTime, 1 = LogAppendTime
 TRANSACTIONAL_MASK = 0x10

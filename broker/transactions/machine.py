@@ -51,8 +51,10 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Collection, Iterable, Optional
 
+from kafka_protocol.batch import epoch_exhausted
+
 from ..errors import Error
-from ..producer_ids import MAX_EPOCH, epoch_exhausted
+from ..producer_ids import MAX_EPOCH
 from .records import NO_PRODUCER_ID, TRANSACTION_VERSION_2, Record, TopicPartition, TxnState, TxnValue
 
 # KIP-939: the timeout stored for an id whose transactions may stay prepared

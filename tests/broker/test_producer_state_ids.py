@@ -9,8 +9,8 @@ import asyncio
 import pytest
 
 from broker.errors import BrokerError, Error
-from broker.producer_ids import (MAX_EPOCH, ProducerIdBlocks, ProducerIdManager, epoch_exhausted,
-                                 handle_init_producer_id)
+from broker.producer_ids import MAX_EPOCH, ProducerIdBlocks, ProducerIdManager, handle_init_producer_id
+from kafka_protocol.batch import epoch_exhausted
 from kraftlog_api import broker_pb2 as bpb
 
 BLOCK = 1000
