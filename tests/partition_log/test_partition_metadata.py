@@ -4,6 +4,8 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from partition_log import partition_metadata as pm
 
@@ -29,3 +31,16 @@ def test_a_damaged_file_is_unreadable_not_a_topic_id(tmp_path, text):
     (tmp_path / pm.FILE_NAME).write_bytes(text.encode("latin-1"))
     with pytest.raises(pm.UnreadableMetadata):
         pm.read(tmp_path)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.one_of(st.binary(max_size=300),
+                 st.text(max_size=60).map(lambda t: f"version: 0\ntopic_id: {t}\n".encode("utf-8", "surrogatepass"))))
+def test_any_bytes_read_as_a_topic_id_none_or_unreadable(tmp_path, data):
+    """A damaged or hostile file never raises anything but UnreadableMetadata, nor names a short id."""
+    (tmp_path / pm.FILE_NAME).write_bytes(data)
+    try:
+        topic_id = pm.read(tmp_path)
+    except pm.UnreadableMetadata:
+        return
+    assert topic_id is None or len(topic_id) == 16
