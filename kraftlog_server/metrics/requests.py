@@ -32,6 +32,10 @@ LATENCY_BUCKETS_MS = (0.5, 1.0, 2.5, 5.0, 10.0, 25.0, 50.0, 100.0, 250.0, 500.0,
 BUCKET_LABELS = (*map(floatToGoString, LATENCY_BUCKETS_MS), "+Inf")
 # From the descriptor, not broker.service: a controller-only node never loads the broker.
 BROKER_FETCH = f"/{broker_pb2.DESCRIPTOR.services_by_name['KafkaBroker'].full_name}/Fetch"
+# The same requests, carried one after another on a stream (kafka_protocol.grpc_serving):
+# each message is measured as the unary call it stands for, under the same names.
+STREAMED_FETCH = f"/{broker_pb2.DESCRIPTOR.services_by_name['FetchStream'].full_name}/Fetch"
+FETCHES = (BROKER_FETCH, STREAMED_FETCH)
 # Services that are not Kafka requests: grpc.health.v1, grpc.reflection.*.
 UNMEASURED_PREFIX = "/grpc."
 
@@ -115,7 +119,7 @@ class RequestMetricsInterceptor(grpc.aio.ServerInterceptor):
         if known is not None and known[0] is handler:
             return known[1]
         wrapped = self._wrap(handler, self.metrics.stats(method.rpartition("/")[2]),
-                             self._fetch_kind if method == BROKER_FETCH else _no_kind)
+                             self._fetch_kind if method in FETCHES else _no_kind)
         self._wrapped[method] = (handler, wrapped)
         return wrapped
 
@@ -124,12 +128,15 @@ class RequestMetricsInterceptor(grpc.aio.ServerInterceptor):
 
     @staticmethod
     def _wrap(handler: Any, stats: RequestStats, kind: Kind) -> Any:
-        # Every kraftlog RPC is unary-unary; a stream-unary one has the same
-        # shape. Streaming responses (health Watch, reflection) pass unmeasured.
+        # A kraftlog RPC is unary-unary, or stream-stream carrying unary calls
+        # in order (one answer per request); a stream-unary one has the unary
+        # shape. Other streaming responses (health Watch, reflection) pass unmeasured.
         if handler.unary_unary is not None:
             return handler._replace(unary_unary=_measured(handler.unary_unary, stats, kind))
         if handler.stream_unary is not None:
             return handler._replace(stream_unary=_measured(handler.stream_unary, stats, kind))
+        if handler.stream_stream is not None:
+            return handler._replace(stream_stream=_measured_in_order(handler.stream_stream, stats, kind))
         return handler
 
 
@@ -169,6 +176,45 @@ def _measured(behavior: Behavior, stats: RequestStats, kind: Kind) -> Behavior:
         return response
 
     return measured
+
+
+def _measured_in_order(behavior: Callable[[Any, grpc.aio.ServicerContext], Any], stats: RequestStats,
+                       kind: Kind) -> Callable[[Any, grpc.aio.ServicerContext], Any]:
+    """Each request of an in-order stream counted and timed as a unary call:
+    from the message's arrival to its answer's (one answer per request, in
+    order). A stream that ends in an error counts it against the request
+    being answered, if any."""
+    async def measured(requests: Any, context: grpc.aio.ServicerContext) -> Any:
+        arrived: list[tuple[float, Optional[RequestStats]]] = []
+
+        async def noted() -> Any:
+            async for request in requests:
+                arrived.append((time.perf_counter(), kind(request)))
+                yield request
+
+        try:
+            async for answer in behavior(noted(), context):
+                started, also = arrived.pop(0)
+                if also is not None:
+                    also.finish(started, None)
+                stats.finish(started, None)
+                yield answer
+        except asyncio.CancelledError:
+            _finish_pending(arrived, stats, grpc.StatusCode.CANCELLED.name)
+            raise
+        except BaseException:
+            _finish_pending(arrived, stats, _status_name(context))
+            raise
+
+    return measured
+
+
+def _finish_pending(arrived: list[tuple[float, Optional[RequestStats]]], stats: RequestStats, error: str) -> None:
+    if arrived:
+        started, also = arrived.pop(0)
+        if also is not None:
+            also.finish(started, None)
+        stats.finish(started, error)
 
 
 def _status_name(context: grpc.aio.ServicerContext) -> str:
