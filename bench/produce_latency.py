@@ -11,7 +11,8 @@ variant's measured maximum (each variant's own maximum is printed too).
 
 Variants: `asyncio` (the suite's cluster: 3 controllers + 3 brokers), `uvloop`
 (the same, kraftlog.event.loop=uvloop), `combined` (3 broker,controller
-nodes: half the processes on the machine's cores), `combined-uvloop`.
+nodes: half the processes on the machine's cores), `combined-uvloop`, `linger5`
+(the suite's cluster, the producer at linger.ms 5: Kafka 4.0's default, KIP-1030).
 `--profile DIR`: py-spy records two brokers (each leads two of rf3's six
 partitions and follows four) during each latency run; their top frames are
 printed and the raw stacks kept in DIR.
@@ -33,11 +34,14 @@ from .suite.processes import py_spy
 
 VALUE_BYTES = 100
 LOAD = 0.2  # of the maximum, as the suite (bench/suite/runner.py LATENCY_LOAD)
-VARIANTS: dict[str, tuple[dict[str, Any], bool]] = {  # name -> (node properties, combined nodes)
-    "asyncio": ({}, False),
-    "uvloop": ({"kraftlog.event.loop": "uvloop"}, False),
-    "combined": ({}, True),
-    "combined-uvloop": ({"kraftlog.event.loop": "uvloop"}, True),
+# name -> (node properties, combined nodes, the producer's linger.ms)
+VARIANTS: dict[str, tuple[dict[str, Any], bool, float]] = {
+    "asyncio": ({}, False, kl.LATENCY_LINGER_MS),
+    "uvloop": ({"kraftlog.event.loop": "uvloop"}, False, kl.LATENCY_LINGER_MS),
+    "combined": ({}, True, kl.LATENCY_LINGER_MS),
+    "combined-uvloop": ({"kraftlog.event.loop": "uvloop"}, True, kl.LATENCY_LINGER_MS),
+    # Kafka 4.0's producer default (KIP-1030): fewer, larger requests for the same records.
+    "linger5": ({}, False, 5.0),
 }
 
 def start_profiles(cluster: Any, seconds: float, directory: Path, tag: str) -> list[tuple[int, Path, Any]]:
@@ -63,14 +67,15 @@ def top_frames(path: Path, count: int = 8) -> list[tuple[str, float]]:
 
 
 def measure(name: str, cluster: Any, records: int, rate: Optional[float], seconds: float,
-            profile: Optional[Path], tag: str) -> dict[str, Any]:
+            profile: Optional[Path], tag: str, linger_ms: float = kl.LATENCY_LINGER_MS) -> dict[str, Any]:
     bootstrap, servers = kl.bootstrap(cluster), list(cluster.pids.values())
     most = run_jobs([kl.ProduceJob(bootstrap, "rf3", records, VALUE_BYTES, "all", True, 120)], 120, servers)
     target = rate if rate is not None else most["records_per_s"] * LOAD
     before = scrape_histograms(cluster)
     profiles = start_profiles(cluster, seconds, profile, tag) if profile else []
     sched_from = {pid: kl.schedstat(pid) for pid in servers}
-    done = run_jobs([kl.LatencyJob(bootstrap, "rf3", target, seconds, VALUE_BYTES)], seconds + 120, servers)
+    done = run_jobs([kl.LatencyJob(bootstrap, "rf3", target, seconds, VALUE_BYTES, linger_ms)], seconds + 120,
+                    servers)
     after = scrape_histograms(cluster)
     ran, waited = (sum(kl.schedstat(pid)[i] - sched_from[pid][i] for pid in servers) for i in (0, 1))
     lag, produce, fetch = (pooled_delta(after[key], before[key]) for key in ("lag", "produce", "follower_fetch"))
@@ -112,9 +117,10 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="produce-latency-") as tmp:
         for r in range(args.rounds):
             for name in names:
-                properties, combined = VARIANTS[name]
+                properties, combined, linger_ms = VARIANTS[name]
                 with kl.start_cluster(Path(tmp) / f"{name}-{r}", 3, properties, combined) as cluster:
-                    row = measure(name, cluster, args.records, rate, args.seconds, args.profile, f"{name}-{r}")
+                    row = measure(name, cluster, args.records, rate, args.seconds, args.profile, f"{name}-{r}",
+                                  linger_ms)
                 rate = row["rate"] if rate is None else rate
                 rows[name].append(row)
                 print_row(row)

@@ -177,9 +177,10 @@ class LatencyJob(_ProducerJob):
     rate: float
     seconds: float
     value_bytes: int
+    linger_ms: float = LATENCY_LINGER_MS
 
     def settings(self) -> dict[str, Any]:
-        return {"acks": "all", "enable.idempotence": True, "linger.ms": LATENCY_LINGER_MS}
+        return {"acks": "all", "enable.idempotence": True, "linger.ms": self.linger_ms}
 
     async def run(self) -> dict[str, Any]:
         producer, value = self._producer, bytes(self.value_bytes)
