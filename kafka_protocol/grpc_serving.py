@@ -89,9 +89,12 @@ def _in_order_handler(method: MethodDescriptor, implementation: Callable[..., Aw
     """A stream-stream RPC that carries unary calls one after another: each
     request message is decoded and answered by `implementation` (as a unary
     call of the same request would be) before the next is read, so answers
-    come in the order of the requests, one each. The guard runs once, when
-    the stream opens (as a Kafka connection authenticates once); a malformed
-    message ends the stream with INVALID_ARGUMENT. The point is the cost:
+    come in the order of the requests, one each. The guard runs for every
+    message, as for every unary call: a SASL session that expires while its
+    stream is open (connections.max.reauth.ms) ends the stream UNAUTHENTICATED
+    at the next request, as Kafka closes a connection that did not
+    re-authenticate in time. A malformed message ends the stream with
+    INVALID_ARGUMENT. The point is the cost:
     gRPC's per-call work (a new HTTP/2 stream, metadata, the server's
     handler lookup and interceptors) is paid once per stream instead of once
     per request, about a quarter of a unary round trip's CPU on this machine."""
@@ -101,9 +104,9 @@ def _in_order_handler(method: MethodDescriptor, implementation: Callable[..., Aw
     path = f"/{method.containing_service.full_name}/{method.name}"
 
     async def handle(raws: Any, context: grpc.aio.ServicerContext) -> Any:
-        if guard is not None:
-            await guard(path, context)
         async for raw in raws:
+            if guard is not None:  # before decoding, as for a unary call
+                await guard(path, context)
             try:
                 request = request_class.FromString(raw)
             except DecodeError as exc:

@@ -45,12 +45,13 @@ class FetchServer:
     def __init__(self, streamed: bool = True) -> None:
         self.server = grpc.aio.server(options=transport.SERVER_OPTIONS)
         self.delays: dict[int, float] = {}
-        self.streams_opened = 0
+        self._stream_contexts: list[grpc.aio.ServicerContext] = []  # kept: their ids stay distinct
         self.unary_calls = 0
         if streamed:
-            async def count_streams(path: str, context: grpc.aio.ServicerContext) -> None:
-                self.streams_opened += 1
-            grpc_serving.guard_server(self.server, count_streams)
+            async def note_stream(path: str, context: grpc.aio.ServicerContext) -> None:
+                if not any(context is known for known in self._stream_contexts):
+                    self._stream_contexts.append(context)  # the guard runs for each message of a stream
+            grpc_serving.guard_server(self.server, note_stream)
             grpc_serving.add_service(self.server, bpb.DESCRIPTOR.services_by_name["FetchStream"],
                                      SimpleNamespace(Fetch=self.fetch))
 
@@ -61,6 +62,10 @@ class FetchServer:
         self.server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
             bpb.DESCRIPTOR.services_by_name["KafkaBroker"].full_name,
             {"Fetch": grpc.unary_unary_rpc_method_handler(unary)}),))
+
+    @property
+    def streams_opened(self) -> int:
+        return len(self._stream_contexts)
 
     async def fetch(self, request: bpb.FetchRequest, context: grpc.aio.ServicerContext) -> bytes:
         await asyncio.sleep(self.delays.get(request.session_epoch, 0.0))

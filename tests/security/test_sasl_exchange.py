@@ -7,14 +7,23 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+import queue
+from types import SimpleNamespace
+from typing import Any
 
 import grpc
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from kafka_protocol import grpc_serving
 from kafka_protocol.errors import Errors
+from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import security_pb2 as spb
 from kraftlog_api import security_pb2_grpc as spb_grpc
+from security import sasl_server as sasl_server_module
+from security.listener_guard import listener_guard
+from security.listeners import SecurityProtocol
+from security.request_context import current_session
 from security.sasl_client import (
     SaslSettings, authenticate, authenticate_async, sasl_aio_channel, sasl_channel,
 )
@@ -278,6 +287,50 @@ def test_an_expired_credential_is_refused_and_the_interceptor_logs_in_again(node
     before = len(node.outcomes)
     assert asyncio.run(run()) == ["User:bob", "User:bob"]
     assert node.outcomes[before:] == [(SCRAM_512, True), (SCRAM_512, True)]
+
+
+def test_a_stream_of_in_order_calls_ends_when_its_session_expires(node):
+    """An in-order stream (grpc_serving: FetchStream) on a SASL_SSL listener's
+    guard: opened with a session, its requests are answered while the
+    session lives; the first one after it expired ends the stream
+    UNAUTHENTICATED ("expired"), as the same unary call is refused."""
+
+    answered: list[str] = []
+
+    def current_principal():  # type: ignore[no-untyped-def]
+        session = current_session()
+        return session.principal if session is not None else None
+
+    async def fetch(request: bpb.FetchRequest, context: grpc.aio.ServicerContext) -> bytes:
+        answered.append(str(current_principal()))
+        return bpb.FetchResponse(session_id=request.session_id).SerializeToString()
+
+    def add(server: grpc.aio.Server) -> None:
+        grpc_serving.guard_server(server, listener_guard("SASL_SSL", SecurityProtocol.SASL_SSL, sasl=node.sasl))
+        sasl_server_module.add_to_server(server, node.sasl)
+        grpc_serving.add_service(server, bpb.DESCRIPTOR.services_by_name["FetchStream"],
+                                 SimpleNamespace(Fetch=fetch))
+
+    with ServerThread(add) as server, server.channel() as raw:
+        session = authenticate(raw, login(SCRAM_256))
+        requests: "queue.SimpleQueue[Any]" = queue.SimpleQueue()
+        open_stream = raw.stream_stream(f"/{bpb.DESCRIPTOR.services_by_name['FetchStream'].full_name}/Fetch",
+                                        request_serializer=bpb.FetchRequest.SerializeToString,
+                                        response_deserializer=bpb.FetchResponse.FromString)
+        answers = open_stream(iter(requests.get, None), metadata=((SESSION_METADATA_KEY, session.credential),),
+                              timeout=30)
+        requests.put(bpb.FetchRequest(session_id=1))
+        assert next(answers).session_id == 1
+        requests.put(bpb.FetchRequest(session_id=2))
+        assert next(answers).session_id == 2
+        node.clock.advance(LIFETIME_MS / 1000)
+        requests.put(bpb.FetchRequest(session_id=3))
+        with pytest.raises(grpc.RpcError) as caught:
+            next(answers)
+        requests.put(None)
+        assert caught.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        assert refusal_reason(caught.value.details()) == "expired"
+        assert answered == ["User:alice", "User:alice"]
 
 
 def test_the_interceptor_renews_its_session_before_it_expires(node):
