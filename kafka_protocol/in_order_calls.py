@@ -26,6 +26,10 @@ class StreamEnded(Exception):
         self.details = details
 
 
+class _NotSent(StreamEnded):
+    """The stream had ended before the request could be written."""
+
+
 class InOrderCalls:
     """Calls on one kept stream, one at a time (callers queue on a lock)."""
 
@@ -37,21 +41,33 @@ class InOrderCalls:
     async def call(self, request: Any, timeout: float) -> Any:
         """The answer to `request`, within `timeout` seconds; raises
         grpc.aio.AioRpcError or StreamEnded for a failed stream and
-        asyncio.TimeoutError when no answer came in time."""
+        asyncio.TimeoutError when no answer came in time. A kept stream the
+        server ended between calls (its idle bound, a restart) is found when
+        the request cannot be written: nothing was sent, so the request goes
+        on a new stream."""
         async with self._lock:
-            if self._stream is None:
-                self._stream = self._open()
-            stream = self._stream
-            try:
-                answer = await asyncio.wait_for(self._exchange(stream, request), timeout)
-            except BaseException:
-                self.end()
-                raise
-            return answer
+            kept = self._stream is not None
+            while True:
+                if self._stream is None:
+                    self._stream = self._open()
+                stream = self._stream
+                try:
+                    return await asyncio.wait_for(self._exchange(stream, request), timeout)
+                except _NotSent:
+                    self.end()
+                    if not kept:
+                        raise
+                    kept = False  # once, on a new stream
+                except BaseException:
+                    self.end()
+                    raise
 
     @staticmethod
     async def _exchange(stream: grpc.aio.StreamStreamCall, request: Any) -> Any:
-        await stream.write(request)
+        try:
+            await stream.write(request)
+        except asyncio.InvalidStateError:  # the server ended the stream between two calls (idle, stopping)
+            raise _NotSent(await stream.code(), await stream.details() or "the stream ended") from None
         answer = await stream.read()
         if answer is grpc.aio.EOF:
             raise StreamEnded(await stream.code(), await stream.details() or "the stream ended")

@@ -145,6 +145,7 @@ def new_listener(endpoint: Endpoint, config: ServerConfig, metrics: Optional[Nod
     authenticator = sasl.for_listener(protocol) if sasl is not None and protocol.uses_sasl else None
     grpc_serving.guard_server(server, listener_guard(endpoint.name, protocol, sasl=authenticator,
                                                      mapper=ssl.principal_mapper if ssl is not None else None))
+    grpc_serving.limit_idle_streams(server, config.connections_max_idle_ms)  # FetchStream, like a connection
     listener = Listener(endpoint, server, servicer, (), protocol=protocol, ssl=ssl)
     if authenticator is not None:
         sasl_server.add_to_server(server, authenticator)
