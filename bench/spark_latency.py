@@ -16,7 +16,6 @@ import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -33,14 +32,22 @@ PER_SEND = 10
 COLD_START_LIMIT_S = 180.0
 
 
-def produce_steadily(cluster: LocalCluster, topic: str, rate: int, seconds: float, stop: threading.Event) -> int:
-    stub = cluster.broker_stub(cluster.wait_for_leaders(topic).partitions[0].leader_id)
+def leader_stub(cluster: LocalCluster, topic: str):  # type: ignore[no-untyped-def]
+    return cluster.broker_stub(cluster.wait_for_leaders(topic).partitions[0].leader_id)
+
+
+def send_batch(stub, topic: str) -> None:  # type: ignore[no-untyped-def]
+    """PER_SEND records stamped now to partition 0, acks=all."""
+    now_ms = int(time.time() * 1000)
+    data = encode_batch([Record(None, b"x" * 100, now_ms) for _ in range(PER_SEND)])
+    stub.Produce(bpb.ProduceRequest(acks=-1, timeout_ms=10_000, topics=[bpb.ProduceRequest.TopicData(
+        name=topic, partitions=[bpb.ProduceRequest.PartitionData(index=0, records=data)])]), timeout=30)
+
+
+def produce_steadily(stub, topic: str, rate: int, seconds: float) -> int:  # type: ignore[no-untyped-def]
     sent, started = 0, time.monotonic()
-    while not stop.is_set() and time.monotonic() - started < seconds:
-        now_ms = int(time.time() * 1000)
-        data = encode_batch([Record(None, b"x" * 100, now_ms) for _ in range(PER_SEND)])
-        stub.Produce(bpb.ProduceRequest(acks=-1, timeout_ms=10_000, topics=[bpb.ProduceRequest.TopicData(
-            name=topic, partitions=[bpb.ProduceRequest.PartitionData(index=0, records=data)])]), timeout=30)
+    while time.monotonic() - started < seconds:
+        send_batch(stub, topic)
         sent += PER_SEND
         time.sleep(max(0.0, started + sent / rate - time.monotonic()))
     return sent
@@ -132,10 +139,10 @@ def main() -> None:
                      .option("kraftlog.bootstrap.servers", cluster.bootstrap)
                      .option("subscribe", "latency").load()
                      .writeStream.foreachBatch(seen).option("checkpointLocation", f"{tmp}/checkpoint").start())
-            stop = threading.Event()
-            cold_start_s = warm_up(seen, lambda: produce_steadily(cluster, "latency", PER_SEND, 0.001, stop))
+            stub = leader_stub(cluster, "latency")
+            cold_start_s = warm_up(seen, lambda: send_batch(stub, "latency"))
             seen.reset()
-            sent = produce_steadily(cluster, "latency", args.rate, args.seconds, stop)
+            sent = produce_steadily(stub, "latency", args.rate, args.seconds)
             deadline = time.monotonic() + 60
             while len(seen.latencies_ms) < sent and time.monotonic() < deadline:
                 time.sleep(0.2)

@@ -1,5 +1,6 @@
 """The broker's calls to other brokers over gRPC: the replica fetcher's Fetch
-(on a FetchStream kept per leader: kafka_protocol/in_order_calls.py) and ListOffsets, the transaction coordinator's WriteTxnMarkers, and a
+(on a FetchStream kept per leader: kafka_protocol/in_order_calls.py) and
+ListOffsets, the transaction coordinator's WriteTxnMarkers, and a
 partition leader's AddPartitionsToTxn(verify_only) to a transaction
 coordinator; each broker found in the metadata image by its
 `inter.broker.listener.name` endpoint. One channel per address, kept while

@@ -71,9 +71,11 @@ def add_service(server: grpc.aio.Server, service: ServiceDescriptor, servicer: A
     servicer's method answers each request message, see _in_order_handler)."""
     guard = _guards.get(server)
     idle_s = _stream_idle_s.get(server, DEFAULT_STREAM_IDLE_MS / 1000)
-    handlers = {m.name: _in_order_handler(m, getattr(servicer, m.name, None) or _unimplemented(m), guard, idle_s)
-                if m.client_streaming else _unary_handler(m, getattr(servicer, m.name, None) or _unimplemented(m), guard)
-                for m in service.methods}
+    handlers = {}
+    for m in service.methods:
+        implementation = getattr(servicer, m.name, None) or _unimplemented(m)
+        handlers[m.name] = (_in_order_handler(m, implementation, guard, idle_s) if m.client_streaming
+                            else _unary_handler(m, implementation, guard))
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service.full_name, handlers),))
     _served.setdefault(server, []).append(service.full_name)
 
@@ -93,13 +95,7 @@ def _unary_handler(method: MethodDescriptor, implementation: Callable[..., Await
     path = f"/{method.containing_service.full_name}/{method.name}"
 
     async def handle(raw: bytes, context: grpc.aio.ServicerContext) -> Any:
-        if guard is not None:  # before decoding: an unauthenticated caller gets nothing parsed
-            await guard(path, context)
-        try:
-            request = request_class.FromString(raw)
-        except DecodeError as exc:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"malformed {request_class.__name__}: {exc}")
-        return await implementation(request, context)
+        return await implementation(await _guarded_request(raw, context, request_class, path, guard), context)
 
     return grpc.unary_unary_rpc_method_handler(handle, request_deserializer=None, response_serializer=_serialized)
 
@@ -129,21 +125,30 @@ def _in_order_handler(method: MethodDescriptor, implementation: Callable[..., Aw
         requests = raws.__aiter__()
         while True:
             try:
-                raw = await asyncio.wait_for(requests.__anext__(), idle_s)
+                async with asyncio.timeout(idle_s):  # a deadline on this task: no task made per message
+                    raw = await requests.__anext__()
             except StopAsyncIteration:
                 return
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 await context.abort(grpc.StatusCode.UNAVAILABLE, f"no request for {idle_s * 1000:.0f} ms "
                                     "(connections.max.idle.ms): the stream is closed")
-            if guard is not None:  # before decoding, as for a unary call
-                await guard(path, context)
-            try:
-                request = request_class.FromString(raw)
-            except DecodeError as exc:
-                await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"malformed {request_class.__name__}: {exc}")
+            request = await _guarded_request(raw, context, request_class, path, guard)
             yield _serialized(await implementation(request, context))
 
     return grpc.stream_stream_rpc_method_handler(handle, request_deserializer=None, response_serializer=None)
+
+
+async def _guarded_request(raw: bytes, context: grpc.aio.ServicerContext, request_class: Any, path: str,
+                           guard: Optional[Guard]) -> Any:
+    """One request of a unary call or of an in-order stream: the guard first
+    (an unauthenticated caller gets nothing parsed), then decoded, or the
+    call ends INVALID_ARGUMENT naming the request type."""
+    if guard is not None:
+        await guard(path, context)
+    try:
+        return request_class.FromString(raw)
+    except DecodeError as exc:
+        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"malformed {request_class.__name__}: {exc}")
 
 
 def _serialized(response: Any) -> bytes:

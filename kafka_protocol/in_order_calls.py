@@ -41,7 +41,7 @@ class InOrderCalls:
     async def call(self, request: Any, timeout: float) -> Any:
         """The answer to `request`, within `timeout` seconds; raises
         grpc.aio.AioRpcError or StreamEnded for a failed stream and
-        asyncio.TimeoutError when no answer came in time. A kept stream the
+        TimeoutError (asyncio's) when no answer came in time. A kept stream the
         server ended between calls (its idle bound, a restart) is found when
         the request cannot be written: nothing was sent, so the request goes
         on a new stream."""
@@ -52,7 +52,8 @@ class InOrderCalls:
                     self._stream = self._open()
                 stream = self._stream
                 try:
-                    return await asyncio.wait_for(self._exchange(stream, request), timeout)
+                    async with asyncio.timeout(timeout):
+                        return await self._exchange(stream, request)
                 except _NotSent:
                     self.end()
                     if not kept:

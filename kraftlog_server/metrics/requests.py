@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import time
 from bisect import bisect_left
+from collections import deque
 from typing import Any, Awaitable, Callable, Iterator, Optional
 
 import grpc
@@ -185,7 +186,7 @@ def _measured_in_order(behavior: Callable[[Any, grpc.aio.ServicerContext], Any],
     order). A stream that ends in an error counts it against the request
     being answered, if any."""
     async def measured(requests: Any, context: grpc.aio.ServicerContext) -> Any:
-        arrived: list[tuple[float, Optional[RequestStats]]] = []
+        arrived: deque[tuple[float, Optional[RequestStats]]] = deque()
 
         async def noted() -> Any:
             async for request in requests:
@@ -194,24 +195,24 @@ def _measured_in_order(behavior: Callable[[Any, grpc.aio.ServicerContext], Any],
 
         try:
             async for answer in behavior(noted(), context):
-                started, also = arrived.pop(0)
-                if also is not None:
-                    also.finish(started, None)
-                stats.finish(started, None)
+                _finish_next(arrived, stats, None)
                 yield answer
         except asyncio.CancelledError:
-            _finish_pending(arrived, stats, grpc.StatusCode.CANCELLED.name)
+            _finish_next(arrived, stats, grpc.StatusCode.CANCELLED.name)
             raise
         except BaseException:
-            _finish_pending(arrived, stats, _status_name(context))
+            _finish_next(arrived, stats, _status_name(context))
             raise
 
     return measured
 
 
-def _finish_pending(arrived: list[tuple[float, Optional[RequestStats]]], stats: RequestStats, error: str) -> None:
+def _finish_next(arrived: deque[tuple[float, Optional[RequestStats]]], stats: RequestStats,
+                 error: Optional[str]) -> None:
+    """The oldest request not yet answered, counted (FetchConsumer/FetchFollower
+    too, errors under the RPC's own name only, as _measured does)."""
     if arrived:
-        started, also = arrived.pop(0)
+        started, also = arrived.popleft()
         if also is not None:
             also.finish(started, None)
         stats.finish(started, error)
