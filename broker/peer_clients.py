@@ -20,7 +20,7 @@ from kraftlog_api import transactions_pb2 as tpb
 from kraftlog_api import transactions_pb2_grpc as tpb_grpc
 from kafka_protocol.addresses import format_address
 from kafka_protocol.fetch_framing import broker_stub, fetch_stream
-from kafka_protocol.in_order_calls import InOrderCalls, StreamEnded
+from kafka_protocol.in_order_calls import InOrderStreams, StreamEnded
 from kafka_protocol import grpc_keepalive
 from security.ssl_config import SslConfig
 from security.tls import open_aio_channel
@@ -68,8 +68,8 @@ class BrokerPeers:
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._stubs: dict[str, bpb_grpc.KafkaBrokerStub] = {}
         self._txn_stubs: dict[str, tpb_grpc.TransactionCoordinatorStub] = {}
-        self._fetch_streams: dict[str, InOrderCalls] = {}
-        self._unary_fetch_until: dict[str, float] = {}  # address -> loop time: no FetchStream there
+        self._fetch_streams = InOrderStreams(lambda address: fetch_stream(self._channel(address)),
+                                             unary_retry_s=UNARY_FETCH_RETRY_S)
 
     def address(self, broker_id: int) -> str:
         broker = self.replicas.image.brokers.get(broker_id)
@@ -101,32 +101,16 @@ class BrokerPeers:
     async def fetch(self, leader_id: int, request: bpb.FetchRequest) -> bpb.FetchResponse:
         # The leader may hold a long-polled fetch for max_wait_ms.
         timeout = request.max_wait_ms / 1000 + self.request_timeout_s
-        address = self.address(leader_id)
-        if asyncio.get_running_loop().time() >= self._unary_fetch_until.get(address, 0.0):
-            try:
-                return await self._fetch_stream(address).call(request, timeout)
-            except grpc.aio.AioRpcError as exc:
-                reraise_cancellation()
-                if exc.code() != grpc.StatusCode.UNIMPLEMENTED:
-                    raise PeerUnavailable(self._describe(leader_id, exc)) from None
-            except StreamEnded as exc:
-                if exc.code != grpc.StatusCode.UNIMPLEMENTED:
-                    raise PeerUnavailable(f"broker {leader_id}: {exc}") from None
-            except asyncio.TimeoutError:
-                raise PeerUnavailable(f"broker {leader_id}: {grpc.StatusCode.DEADLINE_EXCEEDED.name}") from None
-            self._unary_fetch_until[address] = asyncio.get_running_loop().time() + UNARY_FETCH_RETRY_S
         try:
-            return await self._stub(leader_id).Fetch(request, timeout=timeout)
+            return await self._fetch_streams.call(self.address(leader_id), request, timeout,
+                                                  lambda: self._stub(leader_id).Fetch(request, timeout=timeout))
         except grpc.aio.AioRpcError as exc:
             reraise_cancellation()
             raise PeerUnavailable(self._describe(leader_id, exc)) from None
-
-    def _fetch_stream(self, address: str) -> InOrderCalls:
-        calls = self._fetch_streams.get(address)
-        if calls is None:
-            open_stream = fetch_stream(self._channel(address))
-            calls = self._fetch_streams[address] = InOrderCalls(open_stream)
-        return calls
+        except StreamEnded as exc:
+            raise PeerUnavailable(f"broker {leader_id}: {exc}") from None
+        except TimeoutError:
+            raise PeerUnavailable(f"broker {leader_id}: {grpc.StatusCode.DEADLINE_EXCEEDED.name}") from None
 
     async def list_offsets(self, leader_id: int, request: bpb.ListOffsetsRequest) -> bpb.ListOffsetsResponse:
         return await self._call(leader_id, lambda: self._stub(leader_id).ListOffsets, request)
@@ -156,8 +140,6 @@ class BrokerPeers:
         self._channels.clear()
         self._stubs.clear()
         self._txn_stubs.clear()
-        for calls in self._fetch_streams.values():
-            calls.end()
-        self._fetch_streams.clear()
+        self._fetch_streams.close()
         if channels:
             await asyncio.wait([asyncio.ensure_future(c.close()) for c in channels], timeout=1.0)

@@ -68,9 +68,11 @@ from .txn_markers import describe_producers, write_txn_markers
 MAX_TRANSACTIONAL_ID_BYTES = 2**15 - 1
 
 SERVICE = bpb.DESCRIPTOR.services_by_name["KafkaBroker"]
-# KafkaBroker's Fetch, carried one request after another on one stream (the followers' fetch loops use it).
+# KafkaBroker's Fetch and Produce, carried in order on one stream each (grpc_serving's in-order streams):
+# the followers' fetch loops and the producer's sender use them.
 FETCH_STREAM = bpb.DESCRIPTOR.services_by_name["FetchStream"]
-SERVICE_NAMES = (SERVICE.full_name, FETCH_STREAM.full_name)
+PRODUCE_STREAM = bpb.DESCRIPTOR.services_by_name["ProduceStream"]
+SERVICE_NAMES = (SERVICE.full_name, FETCH_STREAM.full_name, PRODUCE_STREAM.full_name)
 FORWARDED = {
     "CreateTopics": cpb.CreateTopicsResponse,
     "DeleteTopics": cpb.DeleteTopicsResponse,
@@ -455,6 +457,8 @@ def _principal() -> str:
 
 def add_to_server(server: grpc.aio.Server, service: Any) -> None:
     """Serve a KafkaBrokerService, or its methods as RequestQuota.metered wraps them;
-    and its Fetch on the FetchStream service, each streamed request answered as that Fetch."""
+    and its Fetch and Produce on the FetchStream and ProduceStream services, each
+    streamed request answered as that Fetch or Produce."""
     grpc_serving.add_service(server, SERVICE, service)
     grpc_serving.add_service(server, FETCH_STREAM, SimpleNamespace(Fetch=service.Fetch))
+    grpc_serving.add_service(server, PRODUCE_STREAM, SimpleNamespace(Produce=service.Produce))

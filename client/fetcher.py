@@ -33,14 +33,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import Awaitable, Callable, Iterator, Optional
+from typing import Any, Awaitable, Callable, Iterator, Optional
 
 import grpc
 
 from kraftlog_api import broker_pb2 as bpb
 from kafka_protocol.batch import NO_PARTITION_LEADER_EPOCH, parse_header
 from kafka_protocol.errors import Errors, KafkaError
+from kafka_protocol.fetch_framing import fetch_stream
 from kafka_protocol.fetch_session_handler import FetchSessionHandler
+from kafka_protocol.in_order_calls import StreamEnded, failure_status
 from kafka_protocol.records import DecodedBatch, decode_batch
 
 from .consumer_config import ConsumerConfig
@@ -157,15 +159,21 @@ class Fetcher(LoopWorker):
         self._throttled_until: dict[int, float] = {}  # leader -> monotonic time its quota throttle ends
         self.max_throttle_time_ms = 0  # the longest throttle a broker asked for (Kafka's fetch-throttle-time-max)
         self._resolving: Optional[asyncio.Task[None]] = None
+        # One fetch per leader at a time, on the leader's FetchStream (unary with SASL).
+        self._fetch_streams = metadata.in_order_streams(fetch_stream)
 
     async def run(self) -> None:
         """Woken when something changed: a poll took records, a seek, an
         assignment, a fetch or a look-up ended."""
-        while self._next_turn():
-            self._metadata.maybe_update()
-            waiting = self._start_resolving()
-            waiting |= self._send_fetches()
-            await self._sleep(self._backoff_s if waiting else IDLE_WAKE_S)
+        try:
+            while self._next_turn():
+                self._metadata.maybe_update()
+                waiting = self._start_resolving()
+                waiting |= self._send_fetches()
+                await self._sleep(self._backoff_s if waiting else IDLE_WAKE_S)
+        finally:
+            if self._fetch_streams is not None:
+                self._fetch_streams.close()
 
     # --- fetching -------------------------------------------------------------
 
@@ -215,6 +223,13 @@ class Fetcher(LoopWorker):
             self._in_flight.pop(leader, None)
             self.wake()
 
+    async def _send_fetch(self, leader: int, request: bpb.FetchRequest, timeout: float) -> Any:
+        stub = self._metadata.stub(leader)
+        if self._fetch_streams is None:
+            return await stub.Fetch(request, timeout=timeout)
+        return await self._fetch_streams.call(self._metadata.brokers[leader], request, timeout,
+                                              lambda: stub.Fetch(request, timeout=timeout))
+
     async def _fetch_from(self, leader: int, parts: list[tuple[TopicPartition, int, int]]) -> None:
         c = self._config
         session = self._sessions.setdefault(leader, FetchSessionHandler())
@@ -236,14 +251,13 @@ class Fetcher(LoopWorker):
                                    forgotten=[bpb.FetchRequest.ForgottenTopic(topic=t, partitions=ps)
                                               for t, ps in forgotten.items()])
         try:
-            stub = self._metadata.stub(leader)
-            response = await stub.Fetch(request, timeout=(c.request_timeout_ms + c.fetch_max_wait_ms) / 1000)
-        except (grpc.aio.AioRpcError, KeyError) as exc:
+            response = await self._send_fetch(leader, request, (c.request_timeout_ms + c.fetch_max_wait_ms) / 1000)
+        except (grpc.aio.AioRpcError, StreamEnded, TimeoutError, KeyError) as exc:
             session.failed()
-            if isinstance(exc, grpc.aio.AioRpcError) and exc.code() not in TRANSPORT_FAILURES:
+            status = failure_status(exc)
+            if status is not None and status[0] not in TRANSPORT_FAILURES:
                 raise
-            log.info("fetch from broker %s: %s", leader, exc.code().name if isinstance(exc, grpc.aio.AioRpcError)
-                     else "not in metadata")
+            log.info("fetch from broker %s: %s", leader, status[0].name if status is not None else "not in metadata")
             self._metadata.note_unreachable(leader)
             with self._state.cond:
                 for tp, _, _ in parts:

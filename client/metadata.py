@@ -24,7 +24,7 @@ import asyncio
 import logging
 import random
 import time
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Optional, Sequence
 
 import grpc
 
@@ -32,6 +32,8 @@ from kraftlog_api import broker_pb2 as bpb
 from kraftlog_api import broker_pb2_grpc as bpb_grpc
 from kafka_protocol.errors import Errors
 from kafka_protocol.fetch_framing import broker_stub
+from kafka_protocol.grpc_serving import CLIENT_ID_METADATA
+from kafka_protocol.in_order_calls import InOrderStreams
 
 from security.client_security import ClientSecurity
 
@@ -91,6 +93,19 @@ class Metadata(MetadataCache):
         if channel is None:
             channel = self._channels[address] = open_async_channel(address, self.security, self.client_id)
         return channel
+
+    def in_order_streams(self, open_method: Callable[[grpc.aio.Channel], Callable[..., grpc.aio.StreamStreamCall]],
+                         max_in_flight: int = 1) -> Optional[InOrderStreams]:
+        """Calls kept on one in-order stream per broker (kafka_protocol/in_order_calls.py), each stream
+        opened by `open_method` on the address's channel of the moment and carrying client.id; None with
+        SASL, whose login interceptors are unary-only (the caller then makes unary calls)."""
+        if self.security is not None and self.security.sasl is not None:
+            return None
+        # The channel's client-id interceptor is unary-only (an intercepted stream is wrapped, a cost on
+        # every message), so the stream carries client.id itself.
+        metadata = ((CLIENT_ID_METADATA, self.client_id),) if self.client_id else None
+        return InOrderStreams(lambda address: lambda: open_method(self.channel(address))(metadata=metadata),
+                              max_in_flight=max_in_flight)
 
     def stub(self, broker_id: int) -> bpb_grpc.KafkaBrokerStub:
         """The stub of a known broker (KeyError when the metadata does not name it)."""

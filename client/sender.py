@@ -37,6 +37,8 @@ import grpc
 from kraftlog_api import broker_pb2 as bpb
 from kafka_protocol.batch import epoch_exhausted
 from kafka_protocol.errors import Errors, KafkaError
+from kafka_protocol.fetch_framing import produce_stream
+from kafka_protocol.in_order_calls import StreamEnded, failure_status
 from kafka_protocol.produce_framing import encode_produce_request
 
 from .accumulator import IDLE_DELAY_S, RecordAccumulator
@@ -65,16 +67,15 @@ def _detail(error: KafkaError) -> str:
     return str(error.args[0]) if error.args else error.name
 
 
-def transport_error(exc: grpc.aio.AioRpcError) -> KafkaError:
-    """A failed gRPC call as the Kafka error a Java client would see."""
-    code = exc.code()
+def transport_error(code: grpc.StatusCode, details: str) -> KafkaError:
+    """A failed gRPC call (its status, in_order_calls.failure_status) as the Kafka error a Java client would see."""
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
-        return RequestTimedOutError(f"no answer within request.timeout.ms ({exc.details()})")
+        return RequestTimedOutError(f"no answer within request.timeout.ms ({details})")
     if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.CANCELLED, grpc.StatusCode.UNKNOWN):
-        return NetworkError(f"{code.name}: {exc.details()}")
+        return NetworkError(f"{code.name}: {details}")
     if code == grpc.StatusCode.RESOURCE_EXHAUSTED:
-        return error_for_code(Errors.MESSAGE_TOO_LARGE, f"request refused by the transport: {exc.details()}")
-    return error_for_code(Errors.UNKNOWN_SERVER_ERROR, f"gRPC {code.name}: {exc.details()}")
+        return error_for_code(Errors.MESSAGE_TOO_LARGE, f"request refused by the transport: {details}")
+    return error_for_code(Errors.UNKNOWN_SERVER_ERROR, f"gRPC {code.name}: {details}")
 
 
 class Sender:
@@ -96,6 +97,8 @@ class Sender:
         self._woken = False  # wakeup() since the last turn began
         self._sleeping: Optional[asyncio.Future[None]] = None
         self._node_in_flight: dict[int, int] = {}
+        # Produce goes on a ProduceStream per broker, up to max.in.flight requests on it (unary with SASL).
+        self._produce_streams = metadata.in_order_streams(produce_stream, max_in_flight=config.max_in_flight)
         self._throttled_until: dict[int, float] = {}  # node -> clock time its quota throttle ends
         self._requests: set[asyncio.Task[None]] = set()
         self._init_task: Optional[asyncio.Task[None]] = None
@@ -125,11 +128,15 @@ class Sender:
         return not self._acc.has_unsent() and not self._requests
 
     async def run(self) -> None:
-        while not (self._stopping and self.idle):
-            self._woken = False
-            delay = self._run_once()
-            if not self._woken:
-                await self._sleep(delay)
+        try:
+            while not (self._stopping and self.idle):
+                self._woken = False
+                delay = self._run_once()
+                if not self._woken:
+                    await self._sleep(delay)
+        finally:
+            if self._produce_streams is not None:
+                self._produce_streams.close()
 
     async def _sleep(self, delay: float) -> None:
         """Until `delay` seconds pass or wakeup(). One future and one timer: not
@@ -221,12 +228,20 @@ class Sender:
         self._requests.add(task)
         task.add_done_callback(self._requests.discard)
 
+    async def _send_produce(self, node: int, request: bytes) -> bpb.ProduceResponse:
+        unary = self._metadata.stub(node).ProduceEncoded
+        if self._produce_streams is None:
+            return await unary(request, timeout=self._request_timeout_s)
+        return await self._produce_streams.call(self._metadata.brokers[node], request, self._request_timeout_s,
+                                                lambda: unary(request, timeout=self._request_timeout_s))
+
     async def _produce(self, node: int, request: bytes, batches: list[ProducerBatch]) -> None:
         try:
             try:
-                response = await self._metadata.stub(node).ProduceEncoded(request, timeout=self._request_timeout_s)
-            except (grpc.aio.AioRpcError, KeyError) as exc:
-                error = transport_error(exc) if isinstance(exc, grpc.aio.AioRpcError) else \
+                response = await self._send_produce(node, request)
+            except (grpc.aio.AioRpcError, StreamEnded, TimeoutError, KeyError) as exc:
+                status = failure_status(exc)
+                error = transport_error(*status) if status is not None else \
                     NetworkError(f"broker {node} left the metadata")
                 if error.retriable:
                     self._metadata.note_unreachable(node)

@@ -69,6 +69,14 @@ def fetch_stream(channel: Any) -> Callable[[], Any]:
                                  response_deserializer=decode_fetch_response)
 
 
+def produce_stream(channel: Any) -> Callable[[], Any]:
+    """Opens a ProduceStream on an asyncio channel: ProduceRequests already
+    serialized out (as broker_stub's ProduceEncoded takes them), ProduceResponses in."""
+    method = bpb.DESCRIPTOR.services_by_name["ProduceStream"].methods_by_name["Produce"]
+    return channel.stream_stream(f"/{method.containing_service.full_name}/{method.name}",
+                                 request_serializer=None, response_deserializer=bpb.ProduceResponse.FromString)
+
+
 # -- encoding ----------------------------------------------------------------
 
 def encode_fetch_response(answers: Iterable[tuple[str, PartitionData, BytesLike]], trailer: bytes = b"") -> bytes:

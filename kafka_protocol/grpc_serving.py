@@ -100,40 +100,104 @@ def _unary_handler(method: MethodDescriptor, implementation: Callable[..., Await
     return grpc.unary_unary_rpc_method_handler(handle, request_deserializer=None, response_serializer=_serialized)
 
 
+# How many requests of one in-order stream are worked on at once (read,
+# guarded, decoded and being answered); the next is read when the oldest is
+# answered, so a client writing more waits on HTTP/2 flow control. Kafka's
+# producer keeps max.in.flight.requests.per.connection = 5 by default; a
+# follower sends one fetch at a time.
+IN_PROGRESS_PER_STREAM = 5
+
+
+class _Refusal:
+    """Where a stream ends: the status it ends with, sent after the answers to
+    the requests before it (a malformed request, an idle stream)."""
+
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        self.code = code
+        self.details = details
+
+
+_END = object()  # the client closed its side: the stream ends after the last answer
+
+
 def _in_order_handler(method: MethodDescriptor, implementation: Callable[..., Awaitable[Any]],
                       guard: Optional[Guard] = None,
                       idle_s: float = DEFAULT_STREAM_IDLE_MS / 1000) -> grpc.RpcMethodHandler:
-    """A stream-stream RPC that carries unary calls one after another: each
-    request message is decoded and answered by `implementation` (as a unary
-    call of the same request would be) before the next is read, so answers
-    come in the order of the requests, one each. The guard runs for every
-    message, as for every unary call: a SASL session that expires while its
-    stream is open (connections.max.reauth.ms) ends the stream UNAUTHENTICATED
-    at the next request, as Kafka closes a connection that did not
-    re-authenticate in time. A malformed message ends the stream with
-    INVALID_ARGUMENT; `idle_s` without a request ends it UNAVAILABLE (see
-    DEFAULT_STREAM_IDLE_MS). The point is the cost:
-    gRPC's per-call work (a new HTTP/2 stream, metadata, the server's
-    handler lookup and interceptors) is paid once per stream instead of once
-    per request, about a quarter of a unary round trip's CPU on this machine."""
+    """A stream-stream RPC that carries unary calls: each request message is
+    decoded and answered by `implementation` (as a unary call of the same
+    request would be), up to IN_PROGRESS_PER_STREAM of them at once, and the
+    answers are sent in the order of the requests, one each. Requests are
+    started in the order they arrive.
+
+    The guard runs for every message, as for every unary call: a SASL session
+    that expires while its stream is open (connections.max.reauth.ms) ends
+    the stream UNAUTHENTICATED at the next request, as Kafka closes a
+    connection that did not re-authenticate in time. A malformed message ends
+    the stream with INVALID_ARGUMENT after the answers to the requests
+    before it; `idle_s` without a request ends it UNAVAILABLE (see
+    DEFAULT_STREAM_IDLE_MS). The point is the cost: gRPC's per-call work (a
+    new HTTP/2 stream, metadata, the server's handler lookup and
+    interceptors) is paid once per stream instead of once per request, about
+    a quarter of a unary round trip's CPU on this machine."""
     if not (method.client_streaming and method.server_streaming):
         raise ValueError(f"{method.full_name}: only stream-stream RPCs are served in order")
     request_class = message_factory.GetMessageClass(method.input_type)
     path = f"/{method.containing_service.full_name}/{method.name}"
 
-    async def handle(raws: Any, context: grpc.aio.ServicerContext) -> Any:
+    async def read(raws: Any, context: grpc.aio.ServicerContext, started: asyncio.Queue,
+                   slots: asyncio.Semaphore) -> None:
+        """Reads, guards and decodes each request and starts answering it,
+        in arrival order, with a slot free; puts what the stream sends next
+        on `started`: an answer's task, a _Refusal, _END or an exception."""
         requests = raws.__aiter__()
-        while True:
-            try:
-                async with asyncio.timeout(idle_s):  # a deadline on this task: no task made per message
-                    raw = await requests.__anext__()
-            except StopAsyncIteration:
-                return
-            except TimeoutError:
-                await context.abort(grpc.StatusCode.UNAVAILABLE, f"no request for {idle_s * 1000:.0f} ms "
-                                    "(connections.max.idle.ms): the stream is closed")
-            request = await _guarded_request(raw, context, request_class, path, guard)
-            yield _serialized(await implementation(request, context))
+        try:
+            while True:
+                await slots.acquire()
+                try:
+                    async with asyncio.timeout(idle_s):
+                        raw = await requests.__anext__()
+                except StopAsyncIteration:
+                    started.put_nowait(_END)
+                    return
+                except TimeoutError:
+                    started.put_nowait(_Refusal(grpc.StatusCode.UNAVAILABLE, f"no request for {idle_s * 1000:.0f} "
+                                                "ms (connections.max.idle.ms): the stream is closed"))
+                    return
+                if guard is not None:  # before decoding, as for a unary call
+                    await guard(path, context)
+                try:
+                    request = request_class.FromString(raw)
+                except DecodeError as exc:
+                    started.put_nowait(_Refusal(grpc.StatusCode.INVALID_ARGUMENT,
+                                                f"malformed {request_class.__name__}: {exc}"))
+                    return
+                # The task copies this task's context: the session the guard set is the request's.
+                started.put_nowait(asyncio.ensure_future(implementation(request, context)))
+        except BaseException as exc:  # the guard's abort, the transport: the stream ends with it
+            started.put_nowait(exc)
+
+    async def handle(raws: Any, context: grpc.aio.ServicerContext) -> Any:
+        started: asyncio.Queue = asyncio.Queue()
+        slots = asyncio.Semaphore(IN_PROGRESS_PER_STREAM)
+        reader = asyncio.ensure_future(read(raws, context, started, slots))
+        try:
+            while True:
+                next_up = await started.get()
+                if next_up is _END:
+                    return
+                if isinstance(next_up, _Refusal):
+                    await context.abort(next_up.code, next_up.details)
+                if isinstance(next_up, BaseException):
+                    raise next_up
+                answer = _serialized(await next_up)
+                slots.release()
+                yield answer
+        finally:  # the stream ended (an error, the client gone): nothing more is read or answered
+            reader.cancel()
+            while not started.empty():
+                left = started.get_nowait()
+                if isinstance(left, asyncio.Future):
+                    left.cancel()
 
     return grpc.stream_stream_rpc_method_handler(handle, request_deserializer=None, response_serializer=None)
 

@@ -1268,8 +1268,9 @@ class KafkaBroker:
 
 class FetchStreamStub:
     """Fetch requests sent one after another on one HTTP/2 stream: each request
-    gets one answer, the same as a unary KafkaBroker.Fetch would give, before
-    the next request is read (the order of Kafka's requests on a connection).
+    gets one answer, the same as a unary KafkaBroker.Fetch would give, and the
+    answers come in the order of the requests (the order of Kafka's answers on
+    a connection); a broker works on up to five of a stream's requests at once.
     A follower's fetch loop sends here, saving gRPC's per-call cost on the
     replication path; a broker without this service answers UNIMPLEMENTED and
     the follower goes back to unary Fetch calls.
@@ -1290,8 +1291,9 @@ class FetchStreamStub:
 
 class FetchStreamServicer:
     """Fetch requests sent one after another on one HTTP/2 stream: each request
-    gets one answer, the same as a unary KafkaBroker.Fetch would give, before
-    the next request is read (the order of Kafka's requests on a connection).
+    gets one answer, the same as a unary KafkaBroker.Fetch would give, and the
+    answers come in the order of the requests (the order of Kafka's answers on
+    a connection); a broker works on up to five of a stream's requests at once.
     A follower's fetch loop sends here, saving gRPC's per-call cost on the
     replication path; a broker without this service answers UNIMPLEMENTED and
     the follower goes back to unary Fetch calls.
@@ -1321,8 +1323,9 @@ def add_FetchStreamServicer_to_server(servicer, server):
  # This class is part of an EXPERIMENTAL API.
 class FetchStream:
     """Fetch requests sent one after another on one HTTP/2 stream: each request
-    gets one answer, the same as a unary KafkaBroker.Fetch would give, before
-    the next request is read (the order of Kafka's requests on a connection).
+    gets one answer, the same as a unary KafkaBroker.Fetch would give, and the
+    answers come in the order of the requests (the order of Kafka's answers on
+    a connection); a broker works on up to five of a stream's requests at once.
     A follower's fetch loop sends here, saving gRPC's per-call cost on the
     replication path; a broker without this service answers UNIMPLEMENTED and
     the follower goes back to unary Fetch calls.
@@ -1345,6 +1348,93 @@ class FetchStream:
             '/kraftlog.broker.v1.FetchStream/Fetch',
             kraftlog__api_dot_broker__pb2.FetchRequest.SerializeToString,
             kraftlog__api_dot_broker__pb2.FetchResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+
+class ProduceStreamStub:
+    """Produce requests on one HTTP/2 stream, served as FetchStream serves Fetch:
+    each answered as a unary KafkaBroker.Produce would be, in request order.
+    The producer keeps up to max.in.flight.requests.per.connection requests on
+    it; a broker without it answers UNIMPLEMENTED and the producer goes back to
+    unary Produce calls.
+    """
+
+    def __init__(self, channel):
+        """Constructor.
+
+        Args:
+            channel: A grpc.Channel.
+        """
+        self.Produce = channel.stream_stream(
+                '/kraftlog.broker.v1.ProduceStream/Produce',
+                request_serializer=kraftlog__api_dot_broker__pb2.ProduceRequest.SerializeToString,
+                response_deserializer=kraftlog__api_dot_broker__pb2.ProduceResponse.FromString,
+                _registered_method=True)
+
+
+class ProduceStreamServicer:
+    """Produce requests on one HTTP/2 stream, served as FetchStream serves Fetch:
+    each answered as a unary KafkaBroker.Produce would be, in request order.
+    The producer keeps up to max.in.flight.requests.per.connection requests on
+    it; a broker without it answers UNIMPLEMENTED and the producer goes back to
+    unary Produce calls.
+    """
+
+    def Produce(self, request_iterator, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+
+def add_ProduceStreamServicer_to_server(servicer, server):
+    rpc_method_handlers = {
+            'Produce': grpc.stream_stream_rpc_method_handler(
+                    servicer.Produce,
+                    request_deserializer=kraftlog__api_dot_broker__pb2.ProduceRequest.FromString,
+                    response_serializer=kraftlog__api_dot_broker__pb2.ProduceResponse.SerializeToString,
+            ),
+    }
+    generic_handler = grpc.method_handlers_generic_handler(
+            'kraftlog.broker.v1.ProduceStream', rpc_method_handlers)
+    server.add_generic_rpc_handlers((generic_handler,))
+    server.add_registered_method_handlers('kraftlog.broker.v1.ProduceStream', rpc_method_handlers)
+
+
+ # This class is part of an EXPERIMENTAL API.
+class ProduceStream:
+    """Produce requests on one HTTP/2 stream, served as FetchStream serves Fetch:
+    each answered as a unary KafkaBroker.Produce would be, in request order.
+    The producer keeps up to max.in.flight.requests.per.connection requests on
+    it; a broker without it answers UNIMPLEMENTED and the producer goes back to
+    unary Produce calls.
+    """
+
+    @staticmethod
+    def Produce(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/kraftlog.broker.v1.ProduceStream/Produce',
+            kraftlog__api_dot_broker__pb2.ProduceRequest.SerializeToString,
+            kraftlog__api_dot_broker__pb2.ProduceResponse.FromString,
             options,
             channel_credentials,
             insecure,

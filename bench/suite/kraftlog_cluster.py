@@ -295,7 +295,7 @@ def schedstat(pid: int | str = "self") -> tuple[float, float]:
     return int(ran_ns) / 1e9, int(waited_ns) / 1e9
 
 
-RAW_FETCH_MODES = ("one_at_a_time", "all_in_flight", "pipelined", "aio_pipelined")
+RAW_FETCH_MODES = ("one_at_a_time", "all_in_flight", "pipelined", "aio_pipelined", "aio_streamed")
 RAW_FETCH_ROW_MODE = "aio_pipelined"  # the suite's kraftlog.fetch.raw (docs/bench.md, "Raw fetch")
 
 
@@ -309,8 +309,10 @@ class RawFetchJob:
     back), pipelined (one Fetch per partition always in flight: a partition's
     next one leaves as its answer arrives, so a leader of several always has
     one to read while gRPC moves another; blocking gRPC's futures), and
-    aio_pipelined (the same on grpc.aio, one task per partition, as the
-    consumer's fetcher runs). The first two walk every batch header
+    aio_pipelined (the same on grpc.aio, one task per partition), and
+    aio_streamed (aio_pipelined's fetches on one FetchStream per leader, all
+    of its partitions' fetches in flight on it, as the consumer's fetcher
+    sends on the stream). The first two walk every batch header
     (iter_headers: the row as it was); the pipelined ones read four fields a
     batch (batch_extent), all a raw reader needs to go on."""
     leaders: dict[int, str]  # partition -> its leader's address
@@ -327,7 +329,7 @@ class RawFetchJob:
         from kafka_protocol.fetch_framing import broker_stub
         if self.mode not in RAW_FETCH_MODES:
             raise ValueError(f"unknown raw fetch mode {self.mode!r}")
-        if self.mode == "aio_pipelined":
+        if self.mode.startswith("aio_"):
             from client.channels import open_async_channel
             channels = {address: open_async_channel(address) for address in set(self.leaders.values())}
             for channel in channels.values():
@@ -338,6 +340,12 @@ class RawFetchJob:
                 grpc.channel_ready_future(channel).result(timeout=30)
         self._channels = list(channels.values())
         self._stubs = {p: broker_stub(channels[a]) for p, a in self.leaders.items()}
+        if self.mode == "aio_streamed":
+            from kafka_protocol.fetch_framing import fetch_stream
+            from kafka_protocol.in_order_calls import InOrderCalls
+            led = Counter(self.leaders.values())
+            streams = {a: InOrderCalls(fetch_stream(channels[a]), max_in_flight=led[a]) for a in led}
+            self._streams = {p: streams[a] for p, a in self.leaders.items()}
         self._spy = None
         if self.profile:
             import os
@@ -352,7 +360,8 @@ class RawFetchJob:
     async def run(self) -> dict[str, Any]:
         fetched = records = 0
         for _ in range(self.reads):
-            got = await self._aio_pipelined() if self.mode == "aio_pipelined" else getattr(self, f"_{self.mode}")()
+            got = (await self._aio_pipelined() if self.mode.startswith("aio_")
+                   else getattr(self, f"_{self.mode}")())
             fetched, records = fetched + got[0], records + got[1]
         return {"records": records, "bytes": fetched}
 
@@ -414,11 +423,14 @@ class RawFetchJob:
         return fetched, records
 
     async def _aio_pipelined(self) -> tuple[int, int]:
+        streamed = self.mode == "aio_streamed"
+
         async def one(partition: int) -> tuple[int, int]:
             fetched = records = offset = 0
             while True:
-                answer = await self._stubs[partition].Fetch(
-                    self._request(partition, offset), timeout=30)
+                request = self._request(partition, offset)
+                answer = await (self._streams[partition].call(request, 30) if streamed
+                                else self._stubs[partition].Fetch(request, timeout=30))
                 got = _extent(answer.responses[0].partitions[0].records)
                 if got is None:
                     return fetched, records
@@ -427,6 +439,8 @@ class RawFetchJob:
         return sum(d[0] for d in done), sum(d[1] for d in done)
 
     async def close(self) -> None:
+        for calls in set(getattr(self, "_streams", {}).values()):
+            calls.end()
         if getattr(self, "_spy", None) is not None:
             import signal
             self._spy.send_signal(signal.SIGINT)  # py-spy writes what it sampled

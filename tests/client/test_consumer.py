@@ -93,6 +93,9 @@ def test_assign_polls_every_record_once_in_order(cluster, bootstrap) -> None:
         assert first.timestamp_type == TimestampType.CREATE_TIME and first.timestamp > 0
         assert first.leader_epoch is not None and first.leader_epoch >= 0
         assert c.poll(0.2) == []  # nothing more: only records below the high watermark came back
+        # The fetches went on the leaders' FetchStreams (kept streams, one per leader), not unary calls.
+        streamed = set(c._fetcher._fetch_streams._calls)
+        assert streamed and streamed <= set(c._metadata.brokers.values())
 
 
 def test_max_poll_records_bounds_each_poll(cluster, bootstrap) -> None:

@@ -252,6 +252,29 @@ def test_idempotence_puts_producer_id_and_consecutive_sequences_in_the_batches(c
     assert len(producer_ids) == 1
 
 
+def test_produce_requests_go_on_one_stream_per_leader_several_at_once_in_order(cluster, bootstrap) -> None:
+    """Small batches, each its own request (batch.size 200 B, max.in.flight 5): the sender keeps one
+    ProduceStream per leader, writes the next request before the answer to the last, and each request's
+    answer settles its own batches: the offsets follow the records' order, with no gap and nothing twice."""
+    name = topic(cluster, "streamed", partitions=3)
+
+    async def run() -> tuple[list, set, set]:
+        async with AsyncProducer({"bootstrap.servers": bootstrap, "batch.size": 200, "linger.ms": 0,
+                                  "acks": "all", "max.in.flight.requests.per.connection": 5}) as producer:
+            futures = [producer.produce(name, f"{i:04d}".encode() * 30, partition=i % 3) for i in range(600)]
+            results = await asyncio.gather(*futures)
+            sender = producer._sender
+            streamed = set(sender._produce_streams._calls)
+            return results, streamed, set(sender._metadata.brokers.values())
+
+    results, streamed, brokers = asyncio.run(run())
+    assert streamed and streamed <= brokers
+    for p in range(3):
+        assert [r.offset for r in results[p::3]] == list(range(200))
+    assert [r.value for r in read_records(cluster, name, 0, 200)] == [f"{i:04d}".encode() * 30
+                                                                     for i in range(0, 600, 3)]
+
+
 def test_oversized_records_fail_with_message_too_large_without_being_sent(cluster, bootstrap) -> None:
     name = topic(cluster, "too-large")
     results = produce_all(bootstrap, {"max.request.size": 1000}, [

@@ -209,13 +209,14 @@ def test_combined_nodes_run_the_quorum_and_the_partitions_and_stop_one_at_a_time
     broker_channel = combined.channel(combined.broker_addresses[1])
     controller_channel = combined.channel(combined.controller_addresses[1])
     assert services(broker_channel) == {"kraftlog.broker.v1.KafkaBroker", "kraftlog.broker.v1.FetchStream",
-                                        "kraftlog.groups.v1.GroupCoordinator",
+                                        "kraftlog.broker.v1.ProduceStream", "kraftlog.groups.v1.GroupCoordinator",
                                         "kraftlog.transactions.v1.TransactionCoordinator", "grpc.health.v1.Health",
                                         "grpc.reflection.v1alpha.ServerReflection"}
     assert {"kraftlog.quorum.v1.KRaftQuorum", "kraftlog.controller.v1.KRaftController"} <= services(controller_channel)
     wait_until(lambda: serving(broker_channel, "kraftlog.broker.v1.KafkaBroker"), 10, "the broker service SERVING")
     assert serving(broker_channel, "kraftlog.groups.v1.GroupCoordinator")
     assert serving(broker_channel, "kraftlog.broker.v1.FetchStream")
+    assert serving(broker_channel, "kraftlog.broker.v1.ProduceStream")
     assert serving(broker_channel) and serving(controller_channel)
     combined.create_topic(TOPIC, 3, 3)
     topic = combined.wait_for_leaders(TOPIC)
