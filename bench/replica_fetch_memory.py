@@ -7,7 +7,9 @@ every follower's fetch session is incremental and parked on an idle leader.
 
 Printed: bytes per replica (3 x partitions replicas) after the metadata is
 applied (image counted once for the three brokers) and then with the
-sessions; by tracemalloc (`--top` lines of the sessions' profile), or with
+sessions; by tracemalloc (`--top` lines of the sessions' profile, and the
+peak while they were made: the full fetches' passing objects, which leave
+the allocator's pools fragmented), or with
 `--rss`, the process's resident set instead (no tracing: what protobuf's
 arenas and the allocator hold too).
 
@@ -82,6 +84,8 @@ async def measure(partitions: int, directory: Path, use_rss: bool, top: int) -> 
     del delta
     created = held()
     before_sessions = tracemalloc.take_snapshot() if not use_rss else None
+    if not use_rss:
+        tracemalloc.reset_peak()
 
     async def fetch(leader: int, request: bpb.FetchRequest) -> bpb.FetchResponse:
         parsed = bpb.FetchRequest.FromString(request.SerializeToString())  # a leader holds what it parsed
@@ -101,6 +105,7 @@ async def measure(partitions: int, directory: Path, use_rss: bool, top: int) -> 
         await asyncio.sleep(0.1)
         sessions = sum(len(m.fetch_sessions) for m in brokers.values())
         with_sessions = held()
+        peak = tracemalloc.get_traced_memory()[1] if not use_rss else 0
         after = tracemalloc.take_snapshot() if not use_rss else None
     finally:
         for fetcher in fetchers:
@@ -114,6 +119,8 @@ async def measure(partitions: int, directory: Path, use_rss: bool, top: int) -> 
     result = {"partitions": partitions, "replicas": replicas_held, "measure": "rss" if use_rss else "tracemalloc",
               "bytes_per_replica_created": round((created - start) / replicas_held, 1),
               "bytes_per_replica_with_sessions": round((with_sessions - start) / replicas_held, 1)}
+    if not use_rss:
+        result["peak_bytes_per_replica_making_sessions"] = round((peak - start) / replicas_held, 1)
     if after is not None and before_sessions is not None:
         result["sessions_top"] = [str(s) for s in after.compare_to(before_sessions, "lineno")[:top]]
     return result
@@ -130,6 +137,8 @@ def main() -> int:
     print(f"{result['partitions']:,} partitions, RF 3, 3 brokers ({result['replicas']:,} replicas), "
           f"{result['measure']}: {result['bytes_per_replica_created']:.0f} B per replica created, "
           f"{result['bytes_per_replica_with_sessions']:.0f} B with followers parked on idle fetch sessions")
+    if "peak_bytes_per_replica_making_sessions" in result:
+        print(f"peak while the sessions were made: {result['peak_bytes_per_replica_making_sessions']:.0f} B per replica")
     for line in result.get("sessions_top", []):
         print("  ", line)
     return 0
