@@ -68,7 +68,7 @@ class Leadership:
     """What only the leader of the partition holds, for one leader epoch."""
 
     epoch_start_offset: int
-    followers: dict[int, isr_rules.FollowerState]
+    followers: isr_rules.Followers
     hw_waiters: OffsetWaiters = field(default_factory=OffsetWaiters)
     # The AlterPartition item in flight (sent or to be sent), and whether it
     # still has to go out (new, or its last send failed in transport).
@@ -278,19 +278,17 @@ class Partition:
                 self._epoch = state.leader_epoch
             # Every follower must fetch again before the high watermark moves;
             # ISR members count as caught up now, so none is dropped at once.
-            followers = {b: isr_rules.FollowerState(b, last_caught_up_ms=now if b in state.isr else 0)
-                         for b in state.replicas if b != self.broker_id}
+            followers = isr_rules.Followers(isr_rules.FollowerState(b, last_caught_up_ms=now if b in state.isr else 0)
+                                            for b in state.replicas if b != self.broker_id)
             waiters = lead.hw_waiters if lead is not None else OffsetWaiters()
             self.leadership = lead = Leadership(end, followers, waiters)
             log.info("%s-%d: leader in epoch %d from offset %d, isr %s", self.topic, self.index,
                      state.leader_epoch, end, list(state.isr))
         else:
             assert lead is not None
-            for b in state.replicas:
-                if b != self.broker_id and b not in lead.followers:
-                    lead.followers[b] = isr_rules.FollowerState(b)
-            for b in [b for b in lead.followers if b not in state.replicas]:
-                del lead.followers[b]
+            # Followers kept, added (not fetched yet), dropped as the replicas now are.
+            lead.followers = isr_rules.Followers(lead.followers.get(b) or isr_rules.FollowerState(b)
+                                                 for b in state.replicas if b != self.broker_id)
             if lead.pending is not None and state.partition_epoch > lead.pending.partition_epoch:
                 lead.pending = None  # the metadata log has the outcome of the proposal
         self._adopt(state)
