@@ -249,10 +249,12 @@ def idle_replica_bytes(tmp_path, partitions: int) -> float:
     return held / partitions
 
 
-def test_an_idle_replica_costs_under_a_kilobyte_beside_the_image(tmp_path):
-    # Bytes are deterministic: 1,000 B holds the image's ~400 B per partition under target 6's 2 KB.
+def test_an_idle_replica_costs_under_750_bytes_beside_the_image(tmp_path):
+    # Bytes are deterministic: ~530 B (640 B before a leader's followers were a tuple and its
+    # clocks the replica manager's); 750 B holds the image's ~400 B and the fetch sessions'
+    # ~300 B per replica under target 6's 2 KB.
     per_replica = idle_replica_bytes(tmp_path, 3000)
-    assert per_replica < 1000, f"{per_replica:.0f} B per idle replica"
+    assert per_replica < 750, f"{per_replica:.0f} B per idle replica"
 
 
 def test_followers_parked_on_idle_fetch_sessions_hold_under_400_bytes_a_replica(tmp_path):
