@@ -43,13 +43,12 @@ from kafka_protocol.fetch_framing import BytesLike, encode_fetch_response
 from kafka_protocol.fetch_session_handler import FINAL_EPOCH, INITIAL_EPOCH, INVALID_SESSION_ID, next_epoch
 
 from .errors import Error, as_broker_error
-from .fetch_session import FetchSession
+from .fetch_session import DEFAULT_PARTITION_MAX_BYTES, FetchSession, SessionPartition
 from .offsets import READ_COMMITTED
 from .partition import Partition
 from .replica_manager import ReplicaManager, TopicPartition
 
 DEFAULT_MAX_BYTES = 52428800         # fetch.max.bytes
-DEFAULT_PARTITION_MAX_BYTES = 1048576  # max.partition.fetch.bytes
 
 FetchPartition = bpb.FetchRequest.FetchPartition
 PartitionData = bpb.FetchResponse.PartitionData
@@ -104,22 +103,31 @@ async def _full_fetch(replicas: ReplicaManager, request: bpb.FetchRequest,
     appended to the answer."""
     wanted = [(t.topic, p) for t in request.topics for p in t.partitions]
     decided = _followers_fetched(replicas, request, wanted)
+    if session is not None:
+        session.update((((t, fp.partition), fp) for t, fp in wanted), (), replicas.partitions.get)
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(request.max_wait_ms, 0) / 1000
     while True:
+        if session is not None:
+            session.take_changed()  # what this pass reads
         answers, size = _read_all(replicas, request, wanted, decided, _held_back(replicas, request.replica_id))
         if (request.max_wait_ms <= 0 or size >= request.min_bytes
                 or any(a.error_code != Error.NONE or a.HasField("diverging_epoch") for a, _ in answers)):
             break
         remaining = deadline - loop.time()
+        if remaining <= 0 or not wanted or (session is not None and session.closed):
+            break
+        if session is not None:
+            # Parked on the session's own listeners: a future per partition would stay on its
+            # signal after the fetch, until the partition next changes.
+            await session.wait_changed(remaining)
+            continue
         waits = [p.changed.wait() for p in (replicas.partitions.get((t, fp.partition)) for t, fp in wanted) if p]
-        if remaining <= 0 or not waits:
+        if not waits:
             break
         await asyncio.wait(waits, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
     _account(replicas, request, wanted, answers, size)
     if session is not None:
-        session.update((((t, fp.partition), fp) for t, fp in wanted), (), replicas.partitions.get)
-        session.take_changed()
         _settle(replicas, session, request, wanted, answers)
     return encode_fetch_response(((topic, answer, records) for (topic, _), (answer, records) in zip(wanted, answers)),
                                  trailer)
@@ -143,9 +151,9 @@ async def _incremental_fetch(replicas: ReplicaManager, request: bpb.FetchRequest
             if tp in session.partitions:
                 session.refresh(tp, replicas.partitions.get(tp))
                 pending.add(tp)
-        wanted = [(tp[0], session.partitions[tp].fetch) for tp in sorted(pending) if tp in session.partitions]
+        wanted = [(tp[0], session.partitions[tp]) for tp in sorted(pending) if tp in session.partitions]
         answers, size = _read_all(replicas, request, wanted, decided, _held_back(replicas, request.replica_id))
-        news = [_is_news(session, topic, fp, answer, records) for (topic, fp), (answer, records) in zip(wanted, answers)]
+        news = [_is_news(entry, answer, records) for (_, entry), (answer, records) in zip(wanted, answers)]
         remaining = deadline - loop.time()
         if (request.max_wait_ms <= 0 or size >= request.min_bytes or remaining <= 0 or session.closed
                 or any(a.error_code != Error.NONE or a.HasField("diverging_epoch") for a, _ in answers)):
@@ -157,10 +165,9 @@ async def _incremental_fetch(replicas: ReplicaManager, request: bpb.FetchRequest
                                   in zip(wanted, answers, news) if new), trailer)
 
 
-def _is_news(session: FetchSession, topic: str, fp: FetchPartition, answer: PartitionData, records: BytesLike) -> bool:
+def _is_news(entry: SessionPartition, answer: PartitionData, records: BytesLike) -> bool:
     """Whether an incremental answer carries this partition: records, an
     error, a divergence, or watermarks other than those last answered."""
-    entry = session.partitions[(topic, fp.partition)]
     return bool(len(records) or answer.error_code != Error.NONE or answer.HasField("diverging_epoch")
                 or (answer.high_watermark, answer.last_stable_offset, answer.log_start_offset)
                 != (entry.high_watermark, entry.last_stable_offset, entry.log_start_offset))

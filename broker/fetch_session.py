@@ -40,21 +40,39 @@ from .partition import Partition
 EVICTION_MS = 120_000  # Kafka's FetchSessionCache evictionMs: a session idle this long may give way
 
 TopicPartition = tuple[str, int]
+DEFAULT_PARTITION_MAX_BYTES = 1048576  # max.partition.fetch.bytes (replica.fetch.max.bytes is the same by default)
 
 
 class SessionPartition:
-    """One partition of a session: the client's fetch parameters (a
-    FetchRequest.FetchPartition) and what the last answer carrying it said.
-    It is also the listener on the partition's change signal (called: its
-    session marks it), so watching costs no closure per partition."""
-    __slots__ = ("session", "tp", "fetch", "high_watermark", "last_stable_offset", "log_start_offset", "watched")
+    """One partition of a session: the client's fetch parameters that the
+    leader reads with (a FetchRequest.FetchPartition's, copied: holding the
+    parsed message would keep its whole request alive) and what the last
+    answer carrying it said. It stands for the FetchPartition in the
+    session's reads (same field names). It is also the listener on the
+    partition's change signal (called: its session marks it), so watching
+    costs no closure per partition."""
+    __slots__ = ("session", "tp", "current_leader_epoch", "fetch_offset", "partition_max_bytes",
+                 "high_watermark", "last_stable_offset", "log_start_offset", "watched")
 
     def __init__(self, session: "FetchSession", tp: TopicPartition, fetch) -> None:
         self.session = session
         self.tp = tp
-        self.fetch = fetch
+        self.take(fetch)
         self.high_watermark = self.last_stable_offset = self.log_start_offset = -2  # never answered
         self.watched: Optional[Partition] = None
+
+    @property
+    def partition(self) -> int:
+        return self.tp[1]
+
+    def take(self, fetch) -> None:
+        """The parameters of a FetchPartition naming this partition again."""
+        self.current_leader_epoch = fetch.current_leader_epoch
+        self.fetch_offset = fetch.fetch_offset
+        max_bytes = fetch.partition_max_bytes
+        # The usual value (followers' and consumers' default) as one shared int, not one per entry.
+        self.partition_max_bytes = (DEFAULT_PARTITION_MAX_BYTES if max_bytes == DEFAULT_PARTITION_MAX_BYTES
+                                    else max_bytes)
 
     def answered(self, high_watermark: int, last_stable_offset: int, log_start_offset: int) -> bool:
         """Record an answer's watermarks; whether any differs from the last one sent."""
@@ -91,36 +109,27 @@ class FetchSession:
         for tp in forgotten:
             entry = self.partitions.pop(tp, None)
             if entry is not None:
-                self._unwatch(tp, entry)
+                _unwatch(entry)
             self.changed.discard(tp)
         for tp, fetch in fetches:
+            partition = lookup(tp)
             entry = self.partitions.get(tp)
             if entry is None:
+                # Keyed by the broker's own (topic, partition) tuple when it has the replica, not the
+                # request's: one tuple and topic name per partition, however many sessions name it.
+                tp = partition.tp if partition is not None else tp
                 entry = self.partitions[tp] = SessionPartition(self, tp, fetch)
             else:
-                entry.fetch = fetch
-            self._watch(tp, entry, lookup(tp))
-            self.changed.add(tp)
+                entry.take(fetch)
+            _watch(entry, partition)
+            self.changed.add(entry.tp)
 
     def refresh(self, tp: TopicPartition, partition: Optional[Partition]) -> None:
         """The broker's Partition for `tp` now (a replica removed and made
         again is a new object, whose signal is the one to listen on)."""
         entry = self.partitions.get(tp)
-        if entry is not None and entry.watched is not partition:
-            self._watch(tp, entry, partition)
-
-    def _watch(self, tp: TopicPartition, entry: SessionPartition, partition: Optional[Partition]) -> None:
-        if entry.watched is partition:
-            return
-        self._unwatch(tp, entry)
-        if partition is not None:
-            partition.changed.listen(entry, entry)
-        entry.watched = partition
-
-    def _unwatch(self, tp: TopicPartition, entry: SessionPartition) -> None:
-        if entry.watched is not None:
-            entry.watched.changed.unlisten(entry)
-            entry.watched = None
+        if entry is not None:
+            _watch(entry, partition)
 
     def mark(self, tp: TopicPartition) -> None:
         """A partition of the session changed (its signal fired)."""
@@ -148,12 +157,27 @@ class FetchSession:
             self._wake = None
 
     def close(self) -> None:
-        for tp, entry in self.partitions.items():
-            self._unwatch(tp, entry)
+        for entry in self.partitions.values():
+            _unwatch(entry)
         self.partitions.clear()
         self.changed.clear()
         self.closed = True
         self.mark(("", -1))  # a parked fetch on it answers now
+
+
+def _watch(entry: SessionPartition, partition: Optional[Partition]) -> None:
+    if entry.watched is partition:
+        return
+    _unwatch(entry)
+    if partition is not None:
+        partition.changed.listen(entry)
+    entry.watched = partition
+
+
+def _unwatch(entry: SessionPartition) -> None:
+    if entry.watched is not None:
+        entry.watched.changed.unlisten(entry)
+        entry.watched = None
 
 
 def _wake_up(future: asyncio.Future[None]) -> None:

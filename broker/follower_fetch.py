@@ -82,7 +82,7 @@ def fetch_requests(replicas: ReplicaManager, *, max_wait_ms: Optional[int] = Non
     the partitions backing off)."""
     requests = {}
     for leader_id, partitions in sorted(replicas.followed().items()):
-        request = fetch_request(replicas, [p for p in partitions if (p.topic, p.index) not in skip],
+        request = fetch_request(replicas, [p for p in partitions if p.tp not in skip],
                                 max_wait_ms=max_wait_ms)
         if request is not None:
             requests[leader_id] = request
@@ -97,7 +97,7 @@ def fetch_request(replicas: ReplicaManager, partitions: list[Partition], *,
         return None
     max_bytes = replicas.config.replica_fetch_max_bytes
     return session_request(replicas, FetchPlan(INVALID_SESSION_ID, FINAL_EPOCH, {
-        (p.topic, p.index): fetch_state(p, max_bytes) for p in partitions}, []), max_wait_ms=max_wait_ms,
+        p.tp: fetch_state(p, max_bytes) for p in partitions}, []), max_wait_ms=max_wait_ms,
         sessionless=True)
 
 

@@ -39,7 +39,6 @@ from metadata_quorum.image import PartitionState
 from kafka_protocol.batch import parse_header
 from kafka_protocol.control_records import TxnMarker, encode_txn_marker
 from kafka_protocol.errors import KafkaStorageError, OffsetOutOfRangeError
-from partition_log.clock import monotonic_ms
 from partition_log.config import LogConfig
 from partition_log.leader_epoch import UNDEFINED_EPOCH, UNDEFINED_OFFSET
 from partition_log.log import AppendInfo, Clock, Log
@@ -68,7 +67,7 @@ class Leadership:
     """What only the leader of the partition holds, for one leader epoch."""
 
     epoch_start_offset: int
-    followers: dict[int, isr_rules.FollowerState]
+    followers: isr_rules.Followers
     hw_waiters: OffsetWaiters = field(default_factory=OffsetWaiters)
     # The AlterPartition item in flight (sent or to be sent), and whether it
     # still has to go out (new, or its last send failed in transport).
@@ -77,7 +76,13 @@ class Leadership:
 
 
 class LogStore(Protocol):
-    """Where an unopened replica's log comes from (the replica manager)."""
+    """The replica manager as its replicas see it: their broker, its clocks,
+    and where an unopened replica's log comes from (held once per broker,
+    not per replica)."""
+
+    broker_id: int
+    clock: Clock  # wall time: batch and marker timestamps
+    timer: Clock  # replica lag is a duration: measured on a clock no wall-clock jump moves
 
     @property
     def log_dir_failure(self) -> LogDirFailure: ...
@@ -90,24 +95,18 @@ class LogStore(Protocol):
 
 
 class Partition:
-    __slots__ = ("tp", "topic", "index", "topic_id", "_log", "_store", "broker_id", "clock", "timer",
-                 "leader_id", "leader_epoch", "partition_epoch", "replicas", "isr", "leader_recovery_state",
-                 "min_insync_replicas", "strict_min_isr", "leadership", "stopped", "changed", "_producers",
-                 "_producer_log", "_epoch", "indexed_under")
+    __slots__ = ("tp", "topic", "index", "topic_id", "_log", "_store", "leader_id", "leader_epoch", "partition_epoch",
+                 "replicas", "isr", "leader_recovery_state", "min_insync_replicas", "strict_min_isr", "leadership",
+                 "stopped", "changed", "_producers", "_producer_log", "_epoch", "indexed_under")
 
-    def __init__(self, topic: str, index: int, topic_id: bytes, log: Optional[Log], broker_id: int, clock: Clock, *,
-                 producers: Optional[ProducerStateManager] = None, timer: Clock = monotonic_ms,
-                 store: Optional[LogStore] = None) -> None:
+    def __init__(self, topic: str, index: int, topic_id: bytes, log: Optional[Log], store: LogStore, *,
+                 producers: Optional[ProducerStateManager] = None) -> None:
         """`log` None: an unopened replica, opened through `store` on first use."""
         self.tp = (topic, index)  # the key of every index of the replica manager, one tuple
         self.topic = topic
         self.index = index
         self.topic_id = topic_id
         self._store = store
-        self.broker_id = broker_id
-        self.clock = clock  # wall time: batch and marker timestamps
-        # Replica lag is a duration: measured on a clock no wall-clock jump moves.
-        self.timer = timer
         self.leader_id = NO_LEADER
         self.leader_epoch = NO_EPOCH
         self.partition_epoch = NO_EPOCH
@@ -130,8 +129,18 @@ class Partition:
         self.indexed_under: Optional[int] = None
         if log is not None:
             self._attach(log, producers if producers is not None else ProducerStateManager())
-        elif store is None:
-            raise ValueError("an unopened partition needs a store to open its log from")
+
+    @property
+    def broker_id(self) -> int:
+        return self._store.broker_id
+
+    @property
+    def clock(self) -> Clock:
+        return self._store.clock
+
+    @property
+    def timer(self) -> Clock:
+        return self._store.timer
 
     def _attach(self, log: Log, producers: ProducerStateManager) -> None:
         # Producers, on every replica: a function of the log, so it is loaded
@@ -170,7 +179,6 @@ class Partition:
         with the epoch it led in recorded from 0 as a new leader's is."""
         if self._log is not None:
             return self._log
-        assert self._store is not None
         if self.stopped:
             raise KafkaStorageError(f"the replica of {self.topic}-{self.index} was removed from this broker")
         log, producers = self._store.open_log(self)
@@ -184,7 +192,6 @@ class Partition:
     def config(self) -> LogConfig:
         if self._log is not None:
             return self._log.config
-        assert self._store is not None
         return self._store.log_config(self.topic)
 
     @property
@@ -220,7 +227,6 @@ class Partition:
 
     def _check_dir(self) -> None:
         """An unopened replica in an offline log directory answers as its log would."""
-        assert self._store is not None
         self._store.log_dir_failure.check()
 
     def __repr__(self) -> str:
@@ -278,19 +284,17 @@ class Partition:
                 self._epoch = state.leader_epoch
             # Every follower must fetch again before the high watermark moves;
             # ISR members count as caught up now, so none is dropped at once.
-            followers = {b: isr_rules.FollowerState(b, last_caught_up_ms=now if b in state.isr else 0)
-                         for b in state.replicas if b != self.broker_id}
+            followers = isr_rules.Followers(isr_rules.FollowerState(b, last_caught_up_ms=now if b in state.isr else 0)
+                                            for b in state.replicas if b != self.broker_id)
             waiters = lead.hw_waiters if lead is not None else OffsetWaiters()
             self.leadership = lead = Leadership(end, followers, waiters)
             log.info("%s-%d: leader in epoch %d from offset %d, isr %s", self.topic, self.index,
                      state.leader_epoch, end, list(state.isr))
         else:
             assert lead is not None
-            for b in state.replicas:
-                if b != self.broker_id and b not in lead.followers:
-                    lead.followers[b] = isr_rules.FollowerState(b)
-            for b in [b for b in lead.followers if b not in state.replicas]:
-                del lead.followers[b]
+            # Followers kept, added (not fetched yet), dropped as the replicas now are.
+            lead.followers = isr_rules.Followers(lead.followers.get(b) or isr_rules.FollowerState(b)
+                                                 for b in state.replicas if b != self.broker_id)
             if lead.pending is not None and state.partition_epoch > lead.pending.partition_epoch:
                 lead.pending = None  # the metadata log has the outcome of the proposal
         self._adopt(state)

@@ -143,13 +143,17 @@ class ReplicaFetcher:
         touched = self._touched.pop(leader_id, set())
         if (cached is None or len(cached) != len(partitions) or now >= self._refresh_at.get(leader_id, 0.0)
                 or self._backoff):
-            wanted = self._wanted[leader_id] = {(p.topic, p.index): fetch_state(p, max_bytes) for p in partitions}
+            # Keyed by each Partition's own tuple; a state equal to the one held is kept, not
+            # replaced: the fetch session holds the same tuple, not a copy of it.
+            old = cached or {}
+            wanted = self._wanted[leader_id] = {p.tp: _same(old.get(p.tp), fetch_state(p, max_bytes))
+                                                for p in partitions}
             self._refresh_at[leader_id] = now + FULL_REFRESH_S
             return wanted, None
         for tp in touched:
             partition = self.replicas.partitions.get(tp)
             if tp in cached and partition is not None:
-                cached[tp] = fetch_state(partition, max_bytes)
+                cached[tp] = _same(cached[tp], fetch_state(partition, max_bytes))
         return cached, touched
 
     def _ready(self, leader_id: int, now: float) -> tuple[list[Partition], Optional[float]]:
@@ -159,7 +163,7 @@ class ReplicaFetcher:
             return self.replicas.followed_by(leader_id), None
         ready, wake = [], None
         for partition in self.replicas.followed_by(leader_id):
-            key = (partition.topic, partition.index)
+            key = partition.tp
             backoff = self._backoff.get(key)
             if backoff is not None:
                 epoch, until = backoff
@@ -187,7 +191,7 @@ class ReplicaFetcher:
     def _back_off(self, partitions: list[Partition], now: float) -> None:
         until = now + self.replicas.config.replica_fetch_backoff_ms / 1000
         for partition in partitions:
-            self._backoff[(partition.topic, partition.index)] = (partition.leader_epoch, until)
+            self._backoff[partition.tp] = (partition.leader_epoch, until)
 
     async def _reset(self, leader_id: int, partition: Partition, now: float) -> None:
         """OFFSET_OUT_OF_RANGE: ask the leader for its log start and end, then
@@ -211,3 +215,8 @@ class ReplicaFetcher:
             offset = reset_out_of_range(partition, start.offset, end.offset)
             log.info("%s-%d: out of range on leader %d (log %d..%d): fetching from %d", partition.topic,
                      partition.index, leader_id, start.offset, end.offset, offset)
+
+
+def _same(held: Optional[tuple], state: tuple) -> tuple:
+    """`held` if it equals `state`: one tuple per partition however often it is computed."""
+    return held if held == state else state

@@ -177,11 +177,9 @@ class ReplicaManager:
                 changes.failed[tp] = str(exc)
                 return
             if lg is None:  # a new replica: its log is created on first use (open_log)
-                partition = Partition(topic, index, topic_id, None, self.broker_id, self.clock, timer=self.timer,
-                                      store=self)
+                partition = Partition(topic, index, topic_id, None, self)
             else:
-                partition = Partition(topic, index, topic_id, lg, self.broker_id, self.clock,
-                                      producers=self._new_producers(), timer=self.timer)
+                partition = Partition(topic, index, topic_id, lg, self, producers=self._new_producers())
             partition.min_insync_replicas = self._topic_settings(topic)[1]
             partition.strict_min_isr = elr_enabled(self.image.features)
             self.partitions[partition.tp] = partition

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
-from typing import Callable, Hashable, Optional
+from typing import Callable
 
 
 class Signal:
@@ -25,17 +25,18 @@ class Signal:
         self._future: asyncio.Future[None] | None = None
         # Standing listeners (fetch sessions, broker/fetch_session.py): called
         # on every fire() until removed, so a parked session learns which of
-        # its partitions changed without a future per partition per wait.
-        self._listeners: Optional[dict[Hashable, Callable[[], None]]] = None
+        # its partitions changed without a future per partition per wait. A
+        # tuple (a led partition has a listener per follower's session): the
+        # smallest container, and fire() iterates it as it stands.
+        self._listeners: tuple[Callable[[], None], ...] = ()
 
-    def listen(self, key: Hashable, callback: Callable[[], None]) -> None:
-        if self._listeners is None:
-            self._listeners = {}
-        self._listeners[key] = callback
+    def listen(self, listener: Callable[[], None]) -> None:
+        if listener not in self._listeners:
+            self._listeners += (listener,)
 
-    def unlisten(self, key: Hashable) -> None:
-        if self._listeners is not None:
-            self._listeners.pop(key, None)
+    def unlisten(self, listener: Callable[[], None]) -> None:
+        if listener in self._listeners:
+            self._listeners = tuple(x for x in self._listeners if x is not listener)
 
     def wait(self) -> asyncio.Future[None]:
         if self._future is None or self._future.done():
@@ -46,25 +47,28 @@ class Signal:
         future, self._future = self._future, None
         if future is not None and not future.done():
             future.set_result(None)
-        if self._listeners:
-            for callback in list(self._listeners.values()):
-                callback()
+        for listener in self._listeners:
+            listener()
 
 
 class OffsetWaiters:
-    """Futures keyed by the offset that completes them, cheapest first."""
+    """Futures keyed by the offset that completes them, cheapest first. One
+    per partition led here: the heap (a list) is made by the first waiter,
+    and the tie-breaking sequence is shared by all."""
 
-    __slots__ = ("_heap", "_seq")  # one per partition led here
+    __slots__ = ("_heap",)
+    _seq = itertools.count()
 
     def __init__(self) -> None:
-        self._heap: list[tuple[int, int, asyncio.Future[int]]] = []
-        self._seq = itertools.count()
+        self._heap: list[tuple[int, int, asyncio.Future[int]]] | tuple[()] = ()
 
     def __len__(self) -> int:
         return len(self._heap)
 
     def add(self, offset: int) -> asyncio.Future[int]:
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        if not self._heap:
+            self._heap = []
         heapq.heappush(self._heap, (offset, next(self._seq), future))
         return future
 
@@ -76,7 +80,7 @@ class OffsetWaiters:
                 future.set_result(result)
 
     def complete_all(self, result: int) -> None:
-        heap, self._heap = self._heap, []
+        heap, self._heap = self._heap, ()
         for _, _, future in heap:
             if not future.done():
                 future.set_result(result)

@@ -131,7 +131,7 @@ def test_a_caught_up_follower_is_proposed_for_the_isr_and_counted_while_in_fligh
     follower_fetch(cluster, 2, 2)
     assert leader.high_watermark == 2
     woken = []
-    cluster[1].isr_change_wanted.listen("test", lambda: woken.append(True))  # what the shell awaits
+    cluster[1].isr_change_wanted.listen(lambda: woken.append(True))  # what the shell awaits
     follower_fetch(cluster, 3, 1)  # below the high watermark: not yet
     assert woken == [] and cluster[1].alter_partition_request() is None
     follower_fetch(cluster, 3, 2)
