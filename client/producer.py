@@ -83,7 +83,6 @@ __all__ = ["AsyncProducer", "AsyncRecordFuture", "PreparedTxnState", "Producer",
 Bytes = Union[bytes, bytearray, memoryview, str]
 HeadersArg = Union[Mapping[str, Optional[Bytes]], Iterable[tuple[str, Optional[Bytes]]], None]
 _time_ns = time.time_ns
-_new_object = object.__new__  # a record future without running __init__ (produce()'s fast path)
 
 
 def make_record(value: Optional[Bytes], key: Optional[Bytes], headers: HeadersArg,
@@ -198,11 +197,15 @@ class AsyncProducer:
             if batch is not None and not batch.closed:
                 size = RECORD_OVERHEAD_UPPER_BOUND + len(value)
                 if batch.size + size <= self._batch_size:
-                    future = _new_object(AsyncRecordFuture)
-                    future._settlement, future._on_delivery, future._callbacks, future._cancelled = \
-                        self._settlement, on_delivery, None, False
+                    # RecordFuture.new, inlined: a slot a statement (four in one assignment build a tuple)
+                    future = AsyncRecordFuture()
+                    future._settlement = self._settlement
+                    future._on_delivery = on_delivery
+                    future._callbacks = None
+                    future._cancelled = False
                     values = batch.values
-                    future._batch, future._index = batch, len(values)
+                    future._batch = batch
+                    future._index = len(values)
                     if on_delivery is not None:
                         batch.listeners.append(future)
                     values.append(value)  # the batch has no key or header column (see _keyless_open)
@@ -210,7 +213,7 @@ class AsyncProducer:
                     batch.size += size
                     self._accumulator.buffered_bytes += size
                     return future
-        future = AsyncRecordFuture(self._settlement, on_delivery)
+        future = AsyncRecordFuture.new(self._settlement, on_delivery)
         self.submit(topic, make_record(value, key, headers, timestamp), partition, future)
         return future
 
@@ -225,7 +228,7 @@ class AsyncProducer:
         encoded = encode_table(table, partitions, partition, batch_size=c.batch_size,
                                max_record_size=self._max_record_size, codec=c.compression,
                                start=self._sticky.partition(topic, self._metadata.partitions(topic)))
-        futures = [AsyncRecordFuture(self._settlement, None) for _ in encoded]
+        futures = [AsyncRecordFuture.new(self._settlement, None) for _ in encoded]
         self.enqueue_encoded(topic, encoded, futures)
         return futures
 
@@ -646,9 +649,13 @@ class Producer:
         producer = self._producer
         if producer._accumulator.buffered_bytes + producer._waiting_bytes >= self._buffer_memory:
             self._wait_for_room()
-        future = _new_object(SyncRecordFuture)  # SyncRecordFuture(self._settlement, on_delivery), inlined
-        future._settlement, future._on_delivery, future._batch, future._index, future._callbacks, \
-            future._cancelled = self._settlement, on_delivery, None, 0, None, False
+        future = SyncRecordFuture()  # SyncRecordFuture.new(self._settlement, on_delivery), inlined
+        future._settlement = self._settlement
+        future._on_delivery = on_delivery
+        future._batch = None
+        future._index = 0
+        future._callbacks = None
+        future._cancelled = False
         self._incoming.append((topic, record, partition, future))
         if not self._scheduled:
             self._scheduled = True
@@ -670,7 +677,7 @@ class Producer:
                                max_record_size=p._max_record_size, codec=p.config.compression, start=start)
         self._wait_for_room()
         self._drain_incoming()
-        futures = [SyncRecordFuture(self._settlement, None) for _ in encoded]
+        futures = [SyncRecordFuture.new(self._settlement, None) for _ in encoded]
         self._io.call(_run(lambda: p.enqueue_encoded(topic, encoded, futures)))
         return futures
 

@@ -28,7 +28,7 @@ def record(n: int, size: int = 10) -> Record:
 
 def untold() -> SyncRecordFuture:
     """A record's future that nobody listens to (what the accumulator mostly sees)."""
-    return SyncRecordFuture(Settlement())
+    return SyncRecordFuture.new(Settlement())
 
 
 # --- settings -----------------------------------------------------------------
@@ -89,7 +89,7 @@ def test_a_batch_completes_each_record_with_its_offset_and_reencodes_only_for_a_
     got: list = []
     batch = ProducerBatch("t", 3, 0, 0.0)
     for n in range(3):
-        batch.append(record(n), 31, SyncRecordFuture(batch.settlement, lambda e, m: got.append((m, e))))
+        batch.append(record(n), 31, SyncRecordFuture.new(batch.settlement, lambda e, m: got.append((m, e))))
     first = batch.encode(Codec.GZIP)
     assert batch.encode(Codec.GZIP) is first
     batch.producer_id, batch.producer_epoch, batch.base_sequence = 7, 1, 40
@@ -108,8 +108,8 @@ def test_a_failing_callback_does_not_stop_the_others() -> None:
         raise ValueError("user code")
 
     batch = ProducerBatch("t", 0, 0, 0.0)
-    batch.append(record(0), 31, SyncRecordFuture(batch.settlement, bad))
-    batch.append(record(1), 31, SyncRecordFuture(batch.settlement, lambda e, m: got.append(e)))
+    batch.append(record(0), 31, SyncRecordFuture.new(batch.settlement, bad))
+    batch.append(record(1), 31, SyncRecordFuture.new(batch.settlement, lambda e, m: got.append(e)))
     error = RuntimeError("x")
     batch.fail(error)
     assert got == [error] and batch.finished

@@ -66,7 +66,7 @@ def test_a_producer_batch_encodes_as_encode_batch_and_kafka_python_reads_it(reco
     batch = ProducerBatch("t", 0, 0, 0.0)
     for key, value, stamp in records:
         record = (key, value, stamp, (), -1)
-        batch.append(record, record_size_upper_bound(record), SyncRecordFuture(batch.settlement))
+        batch.append(record, record_size_upper_bound(record), SyncRecordFuture.new(batch.settlement))
     batch.producer_id, batch.producer_epoch, batch.base_sequence = 9, 1, 5
     ours = batch.encode(codec, transactional)
     assert ours == python_batch(records, codec, producer_id=9, producer_epoch=1, base_sequence=5,
@@ -90,7 +90,7 @@ def test_the_batches_of_one_request_encoded_in_one_call_are_each_encode_batchs(b
         batch = ProducerBatch("t", n, n, 0.0)
         for key, value, stamp in records:
             record = (key, value, stamp, (), -1)
-            batch.append(record, record_size_upper_bound(record), SyncRecordFuture(batch.settlement))
+            batch.append(record, record_size_upper_bound(record), SyncRecordFuture.new(batch.settlement))
         built.append(batch)
     encode_sections(built, codec)
     assert all(batch._section is not None for batch in built if batch.record_count >= COMPILED_MIN_RECORDS)
@@ -105,7 +105,7 @@ def test_records_with_headers_keys_and_nulls_mixed_in_one_batch_keep_their_colum
     batch = ProducerBatch("t", 0, 0, 0.0)
     for key, value, stamp, headers in records:
         record = (key, value, stamp, headers, -1)
-        batch.append(record, record_size_upper_bound(record), SyncRecordFuture(batch.settlement))
+        batch.append(record, record_size_upper_bound(record), SyncRecordFuture.new(batch.settlement))
     assert batch.records == [(*r, -1) for r in records]
     decoded = decode_batch(batch.encode(Codec.NONE))
     assert [(r.key, r.value, r.timestamp, r.headers) for r in decoded.records] == [
@@ -119,7 +119,7 @@ def test_timestamps_the_compiled_encoder_cannot_write_are_left_to_the_python_one
     wide = [(None, b"v%d" % i, 0 if i % 2 else TIMESTAMP_SPREAD_LIMIT, ()) for i in range(COMPILED_MIN_RECORDS)]
     batch = ProducerBatch("t", 0, 0, 0.0)
     for record in wide:
-        batch.append((*record, -1), 40, SyncRecordFuture(Settlement()))
+        batch.append((*record, -1), 40, SyncRecordFuture.new(Settlement()))
     assert batch.encode(Codec.NONE) == encode_batch(batch.records)
 
 
@@ -128,7 +128,7 @@ def test_small_batches_and_batches_before_the_encoder_is_loaded_use_the_python_e
     monkeypatch.setattr(producer_batch, "_load_in_background", lambda: None)
     batch = ProducerBatch("t", 0, 0, 0.0)
     for i in range(COMPILED_MIN_RECORDS):
-        batch.append((None, b"v", NOW + i, (), -1), 30, SyncRecordFuture(batch.settlement))
+        batch.append((None, b"v", NOW + i, (), -1), 30, SyncRecordFuture.new(batch.settlement))
     assert batch.encode(Codec.NONE) == encode_batch(batch.records)
     assert batch._section is None
 
