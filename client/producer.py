@@ -87,7 +87,8 @@ _time_ns = time.time_ns
 
 def make_record(value: Optional[Bytes], key: Optional[Bytes], headers: HeadersArg,
                 timestamp: Optional[int]) -> ProducerRecord:
-    """A record from produce()'s arguments: str is UTF-8, timestamps are ms (now when None)."""
+    """A record from produce()'s arguments: str is UTF-8; `timestamp` is ms (now when None), the
+    record's is ns (see ProducerRecord)."""
     if headers:
         items = headers.items() if isinstance(headers, Mapping) else headers
         header_tuple = tuple((str(k), _as_bytes("header value", v)) for k, v in items)
@@ -97,7 +98,7 @@ def make_record(value: Optional[Bytes], key: Optional[Bytes], headers: HeadersAr
         key = _as_bytes("key", key)
     if type(value) is not bytes and value is not None:
         value = _as_bytes("value", value)
-    return (key, value, _time_ns() // 1_000_000 if timestamp is None else int(timestamp),  # type: ignore[return-value]
+    return (key, value, _time_ns() if timestamp is None else int(timestamp) * 1_000_000,  # type: ignore[return-value]
             header_tuple, -1)
 
 
@@ -209,7 +210,7 @@ class AsyncProducer:
                     if on_delivery is not None:
                         batch.listeners.append(future)
                     values.append(value)  # the batch has no key or header column (see _keyless_open)
-                    batch.stamps.append(_time_ns() // 1_000_000)
+                    batch.stamps.append(_time_ns())  # ns: the ms are taken per batch when it is encoded
                     batch.size += size
                     self._accumulator.buffered_bytes += size
                     return future
@@ -643,7 +644,7 @@ class Producer:
         if txn is not None:
             txn.check_send()  # outside a transaction: raised here, as confluent-kafka's produce() does
         if key is None and headers is None and timestamp is None and type(value) is bytes:
-            record: ProducerRecord = (None, value, _time_ns() // 1_000_000, (), -1)  # make_record's, inlined
+            record: ProducerRecord = (None, value, _time_ns(), (), -1)  # make_record's, inlined
         else:
             record = make_record(value, key, headers, timestamp)
         producer = self._producer

@@ -74,17 +74,21 @@ def list_parts(items: Sequence[Optional[bytes]]) -> Parts:
 
 
 def encode_lists(keys: Optional[Sequence[Optional[bytes]]], values: Sequence[Optional[bytes]],
-                 timestamps: Sequence[int], counts: Optional[Sequence[int]] = None) -> Optional[EncodedBodies]:
+                 timestamps: Sequence[int], counts: Optional[Sequence[int]] = None,
+                 stamps_in_ns: bool = False) -> Optional[EncodedBodies]:
     """The records sections (no headers) of batches of consecutive records,
     `counts[i]` records each (None: one batch of all), from the records'
-    keys (None: all null), values and timestamps (ms). None where a
-    timestamp is outside int64 or they spread too wide: the Python encoder
-    then writes (or refuses) them."""
+    keys (None: all null), values and timestamps (ms; ns with `stamps_in_ns`,
+    floored to ms here, all at once). None where a timestamp is outside
+    int64 or they spread too wide: the Python encoder then writes (or
+    refuses) them."""
     n = len(values)
     try:
         stamps = np.fromiter(timestamps, np.int64, n)
     except OverflowError:
         return None
+    if stamps_in_ns:
+        stamps //= 1_000_000  # numpy's floor division, as Python's
     if int(stamps.max()) - int(stamps.min()) >= TIMESTAMP_SPREAD_LIMIT:
         return None
     bounds = np.zeros(1 + (1 if counts is None else len(counts)), np.int64)

@@ -12,14 +12,14 @@ import threading
 import pytest
 
 from client.errors import error_for_code
-from client.producer_batch import ProducerBatch, RecordMetadata
+from client.producer_batch import NS_PER_MS, ProducerBatch, RecordMetadata
 from client.record_future import AsyncRecordFuture, Settlement, SyncRecordFuture
 from kafka_protocol.errors import Errors, KafkaError
 
 
 
 def record(n: int) -> tuple:
-    return (None, b"v%d" % n, 1000 + n, (), -1)
+    return (None, b"v%d" % n, (1000 + n) * NS_PER_MS, (), -1)  # ProducerRecord: ns
 
 
 def batch_of(futures: list, partition: int = 2) -> ProducerBatch:
@@ -91,7 +91,8 @@ def test_on_delivery_is_called_once_per_record_in_order_and_a_raising_one_stops_
     def bad(error, metadata) -> None:
         raise ValueError("user code")
 
-    futures = [SyncRecordFuture.new(settlement, bad if n == 1 else lambda e, m: told.append(m.offset)) for n in range(4)]
+    futures = [SyncRecordFuture.new(settlement, bad if n == 1 else lambda e, m: told.append(m.offset))
+               for n in range(4)]
     batch = batch_of(futures)
     futures[2].add_done_callback(lambda f: told.append("callback 2"))
     batch.complete(40, -1)

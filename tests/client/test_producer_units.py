@@ -7,7 +7,7 @@ import pytest
 from client.accumulator import RecordAccumulator
 from client.errors import InvalidConfigError
 from client.idempotence import SEQUENCE_MODULUS, IdempotenceState
-from client.producer_batch import ProducerBatch, RecordMetadata, record_size_upper_bound
+from client.producer_batch import NS_PER_MS, ProducerBatch, RecordMetadata, record_size_upper_bound
 from client.producer_config import ProducerConfig
 from client.record_future import Settlement, SyncRecordFuture
 from kafka_protocol.batch import HEADER_SIZE
@@ -22,8 +22,9 @@ def leader_of(topic: str, partition: int):
     return LEADERS.get((topic, partition))
 
 
-def record(n: int, size: int = 10) -> Record:
-    return Record(None, str(n).encode().rjust(size, b"0"), 1000 + n)
+def record(n: int, size: int = 10) -> tuple:
+    """A record as the producer holds it (client/producer_batch.ProducerRecord: its timestamp in ns)."""
+    return (None, str(n).encode().rjust(size, b"0"), (1000 + n) * NS_PER_MS, (), -1)
 
 
 def untold() -> SyncRecordFuture:
@@ -95,7 +96,7 @@ def test_a_batch_completes_each_record_with_its_offset_and_reencodes_only_for_a_
     batch.producer_id, batch.producer_epoch, batch.base_sequence = 7, 1, 40
     stamped = decode_batch(batch.encode(Codec.GZIP))
     assert (stamped.header.producer_id, stamped.header.producer_epoch, stamped.header.base_sequence) == (7, 1, 40)
-    assert stamped.header.codec == Codec.GZIP and [r.value for r in stamped.records] == [record(n).value
+    assert stamped.header.codec == Codec.GZIP and [r.value for r in stamped.records] == [record(n)[1]
                                                                                           for n in range(3)]
     batch.complete(100, -1)
     assert got == [(RecordMetadata("t", 3, 100 + n, 1000 + n), None) for n in range(3)]
