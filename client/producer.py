@@ -174,7 +174,9 @@ class AsyncProducer:
 
     @property
     def buffered_bytes(self) -> int:
-        """Bytes of records held for sending, batched or waiting for their topic's metadata."""
+        """buffer.memory in use: each batch's reservation (batch.size, or its one larger
+        record, as Kafka's BufferPool allocates; accumulator.py), and the records waiting
+        for their topic's metadata."""
         return self._accumulator.buffered_bytes + self._waiting_bytes
 
     def metrics(self) -> dict[str, int]:
@@ -211,8 +213,7 @@ class AsyncProducer:
                         batch.listeners.append(future)
                     values.append(value)  # the batch has no key or header column (see _keyless_open)
                     batch.stamps.append(_time_ns())  # ns: the ms are taken per batch when it is encoded
-                    batch.size += size
-                    self._accumulator.buffered_bytes += size
+                    batch.size += size  # within the batch's buffer.memory reservation (accumulator.py)
                     return future
         future = AsyncRecordFuture.new(self._settlement, on_delivery)
         self.submit(topic, make_record(value, key, headers, timestamp), partition, future)
@@ -288,7 +289,6 @@ class AsyncProducer:
                 size = RECORD_OVERHEAD_UPPER_BOUND + len(value)
                 if batch.size + size <= self._batch_size:
                     batch.append(record, size, future)
-                    self._accumulator.buffered_bytes += size
                     return
         if self._closed:
             raise RuntimeError("cannot send after the producer is closed")
@@ -632,7 +632,7 @@ class Producer:
 
     @property
     def buffered_bytes(self) -> int:
-        """Bytes of records held for sending (what buffer.memory bounds)."""
+        """buffer.memory in use (AsyncProducer.buffered_bytes)."""
         return self._producer.buffered_bytes
 
     def produce(self, topic: str, value: Optional[Bytes], key: Optional[Bytes] = None, headers: HeadersArg = None,

@@ -148,7 +148,7 @@ def record_size_upper_bound(record: ProducerRecord) -> int:
 
 class ProducerBatch:
     __slots__ = ("topic", "partition", "serial", "created", "keys", "values", "stamps", "headers", "listeners",
-                 "settlement", "size", "closed", "attempts", "retry_at", "last_error", "producer_id",
+                 "settlement", "size", "reserved", "closed", "attempts", "retry_at", "last_error", "producer_id",
                  "producer_epoch", "base_sequence", "next_when_sent", "_encoded", "_encoded_for", "_section",
                  "finished", "base_offset", "log_append_time", "error")
 
@@ -166,6 +166,7 @@ class ProducerBatch:
         self.listeners: list[RecordFuture] = []  # the records' futures with a callback to run when it finishes
         self.settlement = settlement or Settlement()
         self.size = b.HEADER_SIZE     # upper bound of the encoded, uncompressed size
+        self.reserved = 0             # bytes of buffer.memory it holds (set by the accumulator)
         self.closed = False           # no more records: full, drained, expired or failed
         self.attempts = 0             # times sent
         self.retry_at = 0.0           # monotonic time before which a retry waits (retry.backoff.ms)

@@ -131,9 +131,27 @@ def test_batches_fill_to_batch_size_and_an_oversized_record_gets_its_own() -> No
     acc = accumulator(batch_size=200)
     new = [acc.append(("t", 0), record(n), 30, untold(), 0.0) for n in range(6)]
     assert new == [True, False, False, False, True, False]  # 61 + 4 x 30 = 181 <= 200
-    assert acc.buffered_bytes == 2 * HEADER_SIZE + 6 * 30
+    assert acc.buffered_bytes == 2 * 200  # each batch holds batch.size of buffer.memory
     assert acc.has_room(("t", 0), 30) and not acc.has_room(("t", 0), 200)
     assert not acc.has_room(("t", 1), 1)
+
+
+def test_buffer_memory_is_held_per_batch_from_its_first_record_to_its_end() -> None:
+    """As Kafka's BufferPool: batch.size taken when a batch opens (a larger record's own
+    size), nothing per record within it, all of it given back when the batch finishes."""
+    acc = accumulator(batch_size=1000)
+    acc.append(("t", 0), record(0), 30, untold(), 0.0)
+    assert acc.buffered_bytes == 1000
+    for n in range(1, 10):
+        acc.append(("t", 0), record(n), 30, untold(), 0.0)
+    assert acc.buffered_bytes == 1000  # 61 + 10 x 30 bytes, all within the batch's 1000
+    acc.append(("t", 1), record(0), 2000, untold(), 0.0)  # larger than batch.size: its own size
+    assert acc.buffered_bytes == 1000 + HEADER_SIZE + 2000
+    first, big = acc.take_all_queued()
+    acc.finished(first)
+    assert acc.buffered_bytes == HEADER_SIZE + 2000
+    acc.finished(big)
+    assert acc.buffered_bytes == 0
 
 
 def test_ready_after_linger_or_when_full_and_drain_takes_one_batch_per_partition() -> None:
