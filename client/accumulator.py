@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import itertools
 from collections import deque
-from dataclasses import dataclass
-from typing import Callable, Container, Iterator, Optional
+from typing import Callable, Container, Iterator, NamedTuple, Optional
 
 from kafka_protocol.batch import HEADER_SIZE
 
@@ -36,8 +35,7 @@ LeaderOf = Callable[[str, int], Optional[int]]
 IDLE_DELAY_S = 1.0  # how long the sender sleeps when nothing is queued (a wakeup cuts it short)
 
 
-@dataclass(frozen=True)
-class ReadyCheck:
+class ReadyCheck(NamedTuple):  # made every sender turn: a named tuple, not a frozen dataclass
     nodes: frozenset[int]      # brokers with a batch to send now
     next_delay_s: float        # when to look again if nothing changes before
     unknown_leaders: bool      # some partition with data has no known leader

@@ -198,8 +198,8 @@ class AsyncProducer:
             # while that batch is open (see _keyless_open).
             batch = self._keyless_open.get(topic)
             if batch is not None and not batch.closed:
-                size = RECORD_OVERHEAD_UPPER_BOUND + len(value)
-                if batch.size + size <= self._batch_size:
+                filled = batch.size + RECORD_OVERHEAD_UPPER_BOUND + len(value)
+                if filled <= self._batch_size:
                     # RecordFuture.new, inlined: a slot a statement (four in one assignment build a tuple)
                     future = AsyncRecordFuture()
                     future._settlement = self._settlement
@@ -213,7 +213,7 @@ class AsyncProducer:
                         batch.listeners.append(future)
                     values.append(value)  # the batch has no key or header column (see _keyless_open)
                     batch.stamps.append(_time_ns())  # ns: the ms are taken per batch when it is encoded
-                    batch.size += size  # within the batch's buffer.memory reservation (accumulator.py)
+                    batch.size = filled  # within the batch's buffer.memory reservation (accumulator.py)
                     return future
         future = AsyncRecordFuture.new(self._settlement, on_delivery)
         self.submit(topic, make_record(value, key, headers, timestamp), partition, future)
