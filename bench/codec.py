@@ -83,7 +83,7 @@ def produce_through_builder(n: int, codec: Codec) -> int:
     settlement = Settlement()
     for _ in range(n):
         record = make_record(value, None, None, None)
-        accumulator.append(tp, record, record_size_upper_bound(record), AsyncRecordFuture(settlement, done), 0.0)
+        accumulator.append(tp, record, record_size_upper_bound(record), AsyncRecordFuture.new(settlement, done), 0.0)
     offset = 0
     for batch in accumulator.take_all_queued():
         batch.encode(codec)

@@ -11,14 +11,19 @@ goes back in that order. A batch that has been sent before waits until no
 other batch of its partition is in flight and its backoff has passed, so
 retries never overtake (or get overtaken by) what is already on the wire.
 
+buffer.memory is counted per batch, as Kafka's BufferPool allocates it: a
+batch takes batch.size bytes when it opens (or its one record's size, when
+that is larger), and gives them back when it finishes; the records appended
+meanwhile count nothing more (produce() adds none per record).
+produce_arrow's batches, encoded already, take their encoded size.
+
 No I/O and no clock of its own: the sender passes `now` and a leader lookup.
 """
 from __future__ import annotations
 
 import itertools
 from collections import deque
-from dataclasses import dataclass
-from typing import Callable, Container, Iterator, Optional
+from typing import Callable, Container, Iterator, NamedTuple, Optional
 
 from kafka_protocol.batch import HEADER_SIZE
 
@@ -30,8 +35,7 @@ LeaderOf = Callable[[str, int], Optional[int]]
 IDLE_DELAY_S = 1.0  # how long the sender sleeps when nothing is queued (a wakeup cuts it short)
 
 
-@dataclass(frozen=True)
-class ReadyCheck:
+class ReadyCheck(NamedTuple):  # made every sender turn: a named tuple, not a frozen dataclass
     nodes: frozenset[int]      # brokers with a batch to send now
     next_delay_s: float        # when to look again if nothing changes before
     unknown_leaders: bool      # some partition with data has no known leader
@@ -46,7 +50,7 @@ class RecordAccumulator:
         self._in_flight: dict[TopicPartition, set[ProducerBatch]] = {}
         self._serials = itertools.count()
         self._drain_offset = 0
-        self.buffered_bytes = 0
+        self.buffered_bytes = 0  # buffer.memory in use: the batches' reservations (see above)
         self.flushing = 0       # flush() calls under way: linger is ignored
         self.closing = False
 
@@ -65,8 +69,7 @@ class RecordAccumulator:
             last = dq[-1]
             # has_room() inlined: a queued batch holds at least one record
             if not last.closed and last.size + size <= self._batch_size:
-                last.append(record, size, future)
-                self.buffered_bytes += size
+                last.append(record, size, future)  # within the batch's reservation
                 return True
         return False
 
@@ -84,7 +87,9 @@ class RecordAccumulator:
         batch = ProducerBatch(tp[0], tp[1], next(self._serials), now, self._settlement)
         batch.append(record, size, future)
         dq.append(batch)
-        self.buffered_bytes += size + HEADER_SIZE
+        # Kafka's BufferPool.allocate(max(batch.size, the record's size)): what the batch may grow to.
+        batch.reserved = max(self._batch_size, HEADER_SIZE + size)
+        self.buffered_bytes += batch.reserved
         return True
 
     def append_batch(self, batch: ProducerBatch) -> None:
@@ -97,6 +102,7 @@ class RecordAccumulator:
             dq = self._queues[batch.tp] = deque()
         batch.serial = next(self._serials)
         dq.append(batch)
+        batch.reserved = batch.size
         self.buffered_bytes += batch.size
 
     # --- choosing what to send ---------------------------------------------
@@ -180,7 +186,7 @@ class RecordAccumulator:
 
     def finished(self, batch: ProducerBatch) -> None:
         """Completed or failed for good: its memory is free."""
-        self.buffered_bytes -= batch.size
+        self.buffered_bytes -= batch.reserved
 
     def expired(self, now: float, delivery_timeout_s: float) -> list[ProducerBatch]:
         """Queued batches older than delivery.timeout.ms, taken out (oldest first per partition)."""

@@ -83,12 +83,12 @@ __all__ = ["AsyncProducer", "AsyncRecordFuture", "PreparedTxnState", "Producer",
 Bytes = Union[bytes, bytearray, memoryview, str]
 HeadersArg = Union[Mapping[str, Optional[Bytes]], Iterable[tuple[str, Optional[Bytes]]], None]
 _time_ns = time.time_ns
-_new_object = object.__new__  # a record future without running __init__ (produce()'s fast path)
 
 
 def make_record(value: Optional[Bytes], key: Optional[Bytes], headers: HeadersArg,
                 timestamp: Optional[int]) -> ProducerRecord:
-    """A record from produce()'s arguments: str is UTF-8, timestamps are ms (now when None)."""
+    """A record from produce()'s arguments: str is UTF-8; `timestamp` is ms (now when None), the
+    record's is ns (see ProducerRecord)."""
     if headers:
         items = headers.items() if isinstance(headers, Mapping) else headers
         header_tuple = tuple((str(k), _as_bytes("header value", v)) for k, v in items)
@@ -98,7 +98,7 @@ def make_record(value: Optional[Bytes], key: Optional[Bytes], headers: HeadersAr
         key = _as_bytes("key", key)
     if type(value) is not bytes and value is not None:
         value = _as_bytes("value", value)
-    return (key, value, _time_ns() // 1_000_000 if timestamp is None else int(timestamp),  # type: ignore[return-value]
+    return (key, value, _time_ns() if timestamp is None else int(timestamp) * 1_000_000,  # type: ignore[return-value]
             header_tuple, -1)
 
 
@@ -174,7 +174,9 @@ class AsyncProducer:
 
     @property
     def buffered_bytes(self) -> int:
-        """Bytes of records held for sending, batched or waiting for their topic's metadata."""
+        """buffer.memory in use: each batch's reservation (batch.size, or its one larger
+        record, as Kafka's BufferPool allocates; accumulator.py), and the records waiting
+        for their topic's metadata."""
         return self._accumulator.buffered_bytes + self._waiting_bytes
 
     def metrics(self) -> dict[str, int]:
@@ -196,21 +198,24 @@ class AsyncProducer:
             # while that batch is open (see _keyless_open).
             batch = self._keyless_open.get(topic)
             if batch is not None and not batch.closed:
-                size = RECORD_OVERHEAD_UPPER_BOUND + len(value)
-                if batch.size + size <= self._batch_size:
-                    future = _new_object(AsyncRecordFuture)
-                    future._settlement, future._on_delivery, future._callbacks, future._cancelled = \
-                        self._settlement, on_delivery, None, False
+                filled = batch.size + RECORD_OVERHEAD_UPPER_BOUND + len(value)
+                if filled <= self._batch_size:
+                    # RecordFuture.new, inlined: a slot a statement (four in one assignment build a tuple)
+                    future = AsyncRecordFuture()
+                    future._settlement = self._settlement
+                    future._on_delivery = on_delivery
+                    future._callbacks = None
+                    future._cancelled = False
                     values = batch.values
-                    future._batch, future._index = batch, len(values)
+                    future._batch = batch
+                    future._index = len(values)
                     if on_delivery is not None:
                         batch.listeners.append(future)
                     values.append(value)  # the batch has no key or header column (see _keyless_open)
-                    batch.stamps.append(_time_ns() // 1_000_000)
-                    batch.size += size
-                    self._accumulator.buffered_bytes += size
+                    batch.stamps.append(_time_ns())  # ns: the ms are taken per batch when it is encoded
+                    batch.size = filled  # within the batch's buffer.memory reservation (accumulator.py)
                     return future
-        future = AsyncRecordFuture(self._settlement, on_delivery)
+        future = AsyncRecordFuture.new(self._settlement, on_delivery)
         self.submit(topic, make_record(value, key, headers, timestamp), partition, future)
         return future
 
@@ -225,7 +230,7 @@ class AsyncProducer:
         encoded = encode_table(table, partitions, partition, batch_size=c.batch_size,
                                max_record_size=self._max_record_size, codec=c.compression,
                                start=self._sticky.partition(topic, self._metadata.partitions(topic)))
-        futures = [AsyncRecordFuture(self._settlement, None) for _ in encoded]
+        futures = [AsyncRecordFuture.new(self._settlement, None) for _ in encoded]
         self.enqueue_encoded(topic, encoded, futures)
         return futures
 
@@ -284,7 +289,6 @@ class AsyncProducer:
                 size = RECORD_OVERHEAD_UPPER_BOUND + len(value)
                 if batch.size + size <= self._batch_size:
                     batch.append(record, size, future)
-                    self._accumulator.buffered_bytes += size
                     return
         if self._closed:
             raise RuntimeError("cannot send after the producer is closed")
@@ -628,7 +632,7 @@ class Producer:
 
     @property
     def buffered_bytes(self) -> int:
-        """Bytes of records held for sending (what buffer.memory bounds)."""
+        """buffer.memory in use (AsyncProducer.buffered_bytes)."""
         return self._producer.buffered_bytes
 
     def produce(self, topic: str, value: Optional[Bytes], key: Optional[Bytes] = None, headers: HeadersArg = None,
@@ -640,15 +644,19 @@ class Producer:
         if txn is not None:
             txn.check_send()  # outside a transaction: raised here, as confluent-kafka's produce() does
         if key is None and headers is None and timestamp is None and type(value) is bytes:
-            record: ProducerRecord = (None, value, _time_ns() // 1_000_000, (), -1)  # make_record's, inlined
+            record: ProducerRecord = (None, value, _time_ns(), (), -1)  # make_record's, inlined
         else:
             record = make_record(value, key, headers, timestamp)
         producer = self._producer
         if producer._accumulator.buffered_bytes + producer._waiting_bytes >= self._buffer_memory:
             self._wait_for_room()
-        future = _new_object(SyncRecordFuture)  # SyncRecordFuture(self._settlement, on_delivery), inlined
-        future._settlement, future._on_delivery, future._batch, future._index, future._callbacks, \
-            future._cancelled = self._settlement, on_delivery, None, 0, None, False
+        future = SyncRecordFuture()  # SyncRecordFuture.new(self._settlement, on_delivery), inlined
+        future._settlement = self._settlement
+        future._on_delivery = on_delivery
+        future._batch = None
+        future._index = 0
+        future._callbacks = None
+        future._cancelled = False
         self._incoming.append((topic, record, partition, future))
         if not self._scheduled:
             self._scheduled = True
@@ -670,7 +678,7 @@ class Producer:
                                max_record_size=p._max_record_size, codec=p.config.compression, start=start)
         self._wait_for_room()
         self._drain_incoming()
-        futures = [SyncRecordFuture(self._settlement, None) for _ in encoded]
+        futures = [SyncRecordFuture.new(self._settlement, None) for _ in encoded]
         self._io.call(_run(lambda: p.enqueue_encoded(topic, encoded, futures)))
         return futures
 

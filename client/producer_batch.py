@@ -42,7 +42,11 @@ HEADER_OVERHEAD_UPPER_BOUND = 10
 # Record's order (key, value, timestamp, headers, offset -1), in a plain tuple -
 # a third of a named tuple's cost to build, and left alone by the garbage
 # collector (tuples of bytes and ints are untracked), however many are buffered.
+# Its timestamp is in ns, time.time_ns()'s own unit: produce() stores the clock's
+# reading as it is (no division per record); the ms Kafka writes are taken when a
+# batch is encoded (all of its records at once) or its metadata read.
 ProducerRecord = tuple[Optional[bytes], Optional[bytes], int, Headers, int]
+NS_PER_MS = 1_000_000
 
 # Fewer records than this are encoded by encode_batch: the compiled call's own
 # cost (numpy arrays, the dispatch) is worth it from about there on.
@@ -58,7 +62,7 @@ def load_compiled_encoder() -> None:
     global _encode_lists
     if _encode_lists is None:
         from kafka_protocol.record_encode import encode_lists
-        encode_lists(None, [b""], [0])
+        encode_lists(None, [b""], [0], stamps_in_ns=True)
         _encode_lists = encode_lists
 
 
@@ -76,14 +80,15 @@ def encode_sections(batches: Sequence["ProducerBatch"], codec: Codec) -> None:
         return
     if len(todo) == 1:
         [batch] = todo
-        bodies = encode(batch.keys, batch.values, batch.stamps)
+        bodies = encode(batch.keys, batch.values, batch.stamps, stamps_in_ns=True)
     else:
         keys = None
         if any(batch.keys is not None for batch in todo):
             keys = list(chain.from_iterable(batch.keys if batch.keys is not None else repeat(None, len(batch.values))
                                             for batch in todo))
         bodies = encode(keys, list(chain.from_iterable(batch.values for batch in todo)),
-                        list(chain.from_iterable(batch.stamps for batch in todo)), [len(b.values) for b in todo])
+                        list(chain.from_iterable(batch.stamps for batch in todo)), [len(b.values) for b in todo],
+                        stamps_in_ns=True)
     if bodies is None:
         return  # timestamps it cannot write: each batch is encoded on its own (encode_batch where need be)
     for i, batch in enumerate(todo):
@@ -143,7 +148,7 @@ def record_size_upper_bound(record: ProducerRecord) -> int:
 
 class ProducerBatch:
     __slots__ = ("topic", "partition", "serial", "created", "keys", "values", "stamps", "headers", "listeners",
-                 "settlement", "size", "closed", "attempts", "retry_at", "last_error", "producer_id",
+                 "settlement", "size", "reserved", "closed", "attempts", "retry_at", "last_error", "producer_id",
                  "producer_epoch", "base_sequence", "next_when_sent", "_encoded", "_encoded_for", "_section",
                  "finished", "base_offset", "log_append_time", "error")
 
@@ -155,12 +160,13 @@ class ProducerBatch:
         self.created = created        # monotonic seconds, for linger.ms and delivery.timeout.ms
         # The records, as columns: record i is (keys[i], values[i], stamps[i], headers[i]).
         self.values: list[Optional[bytes]] = []
-        self.stamps: list[int] = []   # ms
+        self.stamps: list[int] = []   # ns (see ProducerRecord)
         self.keys: Optional[list[Optional[bytes]]] = None  # None: every key so far is null
         self.headers: Optional[list[Headers]] = None       # None: no record so far has headers
         self.listeners: list[RecordFuture] = []  # the records' futures with a callback to run when it finishes
         self.settlement = settlement or Settlement()
         self.size = b.HEADER_SIZE     # upper bound of the encoded, uncompressed size
+        self.reserved = 0             # bytes of buffer.memory it holds (set by the accumulator)
         self.closed = False           # no more records: full, drained, expired or failed
         self.attempts = 0             # times sent
         self.retry_at = 0.0           # monotonic time before which a retry waits (retry.backoff.ms)
@@ -191,11 +197,13 @@ class ProducerBatch:
 
     @property
     def records(self) -> list[ProducerRecord]:
-        """The records as tuples (what encode_batch takes), built on demand."""
+        """The records as kafka_protocol.records.Record's fields, timestamps in ms (what
+        encode_batch takes), built on demand."""
         n = len(self.values)
         keys = self.keys if self.keys is not None else repeat(None, n)
         headers = self.headers if self.headers is not None else repeat((), n)
-        return list(zip(keys, self.values, self.stamps, headers, repeat(-1, n)))
+        stamps = [stamp // NS_PER_MS for stamp in self.stamps]
+        return list(zip(keys, self.values, stamps, headers, repeat(-1, n)))
 
     def has_room(self, size: int, batch_size: int) -> bool:
         """A first record always fits (a record larger than batch.size gets a batch of its own)."""
@@ -253,7 +261,7 @@ class ProducerBatch:
         """Where the record at `index` landed (offset -1 when unknown or failed)."""
         base, append_time = self.base_offset, self.log_append_time
         return RecordMetadata(self.topic, self.partition, base + index if base >= 0 else -1,
-                              append_time if append_time >= 0 else self.stamps[index])  # its timestamp
+                              append_time if append_time >= 0 else self.stamps[index] // NS_PER_MS)  # its own
 
     def complete(self, base_offset: int, log_append_time: int) -> None:
         """Acknowledged at `base_offset` (-1: unknown)."""

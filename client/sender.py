@@ -190,7 +190,7 @@ class Sender:
         drained = self._acc.drain(open_nodes, self._metadata_leader, self._config.max_request_size, now, allowed)
         for node, batches in drained.items():
             self._send(node, batches, now)
-        if drained:
+        if drained and self._acc.has_unsent():
             return 0.0  # the next batches of those partitions may be ready too: look again at once
         delay = check.next_delay_s
         if throttled:

@@ -62,30 +62,33 @@ def list_parts(items: Sequence[Optional[bytes]]) -> Parts:
     """A list of bytes and None as encode_bodies takes a column (the bytes joined once)."""
     n = len(items)
     offsets = np.zeros(n + 1, np.int64)
-    if None in items:
-        valid = np.fromiter((item is not None for item in items), np.bool_, n)
-        present = [item for item in items if item is not None]
-        np.cumsum(np.fromiter((len(item) if item is not None else 0 for item in items), np.int64, n),
-                  out=offsets[1:])
-    else:
-        valid = np.ones(n, np.bool_)
-        present = items  # type: ignore[assignment]
-        np.cumsum(np.fromiter(map(len, items), np.int64, n), out=offsets[1:])
-    return offsets, np.frombuffer(b"".join(present), np.uint8), valid
+    try:  # no None among them (the usual case): join and len() refuse None, so no scan for it first
+        data = b"".join(items)  # type: ignore[arg-type]
+        np.cumsum(np.fromiter(map(len, items), np.int64, n), out=offsets[1:])  # type: ignore[arg-type]
+        return offsets, np.frombuffer(data, np.uint8), np.ones(n, np.bool_)
+    except TypeError:
+        pass
+    valid = np.fromiter((item is not None for item in items), np.bool_, n)
+    np.cumsum(np.fromiter((len(item) if item is not None else 0 for item in items), np.int64, n), out=offsets[1:])
+    return offsets, np.frombuffer(b"".join([item for item in items if item is not None]), np.uint8), valid
 
 
 def encode_lists(keys: Optional[Sequence[Optional[bytes]]], values: Sequence[Optional[bytes]],
-                 timestamps: Sequence[int], counts: Optional[Sequence[int]] = None) -> Optional[EncodedBodies]:
+                 timestamps: Sequence[int], counts: Optional[Sequence[int]] = None,
+                 stamps_in_ns: bool = False) -> Optional[EncodedBodies]:
     """The records sections (no headers) of batches of consecutive records,
     `counts[i]` records each (None: one batch of all), from the records'
-    keys (None: all null), values and timestamps (ms). None where a
-    timestamp is outside int64 or they spread too wide: the Python encoder
-    then writes (or refuses) them."""
+    keys (None: all null), values and timestamps (ms; ns with `stamps_in_ns`,
+    floored to ms here, all at once). None where a timestamp is outside
+    int64 or they spread too wide: the Python encoder then writes (or
+    refuses) them."""
     n = len(values)
     try:
         stamps = np.fromiter(timestamps, np.int64, n)
     except OverflowError:
         return None
+    if stamps_in_ns:
+        stamps //= 1_000_000  # numpy's floor division, as Python's
     if int(stamps.max()) - int(stamps.min()) >= TIMESTAMP_SPREAD_LIMIT:
         return None
     bounds = np.zeros(1 + (1 if counts is None else len(counts)), np.int64)

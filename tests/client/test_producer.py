@@ -14,6 +14,7 @@ from client.errors import InvalidConfigError, KafkaError
 from client.producer import AsyncProducer, Producer, RecordMetadata
 from client.record_future import RecordFuture
 from devcluster.local_cluster import LocalCluster
+from devcluster.local_processes import wait_until
 from kafka_protocol.compression import Codec
 
 from .producer_helpers import read_batches, read_records
@@ -339,6 +340,36 @@ def test_sync_producer_futures_callbacks_flush_and_close(cluster, bootstrap) -> 
     with pytest.raises(RuntimeError, match="closed"):
         producer.produce(name, b"late")
     assert sum(len(read_records(cluster, name, p)) for p in range(3)) == 300
+
+
+def test_buffer_memory_is_held_per_batch_and_send_and_produce_wait_at_the_limit(cluster, bootstrap) -> None:
+    """buffer.memory counted per batch, as Kafka's BufferPool: an open batch holds batch.size
+    however few records it has; at the limit send() and the sync produce() wait up to
+    max.block.ms, then raise; a flush delivers what was queued and frees it all."""
+    name = topic(cluster, "per-batch-memory", partitions=3)
+    config = {"bootstrap.servers": bootstrap, "batch.size": 4000, "buffer.memory": 12000, "linger.ms": 60000,
+              "max.block.ms": 300}
+
+    async def run() -> tuple[list, BaseException, int]:
+        async with AsyncProducer(config) as producer:
+            await producer.partition_count(name)  # metadata first: the records go straight into batches
+            queued = [await producer.send(name, b"x" * 10, partition=p) for p in range(3)]
+            assert producer.buffered_bytes == 12000  # three batches of one 10-byte record each
+            with pytest.raises(KafkaError) as blocked:
+                await producer.send(name, b"y", partition=0)  # even into an open batch: full is full
+            assert await producer.flush(30) == 0
+            return [await f for f in queued], blocked.value, producer.buffered_bytes
+
+    delivered, blocked, left = asyncio.run(run())
+    assert blocked.name == "REQUEST_TIMED_OUT" and "buffer.memory" in str(blocked)
+    assert [(m.partition, m.offset) for m in delivered] == [(0, 0), (1, 0), (2, 0)] and left == 0
+    with Producer(config) as producer:
+        futures = [producer.produce(name, b"z" * 10, partition=p) for p in range(3)]
+        wait_until(lambda: producer.buffered_bytes >= 12000, 30, "three batches open")
+        with pytest.raises(KafkaError, match="REQUEST_TIMED_OUT.*buffer.memory"):
+            producer.produce(name, b"w", partition=1)
+        assert producer.flush(30) == 0 and producer.buffered_bytes == 0
+    assert [f.result(timeout=0).offset for f in futures] == [1, 1, 1]
 
 
 def test_close_delivers_what_is_queued(cluster, bootstrap) -> None:

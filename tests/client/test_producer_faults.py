@@ -202,10 +202,13 @@ def test_acks_retries_and_delivery_timeout_with_a_broker_down(cluster) -> None:
     assert metrics["record-error-total"] == 1
     # Records that cannot leave fill buffer.memory: send() and the sync
     # produce() wait max.block.ms for room, then give up.
+    full_config = {"bootstrap.servers": boot, "buffer.memory": 10000, "batch.size": 2000, "max.block.ms": 500,
+                   "request.timeout.ms": 1000, "delivery.timeout.ms": 4000}
+
     async def full_buffer() -> tuple[list, BaseException]:
-        async with AsyncProducer({"bootstrap.servers": boot, "buffer.memory": 10000, "max.block.ms": 500,
-                                  "request.timeout.ms": 1000, "delivery.timeout.ms": 4000}) as producer:
-            queued = [await producer.send("offline", b"y" * 2000) for _ in range(5)]  # 5 x 2021 + 61 bytes
+        async with AsyncProducer(full_config) as producer:
+            # Each record is larger than batch.size: a batch of its own, 2082 bytes of buffer.memory.
+            queued = [await producer.send("offline", b"y" * 2000) for _ in range(5)]
             with pytest.raises(KafkaError) as blocked:
                 await producer.send("offline", b"z")
             return await asyncio.gather(*queued, return_exceptions=True), blocked.value
@@ -213,8 +216,7 @@ def test_acks_retries_and_delivery_timeout_with_a_broker_down(cluster) -> None:
     queued, blocked = asyncio.run(full_buffer())
     assert blocked.name == "REQUEST_TIMED_OUT" and "buffer.memory" in str(blocked)
     assert {getattr(r, "name", None) for r in queued} <= {"REQUEST_TIMED_OUT", "NETWORK_EXCEPTION"}
-    with Producer({"bootstrap.servers": boot, "buffer.memory": 10000, "max.block.ms": 500,
-                   "request.timeout.ms": 1000, "delivery.timeout.ms": 4000}) as producer:
+    with Producer(full_config) as producer:
         waiting = [producer.produce("offline", b"y" * 2000) for _ in range(5)]
         wait_until(lambda: producer.buffered_bytes >= 10000, 30, "records buffered")
         with pytest.raises(KafkaError, match="REQUEST_TIMED_OUT.*buffer.memory"):

@@ -12,14 +12,14 @@ import threading
 import pytest
 
 from client.errors import error_for_code
-from client.producer_batch import ProducerBatch, RecordMetadata
+from client.producer_batch import NS_PER_MS, ProducerBatch, RecordMetadata
 from client.record_future import AsyncRecordFuture, Settlement, SyncRecordFuture
 from kafka_protocol.errors import Errors, KafkaError
 
 
 
 def record(n: int) -> tuple:
-    return (None, b"v%d" % n, 1000 + n, (), -1)
+    return (None, b"v%d" % n, (1000 + n) * NS_PER_MS, (), -1)  # ProducerRecord: ns
 
 
 def batch_of(futures: list, partition: int = 2) -> ProducerBatch:
@@ -35,7 +35,7 @@ def batch_of(futures: list, partition: int = 2) -> ProducerBatch:
 
 def test_each_record_reads_base_offset_plus_its_index_and_its_own_timestamp() -> None:
     settlement = Settlement()
-    futures = [SyncRecordFuture(settlement) for _ in range(4)]
+    futures = [SyncRecordFuture.new(settlement) for _ in range(4)]
     batch = batch_of(futures)
     assert not any(f.done() for f in futures)
     with pytest.raises(TimeoutError):
@@ -47,7 +47,7 @@ def test_each_record_reads_base_offset_plus_its_index_and_its_own_timestamp() ->
 
 def test_log_append_time_replaces_the_create_time_and_an_unknown_offset_stays_minus_one() -> None:
     settlement = Settlement()
-    futures = [SyncRecordFuture(settlement) for _ in range(3)]
+    futures = [SyncRecordFuture.new(settlement) for _ in range(3)]
     batch_of(futures).complete(-1, 77)  # acks=0 or a forgotten duplicate: no offset
     assert [f.result() for f in futures] == [RecordMetadata("t", 2, -1, 77)] * 3
 
@@ -55,7 +55,7 @@ def test_log_append_time_replaces_the_create_time_and_an_unknown_offset_stays_mi
 def test_a_failed_batch_fails_every_record_with_its_kafka_error() -> None:
     settlement = Settlement()
     told: list = []
-    futures = [SyncRecordFuture(settlement, lambda e, m: told.append((e, m))) for _ in range(3)]
+    futures = [SyncRecordFuture.new(settlement, lambda e, m: told.append((e, m))) for _ in range(3)]
     error = error_for_code(Errors.NOT_LEADER_OR_FOLLOWER, "t-2: not the leader")
     batch_of(futures).fail(error)
     for future in futures:
@@ -68,7 +68,7 @@ def test_a_failed_batch_fails_every_record_with_its_kafka_error() -> None:
 
 def test_callbacks_run_after_the_batch_finished_in_record_order() -> None:
     settlement = Settlement()
-    futures = [SyncRecordFuture(settlement) for _ in range(5)]
+    futures = [SyncRecordFuture.new(settlement) for _ in range(5)]
     batch = batch_of(futures)
     seen: list = []
 
@@ -91,7 +91,8 @@ def test_on_delivery_is_called_once_per_record_in_order_and_a_raising_one_stops_
     def bad(error, metadata) -> None:
         raise ValueError("user code")
 
-    futures = [SyncRecordFuture(settlement, bad if n == 1 else lambda e, m: told.append(m.offset)) for n in range(4)]
+    futures = [SyncRecordFuture.new(settlement, bad if n == 1 else lambda e, m: told.append(m.offset))
+               for n in range(4)]
     batch = batch_of(futures)
     futures[2].add_done_callback(lambda f: told.append("callback 2"))
     batch.complete(40, -1)
@@ -102,10 +103,10 @@ def test_on_delivery_is_called_once_per_record_in_order_and_a_raising_one_stops_
 def test_a_callback_added_before_the_record_joins_a_batch_still_runs() -> None:
     # (a record waiting for its topic's metadata has a future but no batch yet)
     settlement = Settlement()
-    future = SyncRecordFuture(settlement)
+    future = SyncRecordFuture.new(settlement)
     fired: list = []
     future.add_done_callback(fired.append)
-    batch = batch_of([SyncRecordFuture(settlement)])
+    batch = batch_of([SyncRecordFuture.new(settlement)])
     batch.append(record(1), 30, future)
     batch.complete(7, -1)
     assert fired == [future] and future.result().offset == 8
@@ -113,7 +114,7 @@ def test_a_callback_added_before_the_record_joins_a_batch_still_runs() -> None:
 
 def test_result_blocks_until_another_thread_completes_the_batch() -> None:
     settlement = Settlement()
-    futures = [SyncRecordFuture(settlement) for _ in range(2)]
+    futures = [SyncRecordFuture.new(settlement) for _ in range(2)]
     batch = batch_of(futures)
     got: list = []
     waiter = threading.Thread(target=lambda: got.append(futures[1].result(timeout=60)))
@@ -128,7 +129,7 @@ def test_result_blocks_until_another_thread_completes_the_batch() -> None:
 def test_cancel_ends_the_future_but_the_record_is_still_delivered() -> None:
     settlement = Settlement()
     told: list = []
-    future = SyncRecordFuture(settlement, lambda e, m: told.append(m.offset))
+    future = SyncRecordFuture.new(settlement, lambda e, m: told.append(m.offset))
     fired: list = []
     future.add_done_callback(fired.append)
     batch = batch_of([future])
@@ -144,7 +145,7 @@ def test_cancel_ends_the_future_but_the_record_is_still_delivered() -> None:
 def test_a_record_failed_before_joining_a_batch_tells_on_delivery_without_metadata() -> None:
     settlement = Settlement()
     told: list = []
-    future = SyncRecordFuture(settlement, lambda e, m: told.append((e, m)))
+    future = SyncRecordFuture.new(settlement, lambda e, m: told.append((e, m)))
     error = error_for_code(Errors.MESSAGE_TOO_LARGE, "too large")
     future.fail_unsent(error)
     assert future.done() and future.exception() is error and told == [(error, None)]
@@ -156,7 +157,7 @@ def test_a_record_failed_before_joining_a_batch_tells_on_delivery_without_metada
 def test_asyncio_futures_are_awaitable_gatherable_and_call_back_on_the_loop() -> None:
     async def scenario() -> tuple:
         settlement = Settlement(asyncio.get_running_loop())
-        futures = [AsyncRecordFuture(settlement) for _ in range(3)]
+        futures = [AsyncRecordFuture.new(settlement) for _ in range(3)]
         assert all(asyncio.isfuture(f) for f in futures)
         with pytest.raises(asyncio.InvalidStateError):
             futures[0].result()
@@ -181,7 +182,7 @@ async def _await(future):  # type: ignore[no-untyped-def]
 def test_asyncio_failed_records_raise_in_gather_and_cancelled_waits_end() -> None:
     async def scenario() -> tuple:
         settlement = Settlement(asyncio.get_running_loop())
-        futures = [AsyncRecordFuture(settlement) for _ in range(2)]
+        futures = [AsyncRecordFuture.new(settlement) for _ in range(2)]
         batch = batch_of(futures)
         with pytest.raises(asyncio.TimeoutError):
             await asyncio.wait_for(futures[0], 0.01)  # cancels it: the wait must end, not hang

@@ -7,7 +7,7 @@ import pytest
 from client.accumulator import RecordAccumulator
 from client.errors import InvalidConfigError
 from client.idempotence import SEQUENCE_MODULUS, IdempotenceState
-from client.producer_batch import ProducerBatch, RecordMetadata, record_size_upper_bound
+from client.producer_batch import NS_PER_MS, ProducerBatch, RecordMetadata, record_size_upper_bound
 from client.producer_config import ProducerConfig
 from client.record_future import Settlement, SyncRecordFuture
 from kafka_protocol.batch import HEADER_SIZE
@@ -22,13 +22,14 @@ def leader_of(topic: str, partition: int):
     return LEADERS.get((topic, partition))
 
 
-def record(n: int, size: int = 10) -> Record:
-    return Record(None, str(n).encode().rjust(size, b"0"), 1000 + n)
+def record(n: int, size: int = 10) -> tuple:
+    """A record as the producer holds it (client/producer_batch.ProducerRecord: its timestamp in ns)."""
+    return (None, str(n).encode().rjust(size, b"0"), (1000 + n) * NS_PER_MS, (), -1)
 
 
 def untold() -> SyncRecordFuture:
     """A record's future that nobody listens to (what the accumulator mostly sees)."""
-    return SyncRecordFuture(Settlement())
+    return SyncRecordFuture.new(Settlement())
 
 
 # --- settings -----------------------------------------------------------------
@@ -89,13 +90,13 @@ def test_a_batch_completes_each_record_with_its_offset_and_reencodes_only_for_a_
     got: list = []
     batch = ProducerBatch("t", 3, 0, 0.0)
     for n in range(3):
-        batch.append(record(n), 31, SyncRecordFuture(batch.settlement, lambda e, m: got.append((m, e))))
+        batch.append(record(n), 31, SyncRecordFuture.new(batch.settlement, lambda e, m: got.append((m, e))))
     first = batch.encode(Codec.GZIP)
     assert batch.encode(Codec.GZIP) is first
     batch.producer_id, batch.producer_epoch, batch.base_sequence = 7, 1, 40
     stamped = decode_batch(batch.encode(Codec.GZIP))
     assert (stamped.header.producer_id, stamped.header.producer_epoch, stamped.header.base_sequence) == (7, 1, 40)
-    assert stamped.header.codec == Codec.GZIP and [r.value for r in stamped.records] == [record(n).value
+    assert stamped.header.codec == Codec.GZIP and [r.value for r in stamped.records] == [record(n)[1]
                                                                                           for n in range(3)]
     batch.complete(100, -1)
     assert got == [(RecordMetadata("t", 3, 100 + n, 1000 + n), None) for n in range(3)]
@@ -108,8 +109,8 @@ def test_a_failing_callback_does_not_stop_the_others() -> None:
         raise ValueError("user code")
 
     batch = ProducerBatch("t", 0, 0, 0.0)
-    batch.append(record(0), 31, SyncRecordFuture(batch.settlement, bad))
-    batch.append(record(1), 31, SyncRecordFuture(batch.settlement, lambda e, m: got.append(e)))
+    batch.append(record(0), 31, SyncRecordFuture.new(batch.settlement, bad))
+    batch.append(record(1), 31, SyncRecordFuture.new(batch.settlement, lambda e, m: got.append(e)))
     error = RuntimeError("x")
     batch.fail(error)
     assert got == [error] and batch.finished
@@ -130,9 +131,27 @@ def test_batches_fill_to_batch_size_and_an_oversized_record_gets_its_own() -> No
     acc = accumulator(batch_size=200)
     new = [acc.append(("t", 0), record(n), 30, untold(), 0.0) for n in range(6)]
     assert new == [True, False, False, False, True, False]  # 61 + 4 x 30 = 181 <= 200
-    assert acc.buffered_bytes == 2 * HEADER_SIZE + 6 * 30
+    assert acc.buffered_bytes == 2 * 200  # each batch holds batch.size of buffer.memory
     assert acc.has_room(("t", 0), 30) and not acc.has_room(("t", 0), 200)
     assert not acc.has_room(("t", 1), 1)
+
+
+def test_buffer_memory_is_held_per_batch_from_its_first_record_to_its_end() -> None:
+    """As Kafka's BufferPool: batch.size taken when a batch opens (a larger record's own
+    size), nothing per record within it, all of it given back when the batch finishes."""
+    acc = accumulator(batch_size=1000)
+    acc.append(("t", 0), record(0), 30, untold(), 0.0)
+    assert acc.buffered_bytes == 1000
+    for n in range(1, 10):
+        acc.append(("t", 0), record(n), 30, untold(), 0.0)
+    assert acc.buffered_bytes == 1000  # 61 + 10 x 30 bytes, all within the batch's 1000
+    acc.append(("t", 1), record(0), 2000, untold(), 0.0)  # larger than batch.size: its own size
+    assert acc.buffered_bytes == 1000 + HEADER_SIZE + 2000
+    first, big = acc.take_all_queued()
+    acc.finished(first)
+    assert acc.buffered_bytes == HEADER_SIZE + 2000
+    acc.finished(big)
+    assert acc.buffered_bytes == 0
 
 
 def test_ready_after_linger_or_when_full_and_drain_takes_one_batch_per_partition() -> None:

@@ -49,12 +49,12 @@ def test_the_transaction_timeout_must_be_positive() -> None:
 
 def test_batches_are_encoded_transactional_on_request() -> None:
     batch = ProducerBatch("t", 0, 0, 0.0)
-    batch.append((None, b"v", 1, (), -1), 30, SyncRecordFuture(batch.settlement))
+    batch.append((None, b"v", 1, (), -1), 30, SyncRecordFuture.new(batch.settlement))
     batch.producer_id, batch.producer_epoch, batch.base_sequence = 7, 2, 0
     header = decode_batch(batch.encode(Codec.NONE, transactional=True)).header
     assert header.is_transactional and (header.producer_id, header.producer_epoch) == (7, 2)
     plain = ProducerBatch("t", 0, 1, 0.0)
-    plain.append((None, b"v", 1, (), -1), 30, SyncRecordFuture(plain.settlement))
+    plain.append((None, b"v", 1, (), -1), 30, SyncRecordFuture.new(plain.settlement))
     assert not decode_batch(plain.encode(Codec.NONE)).header.is_transactional
 
 
@@ -256,7 +256,7 @@ def test_errors_carry_confluent_kafkas_flags() -> None:
 def test_the_accumulator_holds_back_partitions_not_yet_in_the_transaction() -> None:
     acc = RecordAccumulator(batch_size=1000, linger_ms=0)
     for partition in (0, 1):
-        acc.append(("t", partition), (None, b"v", 1, (), -1), 30, SyncRecordFuture(Settlement()), 0.0)
+        acc.append(("t", partition), (None, b"v", 1, (), -1), 30, SyncRecordFuture.new(Settlement()), 0.0)
     m = ready()
     m.begin_transaction()
     m.add_partition(("t", 0))

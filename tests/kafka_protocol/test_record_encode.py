@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch
 
 from client import producer_batch
-from client.producer_batch import (COMPILED_MIN_RECORDS, ProducerBatch, encode_sections, load_compiled_encoder,
-                                   record_size_upper_bound)
+from client.producer_batch import (COMPILED_MIN_RECORDS, NS_PER_MS, ProducerBatch, encode_sections,
+                                   load_compiled_encoder, record_size_upper_bound)
 from client.record_future import Settlement, SyncRecordFuture
 from kafka_protocol import batch as b
 from kafka_protocol.compression import Codec
@@ -65,8 +65,8 @@ def test_a_producer_batch_encodes_as_encode_batch_and_kafka_python_reads_it(reco
     load_compiled_encoder()
     batch = ProducerBatch("t", 0, 0, 0.0)
     for key, value, stamp in records:
-        record = (key, value, stamp, (), -1)
-        batch.append(record, record_size_upper_bound(record), SyncRecordFuture(batch.settlement))
+        record = (key, value, stamp * NS_PER_MS, (), -1)
+        batch.append(record, record_size_upper_bound(record), SyncRecordFuture.new(batch.settlement))
     batch.producer_id, batch.producer_epoch, batch.base_sequence = 9, 1, 5
     ours = batch.encode(codec, transactional)
     assert ours == python_batch(records, codec, producer_id=9, producer_epoch=1, base_sequence=5,
@@ -89,11 +89,13 @@ def test_the_batches_of_one_request_encoded_in_one_call_are_each_encode_batchs(b
     for n, records in enumerate(batches):
         batch = ProducerBatch("t", n, n, 0.0)
         for key, value, stamp in records:
-            record = (key, value, stamp, (), -1)
-            batch.append(record, record_size_upper_bound(record), SyncRecordFuture(batch.settlement))
+            record = (key, value, stamp * NS_PER_MS, (), -1)
+            batch.append(record, record_size_upper_bound(record), SyncRecordFuture.new(batch.settlement))
         built.append(batch)
     encode_sections(built, codec)
-    assert all(batch._section is not None for batch in built if batch.record_count >= COMPILED_MIN_RECORDS)
+    # Timestamps held in ns (ProducerRecord) beyond int64 (past the year 2262) are left to encode_batch.
+    assert all(batch._section is not None for batch in built if batch.record_count >= COMPILED_MIN_RECORDS
+               and all(-2**63 <= stamp < 2**63 for stamp in batch.stamps))
     for batch, records in zip(built, batches):
         assert batch.encode(codec) == python_batch(records, codec)
 
@@ -104,8 +106,8 @@ def test_records_with_headers_keys_and_nulls_mixed_in_one_batch_keep_their_colum
                *((b"k%d" % i, b"v%d" % i, NOW, ()) for i in range(COMPILED_MIN_RECORDS))]
     batch = ProducerBatch("t", 0, 0, 0.0)
     for key, value, stamp, headers in records:
-        record = (key, value, stamp, headers, -1)
-        batch.append(record, record_size_upper_bound(record), SyncRecordFuture(batch.settlement))
+        record = (key, value, stamp * NS_PER_MS, headers, -1)
+        batch.append(record, record_size_upper_bound(record), SyncRecordFuture.new(batch.settlement))
     assert batch.records == [(*r, -1) for r in records]
     decoded = decode_batch(batch.encode(Codec.NONE))
     assert [(r.key, r.value, r.timestamp, r.headers) for r in decoded.records] == [
@@ -119,7 +121,8 @@ def test_timestamps_the_compiled_encoder_cannot_write_are_left_to_the_python_one
     wide = [(None, b"v%d" % i, 0 if i % 2 else TIMESTAMP_SPREAD_LIMIT, ()) for i in range(COMPILED_MIN_RECORDS)]
     batch = ProducerBatch("t", 0, 0, 0.0)
     for record in wide:
-        batch.append((*record, -1), 40, SyncRecordFuture(Settlement()))
+        key, value, stamp, headers = record
+        batch.append((key, value, stamp * NS_PER_MS, headers, -1), 40, SyncRecordFuture.new(Settlement()))
     assert batch.encode(Codec.NONE) == encode_batch(batch.records)
 
 
@@ -128,7 +131,7 @@ def test_small_batches_and_batches_before_the_encoder_is_loaded_use_the_python_e
     monkeypatch.setattr(producer_batch, "_load_in_background", lambda: None)
     batch = ProducerBatch("t", 0, 0, 0.0)
     for i in range(COMPILED_MIN_RECORDS):
-        batch.append((None, b"v", NOW + i, (), -1), 30, SyncRecordFuture(batch.settlement))
+        batch.append((None, b"v", (NOW + i) * NS_PER_MS, (), -1), 30, SyncRecordFuture.new(batch.settlement))
     assert batch.encode(Codec.NONE) == encode_batch(batch.records)
     assert batch._section is None
 
@@ -137,3 +140,14 @@ def test_small_batches_and_batches_before_the_encoder_is_loaded_use_the_python_e
 def test_one_long_value_at_each_varint_boundary(length: int) -> None:
     records = [(b"k" * length, b"v" * length, NOW)] * 3
     assert compiled_batch(records) == python_batch(records)
+
+
+def test_timestamps_in_ns_are_floored_to_ms_all_at_once() -> None:
+    """The producer's batches hold their records' timestamps in ns (client/producer_batch.ProducerRecord)."""
+    stamps_ms = [NOW, NOW + 7, NOW - 3, 0, -1]
+    values = [b"a", b"bb", None, b"", b"c"]
+    in_ns = encode_lists(None, values, [t * NS_PER_MS + 999_999 for t in stamps_ms], stamps_in_ns=True)
+    in_ms = encode_lists(None, values, stamps_ms)
+    assert in_ns is not None and in_ms is not None
+    assert bytes(in_ns.body(0)) == bytes(in_ms.body(0))
+    assert (int(in_ns.base_ts[0]), int(in_ns.max_ts[0])) == (-1, NOW + 7)
