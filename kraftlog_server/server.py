@@ -65,6 +65,7 @@ from security.sasl_protocol import SASL_SERVICE
 from security.ssl_config import SslConfig
 from security.tls import server_credentials
 
+from .allocator import tune_allocator
 from .metrics import NodeMetrics
 from .node_security import SaslServers, follow_acls
 from .server_config import Endpoint, ServerConfig, format_address
@@ -108,6 +109,7 @@ def loop_factory(config: ServerConfig) -> Optional[Callable[[], asyncio.Abstract
 
 def run(config: ServerConfig) -> int:
     configure_logging(config)
+    tune_allocator()
     try:
         with asyncio.Runner(loop_factory=loop_factory(config)) as runner:
             return runner.run(serve(config))
