@@ -73,7 +73,12 @@ class LocalQuorum(LocalProcesses):
             leader = self.leader(among)
             return leader if leader is not None and leader[0] != other_than else None
 
-        return wait_until(found, timeout, "a leader")
+        try:
+            return wait_until(found, timeout, "a leader")
+        except TimeoutError as exc:  # say which nodes had exited, and their last words (a port taken, a crash)
+            gone = [n for n in (among or tuple(self.plans)) if not self.alive(n)]
+            tails = "; ".join(f"node {n} exited: {self.log_text(n).strip()[-600:]!r}" for n in gone)
+            raise TimeoutError(f"{exc}" + (f" ({tails})" if tails else " (every node still running)")) from None
 
     def applied(self, node_id: int) -> Optional[list[tuple[int, bytes]]]:
         """The committed records node `node_id` applied; None while it cannot answer (starting up)."""

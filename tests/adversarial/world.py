@@ -92,8 +92,10 @@ class World:
     # --- start and stop ------------------------------------------------------
 
     def start(self) -> None:
-        self.cluster.start()
+        # The records quorum first: its port was chosen free when the world was made, and the longer
+        # it waits unbound the likelier another process's connection takes it.
         self.records_quorum.start()
+        self.cluster.start()
         self.cluster.wait_for_brokers(timeout=60)
         self.records_quorum.wait_for_leader(timeout=30)
         c = self.cluster
