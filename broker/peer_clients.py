@@ -44,12 +44,6 @@ PEER_CHANNEL_OPTIONS = (*(o for o in CHANNEL_OPTIONS if o[0] != "grpc.min_reconn
                         *grpc_keepalive.CHANNEL_OPTIONS)
 
 
-# A leader that does not serve FetchStream (a broker of an older version, in a
-# rolling upgrade) is fetched from with unary calls; the stream is tried again
-# after this long, as the leader may have been upgraded meanwhile.
-UNARY_FETCH_RETRY_S = 60.0
-
-
 class UnknownLeader(Exception):
     """The image has no endpoint for the leader on the inter-broker listener."""
 
@@ -68,8 +62,8 @@ class BrokerPeers:
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._stubs: dict[str, bpb_grpc.KafkaBrokerStub] = {}
         self._txn_stubs: dict[str, tpb_grpc.TransactionCoordinatorStub] = {}
-        self._fetch_streams = InOrderStreams(lambda address: fetch_stream(self._channel(address)),
-                                             unary_retry_s=UNARY_FETCH_RETRY_S)
+        # A leader without FetchStream (an older broker) gets unary fetches (in_order_calls.UNARY_RETRY_S).
+        self._fetch_streams = InOrderStreams(lambda address: fetch_stream(self._channel(address)))
 
     def address(self, broker_id: int) -> str:
         broker = self.replicas.image.brokers.get(broker_id)

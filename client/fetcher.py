@@ -172,8 +172,7 @@ class Fetcher(LoopWorker):
                 waiting |= self._send_fetches()
                 await self._sleep(self._backoff_s if waiting else IDLE_WAKE_S)
         finally:
-            if self._fetch_streams is not None:
-                self._fetch_streams.close()
+            self._fetch_streams.close()
 
     # --- fetching -------------------------------------------------------------
 
@@ -225,8 +224,6 @@ class Fetcher(LoopWorker):
 
     async def _send_fetch(self, leader: int, request: bpb.FetchRequest, timeout: float) -> Any:
         stub = self._metadata.stub(leader)
-        if self._fetch_streams is None:
-            return await stub.Fetch(request, timeout=timeout)
         return await self._fetch_streams.call(self._metadata.brokers[leader], request, timeout,
                                               lambda: stub.Fetch(request, timeout=timeout))
 

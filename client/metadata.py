@@ -95,12 +95,12 @@ class Metadata(MetadataCache):
         return channel
 
     def in_order_streams(self, open_method: Callable[[grpc.aio.Channel], Callable[..., grpc.aio.StreamStreamCall]],
-                         max_in_flight: int = 1) -> Optional[InOrderStreams]:
+                         max_in_flight: int = 1) -> InOrderStreams:
         """Calls kept on one in-order stream per broker (kafka_protocol/in_order_calls.py), each stream
-        opened by `open_method` on the address's channel of the moment and carrying client.id; None with
-        SASL, whose login interceptors are unary-only (the caller then makes unary calls)."""
+        opened by `open_method` on the address's channel of the moment and carrying client.id; unary
+        calls only with SASL, whose login interceptors are unary-only."""
         if self.security is not None and self.security.sasl is not None:
-            return None
+            return InOrderStreams(None)
         # The channel's client-id interceptor is unary-only (an intercepted stream is wrapped, a cost on
         # every message), so the stream carries client.id itself.
         metadata = ((CLIENT_ID_METADATA, self.client_id),) if self.client_id else None

@@ -135,8 +135,7 @@ class Sender:
                 if not self._woken:
                     await self._sleep(delay)
         finally:
-            if self._produce_streams is not None:
-                self._produce_streams.close()
+            self._produce_streams.close()
 
     async def _sleep(self, delay: float) -> None:
         """Until `delay` seconds pass or wakeup(). One future and one timer: not
@@ -230,8 +229,6 @@ class Sender:
 
     async def _send_produce(self, node: int, request: bytes) -> bpb.ProduceResponse:
         unary = self._metadata.stub(node).ProduceEncoded
-        if self._produce_streams is None:
-            return await unary(request, timeout=self._request_timeout_s)
         return await self._produce_streams.call(self._metadata.brokers[node], request, self._request_timeout_s,
                                                 lambda: unary(request, timeout=self._request_timeout_s))
 

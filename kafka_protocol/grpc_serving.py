@@ -95,7 +95,10 @@ def _unary_handler(method: MethodDescriptor, implementation: Callable[..., Await
     path = f"/{method.containing_service.full_name}/{method.name}"
 
     async def handle(raw: bytes, context: grpc.aio.ServicerContext) -> Any:
-        return await implementation(await _guarded_request(raw, context, request_class, path, guard), context)
+        request = await _guarded_request(raw, context, request_class, path, guard)
+        if isinstance(request, _Refusal):
+            await context.abort(request.code, request.details)
+        return await implementation(request, context)
 
     return grpc.unary_unary_rpc_method_handler(handle, request_deserializer=None, response_serializer=_serialized)
 
@@ -163,13 +166,9 @@ def _in_order_handler(method: MethodDescriptor, implementation: Callable[..., Aw
                     started.put_nowait(_Refusal(grpc.StatusCode.UNAVAILABLE, f"no request for {idle_s * 1000:.0f} "
                                                 "ms (connections.max.idle.ms): the stream is closed"))
                     return
-                if guard is not None:  # before decoding, as for a unary call
-                    await guard(path, context)
-                try:
-                    request = request_class.FromString(raw)
-                except DecodeError as exc:
-                    started.put_nowait(_Refusal(grpc.StatusCode.INVALID_ARGUMENT,
-                                                f"malformed {request_class.__name__}: {exc}"))
+                request = await _guarded_request(raw, context, request_class, path, guard)
+                if isinstance(request, _Refusal):  # sent after the answers to the requests before it
+                    started.put_nowait(request)
                     return
                 # The task copies this task's context: the session the guard set is the request's.
                 started.put_nowait(asyncio.ensure_future(implementation(request, context)))
@@ -205,14 +204,15 @@ def _in_order_handler(method: MethodDescriptor, implementation: Callable[..., Aw
 async def _guarded_request(raw: bytes, context: grpc.aio.ServicerContext, request_class: Any, path: str,
                            guard: Optional[Guard]) -> Any:
     """One request of a unary call or of an in-order stream: the guard first
-    (an unauthenticated caller gets nothing parsed), then decoded, or the
-    call ends INVALID_ARGUMENT naming the request type."""
+    (an unauthenticated caller gets nothing parsed), then decoded; bytes that
+    are no request give the INVALID_ARGUMENT refusal naming the request type,
+    which the call ends with."""
     if guard is not None:
         await guard(path, context)
     try:
         return request_class.FromString(raw)
     except DecodeError as exc:
-        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, f"malformed {request_class.__name__}: {exc}")
+        return _Refusal(grpc.StatusCode.INVALID_ARGUMENT, f"malformed {request_class.__name__}: {exc}")
 
 
 def _serialized(response: Any) -> bytes:

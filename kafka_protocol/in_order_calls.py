@@ -175,9 +175,10 @@ class InOrderStreams:
     node that answers UNIMPLEMENTED (an older version, in a rolling upgrade)
     gets unary calls for `unary_retry_s`, then the stream is tried again (it
     may have been upgraded meanwhile). UNIMPLEMENTED means the request was not
-    handled, so it is sent again at once as a unary call."""
+    handled, so it is sent again at once as a unary call. Without
+    `open_stream` every call is unary (a caller that cannot use streams)."""
 
-    def __init__(self, open_stream: Callable[[str], Callable[[], grpc.aio.StreamStreamCall]], *,
+    def __init__(self, open_stream: Optional[Callable[[str], Callable[[], grpc.aio.StreamStreamCall]]], *,
                  max_in_flight: int = 1, unary_retry_s: float = UNARY_RETRY_S) -> None:
         self._open_stream = open_stream  # address -> a callable opening a stream there
         self._max_in_flight = max_in_flight
@@ -190,7 +191,7 @@ class InOrderStreams:
         """The answer to `request` from the node at `address`; `unary` makes
         the same request as a unary call. Raises as InOrderCalls.call does."""
         loop = asyncio.get_running_loop()
-        if loop.time() >= self._unary_until.get(address, 0.0):
+        if self._open_stream is not None and loop.time() >= self._unary_until.get(address, 0.0):
             calls = self._calls.get(address)
             if calls is None:
                 calls = self._calls[address] = InOrderCalls(self._open_stream(address), self._max_in_flight)
@@ -203,12 +204,8 @@ class InOrderStreams:
             self._unary_until[address] = loop.time() + self._unary_retry_s
         return await unary()
 
-    def forget(self, address: str) -> None:
-        """End the stream to `address`, if one is open (its channel is closing)."""
-        calls = self._calls.pop(address, None)
-        if calls is not None:
-            calls.end()
-
     def close(self) -> None:
-        for address in list(self._calls):
-            self.forget(address)
+        """End every stream still open."""
+        for calls in self._calls.values():
+            calls.end()
+        self._calls.clear()

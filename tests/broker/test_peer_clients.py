@@ -162,7 +162,7 @@ def test_a_fetch_cancelled_while_waiting_ends_its_stream(tmp_path) -> None:
 def test_a_leader_without_the_fetch_stream_is_fetched_from_with_unary_calls(tmp_path) -> None:
     """An older broker answers UNIMPLEMENTED for FetchStream: the follower
     falls back to unary Fetch calls, and keeps to them for a while
-    (UNARY_FETCH_RETRY_S) instead of trying the stream before each fetch."""
+    (in_order_calls.UNARY_RETRY_S) instead of trying the stream before each fetch."""
     cluster = Cluster(tmp_path, broker_ids=(1,))
     async def scenario() -> None:
         async with _peers_of(cluster, streamed=False) as (peers, server):
