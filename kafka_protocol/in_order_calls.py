@@ -146,6 +146,13 @@ class InOrderCalls:
                 await stream.call.write(request)
             except asyncio.InvalidStateError:  # the server ended the stream between two calls (idle, stopping)
                 raise _NotSent(None, "the stream had ended") from None
+            except grpc.aio.AioRpcError as exc:
+                if exc.code() != grpc.StatusCode.INTERNAL:
+                    raise
+                # A write that meets a connection breaking under it (the node killed) fails in gRPC's core,
+                # which says INTERNAL; it is the transport's failure, as UNAVAILABLE is for a unary call.
+                raise StreamEnded(grpc.StatusCode.UNAVAILABLE,
+                                  f"the stream broke during the write: {exc.details()}") from None
             except asyncio.CancelledError:
                 current = asyncio.current_task()
                 if current is not None and current.cancelling():
