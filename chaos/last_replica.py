@@ -97,6 +97,16 @@ def short_path(path: str) -> str:
     return "/".join(Path(path).parts[-2:])
 
 
+def expected_elr(isrs_seen: list[list[int]], leader: int, followers: list[int]) -> list[int]:
+    """KIP-966's ELR once an ISR of the leader and `followers` (min ISR 2) shrank to the leader
+    alone, through the ISRs `isrs_seen` on the way: the followers that left in the last shrink, the
+    one that took the ISR below min ISR. One that left before, while min ISR held, may have missed
+    writes the high watermark passed."""
+    before = [isr for isr in isrs_seen if isr != [leader]]
+    last = before[-1] if before else [leader, *followers]
+    return sorted(b for b in last if b in followers)
+
+
 @dataclass
 class LastReplicaStanding:
     cluster: Cluster
@@ -129,13 +139,24 @@ class LastReplicaStanding:
         self._step(outcome, "cut", partition=partition, leader=leader, followers=followers, how=how,
                    isr=before.isr, leader_epoch=before.leader_epoch)
         started = time.monotonic()
-        # The leader itself answers: paused followers do not, and its view is the one it acknowledges by.
-        shrunk = self._wait(lambda: self._view(partition, lambda v: v.isr == [leader], broker=leader),
-                            self.shrink_timeout_s)
+        # Each ISR the leader showed on the way. The followers' last fetches straddle a shrink check
+        # now and then, and the ISR then shrinks in two steps; KIP-966 puts only the second leaver in
+        # the ELR (the first left while the ISR still met min ISR), so the trace says which to expect.
+        isrs_seen: list[list[int]] = []
+
+        def leader_alone() -> Optional[PartitionView]:
+            # The leader itself answers: paused followers do not, and its view is the one it acknowledges by.
+            view = self._view(partition, lambda v: True, broker=leader)
+            if view is not None and (not isrs_seen or isrs_seen[-1] != view.isr):
+                isrs_seen.append(view.isr)
+            return view if view is not None and view.isr == [leader] else None
+
+        shrunk = self._wait(leader_alone, self.shrink_timeout_s)
         seen = shrunk or self._view(partition, lambda v: True, broker=leader)
         self._step(outcome, "isr-shrunk" if shrunk else "isr-not-shrunk", partition=partition, leader=leader,
                    isr=seen.isr if seen else None, elr=seen.elr if seen else None,
-                   leader_epoch=seen.leader_epoch if seen else None, waited_s=round(time.monotonic() - started, 3))
+                   leader_epoch=seen.leader_epoch if seen else None, isrs_seen=isrs_seen,
+                   waited_s=round(time.monotonic() - started, 3))
         if shrunk is None:  # the sequence cannot go on: undo the cut, nothing else happened
             self._heal(how, followers)
             self._step(outcome, "heal", nodes=followers, how=how)

@@ -16,7 +16,7 @@ import pytest
 from chaos.disk_nemesis import DiskNemesis, env_prefix
 from chaos.history import HistoryRecorder, read_history
 from chaos.last_replica import (DOWN_S, LAST_REPLICA, LAST_REPLICA_DURABLE, LAST_REPLICA_ELR, WARMUP_S,
-                                LastReplicaStanding, draw)
+                                LastReplicaStanding, draw, expected_elr)
 from chaos.nemesis import SCENARIOS, Nemesis, schedule
 
 
@@ -182,3 +182,32 @@ def test_an_isr_that_never_shrinks_stops_the_sequence_and_heals(tmp_path):
     assert lrs.outcome["steps"] == ["cut", "isr-not-shrunk", "heal"]
     assert not lrs.outcome["power_loss"] and not lrs.outcome["re_elected"]
     assert cluster.calls == [("pause", 4), ("pause", 6), ("resume", 4), ("resume", 6)]  # nobody killed
+
+
+class TwoStepShrink(StandIn):
+    """The followers' last fetches straddled the leader's shrink check: it drops 4, and 6 a poll
+    later, so only 6 left an ISR below min ISR and is eligible (KIP-966)."""
+
+    def shrink(self):
+        self.state.isr, self.state.eligible, self.second_pending = [5, 6], [], True
+
+    def metadata(self, broker_id=None, topics=(), timeout=2.0):
+        answer = super().metadata(broker_id, topics, timeout)
+        if getattr(self, "second_pending", False):
+            self.state.isr, self.state.eligible, self.second_pending = [5], [6], False
+        return answer
+
+
+def test_the_isrs_on_the_way_to_the_leader_alone_say_which_followers_are_eligible(tmp_path, monkeypatch):
+    monkeypatch.setattr("chaos.last_replica.DOWN_S", (0.0, 0.0))
+    monkeypatch.setattr("chaos.last_replica.POLL_S", 0.01)
+    cluster = TwoStepShrink(elr=True)
+    nemesis, history, lrs = sequence(tmp_path, cluster, Partitioning(cluster), elr=True)
+    nemesis.start(schedule(LAST_REPLICA_ELR, 1, 30)[0])
+    nemesis.stop()
+    history.close()
+    shrunk = {v["step"]: v for v in (line["value"] for line in read_history(tmp_path / "history.jsonl")
+                                     if line["f"] == LAST_REPLICA) if v["phase"] == "step"}["isr-shrunk"]
+    assert shrunk["isrs_seen"] == [[5, 6], [5]] and shrunk["elr"] == [6]
+    assert expected_elr(shrunk["isrs_seen"], 5, [4, 6]) == [6]
+    assert expected_elr([[4, 5, 6], [5]], 5, [4, 6]) == expected_elr([[5]], 5, [4, 6]) == [4, 6]

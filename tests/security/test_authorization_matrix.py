@@ -32,7 +32,7 @@ import pytest
 from google.protobuf.message import Message
 
 from client.cluster import Cluster
-from client.channels import open_channel
+from client.channels import CHANNEL_OPTIONS, open_channel
 from devcluster.local_cluster import LocalCluster
 from devcluster.secured import wait_enforced
 from kafka_protocol.errors import Errors
@@ -50,7 +50,10 @@ from kraftlog_api import transactions_pb2_grpc as tpb_grpc
 from security import certs
 from security.acl import AclBinding, AclOperation, AclPermissionType, PatternType, ResourceType
 from security.client_security import ClientSecurity
+from security.sasl_client import authenticate
+from security.sasl_protocol import SESSION_METADATA_KEY
 from security.scram_credentials import ScramMechanism
+from security.tls import open_sync_channel
 
 from .secured_cluster import secured_cluster
 from .secured_cluster import user_settings as shared_user_settings
@@ -378,6 +381,58 @@ def test_each_principal_may_call_exactly_what_its_acls_allow(secured):
     assert not wrong, "\n".join(wrong)
     assert counts["unauthorized allowed"] == 0 and counts["authorized refused"] == 0
     assert counts["authorized allowed"] > 0 and counts["unauthorized refused"] > 0
+
+
+# The in-order streams carry KafkaBroker's Produce and Fetch (grpc_serving): each request on them
+# must be authorized exactly as the same unary call. SASL clients send unary calls (their login
+# interceptor is unary-only), so a stream is a hostile client's way round it if it is not.
+STREAM_CALLS = {"Produce": ("ProduceStream", "Produce", _produce), "Fetch": ("FetchStream", "Fetch", _fetch(-1))}
+
+
+class _OneRequestStub:
+    """A stub whose call opens the in-order stream, sends the request alone and reads its answer."""
+
+    def __init__(self, channel: grpc.Channel, service: str, method: str, credential: bytes) -> None:
+        descriptor = bpb.DESCRIPTOR.services_by_name[service].methods_by_name[method]
+        request_class = bpb.ProduceRequest if method == "Produce" else bpb.FetchRequest
+        answer_class = bpb.ProduceResponse if method == "Produce" else bpb.FetchResponse
+        self._open = channel.stream_stream(f"/{descriptor.containing_service.full_name}/{method}",
+                                           request_serializer=request_class.SerializeToString,
+                                           response_deserializer=answer_class.FromString)
+        self._metadata = ((SESSION_METADATA_KEY, credential),)
+        setattr(self, method, self._call)
+
+    def _call(self, request: Message) -> Message:
+        answers = self._open(iter([request]), metadata=self._metadata, timeout=30)
+        [answer] = list(answers)
+        return answer
+
+
+def test_requests_on_the_in_order_streams_are_authorized_as_their_unary_calls(secured):
+    """alice may produce to and fetch `orders`, bob may fetch it but is denied writes, carol
+    neither: the same outcome on ProduceStream and FetchStream as on the unary calls, for a
+    client that logs in and opens the stream itself."""
+    wait_until_every_broker_enforces(secured)
+    leader = next(iter(secured.client_addresses.values()))
+    wrong, seen = [], Counter()
+    for user, expected in EXPECTED_ALLOWED.items():
+        security = user_security(secured, user)
+        with open_sync_channel(leader, CHANNEL_OPTIONS, security.ssl) as channel:
+            credential = authenticate(channel, security.sasl).credential
+            for unary, (service, method, invoke) in STREAM_CALLS.items():
+                got = outcome(Call(service, "stream", invoke), _OneRequestStub(channel, service, method, credential))
+                seen[got] += 1
+                if (got == "allowed") != (unary in expected):
+                    wrong.append(f"{user} {service}: {got}, expected {'allowed' if unary in expected else 'refused'}")
+    assert not wrong, "\n".join(wrong)
+    # admin and alice both, bob Fetch; bob Produce, carol both - each refused by its ACLs, not its session
+    assert seen == Counter(allowed=5, refused=3), seen
+    # and without a session the stream is not served at all
+    with open_sync_channel(leader, CHANNEL_OPTIONS, user_security(secured, "alice").ssl) as channel:
+        with pytest.raises(grpc.RpcError) as caught:
+            _OneRequestStub(channel, "ProduceStream", "Produce", b"forged-session").Produce(
+                bpb.ProduceRequest(acks=1, timeout_ms=5000))
+        assert caught.value.code() == grpc.StatusCode.UNAUTHENTICATED
 
 
 def test_node_rpcs_need_a_node_certificate(secured, tmp_path):
