@@ -15,17 +15,16 @@ import (
 	"kraftlog/checker/models"
 )
 
-// corpusDir is the shared corpus beside the repository clone: three levels
-// up from the checker folder (chaos/checker), two more from this package.
-// LINCHECK_CORPUS names it instead, for a clone that is not beside it (a git
-// worktree elsewhere).
+// corpusDir is the Jepsen etcd corpus kept in the repository
+// (chaos/checker/testdata/jepsen-etcd, two levels up from this package).
+// LINCHECK_CORPUS names another copy of it instead.
 var corpusDir = corpusPath()
 
 func corpusPath() string {
 	if dir := os.Getenv("LINCHECK_CORPUS"); dir != "" {
 		return dir
 	}
-	return filepath.Join("..", "..", "..", "..", "..", "shared", "linearizability-corpus")
+	return filepath.Join("..", "..", "testdata", "jepsen-etcd")
 }
 
 // perLogBudget is what "well under a second" means for one corpus log: a
@@ -85,7 +84,7 @@ func readExpected(t *testing.T) map[string]string {
 	f, err := os.Open(filepath.Join(corpusDir, "expected.tsv"))
 	if os.IsNotExist(err) {
 		abs, _ := filepath.Abs(corpusDir)
-		t.Skipf("linearizability corpus not found at %s (the shared/ folder beside the repository clone)", abs)
+		t.Fatalf("linearizability corpus not found at %s (chaos/checker/testdata/jepsen-etcd, or LINCHECK_CORPUS)", abs)
 	}
 	if err != nil {
 		t.Fatal(err)
