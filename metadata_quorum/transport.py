@@ -84,8 +84,8 @@ class PeerTransport:
         self._learning: Optional[asyncio.Task[None]] = None
         self._ssl = ssl  # the controller listener's: TLS and this node's keystore (mTLS); None: plaintext
         self._request_timeout_s = request_timeout_ms / 1000
-        self._stubs: dict[int, tuple[tuple[str, int], pb_grpc.KRaftQuorumStub]] = {}
-        self._channels: list[grpc.aio.Channel] = []
+        self._stubs: dict[int, tuple[tuple[str, int], grpc.aio.Channel, pb_grpc.KRaftQuorumStub]] = {}
+        self._retired: set[grpc.aio.Channel] = set()  # a moved voter's old channels, closing
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
         self.node: Optional[QuorumNode] = None
@@ -108,13 +108,27 @@ class PeerTransport:
             self._learn()
             return None
         cached = self._stubs.get(node_id)
-        if cached is not None and cached[0] == address:
-            return cached[1]
+        if cached is not None:
+            if cached[0] == address:
+                return cached[2]
+            self._retire(cached[1])  # a voter that moved (UpdateRaftVoter) gets a new channel
         channel = open_aio_channel(format_address(*address), CHANNEL_OPTIONS, self._ssl)
-        self._channels.append(channel)
         stub = pb_grpc.KRaftQuorumStub(channel)
-        self._stubs[node_id] = (address, stub)  # a voter that moved (UpdateRaftVoter) gets a new channel
+        self._stubs[node_id] = (address, channel, stub)
         return stub
+
+    def _retire(self, channel: grpc.aio.Channel) -> None:
+        """Close a moved voter's old channel once the calls on it have had their time, so a voter
+        that moves again and again does not leave a connection behind each time."""
+        self._retired.add(channel)
+
+        async def close() -> None:
+            await channel.close(grace=self._request_timeout_s)
+            self._retired.discard(channel)
+
+        task = asyncio.create_task(close())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def _learn(self) -> None:
         """Ask the bootstrap servers where the voters listen (once at a time)."""
@@ -193,8 +207,9 @@ class PeerTransport:
         for task in tasks:
             task.cancel()
         await asyncio.wait(tasks, timeout=1.0) if tasks else None
-        if self._channels:
-            await asyncio.wait([asyncio.ensure_future(c.close()) for c in self._channels], timeout=1.0)
+        channels = [channel for _, channel, _ in self._stubs.values()] + list(self._retired)
+        if channels:
+            await asyncio.wait([asyncio.ensure_future(c.close()) for c in channels], timeout=1.0)
 
 
 class KRaftQuorumService(pb_grpc.KRaftQuorumServicer):
