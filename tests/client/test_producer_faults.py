@@ -6,8 +6,10 @@ already appended); acks, retries and delivery.timeout.ms with a broker down."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import time
+from typing import Iterator
 
 import pytest
 
@@ -38,6 +40,17 @@ def bootstrap(cluster: LocalCluster) -> str:
 def restart(cluster: LocalCluster, broker: int) -> None:
     cluster.start(broker)
     cluster.wait_for_brokers(timeout=60)
+
+
+@contextlib.contextmanager
+def brought_back(cluster: LocalCluster, broker: int) -> Iterator[None]:
+    """The broker a test kills or stops is started again when the block ends, also when the test
+    fails: the module's tests share the cluster, and each needs every broker."""
+    try:
+        yield
+    finally:
+        if broker not in cluster.pids:
+            restart(cluster, broker)
 
 
 def isr(cluster: LocalCluster, topic: str) -> set[int]:
@@ -80,11 +93,11 @@ def test_kill_9_of_the_leader_during_a_stream_leaves_no_duplicate_and_no_gap(clu
             results = await asyncio.wait_for(asyncio.gather(*futures, return_exceptions=True), STREAM_DEADLINE_S)
             return results, producer.metrics()
 
-    results, metrics = asyncio.run(stream())
-    assert metrics["record-retry-total"] > 0  # the kill caught batches on their way
-    assert leader_of(cluster, name, 0) != victim
-    assert_exactly_once_in_order(cluster, name, count, results)
-    restart(cluster, victim)
+    with brought_back(cluster, victim):
+        results, metrics = asyncio.run(stream())
+        assert metrics["record-retry-total"] > 0  # the kill caught batches on their way
+        assert leader_of(cluster, name, 0) != victim
+        assert_exactly_once_in_order(cluster, name, count, results)
 
 
 @pytest.mark.parametrize("idempotent", [False, True])
@@ -172,55 +185,55 @@ def test_acks_retries_and_delivery_timeout_with_a_broker_down(cluster) -> None:
     victim = leader_of(cluster, "offline", 0)
     # Stopped (SIGTERM: a controlled shutdown takes it out of every ISR at once, where a kill -9
     # leaves it there for the 8 s session timeout; kill -9 is the test above).
-    cluster.stop(victim)
-    wait_until(lambda: victim not in isr(cluster, "strict"), 60, f"broker {victim} out of the ISR")
-    boot = bootstrap(cluster)
+    with brought_back(cluster, victim):
+        cluster.stop(victim)
+        wait_until(lambda: victim not in isr(cluster, "strict"), 60, f"broker {victim} out of the ISR")
+        boot = bootstrap(cluster)
 
-    async def one(topic: str, **config) -> tuple[object, dict]:
-        async with AsyncProducer({"bootstrap.servers": boot, "enable.idempotence": False, "linger.ms": 0,
-                                  "request.timeout.ms": 1000, "delivery.timeout.ms": 4000,
-                                  "retry.backoff.ms": 50, **config}) as producer:
-            [result] = await asyncio.gather(producer.produce(topic, b"x"), return_exceptions=True)
-            return result, producer.metrics()
+        async def one(topic: str, **config) -> tuple[object, dict]:
+            async with AsyncProducer({"bootstrap.servers": boot, "enable.idempotence": False, "linger.ms": 0,
+                                      "request.timeout.ms": 1000, "delivery.timeout.ms": 4000,
+                                      "retry.backoff.ms": 50, **config}) as producer:
+                [result] = await asyncio.gather(producer.produce(topic, b"x"), return_exceptions=True)
+                return result, producer.metrics()
 
-    # acks=all with 2 of 3 replicas in sync and min.insync.replicas=3: refused,
-    # retried until delivery.timeout.ms, then failed with the broker's error
-    # (or expired while it waited out a backoff, as Kafka reports it).
-    refused, metrics = asyncio.run(one("strict", acks="all"))
-    assert isinstance(refused, KafkaError) and refused.name in ("NOT_ENOUGH_REPLICAS", "REQUEST_TIMED_OUT")
-    assert metrics["record-retry-total"] >= 1 and metrics["record-error-total"] == 1
-    # retries=0: the first refusal is final.
-    refused_once, metrics = asyncio.run(one("strict", acks="all", retries=0))
-    assert isinstance(refused_once, KafkaError) and refused_once.name == "NOT_ENOUGH_REPLICAS"
-    assert metrics["record-send-total"] == 1 and metrics["record-retry-total"] == 0
-    # acks=1 needs the leader only.
-    accepted, _ = asyncio.run(one("strict", acks=1))
-    assert isinstance(accepted, RecordMetadata) and accepted.offset == 0
-    # The only replica is down: no leader to send to, the batch expires.
-    expired, metrics = asyncio.run(one("offline", acks=1))
-    assert isinstance(expired, KafkaError) and expired.name in ("REQUEST_TIMED_OUT", "NETWORK_EXCEPTION")
-    assert metrics["record-error-total"] == 1
-    # Records that cannot leave fill buffer.memory: send() and the sync
-    # produce() wait max.block.ms for room, then give up.
-    full_config = {"bootstrap.servers": boot, "buffer.memory": 10000, "batch.size": 2000, "max.block.ms": 500,
-                   "request.timeout.ms": 1000, "delivery.timeout.ms": 4000}
+        # acks=all with 2 of 3 replicas in sync and min.insync.replicas=3: refused,
+        # retried until delivery.timeout.ms, then failed with the broker's error
+        # (or expired while it waited out a backoff, as Kafka reports it).
+        refused, metrics = asyncio.run(one("strict", acks="all"))
+        assert isinstance(refused, KafkaError) and refused.name in ("NOT_ENOUGH_REPLICAS", "REQUEST_TIMED_OUT")
+        assert metrics["record-retry-total"] >= 1 and metrics["record-error-total"] == 1
+        # retries=0: the first refusal is final.
+        refused_once, metrics = asyncio.run(one("strict", acks="all", retries=0))
+        assert isinstance(refused_once, KafkaError) and refused_once.name == "NOT_ENOUGH_REPLICAS"
+        assert metrics["record-send-total"] == 1 and metrics["record-retry-total"] == 0
+        # acks=1 needs the leader only.
+        accepted, _ = asyncio.run(one("strict", acks=1))
+        assert isinstance(accepted, RecordMetadata) and accepted.offset == 0
+        # The only replica is down: no leader to send to, the batch expires.
+        expired, metrics = asyncio.run(one("offline", acks=1))
+        assert isinstance(expired, KafkaError) and expired.name in ("REQUEST_TIMED_OUT", "NETWORK_EXCEPTION")
+        assert metrics["record-error-total"] == 1
+        # Records that cannot leave fill buffer.memory: send() and the sync
+        # produce() wait max.block.ms for room, then give up.
+        full_config = {"bootstrap.servers": boot, "buffer.memory": 10000, "batch.size": 2000, "max.block.ms": 500,
+                       "request.timeout.ms": 1000, "delivery.timeout.ms": 4000}
 
-    async def full_buffer() -> tuple[list, BaseException]:
-        async with AsyncProducer(full_config) as producer:
-            # Each record is larger than batch.size: a batch of its own, 2082 bytes of buffer.memory.
-            queued = [await producer.send("offline", b"y" * 2000) for _ in range(5)]
-            with pytest.raises(KafkaError) as blocked:
-                await producer.send("offline", b"z")
-            return await asyncio.gather(*queued, return_exceptions=True), blocked.value
+        async def full_buffer() -> tuple[list, BaseException]:
+            async with AsyncProducer(full_config) as producer:
+                # Each record is larger than batch.size: a batch of its own, 2082 bytes of buffer.memory.
+                queued = [await producer.send("offline", b"y" * 2000) for _ in range(5)]
+                with pytest.raises(KafkaError) as blocked:
+                    await producer.send("offline", b"z")
+                return await asyncio.gather(*queued, return_exceptions=True), blocked.value
 
-    queued, blocked = asyncio.run(full_buffer())
-    assert blocked.name == "REQUEST_TIMED_OUT" and "buffer.memory" in str(blocked)
-    assert {getattr(r, "name", None) for r in queued} <= {"REQUEST_TIMED_OUT", "NETWORK_EXCEPTION"}
-    with Producer(full_config) as producer:
-        waiting = [producer.produce("offline", b"y" * 2000) for _ in range(5)]
-        wait_until(lambda: producer.buffered_bytes >= 10000, 30, "records buffered")
-        with pytest.raises(KafkaError, match="REQUEST_TIMED_OUT.*buffer.memory"):
-            producer.produce("offline", b"z")
-        assert all(f.exception(timeout=30) is not None for f in waiting)
-    restart(cluster, victim)
+        queued, blocked = asyncio.run(full_buffer())
+        assert blocked.name == "REQUEST_TIMED_OUT" and "buffer.memory" in str(blocked)
+        assert {getattr(r, "name", None) for r in queued} <= {"REQUEST_TIMED_OUT", "NETWORK_EXCEPTION"}
+        with Producer(full_config) as producer:
+            waiting = [producer.produce("offline", b"y" * 2000) for _ in range(5)]
+            wait_until(lambda: producer.buffered_bytes >= 10000, 30, "records buffered")
+            with pytest.raises(KafkaError, match="REQUEST_TIMED_OUT.*buffer.memory"):
+                producer.produce("offline", b"z")
+            assert all(f.exception(timeout=30) is not None for f in waiting)
     assert read_records(cluster, "offline", 0) == []  # nothing of it was written

@@ -38,15 +38,24 @@ RECORDS_PER_BATCH = 10
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory):
-    """One 3 + 3 cluster for the module: each test has its own topic and
-    leaves every broker running (the last one kills a controller)."""
+def module_cluster(tmp_path_factory):
+    """One 3 + 3 cluster for the module: each test has its own topic."""
     c = LocalCluster(tmp_path_factory.mktemp("broker-process"), controllers=3, brokers=3, properties=PROPERTIES)
     try:
         c.start()
         yield c
     finally:
         c.close()
+
+
+@pytest.fixture
+def cluster(module_cluster):
+    """The module's cluster with every node running, whatever a test before left killed or
+    stopped (a test that failed half-way through its kill and restart included)."""
+    for node in (*module_cluster.controllers, *module_cluster.brokers):
+        if not module_cluster.alive(node):
+            module_cluster.start(node)
+    return module_cluster
 
 
 @pytest.fixture
