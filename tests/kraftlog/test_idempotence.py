@@ -182,11 +182,13 @@ def test_a_restarted_broker_rebuilds_the_producer_state_from_its_log(cluster, ho
         assert produce(cluster, leader, topic, batch).base_offset == i
 
     if how == "sigterm":
-        assert cluster.stop(leader) == 0
+        exit_status = cluster.stop(leader)
     else:
         cluster.kill(leader)
-    cluster.start(leader)
+        exit_status = 0
+    cluster.start(leader)  # before any assert: the module's later tests share the cluster
     cluster.wait_for_brokers(timeout=60)
+    assert exit_status == 0, f"SIGTERM: broker {leader} exited {exit_status}"
     retried = produce_to_leader(cluster, topic, batches[1])
     assert (retried.error_code, retried.base_offset) == (Error.NONE, 1), retried
     third = produce_to_leader(cluster, topic, batches[2])
