@@ -29,6 +29,7 @@ from typing import Callable
 
 import grpc
 import pytest
+from google.protobuf import message_factory
 from google.protobuf.message import Message
 
 from client.cluster import Cluster
@@ -386,21 +387,20 @@ def test_each_principal_may_call_exactly_what_its_acls_allow(secured):
 # The in-order streams carry KafkaBroker's Produce and Fetch (grpc_serving): each request on them
 # must be authorized exactly as the same unary call. SASL clients send unary calls (their login
 # interceptor is unary-only), so a stream is a hostile client's way round it if it is not.
-STREAM_CALLS = {"Produce": ("ProduceStream", "Produce", _produce), "Fetch": ("FetchStream", "Fetch", _fetch(-1))}
+STREAMED = {"ProduceStream": "Produce", "FetchStream": "Fetch"}  # stream service -> its unary call (BROKER_CALLS)
 
 
 class _OneRequestStub:
     """A stub whose call opens the in-order stream, sends the request alone and reads its answer."""
 
-    def __init__(self, channel: grpc.Channel, service: str, method: str, credential: bytes) -> None:
-        descriptor = bpb.DESCRIPTOR.services_by_name[service].methods_by_name[method]
-        request_class = bpb.ProduceRequest if method == "Produce" else bpb.FetchRequest
-        answer_class = bpb.ProduceResponse if method == "Produce" else bpb.FetchResponse
-        self._open = channel.stream_stream(f"/{descriptor.containing_service.full_name}/{method}",
-                                           request_serializer=request_class.SerializeToString,
-                                           response_deserializer=answer_class.FromString)
+    def __init__(self, channel: grpc.Channel, service: str, credential: bytes) -> None:
+        method = bpb.DESCRIPTOR.services_by_name[service].methods_by_name[STREAMED[service]]
+        self._open = channel.stream_stream(
+            f"/{method.containing_service.full_name}/{method.name}",
+            request_serializer=lambda request: request.SerializeToString(),
+            response_deserializer=message_factory.GetMessageClass(method.output_type).FromString)
         self._metadata = ((SESSION_METADATA_KEY, credential),)
-        setattr(self, method, self._call)
+        setattr(self, method.name, self._call)
 
     def _call(self, request: Message) -> Message:
         answers = self._open(iter([request]), metadata=self._metadata, timeout=30)
@@ -414,13 +414,14 @@ def test_requests_on_the_in_order_streams_are_authorized_as_their_unary_calls(se
     client that logs in and opens the stream itself."""
     wait_until_every_broker_enforces(secured)
     leader = next(iter(secured.client_addresses.values()))
+    unary_calls = {c.name: c for c in BROKER_CALLS}
     wrong, seen = [], Counter()
     for user, expected in EXPECTED_ALLOWED.items():
         security = user_security(secured, user)
         with open_sync_channel(leader, CHANNEL_OPTIONS, security.ssl) as channel:
             credential = authenticate(channel, security.sasl).credential
-            for unary, (service, method, invoke) in STREAM_CALLS.items():
-                got = outcome(Call(service, "stream", invoke), _OneRequestStub(channel, service, method, credential))
+            for service, unary in STREAMED.items():
+                got = outcome(unary_calls[unary], _OneRequestStub(channel, service, credential))
                 seen[got] += 1
                 if (got == "allowed") != (unary in expected):
                     wrong.append(f"{user} {service}: {got}, expected {'allowed' if unary in expected else 'refused'}")
@@ -430,7 +431,7 @@ def test_requests_on_the_in_order_streams_are_authorized_as_their_unary_calls(se
     # and without a session the stream is not served at all
     with open_sync_channel(leader, CHANNEL_OPTIONS, user_security(secured, "alice").ssl) as channel:
         with pytest.raises(grpc.RpcError) as caught:
-            _OneRequestStub(channel, "ProduceStream", "Produce", b"forged-session").Produce(
+            _OneRequestStub(channel, "ProduceStream", b"forged-session").Produce(
                 bpb.ProduceRequest(acks=1, timeout_ms=5000))
         assert caught.value.code() == grpc.StatusCode.UNAUTHENTICATED
 
