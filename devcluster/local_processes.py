@@ -95,6 +95,14 @@ class LocalProcesses:
         launcher.write_pid(plan, process.pid)
         return process
 
+    def start_missing(self) -> list[int]:
+        """Start every node whose process is not running (killed, stopped, or exited by itself): a
+        cluster several tests share made whole again after one left a node down. The nodes started."""
+        missing = [node_id for node_id in self.plans if not self.alive(node_id)]
+        if missing:
+            self.start(*missing)
+        return missing
+
     def alive(self, node_id: int) -> bool:
         """The node's process has not exited."""
         process = self._processes.get(node_id)

@@ -49,7 +49,7 @@ def brought_back(cluster: LocalCluster, broker: int) -> Iterator[None]:
     try:
         yield
     finally:
-        if broker not in cluster.pids:
+        if not cluster.alive(broker):
             restart(cluster, broker)
 
 

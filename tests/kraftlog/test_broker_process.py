@@ -52,9 +52,7 @@ def module_cluster(tmp_path_factory):
 def cluster(module_cluster):
     """The module's cluster with every node running, whatever a test before left killed or
     stopped (a test that failed half-way through its kill and restart included)."""
-    for node in (*module_cluster.controllers, *module_cluster.brokers):
-        if not module_cluster.alive(node):
-            module_cluster.start(node)
+    module_cluster.start_missing()
     return module_cluster
 
 

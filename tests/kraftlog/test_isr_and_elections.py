@@ -57,11 +57,9 @@ def module_cluster(tmp_path_factory):
 def cluster(module_cluster):
     """The module's cluster with every node running and every broker unfenced, whatever
     the test before left stopped or killed (each test has topics of its own)."""
-    for node in (*module_cluster.controllers, *module_cluster.brokers):
-        if not module_cluster.alive(node):
-            module_cluster.start(node)
-        else:
-            module_cluster.resume(node)
+    module_cluster.start_missing()
+    for node in module_cluster.pids:  # and those left paused (SIGSTOP) go on
+        module_cluster.resume(node)
     module_cluster.wait_for_brokers()
     return module_cluster
 
